@@ -1,0 +1,104 @@
+// Package metrics records what a benchmark run measures: outcomes by class,
+// attempts, and latency in HDR histograms kept per shard and merged exactly at
+// the end, plus a per-second series and the apiserver's own counters.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Outcome is the class of a finished request or operation.
+type Outcome uint8
+
+// The outcome classes. Keep NumOutcomes last.
+const (
+	Success              Outcome = iota // 2xx
+	VersionConflict                     // 409 on a stale resourceVersion
+	FieldManagerConflict                // 409 from server-side apply field ownership
+	FailedPrecondition                  // 422 from a JSON patch test op: the CAS said no
+	Throttled                           // 429
+	ServerError                         // 5xx
+	Timeout                             // client or server timeout
+	Other                               // anything else
+	NumOutcomes
+)
+
+var outcomeNames = [NumOutcomes]string{
+	Success:              "success",
+	VersionConflict:      "conflict",
+	FieldManagerConflict: "field-manager-conflict",
+	FailedPrecondition:   "failed-precondition",
+	Throttled:            "throttled",
+	ServerError:          "server-error",
+	Timeout:              "timeout",
+	Other:                "other",
+}
+
+// String returns the outcome's stable name, used in results and tables.
+func (o Outcome) String() string {
+	if o < NumOutcomes {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// ParseOutcome is the inverse of Outcome.String.
+func ParseOutcome(s string) (Outcome, bool) {
+	for i, n := range outcomeNames {
+		if n == s {
+			return Outcome(i), true
+		}
+	}
+	return 0, false
+}
+
+// Classify maps a client-go error to its outcome class. A nil error is Success.
+func Classify(err error) Outcome {
+	if err == nil {
+		return Success
+	}
+	if errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
+		return Timeout
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return Timeout
+	}
+	if apierrors.IsConflict(err) {
+		if isFieldManagerConflict(err) {
+			return FieldManagerConflict
+		}
+		return VersionConflict
+	}
+	if apierrors.IsInvalid(err) {
+		// A JSON patch whose test op fails answers 422 Invalid.
+		return FailedPrecondition
+	}
+	if apierrors.IsTooManyRequests(err) {
+		return Throttled
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code >= http.StatusInternalServerError {
+		return ServerError
+	}
+	return Other
+}
+
+func isFieldManagerConflict(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Type == metav1.CauseTypeFieldManagerConflict {
+			return true
+		}
+	}
+	return false
+}

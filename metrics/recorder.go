@@ -1,0 +1,232 @@
+package metrics
+
+import (
+	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Histogram range: latencies are recorded in microseconds from 1µs to one
+// hour with 3 significant digits. Larger values are clamped to the maximum
+// and counted in Snapshot.Clamped.
+const (
+	histMin     = 1
+	histMax     = int64(time.Hour / time.Microsecond)
+	histSigFigs = 3
+)
+
+// NewHistogram returns an empty latency histogram in kb-bench's units (µs).
+func NewHistogram() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histSigFigs) }
+
+// AttemptKind says which request inside an operation an Attempt was.
+type AttemptKind uint8
+
+// Attempt kinds.
+const (
+	Read  AttemptKind = iota // the GET of a read-modify-write
+	Write                    // a PUT, PATCH, apply or create
+)
+
+// Op is one finished operation, all attempts and backoff included.
+type Op struct {
+	// Intended is when the operation was due: its schedule in an open loop,
+	// its start in a closed loop. Latency is measured from here.
+	Intended time.Time
+	// Start is when a writer actually began it (after Intended when late).
+	Start time.Time
+	// End is when it finished.
+	End time.Time
+	// Outcome is the final outcome.
+	Outcome Outcome
+	// Err is kept (first few distinct messages) when Outcome is Other.
+	Err error
+	// Attempts is the number of write attempts made.
+	Attempts int
+	// Backoff is the time slept between attempts.
+	Backoff time.Duration
+	// GaveUp is set when a retry strategy ran out of steps.
+	GaveUp bool
+}
+
+// Attempt is one request inside an operation.
+type Attempt struct {
+	Kind    AttemptKind
+	Latency time.Duration
+	Outcome Outcome
+}
+
+// Recorder collects a run's measurements. Writers record into a Shard each;
+// shards are merged losslessly by Snapshot. Memory is bounded by the number
+// of shards, not by the number of writers or the length of the run (apart
+// from one small row per second in the series).
+type Recorder struct {
+	start  time.Time
+	shards []*Shard
+
+	mu          sync.Mutex // guards the fields below (not the hot path)
+	measureFrom time.Time  // ops intended before this are warm-up
+	series      []SeriesPoint
+	lastTick    time.Time
+	dropped     int64
+	late        int64
+}
+
+// Shard is one writer's (or a group of writers') part of a Recorder. Its
+// mutex is only contended by the once-a-second interval tick and by writers
+// that share the shard, never by a global lock.
+type Shard struct {
+	mu          sync.Mutex
+	openLoop    bool
+	measureFrom time.Time
+
+	ops      int64
+	warmup   int64
+	outcomes [NumOutcomes]int64
+	attempts []int64 // attempts[n] = ops that made n write attempts
+	gaveUp   int64
+	errors   []string
+
+	opLatency  *hdrhistogram.Histogram // from Intended (corrected in an open loop)
+	opRaw      *hdrhistogram.Histogram // from Start (open loop only)
+	write      *hdrhistogram.Histogram
+	read       *hdrhistogram.Histogram
+	backoff    *hdrhistogram.Histogram
+	clamped    int64
+	attemptOut [2][NumOutcomes]int64
+
+	// interval is reset every tick and feeds the per-second series.
+	interval    *hdrhistogram.Histogram
+	intervalOut [NumOutcomes]int64
+}
+
+// maxErrors bounds the distinct "other" error messages kept.
+const maxErrors = 5
+
+// NewRecorder returns a Recorder with the given number of shards, timing the
+// series from start. openLoop records raw latency (from Start) beside the
+// corrected one (from Intended).
+func NewRecorder(start time.Time, shards int, openLoop bool) *Recorder {
+	if shards < 1 {
+		shards = 1
+	}
+	r := &Recorder{start: start, lastTick: start, measureFrom: start}
+	for range shards {
+		s := &Shard{
+			openLoop:    openLoop,
+			measureFrom: start,
+			opLatency:   NewHistogram(),
+			write:       NewHistogram(),
+			read:        NewHistogram(),
+			backoff:     NewHistogram(),
+			interval:    NewHistogram(),
+		}
+		if openLoop {
+			s.opRaw = NewHistogram()
+		}
+		r.shards = append(r.shards, s)
+	}
+	return r
+}
+
+// Shard returns the shard for writer i.
+func (r *Recorder) Shard(i int) *Shard { return r.shards[i%len(r.shards)] }
+
+// MeasureFrom marks the end of the warm-up: operations intended before t are
+// counted as warm-up only and kept out of every figure.
+func (r *Recorder) MeasureFrom(t time.Time) {
+	r.mu.Lock()
+	r.measureFrom = t
+	r.mu.Unlock()
+	for _, s := range r.shards {
+		s.mu.Lock()
+		s.measureFrom = t
+		s.mu.Unlock()
+	}
+}
+
+// Dropped counts an open-loop arrival that found no free slot and was not run.
+func (r *Recorder) Dropped() {
+	r.mu.Lock()
+	r.dropped++
+	r.mu.Unlock()
+}
+
+// Late counts an open-loop arrival that started after its schedule because
+// no slot was free; its latency is still measured from the schedule.
+func (r *Recorder) Late() {
+	r.mu.Lock()
+	r.late++
+	r.mu.Unlock()
+}
+
+func micros(d time.Duration) int64 {
+	us := d.Microseconds()
+	if us < histMin {
+		return histMin
+	}
+	return us
+}
+
+func (s *Shard) record(h *hdrhistogram.Histogram, d time.Duration) {
+	v := micros(d)
+	if v > histMax {
+		v = histMax
+		s.clamped++
+	}
+	_ = h.RecordValue(v) // cannot fail: v is within range
+}
+
+// RecordOp records a finished operation.
+func (s *Shard) RecordOp(op Op) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if op.Intended.Before(s.measureFrom) {
+		s.warmup++
+		return
+	}
+	s.ops++
+	s.outcomes[op.Outcome]++
+	s.intervalOut[op.Outcome]++
+	for len(s.attempts) <= op.Attempts {
+		s.attempts = append(s.attempts, 0)
+	}
+	s.attempts[op.Attempts]++
+	if op.GaveUp {
+		s.gaveUp++
+	}
+	lat := op.End.Sub(op.Intended)
+	s.record(s.opLatency, lat)
+	s.record(s.interval, lat)
+	if s.opRaw != nil {
+		s.record(s.opRaw, op.End.Sub(op.Start))
+	}
+	if op.Attempts > 1 || op.Backoff > 0 {
+		s.record(s.backoff, op.Backoff)
+	}
+	if op.Outcome == Other && op.Err != nil && len(s.errors) < maxErrors {
+		msg := op.Err.Error()
+		for _, e := range s.errors {
+			if e == msg {
+				return
+			}
+		}
+		s.errors = append(s.errors, msg)
+	}
+}
+
+// RecordAttempt records one request inside an operation that was due at
+// intended; attempts of warm-up operations are left out.
+func (s *Shard) RecordAttempt(intended time.Time, a Attempt) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if intended.Before(s.measureFrom) {
+		return
+	}
+	s.attemptOut[a.Kind][a.Outcome]++
+	if a.Kind == Read {
+		s.record(s.read, a.Latency)
+	} else {
+		s.record(s.write, a.Latency)
+	}
+}

@@ -1,0 +1,137 @@
+package metrics
+
+import (
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// SeriesPoint is one interval (about a second) of the per-second series.
+type SeriesPoint struct {
+	// At is the end of the interval, relative to the recorder's start.
+	At time.Duration `json:"at"`
+	// Ops finished in the interval, by outcome.
+	Outcomes map[string]int64 `json:"outcomes"`
+	// Ops is the total of Outcomes.
+	Ops int64 `json:"ops"`
+	// P50 and P99 of operation latency in the interval (0 when no ops).
+	P50 time.Duration `json:"p50"`
+	P99 time.Duration `json:"p99"`
+}
+
+// Snapshot is the merged state of a Recorder: plain data for results.
+type Snapshot struct {
+	// Ops is the number of measured operations (warm-up excluded).
+	Ops int64
+	// WarmupOps were run during the warm-up and are in no other figure.
+	WarmupOps int64
+	// Outcomes counts measured operations by final outcome.
+	Outcomes [NumOutcomes]int64
+	// AttemptOutcomes counts requests by kind (Read, Write) and outcome.
+	AttemptOutcomes [2][NumOutcomes]int64
+	// Attempts[n] is the number of operations that made n write attempts.
+	Attempts []int64
+	// GaveUp counts operations whose retry strategy ran out of steps.
+	GaveUp int64
+	// Late and Dropped count open-loop arrivals that found no free slot.
+	Late, Dropped int64
+	// Clamped counts values above the histogram range (one hour).
+	Clamped int64
+	// Errors holds the first few distinct messages of "other" outcomes.
+	Errors []string
+	// Histograms of latency in microseconds. OpRaw is nil in a closed loop.
+	Op, OpRaw, Write, Read, Backoff *hdrhistogram.Histogram
+	// Series is the per-second series.
+	Series []SeriesPoint
+}
+
+// Tick closes the current interval at now, appends it to the series and
+// returns it. Call it about once a second (the progress display does).
+func (r *Recorder) Tick(now time.Time) SeriesPoint {
+	merged := NewHistogram()
+	var out [NumOutcomes]int64
+	for _, s := range r.shards {
+		s.mu.Lock()
+		merged.Merge(s.interval)
+		s.interval.Reset()
+		for i, n := range s.intervalOut {
+			out[i] += n
+		}
+		s.intervalOut = [NumOutcomes]int64{}
+		s.mu.Unlock()
+	}
+	p := SeriesPoint{At: now.Sub(r.start).Round(time.Millisecond), Outcomes: map[string]int64{}}
+	for i, n := range out {
+		p.Ops += n
+		if n > 0 {
+			p.Outcomes[Outcome(i).String()] = n
+		}
+	}
+	if merged.TotalCount() > 0 {
+		p.P50 = time.Duration(merged.ValueAtQuantile(50)) * time.Microsecond
+		p.P99 = time.Duration(merged.ValueAtQuantile(99)) * time.Microsecond
+	}
+	r.mu.Lock()
+	r.series = append(r.series, p)
+	r.lastTick = now
+	r.mu.Unlock()
+	return p
+}
+
+// Snapshot merges every shard. It closes the last partial interval of the
+// series at now. Call it after the writers have stopped.
+func (r *Recorder) Snapshot(now time.Time) Snapshot {
+	r.mu.Lock()
+	needTick := now.After(r.lastTick)
+	r.mu.Unlock()
+	if needTick {
+		r.Tick(now)
+	}
+	snap := Snapshot{
+		Op: NewHistogram(), Write: NewHistogram(), Read: NewHistogram(), Backoff: NewHistogram(),
+	}
+	seen := map[string]bool{}
+	for _, s := range r.shards {
+		s.mu.Lock()
+		snap.Ops += s.ops
+		snap.WarmupOps += s.warmup
+		snap.GaveUp += s.gaveUp
+		snap.Clamped += s.clamped
+		for i, n := range s.outcomes {
+			snap.Outcomes[i] += n
+		}
+		for k := range s.attemptOut {
+			for i, n := range s.attemptOut[k] {
+				snap.AttemptOutcomes[k][i] += n
+			}
+		}
+		for n, c := range s.attempts {
+			for len(snap.Attempts) <= n {
+				snap.Attempts = append(snap.Attempts, 0)
+			}
+			snap.Attempts[n] += c
+		}
+		for _, e := range s.errors {
+			if !seen[e] && len(snap.Errors) < maxErrors {
+				seen[e] = true
+				snap.Errors = append(snap.Errors, e)
+			}
+		}
+		snap.Op.Merge(s.opLatency)
+		snap.Write.Merge(s.write)
+		snap.Read.Merge(s.read)
+		snap.Backoff.Merge(s.backoff)
+		if s.opRaw != nil {
+			if snap.OpRaw == nil {
+				snap.OpRaw = NewHistogram()
+			}
+			snap.OpRaw.Merge(s.opRaw)
+		}
+		s.mu.Unlock()
+	}
+	r.mu.Lock()
+	snap.Late, snap.Dropped = r.late, r.dropped
+	snap.Series = append([]SeriesPoint(nil), r.series...)
+	r.mu.Unlock()
+	return snap
+}
