@@ -1,0 +1,176 @@
+// Package results defines the versioned Result document a run produces, and
+// everything that reads Results without touching a cluster: encoding, atomic
+// writing, merging, the summary table, HDR logs and CSV series.
+package results
+
+import (
+	"time"
+
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// Document identity. Bump APIVersion when a field changes meaning.
+const (
+	APIVersion = "kb-bench.io/v1alpha1"
+	KindResult = "Result"
+)
+
+// Histogram names in Measurements.Histograms.
+const (
+	HistOp      = "op"      // operation latency from the intended start (corrected in open loop)
+	HistOpRaw   = "op-raw"  // open loop only: operation latency from the actual start
+	HistWrite   = "write"   // each write attempt
+	HistRead    = "read"    // each read
+	HistBackoff = "backoff" // time slept in backoff per operation that retried
+)
+
+// Result is what one run measured, with everything needed to compare it
+// honestly with another run.
+type Result struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+
+	// RunID names the run; the namespace is kb-bench-<RunID>.
+	RunID string `json:"runID"`
+	// Version is the kb-bench version that ran.
+	Version string `json:"version"`
+	// Started and Ended bound the measured window (warm-up excluded).
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	// Interrupted is set when the run was stopped early (Ctrl-C); the
+	// figures cover what ran.
+	Interrupted bool `json:"interrupted,omitempty"`
+
+	// Target says which apiserver ran it (never credentials).
+	Target Target `json:"target"`
+	// Spec is the fully resolved specification.
+	Spec spec.Spec `json:"spec"`
+	// Namespace the run wrote in.
+	Namespace string `json:"namespace"`
+
+	// Summary holds the headline figures, derived from Measurements.
+	Summary Summary `json:"summary"`
+	// Measurements holds the raw, mergeable data.
+	Measurements Measurements `json:"measurements"`
+	// Series is the per-second series.
+	Series []metrics.SeriesPoint `json:"series,omitempty"`
+	// Server is the cross-check against the apiserver's own /metrics.
+	Server *ServerCheck `json:"server,omitempty"`
+	// Checks are the correctness verdicts (lost updates and the like).
+	Checks []Check `json:"checks,omitempty"`
+	// LeaderElection holds the leader-election scenario's figures.
+	LeaderElection *LeaderElectionReport `json:"leaderElection,omitempty"`
+	// Quota holds the quota scenario's figures.
+	Quota *QuotaReport `json:"quota,omitempty"`
+	// Warnings are things the reader should know (metrics forbidden, ...).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Target describes the apiserver a run used.
+type Target struct {
+	// Kind is local, kind or kubeconfig.
+	Kind string `json:"kind"`
+	// Server is the apiserver URL.
+	Server string `json:"server"`
+	// ServerVersion is what /version reported, e.g. v1.37.1.
+	ServerVersion string `json:"serverVersion"`
+	// Context is the kubeconfig context, for kubeconfig targets.
+	Context string `json:"context,omitempty"`
+	// Storage is the local control plane's etcd storage (disk or memory).
+	Storage string `json:"storage,omitempty"`
+	// EtcdVersion is the local control plane's etcd version.
+	EtcdVersion string `json:"etcdVersion,omitempty"`
+	// Reused is set when a `kb-bench local up` control plane was reused.
+	Reused bool `json:"reused,omitempty"`
+}
+
+// Measurements is the raw data of a run; Merge adds two of them exactly.
+type Measurements struct {
+	// Ops counts measured operations; WarmupOps the excluded warm-up ones.
+	Ops       int64 `json:"ops"`
+	WarmupOps int64 `json:"warmupOps"`
+	// Outcomes counts operations by final outcome (metrics.Outcome names).
+	Outcomes map[string]int64 `json:"outcomes"`
+	// ReadOutcomes and WriteOutcomes count each request by outcome.
+	ReadOutcomes  map[string]int64 `json:"readOutcomes,omitempty"`
+	WriteOutcomes map[string]int64 `json:"writeOutcomes,omitempty"`
+	// Attempts[n] counts operations that made n write attempts.
+	Attempts []int64 `json:"attempts"`
+	// GaveUp counts operations whose retries ran out.
+	GaveUp int64 `json:"gaveUp,omitempty"`
+	// Late and Dropped count open-loop arrivals that found no free slot.
+	Late    int64 `json:"late,omitempty"`
+	Dropped int64 `json:"dropped,omitempty"`
+	// Clamped counts latencies above the histogram's one-hour range.
+	Clamped int64 `json:"clamped,omitempty"`
+	// Errors keeps the first few distinct "other" error messages.
+	Errors []string `json:"errors,omitempty"`
+	// Histograms maps a Hist* name to a lossless HDR encoding (base64 of
+	// the compressed V2 format; microseconds).
+	Histograms map[string]string `json:"histograms"`
+	// Client holds client-go's own hidden work (retries, limiter wait).
+	Client ClientStats `json:"client"`
+}
+
+// ClientStats is what client-go did that the engine cannot see directly.
+type ClientStats struct {
+	// Retries client-go made on its own (429/5xx with Retry-After).
+	Retries int64 `json:"retries"`
+	// RateLimiterWait is the total time requests waited in the client-side
+	// rate limiter.
+	RateLimiterWait time.Duration `json:"rateLimiterWait"`
+}
+
+// Summary is the headline figures of a run. It is derived from Measurements
+// and the measured duration (see Summarize) and never edited by hand.
+type Summary struct {
+	// Seconds is the measured duration.
+	Seconds float64 `json:"seconds"`
+	// Ops is the number of measured operations; Successes those that ended well.
+	Ops       int64 `json:"ops"`
+	Successes int64 `json:"successes"`
+	// Throughput is operations per second; WriteThroughput successful writes per second.
+	Throughput      float64 `json:"throughput"`
+	WriteThroughput float64 `json:"writeThroughput"`
+	// SuccessRatio is Successes / Ops.
+	SuccessRatio float64 `json:"successRatio"`
+	// Outcomes by class (copied from Measurements).
+	Outcomes map[string]int64 `json:"outcomes"`
+	// ConflictRate is the share of write attempts that got a 409 (version
+	// or field-manager conflict).
+	ConflictRate float64 `json:"conflictRate"`
+	// Attempts per operation.
+	AttemptsP50 int64 `json:"attemptsP50"`
+	AttemptsP99 int64 `json:"attemptsP99"`
+	AttemptsMax int64 `json:"attemptsMax"`
+	// Latency percentiles of operations.
+	Latency Latency `json:"latency"`
+	// LostUpdates across every check (0 when none were detected).
+	LostUpdates int64 `json:"lostUpdates"`
+}
+
+// Latency is a set of percentiles.
+type Latency struct {
+	P50  time.Duration `json:"p50"`
+	P90  time.Duration `json:"p90"`
+	P99  time.Duration `json:"p99"`
+	P999 time.Duration `json:"p999"`
+	Max  time.Duration `json:"max"`
+	Mean time.Duration `json:"mean"`
+}
+
+// Check is one correctness verdict.
+type Check struct {
+	// Name says what was checked, e.g. "counter kb-bench-0".
+	Name string `json:"name"`
+	// Passed is false when the invariant did not hold.
+	Passed bool `json:"passed"`
+	// Expected and Observed are the two sides of the comparison.
+	Expected int64 `json:"expected"`
+	Observed int64 `json:"observed"`
+	// Lost is the number of lost updates this check found.
+	Lost int64 `json:"lost,omitempty"`
+	// Detail explains a failure in a sentence.
+	Detail string `json:"detail,omitempty"`
+}
