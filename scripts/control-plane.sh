@@ -16,8 +16,12 @@ cache_root="${KB_BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kb-bench}"
 dest="${cache_root}/control-plane/${kube_version}"
 mkdir -p "${dest}"
 
-# build NAME MODULE_DIR PACKAGE: builds into a temp file, then renames, so an
-# interrupted build never leaves a half-written binary that looks finished.
+# build NAME MODULE_DIR PACKAGE [LDFLAGS]: builds into a temp file, then
+# renames, so an interrupted build never leaves a half-written binary that
+# looks finished; the EXIT trap removes the temp file on any way out.
+tmp=""
+trap 'if [[ -n "${tmp}" ]]; then rm -f "${tmp}"; fi' EXIT
+trap 'exit 130' INT TERM
 build() {
   local name="$1" dir="$2" pkg="$3" ldflags="-s -w ${4:-}"
   if [[ -x "${dest}/${name}" ]]; then
@@ -25,12 +29,11 @@ build() {
     return
   fi
   echo "control-plane: building ${name} from ${pkg} (takes minutes on first run)..." >&2
-  local tmp
   tmp="$(mktemp "${dest}/.${name}.XXXXXX")"
-  trap 'rm -f "${tmp}"' RETURN
   (cd "${dir}" && CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "${tmp}" "${pkg}")
   chmod +x "${tmp}"
   mv -f "${tmp}" "${dest}/${name}"
+  tmp=""
 }
 
 build etcd "${here}/tools/etcd" go.etcd.io/etcd/server/v3

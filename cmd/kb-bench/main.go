@@ -1,14 +1,16 @@
-// Command kb-bench benchmarks Kubernetes apiserver write contention.
+// Command kb-bench benchmarks Kubernetes apiserver write contention: many
+// clients writing the same objects under optimistic concurrency.
 package main
 
 import (
-	_ "github.com/prometheus/common/expfmt"
-	_ "github.com/spf13/cobra"
-	_ "go.yaml.in/yaml/v3"
-	_ "k8s.io/client-go/kubernetes"
-	_ "k8s.io/client-go/tools/leaderelection"
-	_ "k8s.io/client-go/util/retry"
-	_ "sigs.k8s.io/kind/pkg/cluster"
+	"os"
+
+	"github.com/kb-bench/kb-bench/cmd/kb-bench/app"
 )
 
-func main() {}
+// version is set at build time with -ldflags "-X main.version=...".
+var version = ""
+
+func main() {
+	os.Exit(app.Main(version))
+}

@@ -1,0 +1,121 @@
+// Package app is kb-bench's command line: thin cobra commands that turn flags
+// into a spec.Spec and call the engine. Errors are printed once, here.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// Streams are the standard streams, swappable in tests.
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// Exit statuses.
+const (
+	ExitOK    = 0
+	ExitError = 1
+	ExitInput = 2 // bad flags, files or targets: the user can fix it
+)
+
+// Main runs kb-bench with the process's arguments and streams and returns
+// the exit status. The first interrupt cancels the run, which then drains and
+// writes what it has; a second one ends the process at once.
+func Main(version string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // restore default handling: a second Ctrl-C ends the process
+	}()
+	defer stop()
+	streams := Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
+	return Run(ctx, streams, os.Args[1:], resolveVersion(version), os.Getenv)
+}
+
+// Run executes one command line and returns the exit status.
+func Run(ctx context.Context, s Streams, args []string, version string, getenv func(string) string) int {
+	root := NewRootCommand(s, version, getenv)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintf(s.Err, "kb-bench: %v\n", err)
+	var fe *flagError
+	if spec.IsInput(err) || errors.As(err, &fe) {
+		return ExitInput
+	}
+	return ExitError
+}
+
+// flagError marks a cobra flag or argument parsing error (exit status 2).
+type flagError struct{ error }
+
+func (e *flagError) Unwrap() error { return e.error }
+
+// NewRootCommand builds the kb-bench command tree.
+func NewRootCommand(s Streams, version string, getenv func(string) string) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kb-bench",
+		Short: "Benchmark Kubernetes apiserver write contention",
+		Long: `kb-bench measures what happens when many clients write the same Kubernetes
+objects at once: 409 conflicts, retries, latency and lost updates, for each
+write strategy (update, retry, patch, server-side apply).
+
+By default it runs against a real local control plane (upstream kube-apiserver
+and etcd on loopback). It sends load to an existing cluster only when you name
+one with --kubeconfig or --context.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &flagError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
+	})
+	root.AddCommand(
+		newRunCommand(s, version, getenv),
+		newLocalCommand(s, getenv),
+		newProfilesCommand(s),
+		newVersionCommand(s, version),
+	)
+	return root
+}
+
+// resolveVersion prefers the version stamped at build time, then the module
+// version recorded by `go install`, then "dev".
+func resolveVersion(stamped string) string {
+	if stamped != "" {
+		return stamped
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+func newVersionCommand(s Streams, version string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the kb-bench version and the control-plane versions it builds",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fmt.Fprintf(s.Out, "kb-bench %s\n", version)
+			return nil
+		},
+	}
+}

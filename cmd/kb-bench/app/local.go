@@ -1,0 +1,92 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// localFlags are the flags of the local command group.
+type localFlags struct {
+	bin      string
+	storage  string
+	stateDir string
+}
+
+func newLocalCommand(s Streams, getenv func(string) string) *cobra.Command {
+	f := &localFlags{}
+	cmd := &cobra.Command{
+		Use:   "local",
+		Short: "Manage a long-running local control plane (kube-apiserver + etcd on loopback)",
+		Long: `kb-bench local up starts a real local control plane in the background and writes
+a kubeconfig for it; later 'kb-bench run' invocations (and any client-go tool)
+use it instead of starting their own. 'local down' stops it.`,
+	}
+	cmd.PersistentFlags().StringVar(&f.stateDir, "state-dir", "", "where the state and kubeconfig are kept (default $XDG_STATE_HOME/kb-bench/local)")
+	stateDir := func() string {
+		if f.stateDir != "" {
+			return f.stateDir
+		}
+		return cluster.DefaultStateDir(getenv)
+	}
+
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Start a local control plane in the background",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if f.storage != spec.StorageDisk && f.storage != spec.StorageMemory {
+				return spec.Input(fmt.Errorf("--storage %q is not known: use disk or memory", f.storage))
+			}
+			bins, err := cluster.FindBinaries(f.bin, getenv)
+			if err != nil {
+				return err
+			}
+			st, err := cluster.Up(c.Context(), cluster.UpOptions{Binaries: bins, Storage: f.storage, StateDir: stateDir(), Log: s.Err})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(s.Out, "local control plane up at %s (etcd on %s)\nkubeconfig: %s\n", st.Server, st.Storage, st.Kubeconfig)
+			return nil
+		},
+	}
+	up.Flags().StringVar(&f.bin, "control-plane-bin", "", "directory holding kube-apiserver and etcd")
+	up.Flags().StringVar(&f.storage, "storage", spec.StorageDisk, "etcd storage: disk or memory (/dev/shm)")
+
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show the local control plane started by 'local up'",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			st, err := cluster.Status(c.Context(), stateDir())
+			if err != nil {
+				return err
+			}
+			health := "healthy"
+			if !st.Healthy {
+				health = "NOT healthy: " + st.Problem
+			}
+			fmt.Fprintf(s.Out, "server:     %s (%s)\nstorage:    etcd on %s\nkubeconfig: %s\nstarted:    %s\n",
+				st.Server, health, st.Storage, st.Kubeconfig, st.Started.Format("2006-01-02 15:04:05"))
+			return nil
+		},
+	}
+
+	down := &cobra.Command{
+		Use:   "down",
+		Short: "Stop the local control plane and remove its files",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := cluster.Down(c.Context(), stateDir()); err != nil {
+				return err
+			}
+			fmt.Fprintln(s.Out, "local control plane stopped")
+			return nil
+		},
+	}
+	cmd.AddCommand(up, status, down)
+	return cmd
+}

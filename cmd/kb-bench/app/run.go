@@ -1,0 +1,247 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/profiles"
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload"
+)
+
+// runFlags are the run command's own flags; the spec flags live in specFlags.
+type runFlags struct {
+	spec     specFlags
+	file     string
+	profile  string
+	out      string
+	output   string
+	quiet    bool
+	stateDir string
+}
+
+func newRunCommand(s Streams, version string, getenv func(string) string) *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run one contention benchmark and print its summary",
+		Long: `Run one contention benchmark: N writers doing read-modify-write on shared
+objects with a write strategy, then print throughput, conflicts, retries,
+latency percentiles and the lost-update check, and save the result.
+
+Settings come from a profile (-f FILE or --profile NAME) and flags; a flag
+given on the command line overrides the profile.`,
+		Example: `  kb-bench run --writers 50 --strategy ssa
+  kb-bench run --writers 8 --strategy retry --backoff default-backoff
+  kb-bench run --profile hot-key --duration 30s
+  kb-bench run --kubeconfig ~/.kube/config --context staging --writers 20`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.run(cmd.Context(), cmd.Flags(), s, version, getenv)
+		},
+	}
+	fs := cmd.Flags()
+	f.spec.register(fs)
+	fs.StringVarP(&f.file, "file", "f", "", "profile YAML file to run")
+	fs.StringVar(&f.profile, "profile", "", "shipped profile to run (see 'kb-bench profiles list')")
+	fs.StringVar(&f.out, "out", "", "directory for the result files (default ./kb-bench-results/<run-id>)")
+	fs.StringVarP(&f.output, "output", "o", "table", "what to print at the end: table or json (the result document)")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
+	fs.StringVar(&f.stateDir, "state-dir", "", "where 'kb-bench local up' keeps its state (default $XDG_STATE_HOME/kb-bench/local)")
+	_ = fs.MarkHidden("state-dir")
+	return cmd
+}
+
+// resolve turns the profile and the flags the user set into a defaulted,
+// validated Spec.
+func (f *runFlags) resolve(fs *pflag.FlagSet) (spec.Spec, error) {
+	var base spec.Spec
+	source := "flags"
+	switch {
+	case f.file != "" && f.profile != "":
+		return base, spec.Input(errors.New("-f and --profile both given: choose one profile"))
+	case f.file != "":
+		p, err := profiles.Load(f.file)
+		if err != nil {
+			return base, err
+		}
+		base, source = p.Spec, f.file
+	case f.profile != "":
+		p, err := profiles.Shipped(f.profile)
+		if err != nil {
+			return base, err
+		}
+		base, source = p.Spec, "profile "+f.profile
+	}
+	// A profile may choose local storage, but only the command line may
+	// point kb-bench at an existing cluster.
+	if t := base.Target; t.Kubeconfig != "" || t.Context != "" || (t.Kind != "" && t.Kind != spec.TargetLocal) {
+		if !fs.Changed("kubeconfig") && !fs.Changed("context") && !fs.Changed("target") {
+			return base, spec.Input(fmt.Errorf("%s names an existing cluster (target %q): kb-bench sends load only to a cluster named on the command line; pass --kubeconfig PATH (and --context NAME) or --target", source, t.Kind))
+		}
+	}
+	f.spec.apply(fs, &base)
+	if (fs.Changed("kubeconfig") || fs.Changed("context")) && !fs.Changed("target") {
+		base.Target.Kind = spec.TargetKubeconfig
+	}
+	base.Defaults()
+	if err := base.Validate(); err != nil {
+		return base, spec.Input(fmt.Errorf("invalid settings from %s:\n%w", source, err))
+	}
+	return base, nil
+}
+
+func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, version string, getenv func(string) string) error {
+	if f.output != "table" && f.output != "json" {
+		return spec.Input(fmt.Errorf("--output %q is not known: use table or json", f.output))
+	}
+	sp, err := f.resolve(fs)
+	if err != nil {
+		return err
+	}
+	runID := newRunID(time.Now())
+	outDir := f.out
+	if outDir == "" {
+		outDir = filepath.Join("kb-bench-results", runID)
+	}
+	info := s.Err
+	if f.quiet {
+		info = io.Discard
+	}
+
+	conn, err := cluster.Open(ctx, sp.Target, cluster.Options{Log: info, StateDir: f.stateDir, Getenv: getenv})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Stop what Open started even when the run was interrupted.
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if cerr := conn.Close(closeCtx); cerr != nil {
+			fmt.Fprintf(s.Err, "kb-bench: stopping the target: %v\n", cerr)
+		}
+	}()
+	fmt.Fprintf(info, "target: %s %s (server %s)\n", conn.Target.Kind, conn.Target.Server, conn.Target.ServerVersion)
+	fmt.Fprintf(info, "run %s: %s\n", runID, describe(sp))
+
+	progress := newProgress(info, s.Err, sp.Warmup.Duration+sp.Duration.Duration, f.quiet)
+	r, err := workload.Run(ctx, sp, workload.Options{
+		Config:   conn.Config,
+		RunID:    runID,
+		Version:  version,
+		Progress: progress.update,
+		Log:      info,
+	})
+	progress.done()
+	if err != nil {
+		return err
+	}
+	r.Target = conn.Target
+	if err := results.Write(outDir, r); err != nil {
+		return fmt.Errorf("saving the result: %w", err)
+	}
+	switch {
+	case f.output == "json":
+		enc := json.NewEncoder(s.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	case !f.quiet:
+		if err := results.WriteTable(s.Out, r); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(info, "result saved in %s\n", outDir)
+	if r.Interrupted {
+		fmt.Fprintln(info, "run was interrupted: the figures cover what ran")
+	}
+	return nil
+}
+
+// describe is the one-line spec shown before the run starts.
+func describe(s spec.Spec) string {
+	d := fmt.Sprintf("scenario %s, %d writers, %d objects, strategy %s", s.Scenario, s.Writers, s.Objects, s.Strategy)
+	if s.Rate > 0 {
+		d += fmt.Sprintf(", open loop at %g ops/s", s.Rate)
+	}
+	if s.Duration.Duration > 0 {
+		d += ", " + s.Duration.String()
+	}
+	if s.Operations > 0 {
+		d += fmt.Sprintf(", %d operations", s.Operations)
+	}
+	return d
+}
+
+// newRunID returns a sortable, unique, DNS-label-safe run id.
+func newRunID(now time.Time) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
+}
+
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return &flagError{fmt.Errorf("%s takes no arguments, got %q (see '%s --help')", cmd.CommandPath(), args, cmd.CommandPath())}
+	}
+	return nil
+}
+
+// progress shows a live line on a terminal (about once a second) and plain
+// lines every few seconds otherwise; nothing when quiet.
+type progress struct {
+	w     io.Writer
+	live  bool
+	total time.Duration
+	quiet bool
+	last  time.Duration
+	shown bool
+}
+
+func newProgress(w io.Writer, stderr io.Writer, total time.Duration, quiet bool) *progress {
+	live := false
+	if f, ok := stderr.(*os.File); ok && w == stderr {
+		live = term.IsTerminal(int(f.Fd()))
+	}
+	return &progress{w: w, live: live, total: total, quiet: quiet}
+}
+
+const plainProgressEvery = 5 * time.Second
+
+func (p *progress) update(elapsed time.Duration, pt metrics.SeriesPoint) {
+	if p.quiet {
+		return
+	}
+	line := results.FormatProgress(elapsed, p.total, pt)
+	if p.live {
+		fmt.Fprintf(p.w, "\r\033[K%s", line)
+		p.shown = true
+		return
+	}
+	if elapsed-p.last >= plainProgressEvery {
+		p.last = elapsed
+		fmt.Fprintln(p.w, line)
+	}
+}
+
+func (p *progress) done() {
+	if p.live && p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
