@@ -1,7 +1,236 @@
 package results
 
-// LeaderElectionReport holds the leader-election scenario's figures.
-type LeaderElectionReport struct{}
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
 
-// QuotaReport holds the quota scenario's figures.
-type QuotaReport struct{}
+// LeaderElectionReport holds the leader-election scenario's figures. Times
+// ("At") are offsets from the moment the candidates were started.
+type LeaderElectionReport struct {
+	// Candidates is the number of candidates running at any time.
+	Candidates int `json:"candidates"`
+	// ReleaseOnCancel says whether a stopped leader released the Lease.
+	ReleaseOnCancel bool `json:"releaseOnCancel"`
+	// LeaseDurationSeconds is what the Lease recorded: client-go stores
+	// whole seconds, and followers wait that long, not the configured value.
+	LeaseDurationSeconds int `json:"leaseDurationSeconds"`
+
+	// TimeToFirstLeader is from starting the candidates to the first
+	// OnStartedLeading; zero with FirstLeader empty when none was elected.
+	TimeToFirstLeader time.Duration `json:"timeToFirstLeader"`
+	// FirstLeader is the identity of the first leader.
+	FirstLeader string `json:"firstLeader,omitempty"`
+	// Leaderships counts OnStartedLeading callbacks over the whole run.
+	Leaderships int `json:"leaderships"`
+	// Transitions counts holder changes seen by watching the Lease: a new
+	// non-empty holder that differs from the previous one.
+	Transitions int `json:"transitions"`
+	// LeaseTransitions is the Lease's own spec.leaseTransitions at the end,
+	// as client-go counted it.
+	LeaseTransitions int `json:"leaseTransitions"`
+	// LostLeadership counts leaders that stopped on their own because a
+	// renewal did not succeed within the renew deadline.
+	LostLeadership int `json:"lostLeadership"`
+
+	// Failovers lists every leader the scenario stopped, in order.
+	Failovers []Failover `json:"failovers,omitempty"`
+	// FailoverTime summarises the resolved failovers.
+	FailoverTime FailoverStats `json:"failoverTime"`
+
+	// Acquire, Renew and Release count Lease requests by phase: acquire
+	// while a candidate does not hold the Lease, renew while it does,
+	// release when a stopped leader gives it up (ReleaseOnCancel).
+	Acquire LeasePhase `json:"acquire"`
+	Renew   LeasePhase `json:"renew"`
+	Release LeasePhase `json:"release"`
+
+	// Overlaps lists every span during which two or more candidates
+	// believed they led. None is the expected outcome.
+	Overlaps []Overlap `json:"overlaps,omitempty"`
+	// OverlapTotal is the summed duration of Overlaps.
+	OverlapTotal time.Duration `json:"overlapTotal"`
+}
+
+// LeaseWrites is the number of Lease writes (creates and updates) in every phase.
+func (r *LeaderElectionReport) LeaseWrites() int64 {
+	return r.Acquire.Writes + r.Renew.Writes + r.Release.Writes
+}
+
+// Failover is one stop of the current leader and what followed.
+type Failover struct {
+	// At is when the leader was stopped.
+	At time.Duration `json:"at"`
+	// Stopped is the identity of the stopped leader.
+	Stopped string `json:"stopped"`
+	// NewLeader is the next candidate to start leading, if any did.
+	NewLeader string `json:"newLeader,omitempty"`
+	// Resolved is false when no candidate started leading before the end.
+	Resolved bool `json:"resolved"`
+	// Duration is from the stop to the next OnStartedLeading anywhere.
+	Duration time.Duration `json:"duration,omitempty"`
+}
+
+// FailoverStats summarises failover durations.
+type FailoverStats struct {
+	// Count is the number of failovers; Resolved those that ended with a new leader.
+	Count    int `json:"count"`
+	Resolved int `json:"resolved"`
+	// Min, P50 and Max of the resolved failovers' durations.
+	Min time.Duration `json:"min"`
+	P50 time.Duration `json:"p50"`
+	Max time.Duration `json:"max"`
+}
+
+// LeasePhase counts the Lease requests of one phase.
+type LeasePhase struct {
+	// Reads counts GETs of the Lease.
+	Reads int64 `json:"reads"`
+	// Writes counts creates and updates; Conflicts those answered 409
+	// (a stale resourceVersion, or AlreadyExists for a lost create race).
+	Writes    int64 `json:"writes"`
+	Conflicts int64 `json:"conflicts"`
+	// Errors counts other failed requests (reads and writes).
+	Errors int64 `json:"errors"`
+}
+
+// Overlap is a span during which two or more candidates believed they led.
+type Overlap struct {
+	// At is when the span started.
+	At time.Duration `json:"at"`
+	// Duration of the span.
+	Duration time.Duration `json:"duration"`
+	// Leaders are the identities that believed they led during the span.
+	Leaders []string `json:"leaders"`
+}
+
+// QuotaReport holds the quota scenario's figures. Counts cover the whole run,
+// warm-up included, because every admitted object counts against the quota;
+// latencies cover the measured window only, like the summary.
+type QuotaReport struct {
+	// Resource is the quota'd resource, e.g. count/configmaps; Hard the limit H.
+	Resource string `json:"resource"`
+	Hard     int64  `json:"hard"`
+	// Writers is the number of concurrent creators.
+	Writers int `json:"writers"`
+	// StatusInitialized is set when kb-bench filled status.hard/status.used
+	// itself because no quota controller did.
+	StatusInitialized bool `json:"statusInitialized"`
+	// InitialUsed is the usage already in the namespace before the writers started.
+	InitialUsed int64 `json:"initialUsed"`
+
+	// Creates counts create requests; Admitted those that succeeded.
+	Creates  int64 `json:"creates"`
+	Admitted int64 `json:"admitted"`
+	// Rejected counts 403 Forbidden "exceeded quota" answers.
+	Rejected int64 `json:"rejected"`
+	// Conflicts counts 409s that reached the client.
+	Conflicts int64 `json:"conflicts"`
+	// Errors counts every other failure (timeouts included).
+	Errors int64 `json:"errors"`
+	// FullAt is when the first rejection came, from the writers' start;
+	// zero when the quota never filled.
+	FullAt time.Duration `json:"fullAt,omitempty"`
+
+	// ExistingAtEnd is the usage counted from the objects that exist at the end.
+	ExistingAtEnd int64 `json:"existingAtEnd"`
+	// UsedAtEnd is the quota's status.used at the end.
+	UsedAtEnd int64 `json:"usedAtEnd"`
+
+	// AdmittedLatency and RejectedLatency are create latencies of the
+	// measured window split by answer: an admitted create writes to etcd
+	// twice (quota status and object), a rejected one not at all.
+	AdmittedLatency Latency `json:"admittedLatency"`
+	RejectedLatency Latency `json:"rejectedLatency"`
+}
+
+// WriteTable writes the leader-election lines of the summary table.
+func (r *LeaderElectionReport) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	release := "lease kept on stop"
+	if r.ReleaseOnCancel {
+		release = "release on cancel"
+	}
+	scenarioRow(tw, "leader election", fmt.Sprintf("%d candidates, lease %ds, %s", r.Candidates, r.LeaseDurationSeconds, release))
+	if r.FirstLeader == "" {
+		scenarioRow(tw, "  first leader", "none elected")
+	} else {
+		scenarioRow(tw, "  first leader", fmt.Sprintf("%s after %s", r.FirstLeader, scenarioMillis(r.TimeToFirstLeader)))
+	}
+	scenarioRow(tw, "  transitions", fmt.Sprintf("%d seen on the Lease (leaseTransitions %d), %d leaderships, %d lost on renew",
+		r.Transitions, r.LeaseTransitions, r.Leaderships, r.LostLeadership))
+	f := r.FailoverTime
+	switch {
+	case f.Count == 0:
+		scenarioRow(tw, "  failovers", "none (no leader was stopped)")
+	case f.Resolved == 0:
+		scenarioRow(tw, "  failovers", fmt.Sprintf("%d, none resolved before the end", f.Count))
+	default:
+		scenarioRow(tw, "  failovers", fmt.Sprintf("%d (%d resolved): min %s  p50 %s  max %s",
+			f.Count, f.Resolved, scenarioMillis(f.Min), scenarioMillis(f.P50), scenarioMillis(f.Max)))
+	}
+	scenarioRow(tw, "  lease writes", fmt.Sprintf("%d: acquire %d (409: %d)  renew %d (409: %d)  release %d (409: %d)",
+		r.LeaseWrites(), r.Acquire.Writes, r.Acquire.Conflicts, r.Renew.Writes, r.Renew.Conflicts, r.Release.Writes, r.Release.Conflicts))
+	reads := r.Acquire.Reads + r.Renew.Reads + r.Release.Reads
+	errs := r.Acquire.Errors + r.Renew.Errors + r.Release.Errors
+	scenarioRow(tw, "  lease reads", fmt.Sprintf("%d (other errors: %d)", reads, errs))
+	if len(r.Overlaps) == 0 {
+		scenarioRow(tw, "  overlap", "none: exactly one leader at a time")
+	} else {
+		spans := "spans"
+		if len(r.Overlaps) == 1 {
+			spans = "span"
+		}
+		scenarioRow(tw, "  overlap", fmt.Sprintf("%d %s, %s in total: TWO LEADERS AT ONCE", len(r.Overlaps), spans, scenarioMillis(r.OverlapTotal)))
+		for _, o := range r.Overlaps {
+			scenarioRow(tw, "", fmt.Sprintf("at %s for %s: %s", scenarioMillis(o.At), scenarioMillis(o.Duration), strings.Join(o.Leaders, ", ")))
+		}
+	}
+	return tw.Flush()
+}
+
+// WriteTable writes the quota lines of the summary table.
+func (r *QuotaReport) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	note := ""
+	if r.StatusInitialized {
+		note = ", status initialised by kb-bench"
+	}
+	scenarioRow(tw, "quota", fmt.Sprintf("%s hard %d, %d writers%s", r.Resource, r.Hard, r.Writers, note))
+	scenarioRow(tw, "  creates", fmt.Sprintf("%d: admitted %d  rejected %d (exceeded quota)  conflicts %d  errors %d",
+		r.Creates, r.Admitted, r.Rejected, r.Conflicts, r.Errors))
+	if r.FullAt > 0 {
+		scenarioRow(tw, "  full after", scenarioMillis(r.FullAt))
+	}
+	scenarioRow(tw, "  at the end", fmt.Sprintf("existing %d  status.used %d  (before the run: %d)", r.ExistingAtEnd, r.UsedAtEnd, r.InitialUsed))
+	scenarioRow(tw, "  admitted latency", scenarioLatency(r.AdmittedLatency))
+	scenarioRow(tw, "  rejected latency", scenarioLatency(r.RejectedLatency))
+	return tw.Flush()
+}
+
+func scenarioRow(tw *tabwriter.Writer, name, value string) {
+	fmt.Fprintf(tw, "%s\t%s\n", name, value)
+}
+
+func scenarioLatency(l Latency) string {
+	if l.Max == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("p50 %s  p99 %s  max %s", scenarioMillis(l.P50), scenarioMillis(l.P99), scenarioMillis(l.Max))
+}
+
+// scenarioMillis renders a duration in milliseconds with a precision that suits it.
+func scenarioMillis(d time.Duration) string {
+	m := float64(d) / float64(time.Millisecond)
+	switch {
+	case m >= 100:
+		return fmt.Sprintf("%.0fms", m)
+	case m >= 10:
+		return fmt.Sprintf("%.1fms", m)
+	default:
+		return fmt.Sprintf("%.2fms", m)
+	}
+}
