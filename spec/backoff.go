@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -40,11 +41,11 @@ func ParseBackoff(s string) (Backoff, error) {
 		return Backoff{}, fmt.Errorf("%s (DURATION must be a duration such as 10ms)", usage)
 	}
 	factor, err := strconv.ParseFloat(strings.TrimSpace(parts[2]), 64)
-	if err != nil || factor < 0 {
+	if err != nil || !(factor >= 0) || math.IsInf(factor, 0) {
 		return Backoff{}, fmt.Errorf("%s (FACTOR must be a number >= 0)", usage)
 	}
 	jitter, err := strconv.ParseFloat(strings.TrimSpace(parts[3]), 64)
-	if err != nil || jitter < 0 {
+	if err != nil || !(jitter >= 0) || math.IsInf(jitter, 0) {
 		return Backoff{}, fmt.Errorf("%s (JITTER must be a number >= 0)", usage)
 	}
 	return Backoff{Steps: steps, Duration: d, Factor: factor, Jitter: jitter}, nil

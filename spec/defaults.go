@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -136,6 +137,21 @@ func (s *Spec) Validate() error {
 	}
 
 	oneOf("scenario", "scenario", s.Scenario, ScenarioCounter, ScenarioLeaderElection, ScenarioQuota, ScenarioControllerStatus)
+	// NaN and infinities pass every comparison below unnoticed.
+	for _, f := range []struct {
+		name, flag string
+		v          float64
+	}{
+		{"rate", "rate", s.Rate},
+		{"distribution.zipfExponent", "zipf-exponent", s.Distribution.ZipfExponent},
+		{"distribution.hotFraction", "hot-fraction", s.Distribution.HotFraction},
+		{"distribution.hotShare", "hot-share", s.Distribution.HotShare},
+		{"client.qps", "qps", float64(s.Client.QPS)},
+	} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			bad("%s is %g (--%s): it must be a finite number", f.name, f.v, f.flag)
+		}
+	}
 	if s.Writers < 1 {
 		bad("writers is %d (--writers): it must be at least 1", s.Writers)
 	}
@@ -239,8 +255,8 @@ func (s *Spec) Validate() error {
 	oneOf("client.contentType", "content-type", s.Client.ContentType, ContentJSON, ContentProtobuf)
 
 	oneOf("target.kind", "target", s.Target.Kind, TargetLocal, TargetKind, TargetKubeconfig)
-	if s.Target.Kind == TargetKubeconfig && s.Target.Kubeconfig == "" {
-		bad("target kubeconfig needs a path: pass --kubeconfig PATH")
+	if s.Target.Kind == TargetKubeconfig && s.Target.Kubeconfig == "" && s.Target.Context == "" {
+		bad("target kubeconfig needs the cluster named: pass --kubeconfig PATH and/or --context NAME")
 	}
 	if s.Target.Kind == TargetLocal {
 		oneOf("target.storage", "storage", s.Target.Storage, StorageDisk, StorageMemory)
