@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"runtime"
 	"sync"
 	"time"
 
@@ -64,6 +65,8 @@ type Recorder struct {
 	start  time.Time
 	shards []*Shard
 
+	tickMu sync.Mutex // serialises Tick, so series points stay in order
+
 	mu          sync.Mutex // guards the fields below (not the hot path)
 	measureFrom time.Time  // ops intended before this are warm-up
 	series      []SeriesPoint
@@ -100,8 +103,22 @@ type Shard struct {
 	intervalOut [NumOutcomes]int64
 }
 
-// maxErrors bounds the distinct "other" error messages kept.
-const maxErrors = 5
+// MaxErrors bounds the distinct "other" error messages kept (per shard, per
+// snapshot and per merged result).
+const MaxErrors = 5
+
+// DefaultShards is a shard count for a run with the given number of writers:
+// one per writer up to four per CPU. Writers spend nearly all their time
+// waiting on the network, so a few writers sharing a shard's mutex do not
+// contend, while each shard costs about 1 MB of histograms: shards, not
+// writers, bound the recorder's memory.
+func DefaultShards(writers int) int {
+	n := 4 * runtime.GOMAXPROCS(0)
+	if writers < n {
+		n = writers
+	}
+	return max(n, 1)
+}
 
 // NewRecorder returns a Recorder with the given number of shards, timing the
 // series from start. openLoop records raw latency (from Start) beside the
@@ -185,13 +202,17 @@ func (s *Shard) RecordOp(op Op) {
 		s.warmup++
 		return
 	}
+	if op.Outcome >= NumOutcomes {
+		op.Outcome = Other
+	}
 	s.ops++
 	s.outcomes[op.Outcome]++
 	s.intervalOut[op.Outcome]++
-	for len(s.attempts) <= op.Attempts {
+	n := max(op.Attempts, 0)
+	for len(s.attempts) <= n {
 		s.attempts = append(s.attempts, 0)
 	}
-	s.attempts[op.Attempts]++
+	s.attempts[n]++
 	if op.GaveUp {
 		s.gaveUp++
 	}
@@ -204,7 +225,7 @@ func (s *Shard) RecordOp(op Op) {
 	if op.Attempts > 1 || op.Backoff > 0 {
 		s.record(s.backoff, op.Backoff)
 	}
-	if op.Outcome == Other && op.Err != nil && len(s.errors) < maxErrors {
+	if op.Outcome == Other && op.Err != nil && len(s.errors) < MaxErrors {
 		msg := op.Err.Error()
 		for _, e := range s.errors {
 			if e == msg {
@@ -222,6 +243,12 @@ func (s *Shard) RecordAttempt(intended time.Time, a Attempt) {
 	defer s.mu.Unlock()
 	if intended.Before(s.measureFrom) {
 		return
+	}
+	if a.Outcome >= NumOutcomes {
+		a.Outcome = Other
+	}
+	if a.Kind > Write {
+		a.Kind = Write
 	}
 	s.attemptOut[a.Kind][a.Outcome]++
 	if a.Kind == Read {

@@ -93,8 +93,8 @@ type Measurements struct {
 	// Outcomes counts operations by final outcome (metrics.Outcome names).
 	Outcomes map[string]int64 `json:"outcomes"`
 	// ReadOutcomes and WriteOutcomes count each request by outcome.
-	ReadOutcomes  map[string]int64 `json:"readOutcomes,omitempty"`
-	WriteOutcomes map[string]int64 `json:"writeOutcomes,omitempty"`
+	ReadOutcomes  map[string]int64 `json:"readOutcomes"`
+	WriteOutcomes map[string]int64 `json:"writeOutcomes"`
 	// Attempts[n] counts operations that made n write attempts.
 	Attempts []int64 `json:"attempts"`
 	// GaveUp counts operations whose retries ran out.
@@ -111,6 +111,9 @@ type Measurements struct {
 	Histograms map[string]string `json:"histograms"`
 	// Client holds client-go's own hidden work (retries, limiter wait).
 	Client ClientStats `json:"client"`
+	// SeriesStart is the instant Result.Series' At offsets count from (the
+	// recorder's start, warm-up included).
+	SeriesStart time.Time `json:"seriesStart"`
 }
 
 // ClientStats is what client-go did that the engine cannot see directly.
@@ -137,15 +140,26 @@ type Summary struct {
 	SuccessRatio float64 `json:"successRatio"`
 	// Outcomes by class (copied from Measurements).
 	Outcomes map[string]int64 `json:"outcomes"`
-	// ConflictRate is the share of write attempts that got a 409 (version
-	// or field-manager conflict).
+	// WriteAttempts is every write request answered; Writes those that
+	// succeeded (2xx); Conflicts those that got a 409 (version or
+	// field-manager conflict).
+	WriteAttempts int64 `json:"writeAttempts"`
+	Writes        int64 `json:"writes"`
+	Conflicts     int64 `json:"conflicts"`
+	// ConflictRate is Conflicts / WriteAttempts.
 	ConflictRate float64 `json:"conflictRate"`
+	// GaveUp counts operations whose retry strategy ran out of steps.
+	GaveUp int64 `json:"gaveUp,omitempty"`
 	// Attempts per operation.
 	AttemptsP50 int64 `json:"attemptsP50"`
 	AttemptsP99 int64 `json:"attemptsP99"`
 	AttemptsMax int64 `json:"attemptsMax"`
-	// Latency percentiles of operations.
+	// Latency percentiles of operations, from the intended start (corrected
+	// for coordinated omission in an open loop).
 	Latency Latency `json:"latency"`
+	// RawLatency is open-loop latency from the actual start (nil in a
+	// closed loop, where it equals Latency).
+	RawLatency *Latency `json:"rawLatency,omitempty"`
 	// LostUpdates across every check (0 when none were detected).
 	LostUpdates int64 `json:"lostUpdates"`
 }

@@ -1,0 +1,195 @@
+package results
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/kb-bench/kb-bench/metrics"
+)
+
+// FromSnapshot turns a recorder's merged state and client-go's own counts
+// into the raw, mergeable Measurements of a Result. Histograms are kept in a
+// lossless encoding, so percentiles can be recomputed and shards merged
+// exactly later. The per-second series is not part of Measurements: copy
+// s.Series into Result.Series.
+func FromSnapshot(s metrics.Snapshot, c ClientStats) Measurements {
+	m := Measurements{
+		Ops:           s.Ops,
+		WarmupOps:     s.WarmupOps,
+		Outcomes:      outcomeMap(s.Outcomes[:]),
+		ReadOutcomes:  outcomeMap(s.AttemptOutcomes[metrics.Read][:]),
+		WriteOutcomes: outcomeMap(s.AttemptOutcomes[metrics.Write][:]),
+		Attempts:      trimZeros(append([]int64(nil), s.Attempts...)),
+		GaveUp:        s.GaveUp,
+		Late:          s.Late,
+		Dropped:       s.Dropped,
+		Clamped:       s.Clamped,
+		Errors:        append([]string(nil), s.Errors...),
+		Histograms:    map[string]string{},
+		Client:        c,
+		SeriesStart:   s.Start,
+	}
+	for name, h := range map[string]*hdrhistogram.Histogram{
+		HistOp: s.Op, HistOpRaw: s.OpRaw, HistWrite: s.Write, HistRead: s.Read, HistBackoff: s.Backoff,
+	} {
+		if h == nil {
+			continue
+		}
+		// Encoding an in-range dense histogram cannot fail; an empty string
+		// would decode as an empty histogram, never as wrong figures.
+		enc, _ := metrics.EncodeHistogram(h)
+		m.Histograms[name] = enc
+	}
+	return m
+}
+
+// outcomeMap names counts indexed by metrics.Outcome, leaving zeros out.
+func outcomeMap(counts []int64) map[string]int64 {
+	m := map[string]int64{}
+	for i, n := range counts {
+		if n != 0 {
+			m[metrics.Outcome(i).String()] = n
+		}
+	}
+	return m
+}
+
+// trimZeros drops trailing zero buckets so equal distributions compare equal.
+func trimZeros(a []int64) []int64 {
+	for len(a) > 0 && a[len(a)-1] == 0 {
+		a = a[:len(a)-1]
+	}
+	if a == nil {
+		return []int64{}
+	}
+	return a
+}
+
+// Histogram decodes the named Hist* histogram; ok is false when the run did
+// not record it (op-raw in a closed loop).
+func (m Measurements) Histogram(name string) (h *hdrhistogram.Histogram, ok bool, err error) {
+	enc, ok := m.Histograms[name]
+	if !ok {
+		return nil, false, nil
+	}
+	h, err = metrics.DecodeHistogram(enc)
+	if err != nil {
+		return nil, true, fmt.Errorf("histogram %q: %w", name, err)
+	}
+	return h, true, nil
+}
+
+// Conflicts returns the write attempts that got a 409, by class.
+func (m Measurements) Conflicts() (version, fieldManager int64) {
+	return m.WriteOutcomes[metrics.VersionConflict.String()], m.WriteOutcomes[metrics.FieldManagerConflict.String()]
+}
+
+// WriteAttempts is the number of write requests kb-bench sent and saw answered.
+func (m Measurements) WriteAttempts() int64 {
+	var n int64
+	for _, c := range m.WriteOutcomes {
+		n += c
+	}
+	return n
+}
+
+// Summarize derives the headline figures from Measurements, the measured
+// duration in seconds and the correctness checks. It fails only when a
+// histogram cannot be decoded or the duration is negative.
+func Summarize(m Measurements, seconds float64, checks []Check) (Summary, error) {
+	if seconds < 0 || math.IsNaN(seconds) || math.IsInf(seconds, 0) {
+		return Summary{}, fmt.Errorf("measured duration %v s is not valid: it must be a finite number >= 0", seconds)
+	}
+	s := Summary{
+		Seconds:       seconds,
+		Ops:           m.Ops,
+		Successes:     m.Outcomes[metrics.Success.String()],
+		Outcomes:      copyCounts(m.Outcomes),
+		WriteAttempts: m.WriteAttempts(),
+		Writes:        m.WriteOutcomes[metrics.Success.String()],
+		GaveUp:        m.GaveUp,
+	}
+	version, fieldManager := m.Conflicts()
+	s.Conflicts = version + fieldManager
+	if seconds > 0 {
+		s.Throughput = float64(s.Ops) / seconds
+		s.WriteThroughput = float64(s.Writes) / seconds
+	}
+	if s.Ops > 0 {
+		s.SuccessRatio = float64(s.Successes) / float64(s.Ops)
+	}
+	if s.WriteAttempts > 0 {
+		s.ConflictRate = float64(s.Conflicts) / float64(s.WriteAttempts)
+	}
+	s.AttemptsP50 = attemptsAt(m.Attempts, 0.50)
+	s.AttemptsP99 = attemptsAt(m.Attempts, 0.99)
+	s.AttemptsMax = attemptsAt(m.Attempts, 1)
+
+	op, ok, err := m.Histogram(HistOp)
+	if err != nil {
+		return Summary{}, err
+	}
+	if ok {
+		s.Latency = latencyOf(op)
+	}
+	raw, ok, err := m.Histogram(HistOpRaw)
+	if err != nil {
+		return Summary{}, err
+	}
+	if ok {
+		l := latencyOf(raw)
+		s.RawLatency = &l
+	}
+	for _, c := range checks {
+		s.LostUpdates += c.Lost
+	}
+	return s, nil
+}
+
+// attemptsAt returns the smallest attempt count n such that at least a
+// share q of operations made n write attempts or fewer (q=1: the maximum).
+func attemptsAt(dist []int64, q float64) int64 {
+	var total int64
+	for _, c := range dist {
+		total += c
+	}
+	if total == 0 {
+		return 0
+	}
+	rank := max(int64(math.Ceil(q*float64(total))), 1)
+	var cum int64
+	for n, c := range dist {
+		cum += c
+		if cum >= rank {
+			return int64(n)
+		}
+	}
+	return int64(len(dist) - 1)
+}
+
+// latencyOf reads the standard percentiles from a µs histogram.
+func latencyOf(h *hdrhistogram.Histogram) Latency {
+	if h.TotalCount() == 0 {
+		return Latency{}
+	}
+	us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+	return Latency{
+		P50:  us(h.ValueAtQuantile(50)),
+		P90:  us(h.ValueAtQuantile(90)),
+		P99:  us(h.ValueAtQuantile(99)),
+		P999: us(h.ValueAtQuantile(99.9)),
+		Max:  us(h.Max()),
+		Mean: time.Duration(h.Mean() * float64(time.Microsecond)).Round(time.Microsecond),
+	}
+}
+
+func copyCounts(m map[string]int64) map[string]int64 {
+	c := make(map[string]int64, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
