@@ -99,8 +99,9 @@ type Shard struct {
 	attemptOut [2][NumOutcomes]int64
 
 	// interval is reset every tick and feeds the per-second series.
-	interval    *hdrhistogram.Histogram
-	intervalOut [NumOutcomes]int64
+	interval       *hdrhistogram.Histogram
+	intervalOut    [NumOutcomes]int64
+	intervalWrites [NumOutcomes]int64
 }
 
 // MaxErrors bounds the distinct "other" error messages kept (per shard, per
@@ -254,6 +255,7 @@ func (s *Shard) RecordAttempt(intended time.Time, a Attempt) {
 	if a.Kind == Read {
 		s.record(s.read, a.Latency)
 	} else {
+		s.intervalWrites[a.Outcome]++
 		s.record(s.write, a.Latency)
 	}
 }

@@ -17,6 +17,9 @@ type SeriesPoint struct {
 	Outcomes map[string]int64 `json:"outcomes"`
 	// Ops is the total of Outcomes.
 	Ops int64 `json:"ops"`
+	// Writes counts the interval's write attempts by outcome: unlike
+	// Outcomes it shows every 409, also those a retry strategy absorbed.
+	Writes map[string]int64 `json:"writes"`
 	// P50 and P99 of operation latency in the interval (0 when no ops).
 	P50 time.Duration `json:"p50"`
 	P99 time.Duration `json:"p99"`
@@ -65,23 +68,28 @@ func (r *Recorder) Tick(now time.Time) SeriesPoint {
 	last := r.lastTick
 	r.mu.Unlock()
 	merged := NewHistogram()
-	var out [NumOutcomes]int64
+	var out, writes [NumOutcomes]int64
 	for _, s := range r.shards {
 		s.mu.Lock()
 		merged.Merge(s.interval)
 		s.interval.Reset()
-		for i, n := range s.intervalOut {
-			out[i] += n
+		for i := range out {
+			out[i] += s.intervalOut[i]
+			writes[i] += s.intervalWrites[i]
 		}
 		s.intervalOut = [NumOutcomes]int64{}
+		s.intervalWrites = [NumOutcomes]int64{}
 		s.mu.Unlock()
 	}
 	at := now.Sub(r.start).Round(time.Millisecond)
-	p := SeriesPoint{At: at, Span: at - last.Sub(r.start).Round(time.Millisecond), Outcomes: map[string]int64{}}
+	p := SeriesPoint{At: at, Span: at - last.Sub(r.start).Round(time.Millisecond), Outcomes: map[string]int64{}, Writes: map[string]int64{}}
 	for i, n := range out {
 		p.Ops += n
 		if n > 0 {
 			p.Outcomes[Outcome(i).String()] = n
+		}
+		if writes[i] > 0 {
+			p.Writes[Outcome(i).String()] = writes[i]
 		}
 	}
 	if merged.TotalCount() > 0 {

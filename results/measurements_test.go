@@ -168,4 +168,3 @@ func within(t *testing.T, what string, got, want time.Duration) {
 		t.Errorf("%s = %v, want %v (±0.1%%)", what, got, want)
 	}
 }
-
