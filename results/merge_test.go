@@ -1,0 +1,95 @@
+package results
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Two shards of one run, each recording half of the writers through its own
+// Recorder, merge into exactly what one Recorder for all writers produced:
+// counts, histograms, per-second series, checks and the summary.
+func TestMergeHalvesEqualsWhole(t *testing.T) {
+	even := func(op simOp) bool { return op.writer%2 == 0 }
+	odd := func(op simOp) bool { return op.writer%2 == 1 }
+	c1 := Check{Name: "counter kb-bench-0", Passed: true, Expected: 600, Observed: 600}
+	c2 := Check{Name: "counter kb-bench-1", Expected: 612, Observed: 575, Lost: 37, Detail: "37 increments lost"}
+	for _, openLoop := range []bool{false, true} {
+		t.Run(map[bool]string{false: "closed-loop", true: "open-loop"}[openLoop], func(t *testing.T) {
+			whole := simResult(t, openLoop, all, []Check{c1, c2})
+			a := simResult(t, openLoop, even, []Check{c1})
+			b := simResult(t, openLoop, odd, []Check{c2})
+			whole.Measurements.Client = ClientStats{Retries: 3, RateLimiterWait: 120 * time.Millisecond}
+			a.Measurements.Client = ClientStats{Retries: 1, RateLimiterWait: 40 * time.Millisecond}
+			b.Measurements.Client = ClientStats{Retries: 2, RateLimiterWait: 80 * time.Millisecond}
+			if a.Summary.Ops == 0 || b.Summary.Ops == 0 || a.Summary.Ops+b.Summary.Ops != whole.Summary.Ops {
+				t.Fatalf("halves hold %d + %d ops, whole %d: the split is wrong", a.Summary.Ops, b.Summary.Ops, whole.Summary.Ops)
+			}
+			got, err := Merge(a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.Measurements, whole.Measurements) {
+				t.Errorf("merged measurements differ from the whole run:\n got %+v\nwant %+v", got.Measurements, whole.Measurements)
+			}
+			if !reflect.DeepEqual(got.Series, whole.Series) {
+				t.Errorf("merged series differs from the whole run:\n got %+v\nwant %+v", got.Series, whole.Series)
+			}
+			if !reflect.DeepEqual(got.Summary, whole.Summary) {
+				t.Errorf("merged summary differs from the whole run:\n got %+v\nwant %+v", got.Summary, whole.Summary)
+			}
+			if !reflect.DeepEqual(got, whole) {
+				t.Errorf("merged result differs from the whole run:\n got %+v\nwant %+v", got, whole)
+			}
+			// The halves really differ from the whole (the test can fail).
+			if reflect.DeepEqual(a.Measurements.Histograms, whole.Measurements.Histograms) {
+				t.Fatal("half and whole have the same histograms")
+			}
+		})
+	}
+}
+
+func TestMergeOne(t *testing.T) {
+	r := simResult(t, false, all, nil)
+	r.Server = &ServerCheck{Available: true, Resource: "configmaps"}
+	got, err := Merge(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, r) {
+		t.Errorf("merging one result changed it:\n got %+v\nwant %+v", got, r)
+	}
+}
+
+func TestMergeRefusesAndWarns(t *testing.T) {
+	a := simResult(t, false, all, nil)
+	other := simResult(t, false, all, nil)
+	other.Spec.Writers++
+	if _, err := Merge(a, other); err == nil || !strings.Contains(err.Error(), "different spec") {
+		t.Errorf("merging different specs: err = %v, want a refusal", err)
+	}
+	if _, err := Merge(); err == nil {
+		t.Error("merging nothing succeeded")
+	}
+	if _, err := Merge(a, nil); err == nil {
+		t.Error("merging a nil result succeeded")
+	}
+
+	b := simResult(t, false, all, nil)
+	a.Server = &ServerCheck{Available: true, Resource: "configmaps"}
+	b.RunID = "20260301-120000-def456"
+	got, err := Merge(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Server != nil {
+		t.Error("per-shard server checks were carried into the merged result")
+	}
+	joined := strings.Join(got.Warnings, "\n")
+	for _, want := range []string{"server cross-check of shard 1 dropped", "different run ids"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("warnings %q do not mention %q", got.Warnings, want)
+		}
+	}
+}
