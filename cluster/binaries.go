@@ -1,0 +1,124 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// Versions of the local control plane that scripts/control-plane.sh builds.
+// Keep them in step with that script.
+const (
+	KubeVersion = "v1.37.1"
+	EtcdVersion = "v3.6.16"
+)
+
+// Where FindBinaries found the binaries (Binaries.Source).
+const (
+	SourceFlag    = "--control-plane-bin"
+	SourceEnvtest = "KUBEBUILDER_ASSETS"
+	SourceCache   = "cache"
+)
+
+// Binaries locates the kube-apiserver and etcd executables of a local
+// control plane.
+type Binaries struct {
+	// Dir holds both executables.
+	Dir string
+	// APIServer and Etcd are the executables' paths.
+	APIServer string
+	Etcd      string
+	// Source says where they were found: SourceFlag, SourceEnvtest or SourceCache.
+	Source string
+}
+
+// CacheDir is where scripts/control-plane.sh (`make control-plane`) puts the
+// binaries: ${KB_BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kb-bench}/control-plane/<KubeVersion>.
+func CacheDir(getenv func(string) string) string {
+	root := getenv("KB_BENCH_CACHE")
+	if root == "" {
+		xdg := getenv("XDG_CACHE_HOME")
+		if xdg == "" {
+			xdg = getenv("HOME") + "/.cache"
+		}
+		root = filepath.Join(xdg, "kb-bench")
+	}
+	return filepath.Join(root, "control-plane", KubeVersion)
+}
+
+// FindBinaries looks for kube-apiserver and etcd in explicitDir (the
+// --control-plane-bin flag) when it is set, else in $KUBEBUILDER_ASSETS (the
+// setup-envtest layout), else in CacheDir. A missing explicit directory is an
+// error of its own rather than a silent fallback. When nothing is found the
+// spec.Input error lists every place looked and how to get the binaries.
+func FindBinaries(explicitDir string, getenv func(string) string) (Binaries, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if explicitDir != "" {
+		b, err := binariesIn(explicitDir, SourceFlag)
+		if err != nil {
+			return Binaries{}, spec.Input(fmt.Errorf("--control-plane-bin %s: %w: %s", explicitDir, err, howToGet))
+		}
+		return b, nil
+	}
+	var looked []string
+	if dir := getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		b, err := binariesIn(dir, SourceEnvtest)
+		if err == nil {
+			return b, nil
+		}
+		looked = append(looked, fmt.Sprintf("KUBEBUILDER_ASSETS=%s: %v", dir, err))
+	} else {
+		looked = append(looked, "KUBEBUILDER_ASSETS: not set")
+	}
+	dir := CacheDir(getenv)
+	b, err := binariesIn(dir, SourceCache)
+	if err == nil {
+		return b, nil
+	}
+	looked = append(looked, fmt.Sprintf("cache %s: %v", dir, err))
+	return Binaries{}, spec.Input(fmt.Errorf("the local control plane needs kube-apiserver and etcd, which were not found (looked in: %s): %s",
+		strings.Join(looked, "; "), howToGet))
+}
+
+const howToGet = "run `make control-plane` in a kb-bench checkout (builds kube-apiserver " + KubeVersion +
+	" and etcd " + EtcdVersion + " from source, ~5 minutes), or pass --control-plane-bin DIR, or set KUBEBUILDER_ASSETS"
+
+// binariesIn checks that dir holds executable kube-apiserver and etcd files.
+func binariesIn(dir, source string) (Binaries, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Binaries{}, err
+	}
+	b := Binaries{Dir: abs, APIServer: filepath.Join(abs, "kube-apiserver"), Etcd: filepath.Join(abs, "etcd"), Source: source}
+	var missing []string
+	for _, p := range []string{b.APIServer, b.Etcd} {
+		if err := checkExecutable(p); err != nil {
+			missing = append(missing, err.Error())
+		}
+	}
+	if len(missing) > 0 {
+		return Binaries{}, errors.New(strings.Join(missing, ", "))
+	}
+	return b, nil
+}
+
+func checkExecutable(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("no %s", filepath.Base(path))
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file", filepath.Base(path))
+	case fi.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("%s is not executable", filepath.Base(path))
+	}
+	return nil
+}
