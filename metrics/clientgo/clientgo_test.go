@@ -1,0 +1,79 @@
+package clientgo
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// client-go's own retries and rate-limiter waits, which the engine never
+// sees, show up in the counters as per-run deltas.
+func TestInstallCountsHiddenWork(t *testing.T) {
+	c, err := Install()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Install()
+	if err != nil || again != c {
+		t.Fatalf("second Install returned %p, %v; want the same counters %p", again, err, c)
+	}
+
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The first two calls to /throttled are told to come back: client-go
+		// retries them on its own.
+		if r.URL.Path == "/throttled" && calls.Add(1) <= 2 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+
+	tests := []struct {
+		name        string
+		qps         float32
+		burst       int
+		path        string
+		requests    int
+		wantRetries int64
+		minLimited  int64
+		minWait     time.Duration
+	}{
+		{"retried 429s", -1, 0, "/throttled", 1, 2, 0, 0},
+		// 20 QPS with burst 1: four back-to-back requests wait ~50ms each after the first.
+		{"rate limiter", 20, 1, "/limited", 4, 0, 3, 120 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: tc.qps, Burst: tc.burst})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := c.Read()
+			for range tc.requests {
+				if _, err := cs.Discovery().RESTClient().Get().AbsPath(tc.path).DoRaw(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d := c.Read().Sub(before)
+			if d.Retries != tc.wantRetries {
+				t.Errorf("retries = %d, want %d", d.Retries, tc.wantRetries)
+			}
+			if d.RateLimited < tc.minLimited || d.RateLimiterWait < tc.minWait {
+				t.Errorf("rate limited %d requests for %v, want at least %d for %v", d.RateLimited, d.RateLimiterWait, tc.minLimited, tc.minWait)
+			}
+			if tc.minLimited == 0 && d.RateLimited != 0 {
+				t.Errorf("%d requests counted as rate limited without a limiter", d.RateLimited)
+			}
+		})
+	}
+}
