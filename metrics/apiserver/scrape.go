@@ -1,0 +1,158 @@
+// Package apiserver reads the apiserver's own /metrics (through client-go's
+// REST client, parsed with prometheus/common/expfmt) into a plain
+// metrics.ServerSample, the server's side of kb-bench's cross-check.
+//
+// Scrape once before and once after the measured window, then hand both
+// samples to results.NewServerCheck. When the endpoint cannot be read
+// (IsUnavailable: 401, 403 or 404, e.g. RBAC without the nonResourceURL
+// /metrics), the caller warns once, records ServerCheck{Available: false}
+// and carries on: the benchmark's own figures do not depend on it.
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
+
+	"github.com/kb-bench/kb-bench/metrics"
+)
+
+// The metric families kb-bench keeps.
+const (
+	requestTotal    = "apiserver_request_total"
+	requestDuration = "apiserver_request_duration_seconds"
+	etcdTotal       = "etcd_requests_total"
+	etcdDuration    = "etcd_request_duration_seconds"
+	flowRejected    = "apiserver_flowcontrol_rejected_requests_total"
+	flowWait        = "apiserver_flowcontrol_request_wait_duration_seconds"
+)
+
+// UnavailableError says /metrics cannot be read with these credentials (or
+// is not served). It is the one scrape error a caller should warn about
+// and carry on from.
+type UnavailableError struct {
+	// Code is the HTTP status (401, 403 or 404).
+	Code int
+	Err  error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("the apiserver's /metrics is not readable (HTTP %d): %v; grant get on the nonResourceURL /metrics to compare with the server's own counts", e.Code, e.Err)
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// IsUnavailable reports whether err (from Scrape) means /metrics cannot be
+// read at all, as opposed to a transient or parse failure.
+func IsUnavailable(err error) bool {
+	var u *UnavailableError
+	return errors.As(err, &u)
+}
+
+// Scrape reads /metrics through c (for example
+// clientset.Discovery().RESTClient() or CoreV1().RESTClient()).
+func Scrape(ctx context.Context, c rest.Interface) (metrics.ServerSample, error) {
+	body, err := c.Get().AbsPath("/metrics").
+		SetHeader("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain))).
+		DoRaw(ctx)
+	if err != nil {
+		switch {
+		case apierrors.IsForbidden(err):
+			return metrics.ServerSample{}, &UnavailableError{Code: 403, Err: err}
+		case apierrors.IsUnauthorized(err):
+			return metrics.ServerSample{}, &UnavailableError{Code: 401, Err: err}
+		case apierrors.IsNotFound(err):
+			return metrics.ServerSample{}, &UnavailableError{Code: 404, Err: err}
+		}
+		return metrics.ServerSample{}, fmt.Errorf("scraping the apiserver's /metrics: %w", err)
+	}
+	return Parse(bytes.NewReader(body), time.Now())
+}
+
+// Parse reads a Prometheus text exposition taken at at.
+func Parse(r io.Reader, at time.Time) (metrics.ServerSample, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return metrics.ServerSample{}, fmt.Errorf("parsing the apiserver's /metrics: %w", err)
+	}
+	s := metrics.NewServerSample(at)
+	if _, ok := fams[requestTotal]; !ok {
+		return metrics.ServerSample{}, fmt.Errorf("the /metrics answer has no %s: it does not come from a kube-apiserver", requestTotal)
+	}
+	for _, m := range fams[requestTotal].GetMetric() {
+		l := labels(m)
+		s.Requests[metrics.RequestKey{EndpointKey: endpoint(l), Code: l["code"]}] += counter(m)
+	}
+	for _, m := range family(fams, requestDuration) {
+		k := endpoint(labels(m))
+		s.Durations[k] = add(s.Durations[k], histogram(m))
+	}
+	for _, m := range family(fams, etcdTotal) {
+		s.Etcd[etcdKey(labels(m))] += counter(m)
+	}
+	for _, m := range family(fams, etcdDuration) {
+		k := etcdKey(labels(m))
+		s.EtcdDurations[k] = add(s.EtcdDurations[k], histogram(m))
+	}
+	for _, m := range family(fams, flowRejected) {
+		l := labels(m)
+		s.FlowRejected[metrics.FlowKey{PriorityLevel: l["priority_level"], FlowSchema: l["flow_schema"], Reason: l["reason"]}] += counter(m)
+	}
+	for _, m := range family(fams, flowWait) {
+		l := labels(m)
+		k := metrics.FlowWaitKey{PriorityLevel: l["priority_level"], FlowSchema: l["flow_schema"], Executed: l["execute"] == "true"}
+		s.FlowWait[k] = add(s.FlowWait[k], histogram(m))
+	}
+	return s, nil
+}
+
+func family(fams map[string]*dto.MetricFamily, name string) []*dto.Metric {
+	if f, ok := fams[name]; ok {
+		return f.GetMetric()
+	}
+	return nil
+}
+
+func labels(m *dto.Metric) map[string]string {
+	l := make(map[string]string, len(m.GetLabel()))
+	for _, p := range m.GetLabel() {
+		l[p.GetName()] = p.GetValue()
+	}
+	return l
+}
+
+func endpoint(l map[string]string) metrics.EndpointKey {
+	return metrics.EndpointKey{Verb: l["verb"], Group: l["group"], Resource: l["resource"], Subresource: l["subresource"]}
+}
+
+func etcdKey(l map[string]string) metrics.EtcdKey {
+	return metrics.EtcdKey{Operation: l["operation"], Group: l["group"], Resource: l["resource"]}
+}
+
+// counter reads a counter (or an untyped sample) as a whole number.
+func counter(m *dto.Metric) int64 {
+	if c := m.GetCounter(); c != nil {
+		return int64(math.Round(c.GetValue()))
+	}
+	return int64(math.Round(m.GetUntyped().GetValue()))
+}
+
+func histogram(m *dto.Metric) metrics.CountSum {
+	h := m.GetHistogram()
+	return metrics.CountSum{Count: int64(h.GetSampleCount()), Sum: h.GetSampleSum()}
+}
+
+func add(a, b metrics.CountSum) metrics.CountSum {
+	return metrics.CountSum{Count: a.Count + b.Count, Sum: a.Sum + b.Sum}
+}
