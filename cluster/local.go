@@ -1,0 +1,491 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// DefaultStartTimeout bounds how long StartLocal waits for /readyz.
+const DefaultStartTimeout = 60 * time.Second
+
+// memoryDir is the tmpfs that holds etcd's data with spec.StorageMemory.
+const memoryDir = "/dev/shm"
+
+// logTailLines is how much of each log a start failure quotes.
+const logTailLines = 20
+
+// Grace periods between SIGTERM and SIGKILL.
+const (
+	apiserverGrace = 10 * time.Second
+	etcdGrace      = 5 * time.Second
+)
+
+// LocalOptions configures StartLocal.
+type LocalOptions struct {
+	// Binaries are the kube-apiserver and etcd to run (see FindBinaries).
+	Binaries Binaries
+	// Storage is spec.StorageDisk (the default: etcd data in the temp dir,
+	// fsync as usual) or spec.StorageMemory (etcd data under /dev/shm).
+	Storage string
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+	// StartTimeout bounds the wait for /readyz (DefaultStartTimeout when 0).
+	StartTimeout time.Duration
+	// Detached starts the processes in their own session, without the
+	// parent-death signal and the janitor, so they outlive kb-bench
+	// (`kb-bench local up`).
+	Detached bool
+	// Dir is where the kb-bench-* temp dir is made (os.TempDir() when empty).
+	Dir string
+}
+
+// ControlPlane is a running local kube-apiserver and etcd on 127.0.0.1.
+// Stop it with Stop.
+type ControlPlane struct {
+	server      string
+	caPEM       []byte
+	token       string
+	storage     string
+	dir         string // temp dir: certs, logs and (disk) etcd data
+	etcdDataDir string
+	etcdURL     string
+	apiPort     int
+	etcdPort    int
+	etcd        *process
+	apiserver   *process
+	binaries    Binaries
+	kubeVersion string
+	etcdVersion string
+	started     time.Time
+	startup     time.Duration
+	janitor     *janitor
+	log         io.Writer
+
+	mu      sync.Mutex
+	stopped bool
+	stopErr error
+}
+
+// errPortTaken marks a start that lost a race for a free port.
+var errPortTaken = errors.New("a port was taken by another process")
+
+// StartLocal starts etcd and kube-apiserver on free loopback ports and waits
+// until the apiserver's /readyz answers ok. The apiserver serves TLS with a
+// CA of its own, authenticates an admin by a static token (group
+// system:masters), authorizes with RBAC and keeps the default admission
+// plugins (ResourceQuota among them), like a real cluster. Unless Detached,
+// the processes die with kb-bench, even on kill -9, and their temp dir goes
+// with them.
+func StartLocal(ctx context.Context, o LocalOptions) (*ControlPlane, error) {
+	if o.Binaries.APIServer == "" || o.Binaries.Etcd == "" {
+		return nil, errors.New("LocalOptions.Binaries is empty: find them with cluster.FindBinaries")
+	}
+	switch o.Storage {
+	case "":
+		o.Storage = spec.StorageDisk
+	case spec.StorageDisk, spec.StorageMemory:
+	default:
+		return nil, spec.Input(fmt.Errorf("storage %q is not known (--storage): use %s or %s", o.Storage, spec.StorageDisk, spec.StorageMemory))
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = DefaultStartTimeout
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	for attempt := 1; ; attempt++ {
+		cp, err := startOnce(ctx, o)
+		if errors.Is(err, errPortTaken) && attempt < 3 && ctx.Err() == nil {
+			fmt.Fprintf(o.Log, "local control plane: %v, retrying on other ports\n", errPortTaken)
+			continue
+		}
+		return cp, err
+	}
+}
+
+func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error) {
+	begin := time.Now()
+	cp = &ControlPlane{storage: o.Storage, log: o.Log, binaries: o.Binaries, started: begin}
+	defer func() {
+		if err != nil {
+			// Quiet and quick: nothing useful ran yet.
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = cp.Stop(stopCtx)
+			cp = nil
+		}
+	}()
+	if !o.Detached {
+		if cp.janitor, err = startJanitor(); err != nil {
+			return cp, err
+		}
+	}
+	if cp.dir, err = os.MkdirTemp(o.Dir, "kb-bench-*"); err != nil {
+		return cp, fmt.Errorf("creating the control plane's temp dir: %w", err)
+	}
+	cp.janitor.watchDir(cp.dir)
+	if o.Storage == spec.StorageMemory {
+		if cp.etcdDataDir, err = os.MkdirTemp(memoryDir, "kb-bench-etcd-*"); err != nil {
+			return cp, spec.Input(fmt.Errorf("storage memory puts etcd's data on the tmpfs %s, which is not usable here (%w): use --storage disk", memoryDir, err))
+		}
+		cp.janitor.watchDir(cp.etcdDataDir)
+	} else {
+		cp.etcdDataDir = filepath.Join(cp.dir, "etcd")
+		if err = os.Mkdir(cp.etcdDataDir, 0o700); err != nil {
+			return cp, err
+		}
+	}
+	creds, err := writeCredentials(cp.dir)
+	if err != nil {
+		return cp, fmt.Errorf("writing the control plane's certificates: %w", err)
+	}
+	cp.caPEM, cp.token = creds.caPEM, creds.token
+	ports, err := freePorts(3)
+	if err != nil {
+		return cp, fmt.Errorf("finding free loopback ports: %w", err)
+	}
+	cp.etcdPort, cp.apiPort = ports[0], ports[1]
+	peerPort := ports[2]
+	cp.etcdURL = "http://127.0.0.1:" + strconv.Itoa(cp.etcdPort)
+	cp.server = "https://127.0.0.1:" + strconv.Itoa(cp.apiPort)
+
+	waitCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
+	defer cancel()
+
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	cp.etcd, err = startProcess("etcd", o.Binaries.Etcd, []string{
+		"--name=kb-bench",
+		"--data-dir=" + cp.etcdDataDir,
+		"--listen-client-urls=" + cp.etcdURL,
+		"--advertise-client-urls=" + cp.etcdURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=kb-bench=" + peerURL,
+	}, filepath.Join(cp.dir, "etcd.log"), o.Detached)
+	if err != nil {
+		return cp, err
+	}
+	cp.janitor.watchGroup(cp.etcd.pid)
+	if cp.etcdVersion, err = cp.waitEtcd(waitCtx); err != nil {
+		return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "etcd", err)
+	}
+	fmt.Fprintf(o.Log, "local control plane: etcd %s on %s (storage %s, data in %s)\n", cp.etcdVersion, cp.etcdURL, cp.storage, cp.etcdDataDir)
+
+	cp.apiserver, err = startProcess("kube-apiserver", o.Binaries.APIServer, []string{
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		// A loopback address cannot go into the kubernetes Service's
+		// endpoints, and nothing here needs them.
+		"--endpoint-reconciler-type=none",
+		"--secure-port=" + strconv.Itoa(cp.apiPort),
+		"--etcd-servers=" + cp.etcdURL,
+		"--cert-dir=" + cp.dir,
+		"--tls-cert-file=" + creds.certFile,
+		"--tls-private-key-file=" + creds.keyFile,
+		"--token-auth-file=" + creds.tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + creds.saPubFile,
+		"--service-account-signing-key-file=" + creds.saKeyFile,
+		"--service-cluster-ip-range=10.0.0.0/24",
+	}, filepath.Join(cp.dir, "kube-apiserver.log"), o.Detached)
+	if err != nil {
+		return cp, err
+	}
+	cp.janitor.watchGroup(cp.apiserver.pid)
+	if cp.kubeVersion, err = cp.waitReady(waitCtx); err != nil {
+		return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "kube-apiserver", err)
+	}
+	cp.startup = time.Since(begin)
+	fmt.Fprintf(o.Log, "local control plane: kube-apiserver %s ready at %s after %s\n", cp.kubeVersion, cp.server, cp.startup.Round(10*time.Millisecond))
+	return cp, nil
+}
+
+// startError explains a failed start with the end of both logs.
+func (cp *ControlPlane) startError(ctx, waitCtx context.Context, timeout time.Duration, what string, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("starting the local control plane: %w", ctx.Err())
+	case waitCtx.Err() != nil:
+		err = fmt.Errorf("%s was not ready within %s (%v)", what, timeout, err)
+	}
+	tails := fmt.Sprintf("\n--- kube-apiserver log (last %d lines) ---\n%s\n--- etcd log (last %d lines) ---\n%s",
+		logTailLines, cp.apiserver.logTailOr("(not started)"), logTailLines, cp.etcd.logTailOr("(not started)"))
+	if strings.Contains(tails, "address already in use") {
+		err = fmt.Errorf("%w: %w", errPortTaken, err)
+	}
+	return fmt.Errorf("the local control plane did not start: %w (binaries from %s, %s); the logs end with:%s",
+		err, cp.binaries.Source, cp.binaries.Dir, tails)
+}
+
+func (p *process) logTailOr(none string) string {
+	if p == nil {
+		return none
+	}
+	return p.logTail(logTailLines)
+}
+
+// waitEtcd polls etcd's /health until it is healthy and returns its version.
+func (cp *ControlPlane) waitEtcd(ctx context.Context) (string, error) {
+	client := &http.Client{Timeout: 2 * time.Second}
+	var last error
+	for {
+		if !cp.etcd.running() {
+			return "", fmt.Errorf("etcd %s", cp.etcd.exitStatus())
+		}
+		var health struct {
+			Health string `json:"health"`
+		}
+		if last = getJSON(ctx, client, cp.etcdURL+"/health", &health); last == nil && health.Health == "true" {
+			var v struct {
+				Server string `json:"etcdserver"`
+			}
+			if err := getJSON(ctx, client, cp.etcdURL+"/version", &v); err != nil {
+				return "", fmt.Errorf("reading etcd's version: %w", err)
+			}
+			return "v" + v.Server, nil
+		} else if last == nil {
+			last = fmt.Errorf("etcd health is %q", health.Health)
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return "", last
+		}
+	}
+}
+
+// waitReady polls the apiserver's /readyz with the admin token until it
+// answers ok, and returns the version /version reports.
+func (cp *ControlPlane) waitReady(ctx context.Context) (string, error) {
+	client, err := rest.HTTPClientFor(cp.RESTConfig())
+	if err != nil {
+		return "", err
+	}
+	client.Timeout = 2 * time.Second
+	last := errors.New("no answer yet")
+	for {
+		if !cp.apiserver.running() {
+			return "", fmt.Errorf("kube-apiserver %s", cp.apiserver.exitStatus())
+		}
+		if err := getOK(ctx, client, cp.server+"/readyz"); err != nil {
+			last = err
+		} else {
+			var v struct {
+				GitVersion string `json:"gitVersion"`
+			}
+			if err := getJSON(ctx, client, cp.server+"/version", &v); err != nil {
+				return "", fmt.Errorf("reading the apiserver's version: %w", err)
+			}
+			return v.GitVersion, nil
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return "", fmt.Errorf("last /readyz: %w", last)
+		}
+	}
+}
+
+// getOK GETs url and wants 200; the error quotes the start of the body.
+func getOK(ctx context.Context, client *http.Client, url string) error {
+	_, err := get(ctx, client, url)
+	return err
+}
+
+func getJSON(ctx context.Context, client *http.Client, url string, v any) error {
+	body, err := get(ctx, client, url)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(body, v)
+}
+
+func get(ctx context.Context, client *http.Client, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		msg := strings.TrimSpace(string(body))
+		if len(msg) > 300 {
+			msg = msg[:300] + "..."
+		}
+		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, msg)
+	}
+	return body, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// freePorts returns n distinct free loopback ports. They are free when
+// returned; another process may still take one before we bind it, which
+// StartLocal handles by retrying.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// RESTConfig returns a new config for the admin: host, CA and bearer
+// token. QPS, Burst and user agent are left to the caller.
+func (cp *ControlPlane) RESTConfig() *rest.Config {
+	return &rest.Config{
+		Host:            cp.server,
+		BearerToken:     cp.token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: append([]byte(nil), cp.caPEM...)},
+	}
+}
+
+// kubeconfigName names the cluster, user and context in written kubeconfigs.
+const kubeconfigName = "kb-bench-local"
+
+// kubeconfig renders a kubeconfig for the admin.
+func (cp *ControlPlane) kubeconfig() ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[kubeconfigName] = &clientcmdapi.Cluster{Server: cp.server, CertificateAuthorityData: cp.caPEM}
+	cfg.AuthInfos[kubeconfigName] = &clientcmdapi.AuthInfo{Token: cp.token}
+	cfg.Contexts[kubeconfigName] = &clientcmdapi.Context{Cluster: kubeconfigName, AuthInfo: kubeconfigName}
+	cfg.CurrentContext = kubeconfigName
+	return clientcmd.Write(*cfg)
+}
+
+// WriteKubeconfig writes a kubeconfig for the admin (context
+// kb-bench-local) to path, readable only by the owner, for kubectl or any
+// client-go tool.
+func (cp *ControlPlane) WriteKubeconfig(path string) error {
+	b, err := cp.kubeconfig()
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, b, 0o600)
+}
+
+// writeFileAtomic writes data to a temp file next to path and renames it.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // fails harmlessly after the rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// Server is the apiserver URL, https://127.0.0.1:PORT.
+func (cp *ControlPlane) Server() string { return cp.server }
+
+// Storage is spec.StorageDisk or spec.StorageMemory.
+func (cp *ControlPlane) Storage() string { return cp.storage }
+
+// StartupTime is how long StartLocal took until /readyz answered ok.
+func (cp *ControlPlane) StartupTime() time.Duration { return cp.startup }
+
+// KubeVersion is the version the apiserver reports, e.g. v1.37.1.
+func (cp *ControlPlane) KubeVersion() string { return cp.kubeVersion }
+
+// EtcdVersion is the version etcd reports, e.g. v3.6.16.
+func (cp *ControlPlane) EtcdVersion() string { return cp.etcdVersion }
+
+// Stop sends SIGTERM to the apiserver, then etcd, SIGKILLs a process group
+// that has not exited after a grace period (at once when ctx ends), and
+// removes the temp dir. Calling it again returns the first call's result.
+func (cp *ControlPlane) Stop(ctx context.Context) error {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.stopped {
+		return cp.stopErr
+	}
+	cp.stopped = true
+	cp.stopErr = stopAndClean(ctx, []*process{cp.apiserver, cp.etcd}, []string{cp.dir, cp.etcdDataDir})
+	if cp.stopErr == nil {
+		cp.janitor.release()
+	}
+	// On an error the janitor stays: when kb-bench exits it kills what is
+	// left and removes the directories.
+	return cp.stopErr
+}
+
+// stopAndClean terminates the processes in order, then removes the dirs
+// (empty names are skipped), unless a process would not die.
+func stopAndClean(ctx context.Context, procs []*process, dirs []string) error {
+	var errs []error
+	for _, p := range procs {
+		if p == nil {
+			continue
+		}
+		grace := etcdGrace
+		if p.name == "kube-apiserver" {
+			grace = apiserverGrace
+		}
+		if err := p.terminate(ctx, grace); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if err := os.RemoveAll(d); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", d, err))
+		}
+	}
+	return errors.Join(errs...)
+}

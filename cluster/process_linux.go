@@ -1,0 +1,50 @@
+package cluster
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// attachedAttr puts a child in its own process group (so a Ctrl-C at the
+// terminal reaches only kb-bench, which stops it in order) and has the
+// kernel SIGKILL it when kb-bench dies.
+func attachedAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// detachedAttr gives a child its own session so it outlives kb-bench.
+func detachedAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setsid: true}
+}
+
+// procStat reads /proc/<pid>/stat: the start time in clock ticks after boot
+// and whether the process runs (exists and is not a zombie).
+func procStat(pid int) (startTicks uint64, running bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// "pid (comm) state ppid ...": comm may hold spaces, so split after ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 20 {
+		return 0, false
+	}
+	ticks, _ := strconv.ParseUint(string(f[19]), 10, 64) // field 22, starttime
+	return ticks, string(f[0]) != "Z"
+}
+
+// alive reports whether pid runs and, when startTicks is known, is still
+// the process that started then.
+func alive(pid int, startTicks uint64) bool {
+	if pid <= 0 {
+		return false
+	}
+	ticks, running := procStat(pid)
+	return running && (startTicks == 0 || ticks == startTicks)
+}
