@@ -1,0 +1,179 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// writerCount is how many writers a run has. In an open loop the workers
+// that take the arrivals are the writers, so there are MaxInFlight of them.
+func writerCount(s spec.Spec) int {
+	if s.Rate > 0 {
+		return s.MaxInFlight
+	}
+	return s.Writers
+}
+
+// seedOf derives the writers' random seeds from the run id, so a run's key
+// choices can be replayed.
+func seedOf(runID string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(runID))
+	return h.Sum64()
+}
+
+// counterRun is the counter scenario's state: its objects, writers and the
+// correctness tallies.
+type counterRun struct {
+	names   []string
+	keys    []string      // the fields the writers increment: counterKey, or one per writer
+	shared  []sharedTally // FieldsShared: per object
+	writers []*writer
+}
+
+// runCounter is the counter scenario: writers read-modify-write shared
+// ConfigMaps with the Spec's strategy, then every object is checked for lost
+// updates.
+func runCounter(ctx context.Context, r *run) error {
+	s := r.spec
+	n := writerCount(s)
+	if n != s.Writers {
+		fmt.Fprintf(r.log, "note: open loop: the %d workers allowed in flight (max-in-flight) are the writers\n", n)
+	}
+	if s.WritersPerObject > 0 {
+		if groups := (n + s.WritersPerObject - 1) / s.WritersPerObject; groups != s.Objects {
+			fmt.Fprintf(r.log, "note: %d writers in groups of %d make %d groups for %d objects: groups wrap round the objects\n", n, s.WritersPerObject, groups, s.Objects)
+		}
+	}
+	seed := seedOf(r.opts.RunID)
+	c := &counterRun{names: objectNames(s.Objects)}
+	if s.Fields == spec.FieldsDisjoint {
+		for w := range n {
+			c.keys = append(c.keys, fieldKey(w))
+		}
+	} else {
+		c.keys = []string{counterKey}
+		c.shared = make([]sharedTally, s.Objects)
+	}
+	filler := makeFiller(s.ObjectSize, rand.New(rand.NewPCG(seed, 0)))
+	cms := r.admin.CoreV1().ConfigMaps(r.ns)
+	if err := createObjects(ctx, cms, c.names, runLabels(r.opts.RunID), initialData(s, c.keys, filler)); err != nil {
+		return err
+	}
+
+	// The clock starts here. With a warm-up, the server's first /metrics
+	// scrape is taken when it ends (see serverWatch); without one, now.
+	start := time.Now()
+	measureFrom := start.Add(s.Warmup.Duration)
+	if s.Warmup.Duration <= 0 {
+		measureFrom = start
+	}
+	server := watchServer(ctx, r.admin.CoreV1().RESTClient(), measureFrom)
+	if s.Warmup.Duration <= 0 {
+		// The scrape took a moment: measure from after it.
+		start = time.Now()
+		measureFrom = start
+	}
+	p := plan{start: start, measureFrom: measureFrom, operations: s.Operations, thinkTime: s.ThinkTime.Duration}
+	if s.Duration.Duration > 0 {
+		p.deadline = measureFrom.Add(s.Duration.Duration)
+	}
+	rec := metrics.NewRecorder(measureFrom, metrics.DefaultShards(n), s.Rate > 0)
+	c.writers = c.newWriters(ctx, r, n, rec, seed)
+	do := func(w int, intended time.Time) { c.writers[w].do(intended) }
+
+	trips0 := tripsNow(r.clients)
+	stopTicks := tick(rec, measureFrom, r.opts.Progress)
+	if s.Rate > 0 {
+		openLoop(ctx, p, n, constantPacer{rate: s.Rate}, rec, do)
+	} else {
+		closedLoop(ctx, p, n, do)
+	}
+	ended := time.Now()
+	stopTicks()
+	r.result.Interrupted = ctx.Err() != nil
+
+	var requests int64
+	for _, w := range c.writers {
+		requests += w.requests
+	}
+	r.measure(rec.Snapshot(ended), clientStats(r.clients, trips0, requests), measureFrom, ended)
+	r.result.Server = server.check(ctx, r.result.Measurements, "configmaps", r.log)
+	r.result.Checks = c.verify(ctx, r)
+	return r.summarize()
+}
+
+// newWriters builds n writers over the run's clients (round robin) and the
+// recorder's shards.
+func (c *counterRun) newWriters(ctx context.Context, r *run, n int, rec *metrics.Recorder, seed uint64) []*writer {
+	s := r.spec
+	base := context.WithoutCancel(ctx)
+	strat := strategyOf(s)
+	var backoff spec.Backoff
+	if strat == strategyRetry {
+		backoff, _ = spec.ParseBackoff(s.Backoff) // validated with the Spec
+	}
+	patchType := types.MergePatchType
+	if s.PatchType == spec.PatchStrategic {
+		patchType = types.StrategicMergePatchType
+	}
+	writers := make([]*writer, n)
+	for i := range writers {
+		w := &writer{
+			id:           i,
+			strategy:     strat,
+			cms:          r.clients[i%len(r.clients)].kube.CoreV1().ConfigMaps(r.ns),
+			shard:        rec.Shard(i),
+			choose:       newChooser(s, i, rand.New(rand.NewPCG(seed, uint64(i)+1))),
+			names:        c.names,
+			key:          counterKey,
+			base:         base,
+			opTimeout:    s.OpTimeout.Duration,
+			patchType:    patchType,
+			precondition: s.PatchPrecondition,
+			backoff:      toWaitBackoff(backoff),
+			shared:       c.shared,
+		}
+		if s.Fields == spec.FieldsDisjoint {
+			w.key = c.keys[i]
+			w.own = make([]fieldTally, len(c.names))
+		}
+		if strat == strategyApply {
+			w.applyOpts = metav1.ApplyOptions{FieldManager: fieldManager(s, i), Force: s.Force}
+			w.apply = applycorev1.ConfigMap(c.names[0], r.ns).WithData(map[string]string{w.key: "0"})
+		}
+		writers[i] = w
+	}
+	return writers
+}
+
+// verify reads every object back and checks it against the writes, with a
+// context of its own so that it runs after Ctrl-C too.
+func (c *counterRun) verify(ctx context.Context, r *run) []results.Check {
+	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	objects, err := readObjects(vctx, r.admin.CoreV1().ConfigMaps(r.ns), r.opts.RunID, c.keys)
+	if err != nil {
+		r.warn("%v", err)
+		return []results.Check{{Name: "objects read back", Detail: err.Error()}}
+	}
+	if c.shared != nil {
+		return sharedChecks(c.names, objects, counterKey, c.shared)
+	}
+	own := make([][]fieldTally, len(c.writers))
+	for i, w := range c.writers {
+		own[i] = w.own
+	}
+	return disjointChecks(c.names, objects, c.keys, own)
+}
