@@ -204,7 +204,7 @@ func TestOpenLoopCancelDropsTheBacklog(t *testing.T) {
 		t.Errorf("started %d, want 1", len(c.intended))
 	}
 	at := <-cancelled
-	want := int64((at + 10*time.Millisecond - 1) / (10 * time.Millisecond)) - 1
+	want := int64((at+10*time.Millisecond-1)/(10*time.Millisecond)) - 1
 	if got := a.dropped.Load(); got < want || got > want+3 {
 		t.Errorf("dropped = %d, want the %d arrivals due before the cancel at %v", got, want, at)
 	}
