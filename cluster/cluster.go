@@ -1,0 +1,178 @@
+// Package cluster provides the apiservers kb-bench runs against: a local
+// control plane of real upstream kube-apiserver and etcd processes on
+// loopback (started per run, or kept by `kb-bench local up`), an existing
+// kind cluster, or any kubeconfig. Open turns a spec.Target into a
+// rest.Config and a results.Target that says what ran.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// reachTimeout bounds the GET /version that checks a target is reachable.
+const reachTimeout = 5 * time.Second
+
+// Options configures Open.
+type Options struct {
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+	// StateDir is where `kb-bench local up` records its control plane
+	// (DefaultStateDir when empty).
+	StateDir string
+	// Getenv reads the environment (os.Getenv when nil).
+	Getenv func(string) string
+}
+
+// Connection is an open target.
+type Connection struct {
+	// Config reaches the apiserver as an admin. QPS, Burst and user agent
+	// are the caller's to set.
+	Config *rest.Config
+	// Target describes the apiserver for the result (never credentials).
+	Target results.Target
+	// Close releases the target: it stops a control plane that Open
+	// started, and does nothing otherwise.
+	Close func(ctx context.Context) error
+}
+
+// Open connects to the target t describes:
+//   - spec.TargetLocal (the default): the healthy `kb-bench local up`
+//     control plane when there is one, else a new one that Close stops;
+//   - spec.TargetKubeconfig: the given kubeconfig file and context;
+//   - spec.TargetKind: the existing kind cluster t.KindCluster ("kind").
+//
+// Unreachable targets and missing binaries are spec.Input errors.
+func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	switch t.Kind {
+	case spec.TargetLocal, "":
+		return openLocal(ctx, t, o)
+	case spec.TargetKubeconfig:
+		return openKubeconfig(ctx, t)
+	case spec.TargetKind:
+		return openKind(ctx, t, newKindProvider(o.Getenv))
+	}
+	return nil, spec.Input(fmt.Errorf("target %q is not known (--target): use %s, %s or %s", t.Kind, spec.TargetLocal, spec.TargetKind, spec.TargetKubeconfig))
+}
+
+func noClose(context.Context) error { return nil }
+
+func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
+	stateDir := o.StateDir
+	if stateDir == "" {
+		stateDir = DefaultStateDir(o.Getenv)
+	}
+	st, err := Status(ctx, stateDir)
+	switch {
+	case err == nil && st.Healthy:
+		cfg, err := loadKubeconfig(st.Kubeconfig, "")
+		if err != nil {
+			return nil, fmt.Errorf("loading the kubeconfig of the `kb-bench local up` control plane: %w: restart it with `kb-bench local down` and `kb-bench local up`", err)
+		}
+		version, err := serverVersion(ctx, cfg)
+		if err != nil {
+			return nil, spec.Input(fmt.Errorf("the `kb-bench local up` control plane at %s does not answer (%w): restart it with `kb-bench local down` and `kb-bench local up`", st.Server, err))
+		}
+		note := ""
+		if t.Storage != "" && t.Storage != st.Storage {
+			note = fmt.Sprintf(" (its storage is %s, not the requested %s: `kb-bench local down` to run on a fresh one)", st.Storage, t.Storage)
+		}
+		fmt.Fprintf(o.Log, "local control plane: using the one from `kb-bench local up` at %s%s\n", st.Server, note)
+		return &Connection{
+			Config: cfg,
+			Target: results.Target{Kind: spec.TargetLocal, Server: st.Server, ServerVersion: version,
+				Storage: st.Storage, EtcdVersion: st.EtcdVersion, Reused: true},
+			Close: noClose,
+		}, nil
+	case err == nil:
+		fmt.Fprintf(o.Log, "local control plane: the one from `kb-bench local up` is not healthy (%s); starting a private one\n", st.Detail)
+	case !errors.Is(err, ErrNotRunning):
+		fmt.Fprintf(o.Log, "local control plane: ignoring the `kb-bench local up` record: %v\n", err)
+	}
+
+	bins, err := FindBinaries(t.ControlPlaneBin, o.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := StartLocal(ctx, LocalOptions{Binaries: bins, Storage: t.Storage, Log: o.Log})
+	if err != nil {
+		return nil, err
+	}
+	return &Connection{
+		Config: cp.RESTConfig(),
+		Target: results.Target{Kind: spec.TargetLocal, Server: cp.Server(), ServerVersion: cp.KubeVersion(),
+			Storage: cp.Storage(), EtcdVersion: cp.EtcdVersion()},
+		Close: cp.Stop,
+	}, nil
+}
+
+func openKubeconfig(ctx context.Context, t spec.Target) (*Connection, error) {
+	if t.Kubeconfig == "" {
+		return nil, spec.Input(errors.New("target kubeconfig needs a path: pass --kubeconfig PATH"))
+	}
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: t.Kubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: t.Context},
+	)
+	raw, err := loader.RawConfig()
+	if err != nil {
+		return nil, spec.Input(fmt.Errorf("reading kubeconfig %s: %w", t.Kubeconfig, err))
+	}
+	cfg, err := loader.ClientConfig()
+	if err != nil {
+		return nil, spec.Input(fmt.Errorf("kubeconfig %s (context %q): %w: check --kubeconfig and --context", t.Kubeconfig, contextOr(t.Context, raw.CurrentContext), err))
+	}
+	contextName := contextOr(t.Context, raw.CurrentContext)
+	version, err := serverVersion(ctx, cfg)
+	if err != nil {
+		return nil, spec.Input(fmt.Errorf("cannot reach the apiserver %s (kubeconfig %s, context %q): %w: check the kubeconfig and context, or start the cluster",
+			cfg.Host, t.Kubeconfig, contextName, err))
+	}
+	return &Connection{
+		Config: cfg,
+		Target: results.Target{Kind: spec.TargetKubeconfig, Server: cfg.Host, ServerVersion: version, Context: contextName},
+		Close:  noClose,
+	}, nil
+}
+
+func contextOr(explicit, current string) string {
+	if explicit != "" {
+		return explicit
+	}
+	return current
+}
+
+// serverVersion GETs /version within reachTimeout: it proves the apiserver
+// answers and accepts the credentials.
+func serverVersion(ctx context.Context, cfg *rest.Config) (string, error) {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = reachTimeout
+	ctx, cancel := context.WithTimeout(ctx, reachTimeout)
+	defer cancel()
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return "", err
+	}
+	v, err := dc.ServerVersionWithContext(ctx)
+	if err != nil {
+		return "", err
+	}
+	return v.GitVersion, nil
+}

@@ -1,0 +1,114 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/client-go/tools/clientcmd"
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+	kindexec "sigs.k8s.io/kind/pkg/exec"
+
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// kindProvider is the part of kind's cluster.Provider that Open uses.
+type kindProvider interface {
+	List() ([]string, error)
+	KubeConfig(name string, internal bool) (string, error)
+}
+
+// kindNeeds says what the kind target needs and the alternatives.
+const kindNeeds = "the kind target needs a running container runtime (docker, podman or nerdctl) and an existing cluster (`kind create cluster`); " +
+	"or use --kubeconfig PATH, or the local target (the default)"
+
+// newKindProvider returns a constructor for kind's provider that picks the
+// container runtime like the kind CLI: $KIND_EXPERIMENTAL_PROVIDER, else
+// the first one found.
+func newKindProvider(getenv func(string) string) func() (kindProvider, error) {
+	return func() (kindProvider, error) {
+		var opt kindcluster.ProviderOption
+		switch p := getenv("KIND_EXPERIMENTAL_PROVIDER"); p {
+		case "docker":
+			opt = kindcluster.ProviderWithDocker()
+		case "podman":
+			opt = kindcluster.ProviderWithPodman()
+		case "nerdctl":
+			opt = kindcluster.ProviderWithNerdctl("")
+		case "":
+			var err error
+			if opt, err = kindcluster.DetectNodeProvider(); err != nil {
+				return nil, fmt.Errorf("no container runtime found on PATH (%v)", err)
+			}
+		default:
+			return nil, fmt.Errorf("KIND_EXPERIMENTAL_PROVIDER=%s is not a runtime kind knows (docker, podman, nerdctl)", p)
+		}
+		return kindcluster.NewProvider(opt), nil
+	}
+}
+
+// openKind connects to the existing kind cluster t.KindCluster.
+func openKind(ctx context.Context, t spec.Target, newProvider func() (kindProvider, error)) (*Connection, error) {
+	name := t.KindCluster
+	if name == "" {
+		name = kindcluster.DefaultName
+	}
+	p, err := newProvider()
+	if err != nil {
+		return nil, spec.Input(fmt.Errorf("kind cluster %q: %w: %s", name, err, kindNeeds))
+	}
+	clusters, err := p.List()
+	if err != nil {
+		return nil, spec.Input(fmt.Errorf("kind cluster %q: cannot list kind clusters: %s: %s", name, runtimeError(err), kindNeeds))
+	}
+	if !slices.Contains(clusters, name) {
+		found := "none"
+		if len(clusters) > 0 {
+			found = strings.Join(clusters, ", ")
+		}
+		return nil, spec.Input(fmt.Errorf("kind cluster %q does not exist (kind clusters: %s): create it with `kind create cluster --name %s`, pick another with --kind-cluster, or use --kubeconfig PATH or the local target",
+			name, found, name))
+	}
+	kubeconfig, err := p.KubeConfig(name, false)
+	if err != nil {
+		return nil, spec.Input(fmt.Errorf("kind cluster %q: reading its kubeconfig: %s: is the cluster running? (`kind get clusters`, `docker ps`)", name, runtimeError(err)))
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(kubeconfig))
+	if err != nil {
+		return nil, fmt.Errorf("kind cluster %q: its kubeconfig does not load: %w", name, err)
+	}
+	version, err := serverVersion(ctx, cfg)
+	if err != nil {
+		return nil, spec.Input(fmt.Errorf("kind cluster %q: cannot reach its apiserver %s (%w): is the cluster running? (`docker ps`; recreate it with `kind delete cluster --name %s && kind create cluster --name %s`)",
+			name, cfg.Host, err, name, name))
+	}
+	return &Connection{
+		Config: cfg,
+		Target: results.Target{Kind: spec.TargetKind, Server: cfg.Host, ServerVersion: version, Context: "kind-" + name},
+		Close:  noClose,
+	}, nil
+}
+
+// runtimeError says what the container runtime printed, which kind's
+// errors keep aside (e.g. "Cannot connect to the Docker daemon").
+func runtimeError(err error) string {
+	var re *kindexec.RunError
+	if !errors.As(err, &re) {
+		return err.Error()
+	}
+	cmd := strings.Join(re.Command, " ")
+	if len(re.Command) > 2 {
+		cmd = strings.Join(re.Command[:2], " ") + " ..."
+	}
+	out := strings.Join(strings.Fields(string(re.Output)), " ")
+	if len(out) > 300 {
+		out = out[:300] + "..."
+	}
+	if out == "" {
+		return fmt.Sprintf("`%s` failed: %v", cmd, re.Inner)
+	}
+	return fmt.Sprintf("`%s` failed (%v): %s", cmd, re.Inner, out)
+}

@@ -1,0 +1,460 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// childEnv makes the test binary act as kb-bench. With a storage name it
+// starts a control plane, prints "ready" and what it started, and waits
+// for a signal; with "up=STATEDIR" it runs `kb-bench local up` and exits.
+const childEnv = "KB_BENCH_CLUSTER_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	switch v := os.Getenv(childEnv); {
+	case strings.HasPrefix(v, "up="):
+		os.Exit(runChildUp(strings.TrimPrefix(v, "up=")))
+	case v != "":
+		os.Exit(runChild(v))
+	}
+	os.Exit(m.Run())
+}
+
+func runChildUp(stateDir string) int {
+	bins, err := FindBinaries("", os.Getenv)
+	if err == nil {
+		_, err = Up(context.Background(), UpOptions{Binaries: bins, Storage: spec.StorageMemory, StateDir: stateDir, Log: os.Stderr})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// childReport is what the child prints after "ready ".
+type childReport struct {
+	Procs []ProcessState `json:"procs"`
+	Dirs  []string       `json:"dirs"`
+}
+
+func runChild(storage string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	bins, err := FindBinaries("", os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cp, err := StartLocal(ctx, LocalOptions{Binaries: bins, Storage: storage, Log: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	rep := childReport{
+		Procs: []ProcessState{{PID: cp.apiserver.pid, StartTicks: cp.apiserver.startTicks}, {PID: cp.etcd.pid, StartTicks: cp.etcd.startTicks}},
+		Dirs:  []string{cp.dir, cp.etcdDataDir},
+	}
+	b, _ := json.Marshal(rep)
+	fmt.Printf("ready %s\n", b)
+	<-ctx.Done()
+	if err := cp.Stop(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// binariesOrSkip skips integration tests where the binaries are missing.
+func binariesOrSkip(t *testing.T) Binaries {
+	t.Helper()
+	b, err := FindBinaries("", os.Getenv)
+	if err != nil {
+		t.Skipf("no local control plane binaries: %v", err)
+	}
+	return b
+}
+
+// startLocal starts a control plane that the test stops at its end.
+func startLocal(t *testing.T, storage string) *ControlPlane {
+	t.Helper()
+	cp, err := StartLocal(context.Background(), LocalOptions{Binaries: binariesOrSkip(t), Storage: storage, Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop(context.Background()) })
+	t.Logf("control plane (storage %s) started in %s", storage, cp.StartupTime().Round(time.Millisecond))
+	return cp
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// assertGone fails unless none of the processes runs and none of the dirs
+// exists within d.
+func assertGone(t *testing.T, procs []ProcessState, dirs []string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		var left []string
+		for _, p := range procs {
+			if alive(p.PID, p.StartTicks) {
+				left = append(left, fmt.Sprintf("pid %d", p.PID))
+			}
+		}
+		for _, dir := range dirs {
+			if _, err := os.Stat(dir); err == nil {
+				left = append(left, dir)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still there after %s: %s", d, strings.Join(left, ", "))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func procsOf(cp *ControlPlane) []ProcessState {
+	return []ProcessState{{PID: cp.apiserver.pid, StartTicks: cp.apiserver.startTicks}, {PID: cp.etcd.pid, StartTicks: cp.etcd.startTicks}}
+}
+
+func clientset(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
+	t.Helper()
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = -1, 0
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// TestLocalControlPlaneIsARealCluster starts one, uses it as a client would,
+// stops it and finds nothing left.
+func TestLocalControlPlaneIsARealCluster(t *testing.T) {
+	cp := startLocal(t, spec.StorageDisk)
+	ctx := context.Background()
+	if cp.KubeVersion() != KubeVersion && cp.binaries.Source == SourceCache {
+		t.Errorf("apiserver reports %s, want %s", cp.KubeVersion(), KubeVersion)
+	}
+	if cp.EtcdVersion() != EtcdVersion && cp.binaries.Source == SourceCache {
+		t.Errorf("etcd reports %s, want %s", cp.EtcdVersion(), EtcdVersion)
+	}
+	if !strings.HasPrefix(filepath.Base(cp.dir), "kb-bench-") || !strings.HasPrefix(cp.etcdDataDir, cp.dir) {
+		t.Errorf("dirs %s, %s: want etcd data inside a kb-bench-* temp dir", cp.dir, cp.etcdDataDir)
+	}
+
+	// Threads that goroutines leave locked are ended by the runtime; the
+	// children must not take that for kb-bench dying (Pdeathsig).
+	done := make(chan struct{})
+	for range 16 {
+		go func() {
+			runtime.LockOSThread()
+			done <- struct{}{}
+		}()
+	}
+	for range 16 {
+		<-done
+	}
+
+	cs := clientset(t, cp.RESTConfig())
+	t.Run("optimistic concurrency", func(t *testing.T) {
+		cm, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "occ"}, Data: map[string]string{"n": "0"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale := cm.DeepCopy()
+		cm.Data["n"] = "1"
+		if _, err := cs.CoreV1().ConfigMaps("default").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		stale.Data["n"] = "2"
+		if _, err := cs.CoreV1().ConfigMaps("default").Update(ctx, stale, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+			t.Errorf("update with a stale resourceVersion = %v, want 409 Conflict", err)
+		}
+	})
+	t.Run("admin may read /metrics", func(t *testing.T) {
+		body, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(body), "apiserver_request_total") {
+			t.Error("/metrics has no apiserver_request_total")
+		}
+	})
+	t.Run("ResourceQuota admission enforces", func(t *testing.T) {
+		ns := "quota"
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		q, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{
+			ObjectMeta: metav1.ObjectMeta{Name: "q"},
+			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/configmaps": resource.MustParse("1")}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// No kube-controller-manager here: the status a quota controller
+		// would fill is set by hand; admission then does the counting.
+		q.Status = corev1.ResourceQuotaStatus{
+			Hard: corev1.ResourceList{"count/configmaps": resource.MustParse("1")},
+			Used: corev1.ResourceList{"count/configmaps": resource.MustParse("0")},
+		}
+		if _, err := cs.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for i, wantOK := range []bool{true, false} {
+			_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("cm", i)}}, metav1.CreateOptions{})
+			if wantOK && err != nil {
+				t.Fatal(err)
+			}
+			if !wantOK && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota")) {
+				t.Errorf("create past the quota = %v, want 403 exceeded quota", err)
+			}
+		}
+	})
+	t.Run("written kubeconfig works with client-go", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := cp.WriteKubeconfig(path); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("kubeconfig mode: %v %v, want 0600 (it holds the token)", fi.Mode(), err)
+		}
+		cfg, err := loadKubeconfig(path, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := clientset(t, cfg).CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	if !cp.apiserver.running() || !cp.etcd.running() {
+		t.Fatal("a control-plane process died during the test")
+	}
+	procs, dirs := procsOf(cp), []string{cp.dir}
+	if err := cp.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, procs, dirs, 0)
+	if err := cp.Stop(ctx); err != nil {
+		t.Errorf("second Stop = %v, want nil", err)
+	}
+}
+
+func TestMemoryStorageIsOnTmpfs(t *testing.T) {
+	cp := startLocal(t, spec.StorageMemory)
+	if cp.Storage() != spec.StorageMemory || !strings.HasPrefix(cp.etcdDataDir, memoryDir+"/kb-bench-etcd-") {
+		t.Fatalf("storage %s, etcd data in %s: want memory under %s", cp.Storage(), cp.etcdDataDir, memoryDir)
+	}
+	if _, err := os.Stat(filepath.Join(cp.etcdDataDir, "member", "wal")); err != nil {
+		t.Errorf("etcd's WAL is not under %s: %v", cp.etcdDataDir, err)
+	}
+	procs, dirs := procsOf(cp), []string{cp.dir, cp.etcdDataDir}
+	if err := cp.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, procs, dirs, 0)
+}
+
+// TestNothingLeftWhenKbBenchIsInterruptedOrKilled runs the test binary as
+// kb-bench, and stops it with Ctrl-C (it stops cleanly) or kill -9 (the
+// kernel and the janitor clean up).
+func TestNothingLeftWhenKbBenchIsInterruptedOrKilled(t *testing.T) {
+	binariesOrSkip(t)
+	for _, tc := range []struct {
+		name    string
+		sig     syscall.Signal
+		storage string
+	}{
+		{"SIGINT", syscall.SIGINT, spec.StorageDisk},
+		{"SIGKILL", syscall.SIGKILL, spec.StorageMemory},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), childEnv+"="+tc.storage)
+			cmd.Stderr = testLog{t}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+			var rep childReport
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				if line, ok := strings.CutPrefix(sc.Text(), "ready "); ok {
+					if err := json.Unmarshal([]byte(line), &rep); err != nil {
+						t.Fatal(err)
+					}
+					break
+				}
+			}
+			if len(rep.Procs) != 2 {
+				t.Fatal("the child did not report ready")
+			}
+			for _, p := range rep.Procs {
+				if !alive(p.PID, p.StartTicks) {
+					t.Fatalf("pid %d is not running before the signal", p.PID)
+				}
+			}
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			err = cmd.Wait()
+			if tc.sig == syscall.SIGINT && err != nil {
+				t.Errorf("after Ctrl-C the child exited with %v, want a clean stop", err)
+			}
+			assertGone(t, rep.Procs, rep.Dirs, 5*time.Second)
+		})
+	}
+}
+
+func TestTargetsOverARealControlPlane(t *testing.T) {
+	cp := startLocal(t, spec.StorageDisk)
+	ctx := context.Background()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := cp.kubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("kubeconfig", func(t *testing.T) {
+		conn, err := Open(ctx, spec.Target{Kind: spec.TargetKubeconfig, Kubeconfig: kubeconfig, Context: kubeconfigName}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if conn.Target.Kind != spec.TargetKubeconfig || conn.Target.Server != cp.Server() || conn.Target.ServerVersion != cp.KubeVersion() || conn.Target.Context != kubeconfigName {
+			t.Errorf("target %+v", conn.Target)
+		}
+		if _, err := clientset(t, conn.Config).CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(conn.Target)
+		if strings.Contains(string(b), cp.token) {
+			t.Error("the result's target holds the token")
+		}
+	})
+	t.Run("kind", func(t *testing.T) {
+		provider := func() (kindProvider, error) { return fakeKind{clusters: []string{"bench"}, kubeconfig: string(raw)}, nil }
+		conn, err := openKind(ctx, spec.Target{Kind: spec.TargetKind, KindCluster: "bench"}, provider)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if conn.Target.Kind != spec.TargetKind || conn.Target.Server != cp.Server() || conn.Target.Context != "kind-bench" || conn.Target.ServerVersion == "" {
+			t.Errorf("target %+v", conn.Target)
+		}
+	})
+}
+
+// TestLocalUpStatusDown goes through the `kb-bench local` life cycle:
+// `local up` in a process that then exits, a run that reuses the control
+// plane, `local down`.
+func TestLocalUpStatusDown(t *testing.T) {
+	bins := binariesOrSkip(t)
+	ctx := context.Background()
+	stateDir := filepath.Join(t.TempDir(), "local")
+	up := exec.Command(os.Args[0], "-test.run=^$")
+	up.Env = append(os.Environ(), childEnv+"=up="+stateDir)
+	up.Stdout, up.Stderr = testLog{t}, testLog{t}
+	t.Cleanup(func() { _ = Down(context.Background(), stateDir) })
+	if err := up.Run(); err != nil {
+		t.Fatalf("local up: %v", err)
+	}
+
+	// kb-bench local up has exited; the control plane must still run.
+	st, err := Status(ctx, stateDir)
+	if err != nil || !st.Healthy {
+		t.Fatalf("Status = %+v, %v; want healthy", st, err)
+	}
+	t.Logf("local up took %s", st.StartupTime.Round(time.Millisecond))
+	if st.Storage != spec.StorageMemory || st.KubeVersion == "" || st.EtcdVersion == "" || !strings.HasPrefix(st.EtcdDataDir, memoryDir) {
+		t.Errorf("state %+v", st)
+	}
+	if !strings.HasPrefix(st.Dir, stateDir+"/kb-bench-") {
+		t.Errorf("dir %s is not in the state dir", st.Dir)
+	}
+	if _, err := Up(ctx, UpOptions{Binaries: bins, StateDir: stateDir}); !spec.IsInput(err) || !strings.Contains(err.Error(), "kb-bench local down") {
+		t.Errorf("second Up = %v, want a spec.Input error saying `kb-bench local down`", err)
+	}
+
+	conn, err := Open(ctx, spec.Target{Kind: spec.TargetLocal, Storage: spec.StorageMemory}, Options{StateDir: stateDir, Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !conn.Target.Reused || conn.Target.Server != st.Server || conn.Target.Storage != spec.StorageMemory || conn.Target.EtcdVersion != st.EtcdVersion {
+		t.Errorf("Open(local) target %+v, want the reused `local up` control plane", conn.Target)
+	}
+	if _, err := clientset(t, conn.Config).CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Status(ctx, stateDir); err != nil || !got.Healthy {
+		t.Fatalf("after the run closed, Status = %+v, %v: Close stopped a control plane it did not start", got, err)
+	}
+
+	if err := Down(ctx, stateDir); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, []ProcessState{st.APIServer, st.Etcd}, []string{st.Dir, st.EtcdDataDir, st.Kubeconfig}, 0)
+	if _, err := Status(ctx, stateDir); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Status after Down = %v, want ErrNotRunning", err)
+	}
+}
+
+// TestOpenLocalStartsAndStopsItsOwn: with no `local up`, a run gets a
+// private control plane that Close removes.
+func TestOpenLocalStartsAndStopsItsOwn(t *testing.T) {
+	binariesOrSkip(t)
+	ctx := context.Background()
+	conn, err := Open(ctx, spec.Target{Kind: spec.TargetLocal}, Options{StateDir: t.TempDir(), Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conn.Target.Reused || conn.Target.Storage != spec.StorageDisk || conn.Target.ServerVersion == "" || conn.Target.EtcdVersion == "" {
+		t.Errorf("target %+v", conn.Target)
+	}
+	if err := conn.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clientset(t, conn.Config).CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err == nil {
+		t.Error("the apiserver still answers after Close")
+	}
+}

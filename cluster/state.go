@@ -1,0 +1,303 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// Files in the state dir.
+const (
+	stateFile      = "state.json"
+	kubeconfigFile = "kubeconfig"
+	lockFile       = "lock"
+)
+
+// ErrNotRunning is wrapped by Status and Down when no `kb-bench local up`
+// control plane is recorded in the state dir.
+var ErrNotRunning = errors.New("no local control plane is running: start one with `kb-bench local up`")
+
+// LocalState records a control plane started by `kb-bench local up`, in
+// <StateDir>/state.json. It holds no credentials: those are in the
+// kubeconfig it names.
+type LocalState struct {
+	// Server is the apiserver URL.
+	Server string `json:"server"`
+	// Kubeconfig is the admin kubeconfig's path.
+	Kubeconfig string `json:"kubeconfig"`
+	// Dir holds certificates, logs and (disk storage) etcd's data.
+	Dir string `json:"dir"`
+	// EtcdDataDir is etcd's data dir (under /dev/shm with memory storage).
+	EtcdDataDir string `json:"etcdDataDir"`
+	// Storage is spec.StorageDisk or spec.StorageMemory.
+	Storage string `json:"storage"`
+	// KubeVersion and EtcdVersion are what the servers reported.
+	KubeVersion string `json:"kubeVersion"`
+	EtcdVersion string `json:"etcdVersion"`
+	// Binaries is the directory the binaries came from.
+	Binaries string `json:"binaries"`
+	// APIServer and Etcd are the two processes.
+	APIServer ProcessState `json:"apiserver"`
+	Etcd      ProcessState `json:"etcd"`
+	// Started is when `local up` started it; StartupTime how long it took.
+	Started     time.Time     `json:"started"`
+	StartupTime time.Duration `json:"startupTime"`
+
+	// Healthy and Detail are set by Status (never stored): whether both
+	// processes run and /readyz answers ok, and if not, why.
+	Healthy bool   `json:"healthy,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// ProcessState identifies one process of a `local up` control plane.
+type ProcessState struct {
+	PID int `json:"pid"`
+	// StartTicks is the start time from /proc/<pid>/stat; it tells the
+	// process from a later one that reused its pid.
+	StartTicks uint64 `json:"startTicks"`
+	Port       int    `json:"port"`
+	Log        string `json:"log"`
+}
+
+// DefaultStateDir is where `kb-bench local` keeps its state:
+// ${KB_BENCH_STATE:-${XDG_STATE_HOME:-$HOME/.local/state}/kb-bench}/local.
+func DefaultStateDir(getenv func(string) string) string {
+	root := getenv("KB_BENCH_STATE")
+	if root == "" {
+		xdg := getenv("XDG_STATE_HOME")
+		if xdg == "" {
+			xdg = getenv("HOME") + "/.local/state"
+		}
+		root = filepath.Join(xdg, "kb-bench")
+	}
+	return filepath.Join(root, "local")
+}
+
+// UpOptions configures Up.
+type UpOptions struct {
+	// Binaries are the kube-apiserver and etcd to run.
+	Binaries Binaries
+	// Storage is spec.StorageDisk (default) or spec.StorageMemory.
+	Storage string
+	// StateDir holds state.json, the kubeconfig and the control plane's dir.
+	StateDir string
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+}
+
+// Up starts a control plane that outlives kb-bench and records it in
+// <StateDir>/state.json and <StateDir>/kubeconfig. It refuses when one is
+// already running; a stale record (processes gone) is cleaned up first.
+func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
+	if o.StateDir == "" {
+		return nil, errors.New("UpOptions.StateDir is empty: use cluster.DefaultStateDir")
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the state dir: %w", err)
+	}
+	unlock, err := lockStateDir(o.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	switch old, err := readState(o.StateDir); {
+	case errors.Is(err, ErrNotRunning):
+	case err != nil:
+		return nil, err
+	case old.APIServer.alive() || old.Etcd.alive():
+		return nil, spec.Input(fmt.Errorf("a local control plane is already running at %s (state in %s): stop it first with `kb-bench local down`",
+			old.Server, o.StateDir))
+	default:
+		fmt.Fprintf(o.Log, "local control plane: cleaning up a stale record (its processes are gone): %s\n", old.Dir)
+		if err := down(ctx, o.StateDir, old); err != nil {
+			return nil, err
+		}
+	}
+
+	cp, err := StartLocal(ctx, LocalOptions{Binaries: o.Binaries, Storage: o.Storage, Log: o.Log, Detached: true, Dir: o.StateDir})
+	if err != nil {
+		return nil, err
+	}
+	st := &LocalState{
+		Server:      cp.server,
+		Kubeconfig:  filepath.Join(o.StateDir, kubeconfigFile),
+		Dir:         cp.dir,
+		EtcdDataDir: cp.etcdDataDir,
+		Storage:     cp.storage,
+		KubeVersion: cp.kubeVersion,
+		EtcdVersion: cp.etcdVersion,
+		Binaries:    cp.binaries.Dir,
+		APIServer:   ProcessState{PID: cp.apiserver.pid, StartTicks: cp.apiserver.startTicks, Port: cp.apiPort, Log: cp.apiserver.logPath},
+		Etcd:        ProcessState{PID: cp.etcd.pid, StartTicks: cp.etcd.startTicks, Port: cp.etcdPort, Log: cp.etcd.logPath},
+		Started:     cp.started,
+		StartupTime: cp.startup,
+	}
+	err = cp.WriteKubeconfig(st.Kubeconfig)
+	if err == nil {
+		err = writeState(o.StateDir, st)
+	}
+	if err != nil {
+		_ = cp.Stop(ctx)
+		os.Remove(st.Kubeconfig)
+		return nil, fmt.Errorf("recording the local control plane in %s: %w", o.StateDir, err)
+	}
+	st.Healthy = true
+	return st, nil
+}
+
+// Status reads the state dir and checks that both processes run and that
+// /readyz answers ok. With nothing recorded it returns an error wrapping
+// ErrNotRunning; otherwise the state, with Healthy and Detail set.
+func Status(ctx context.Context, stateDir string) (*LocalState, error) {
+	st, err := readState(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	var gone []string
+	for _, p := range []struct {
+		name string
+		ps   ProcessState
+	}{{"kube-apiserver", st.APIServer}, {"etcd", st.Etcd}} {
+		if !p.ps.alive() {
+			gone = append(gone, fmt.Sprintf("%s (pid %d)", p.name, p.ps.PID))
+		}
+	}
+	if len(gone) > 0 {
+		st.Detail = fmt.Sprintf("%s no longer running: clean up with `kb-bench local down`, then `kb-bench local up`", strings.Join(gone, " and "))
+		return st, nil
+	}
+	cfg, err := loadKubeconfig(st.Kubeconfig, "")
+	if err != nil {
+		st.Detail = fmt.Sprintf("its kubeconfig is unusable (%v): restart it with `kb-bench local down` and `kb-bench local up`", err)
+		return st, nil
+	}
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		st.Detail = err.Error()
+		return st, nil
+	}
+	client.Timeout = 3 * time.Second
+	if err := getOK(ctx, client, strings.TrimSuffix(st.Server, "/")+"/readyz"); err != nil {
+		st.Detail = fmt.Sprintf("processes run but the apiserver is not ready: %v (logs: %s, %s)", err, st.APIServer.Log, st.Etcd.Log)
+		return st, nil
+	}
+	st.Healthy = true
+	return st, nil
+}
+
+// Down stops the `local up` control plane and removes its dir, kubeconfig
+// and state, also when the record is stale. With nothing recorded it returns
+// an error wrapping ErrNotRunning.
+func Down(ctx context.Context, stateDir string) error {
+	unlock, err := lockStateDir(stateDir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w (no state dir %s)", ErrNotRunning, stateDir)
+		}
+		return err
+	}
+	defer unlock()
+	st, err := readState(stateDir)
+	if err != nil {
+		if errors.Is(err, ErrNotRunning) {
+			return err
+		}
+		// Unreadable: nothing to stop by it, but the record must go.
+		if rmErr := os.Remove(filepath.Join(stateDir, stateFile)); rmErr != nil {
+			return errors.Join(err, rmErr)
+		}
+		return fmt.Errorf("%w; removed it: stop any kube-apiserver or etcd it started by hand", err)
+	}
+	return down(ctx, stateDir, st)
+}
+
+func down(ctx context.Context, stateDir string, st *LocalState) error {
+	procs := []*process{
+		{name: "kube-apiserver", pid: st.APIServer.PID, startTicks: st.APIServer.StartTicks},
+		{name: "etcd", pid: st.Etcd.PID, startTicks: st.Etcd.StartTicks},
+	}
+	if err := stopAndClean(ctx, procs, []string{st.Dir, st.EtcdDataDir}); err != nil {
+		return err
+	}
+	for _, f := range []string{kubeconfigFile, stateFile} {
+		if err := os.Remove(filepath.Join(stateDir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// alive reports whether the recorded process still runs. Without a start
+// time to compare, a pid alone is not trusted.
+func (p ProcessState) alive() bool {
+	return p.PID > 0 && p.StartTicks > 0 && alive(p.PID, p.StartTicks)
+}
+
+func readState(stateDir string) (*LocalState, error) {
+	path := filepath.Join(stateDir, stateFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w (no %s)", ErrNotRunning, path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var st LocalState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("the local control plane's state %s is unreadable (%v): remove it with `kb-bench local down`", path, err)
+	}
+	if st.Server == "" || st.Dir == "" || !strings.HasPrefix(filepath.Base(st.Dir), "kb-bench-") {
+		return nil, fmt.Errorf("the local control plane's state %s is incomplete: remove it with `kb-bench local down`", path)
+	}
+	return &st, nil
+}
+
+func writeState(stateDir string, st *LocalState) error {
+	stored := *st
+	stored.Healthy, stored.Detail = false, ""
+	b, err := json.MarshalIndent(stored, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(stateDir, stateFile), append(b, '\n'), 0o600)
+}
+
+// lockStateDir takes an exclusive lock on the state dir so that two
+// `local up`/`down` cannot interleave.
+func lockStateDir(stateDir string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(stateDir, lockFile), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("another `kb-bench local` command is using %s: wait for it to finish", stateDir)
+	}
+	return func() { f.Close() }, nil
+}
+
+// loadKubeconfig loads exactly the file at path (no $KUBECONFIG merging),
+// with context contextName or the file's current context.
+func loadKubeconfig(path, contextName string) (*rest.Config, error) {
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: path},
+		&clientcmd.ConfigOverrides{CurrentContext: contextName},
+	).ClientConfig()
+}

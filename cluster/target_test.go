@@ -1,0 +1,181 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	kindexec "sigs.k8s.io/kind/pkg/exec"
+
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// closedPort returns a loopback port nothing listens on.
+func closedPort(t *testing.T) int {
+	t.Helper()
+	ports, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ports[0]
+}
+
+// deadKubeconfig writes a kubeconfig (context "dead", also current) whose
+// server is a closed loopback port, and returns its path and server.
+func deadKubeconfig(t *testing.T) (path, server string) {
+	t.Helper()
+	server = fmt.Sprintf("https://127.0.0.1:%d", closedPort(t))
+	path = filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: dead
+  cluster:
+    server: %s
+    insecure-skip-tls-verify: true
+users:
+- name: dead
+  user:
+    token: secret-token
+contexts:
+- name: dead
+  context: {cluster: dead, user: dead}
+current-context: dead
+`, server)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, server
+}
+
+func TestOpenKubeconfigErrors(t *testing.T) {
+	dead, server := deadKubeconfig(t)
+	tests := []struct {
+		name    string
+		target  spec.Target
+		wantErr []string
+	}{
+		{"no path", spec.Target{Kind: spec.TargetKubeconfig}, []string{"--kubeconfig PATH"}},
+		{"missing file", spec.Target{Kind: spec.TargetKubeconfig, Kubeconfig: filepath.Join(t.TempDir(), "nope")}, []string{"nope"}},
+		{"unknown context", spec.Target{Kind: spec.TargetKubeconfig, Kubeconfig: dead, Context: "prod"}, []string{`context "prod"`, "--context"}},
+		{"dead server", spec.Target{Kind: spec.TargetKubeconfig, Kubeconfig: dead},
+			[]string{"cannot reach the apiserver " + server, `context "dead"`, "check the kubeconfig and context, or start the cluster"}},
+		{"unknown target kind", spec.Target{Kind: "eks"}, []string{`target "eks" is not known`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			conn, err := Open(context.Background(), tc.target, Options{Getenv: envOf(nil)})
+			if err == nil {
+				conn.Close(context.Background())
+				t.Fatal("Open succeeded, want an error")
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("the error took %s, want < 5s", d)
+			}
+			if !spec.IsInput(err) {
+				t.Errorf("not a spec.Input error: %v", err)
+			}
+			for _, s := range tc.wantErr {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error does not say %q:\n%v", s, err)
+				}
+			}
+			if strings.Contains(err.Error(), "secret-token") {
+				t.Errorf("error leaks the token: %v", err)
+			}
+		})
+	}
+}
+
+// fakeKind is a kind provider with canned answers.
+type fakeKind struct {
+	clusters   []string
+	listErr    error
+	kubeconfig string
+	kcErr      error
+}
+
+func (f fakeKind) List() ([]string, error) { return f.clusters, f.listErr }
+func (f fakeKind) KubeConfig(name string, internal bool) (string, error) {
+	if internal {
+		return "", errors.New("internal kubeconfig asked for: it is for inside the docker network")
+	}
+	return f.kubeconfig, f.kcErr
+}
+
+func TestOpenKindErrors(t *testing.T) {
+	dead, server := deadKubeconfig(t)
+	deadBytes, err := os.ReadFile(dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dockerDown := &kindexec.RunError{Command: []string{"docker", "ps"}, Output: []byte("Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?\n"), Inner: errors.New("exit status 1")}
+	tests := []struct {
+		name     string
+		cluster  string
+		provider kindProvider
+		provErr  error
+		wantErr  []string
+	}{
+		{name: "no runtime", provErr: errors.New("no container runtime found on PATH"),
+			wantErr: []string{`kind cluster "kind"`, "needs a running container runtime", "`kind create cluster`", "--kubeconfig PATH", "local target"}},
+		{name: "daemon down", cluster: "bench", provider: fakeKind{listErr: fmt.Errorf("failed to list clusters: %w", dockerDown)},
+			wantErr: []string{`kind cluster "bench"`, "Cannot connect to the Docker daemon", "needs a running container runtime", "`kind create cluster`"}},
+		{name: "no such cluster", cluster: "bench", provider: fakeKind{clusters: []string{"kind", "dev"}},
+			wantErr: []string{`kind cluster "bench" does not exist (kind clusters: kind, dev)`, "kind create cluster --name bench"}},
+		{name: "no clusters at all", provider: fakeKind{},
+			wantErr: []string{`kind cluster "kind" does not exist (kind clusters: none)`}},
+		{name: "kubeconfig fails", provider: fakeKind{clusters: []string{"kind"}, kcErr: errors.New("no control plane node")},
+			wantErr: []string{"reading its kubeconfig", "no control plane node"}},
+		{name: "apiserver down", provider: fakeKind{clusters: []string{"kind"}, kubeconfig: string(deadBytes)},
+			wantErr: []string{"cannot reach its apiserver " + server, "is the cluster running?"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			newProvider := func() (kindProvider, error) { return tc.provider, tc.provErr }
+			_, err := openKind(context.Background(), spec.Target{Kind: spec.TargetKind, KindCluster: tc.cluster}, newProvider)
+			if err == nil {
+				t.Fatal("openKind succeeded, want an error")
+			}
+			if !spec.IsInput(err) {
+				t.Errorf("not a spec.Input error: %v", err)
+			}
+			for _, s := range tc.wantErr {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error does not say %q:\n%v", s, err)
+				}
+			}
+		})
+	}
+}
+
+// TestOpenKindOnThisMachine goes through kind's real provider: with no
+// container runtime, or no such cluster, the user gets an input error
+// quickly, whatever this machine has.
+func TestOpenKindOnThisMachine(t *testing.T) {
+	for _, env := range []map[string]string{
+		{"PATH": os.Getenv("PATH")},
+		{"PATH": os.Getenv("PATH"), "KIND_EXPERIMENTAL_PROVIDER": "lxc"},
+	} {
+		t.Run(fmt.Sprint(env["KIND_EXPERIMENTAL_PROVIDER"]), func(t *testing.T) {
+			start := time.Now()
+			_, err := Open(context.Background(), spec.Target{Kind: spec.TargetKind, KindCluster: "kb-bench-test-no-such-cluster"}, Options{Getenv: envOf(env)})
+			if err == nil || !spec.IsInput(err) {
+				t.Fatalf("Open(kind) = %v, want a spec.Input error", err)
+			}
+			if !strings.Contains(err.Error(), "kb-bench-test-no-such-cluster") {
+				t.Errorf("error does not name the cluster: %v", err)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("took %s", d)
+			}
+			t.Logf("%v", err)
+		})
+	}
+}
