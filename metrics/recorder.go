@@ -9,8 +9,8 @@ import (
 )
 
 // Histogram range: latencies are recorded in microseconds from 1µs to one
-// hour with 3 significant digits. Larger values are clamped to the maximum
-// and counted in Snapshot.Clamped.
+// hour with 3 significant digits. Larger values are clamped to the maximum;
+// Snapshot.Clamped counts the operations that were.
 const (
 	histMin     = 1
 	histMax     = int64(time.Hour / time.Microsecond)
@@ -65,7 +65,8 @@ type Recorder struct {
 	start  time.Time
 	shards []*Shard
 
-	tickMu sync.Mutex // serialises Tick, so series points stay in order
+	tickMu   sync.Mutex              // serialises Tick, so series points stay in order
+	tickHist *hdrhistogram.Histogram // Tick's scratch histogram (under tickMu)
 
 	mu          sync.Mutex // guards the fields below (not the hot path)
 	measureFrom time.Time  // ops intended before this are warm-up
@@ -128,7 +129,7 @@ func NewRecorder(start time.Time, shards int, openLoop bool) *Recorder {
 	if shards < 1 {
 		shards = 1
 	}
-	r := &Recorder{start: start, lastTick: start, measureFrom: start}
+	r := &Recorder{start: start, lastTick: start, measureFrom: start, tickHist: NewHistogram()}
 	for range shards {
 		s := &Shard{
 			openLoop:    openLoop,
@@ -186,13 +187,9 @@ func micros(d time.Duration) int64 {
 	return us
 }
 
-func (s *Shard) record(h *hdrhistogram.Histogram, d time.Duration) {
-	v := micros(d)
-	if v > histMax {
-		v = histMax
-		s.clamped++
-	}
-	_ = h.RecordValue(v) // cannot fail: v is within range
+// record adds d to h, clamped to the histogram's range.
+func record(h *hdrhistogram.Histogram, d time.Duration) {
+	_ = h.RecordValue(min(micros(d), histMax)) // cannot fail: the value is within range
 }
 
 // RecordOp records a finished operation.
@@ -218,13 +215,18 @@ func (s *Shard) RecordOp(op Op) {
 		s.gaveUp++
 	}
 	lat := op.End.Sub(op.Intended)
-	s.record(s.opLatency, lat)
-	s.record(s.interval, lat)
+	if micros(lat) > histMax {
+		// Counted once per operation: its raw latency, backoff and
+		// attempts are no longer than this.
+		s.clamped++
+	}
+	record(s.opLatency, lat)
+	record(s.interval, lat)
 	if s.opRaw != nil {
-		s.record(s.opRaw, op.End.Sub(op.Start))
+		record(s.opRaw, op.End.Sub(op.Start))
 	}
 	if op.Attempts > 1 || op.Backoff > 0 {
-		s.record(s.backoff, op.Backoff)
+		record(s.backoff, op.Backoff)
 	}
 	if op.Outcome == Other && op.Err != nil && len(s.errors) < MaxErrors {
 		msg := op.Err.Error()
@@ -253,9 +255,9 @@ func (s *Shard) RecordAttempt(intended time.Time, a Attempt) {
 	}
 	s.attemptOut[a.Kind][a.Outcome]++
 	if a.Kind == Read {
-		s.record(s.read, a.Latency)
+		record(s.read, a.Latency)
 	} else {
 		s.intervalWrites[a.Outcome]++
-		s.record(s.write, a.Latency)
+		record(s.write, a.Latency)
 	}
 }

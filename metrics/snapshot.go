@@ -48,7 +48,8 @@ type Snapshot struct {
 	GaveUp int64
 	// Late and Dropped count open-loop arrivals that found no free slot.
 	Late, Dropped int64
-	// Clamped counts values above the histogram range (one hour).
+	// Clamped counts operations that took longer than the histogram's
+	// range (one hour) and were recorded as one hour.
 	Clamped int64
 	// Errors holds the first few distinct messages of "other" outcomes.
 	Errors []string
@@ -67,7 +68,8 @@ func (r *Recorder) Tick(now time.Time) SeriesPoint {
 	r.mu.Lock()
 	last := r.lastTick
 	r.mu.Unlock()
-	merged := NewHistogram()
+	merged := r.tickHist
+	merged.Reset()
 	var out, writes [NumOutcomes]int64
 	for _, s := range r.shards {
 		s.mu.Lock()
