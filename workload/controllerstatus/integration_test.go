@@ -1,0 +1,213 @@
+package controllerstatus
+
+import (
+	"context"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/scenario"
+)
+
+// startLocal starts the real local control plane, or skips the test when
+// its binaries are not installed.
+func startLocal(t *testing.T) *rest.Config {
+	t.Helper()
+	bins, err := cluster.FindBinaries("", os.Getenv)
+	if err != nil {
+		t.Skipf("no local control plane binaries (run `make control-plane`): %v", err)
+	}
+	ctx := t.Context()
+	cp, err := cluster.StartLocal(ctx, cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory})
+	if err != nil {
+		t.Fatalf("start the local control plane: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(context.Background()); err != nil {
+			t.Errorf("stop the local control plane: %v", err)
+		}
+	})
+	cfg := cp.RESTConfig()
+	cfg.QPS, cfg.Burst = -1, 0 // no client-side limit
+	return cfg
+}
+
+// newEnv makes a fresh namespace and everything Run needs for s.
+func newEnv(t *testing.T, cfg *rest.Config, s spec.Spec, name string, log io.Writer) scenario.Env {
+	t.Helper()
+	s.Defaults()
+	if err := s.Validate(); err != nil {
+		t.Fatalf("spec: %v", err)
+	}
+	var clients []kubernetes.Interface
+	for range s.Clients {
+		c, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kb-bench-" + name}}
+	if _, err := clients[0].CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	return scenario.Env{
+		Config:    cfg,
+		Clients:   clients,
+		Namespace: ns.Name,
+		Spec:      s,
+		Recorder:  metrics.NewRecorder(time.Now(), metrics.DefaultShards(s.Writers), s.Rate > 0),
+		Result:    &results.Result{},
+		Log:       log,
+	}
+}
+
+func TestRunLocal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	cfg := startLocal(t)
+
+	base := spec.Spec{
+		Scenario:   spec.ScenarioControllerStatus,
+		Writers:    1,
+		Clients:    1,
+		Duration:   spec.D(700 * time.Millisecond),
+		Controller: &spec.Controller{Controllers: 3, ObjectsPerController: 4, SharedObjects: 2},
+	}
+	with := func(f func(s *spec.Spec)) spec.Spec {
+		s := base
+		c := *base.Controller
+		s.Controller = &c
+		f(&s)
+		return s
+	}
+	tests := []struct {
+		name string
+		spec spec.Spec
+		// sharedConflicts: whether 409s on the shared Pods are expected.
+		sharedConflicts bool
+		// lost: whether shared Pods must lose status updates (the checks fail).
+		lost bool
+	}{
+		{name: "update", spec: with(func(s *spec.Spec) { s.Strategy = spec.StrategyUpdate }), sharedConflicts: true},
+		{name: "update-2-workers-2-clients", spec: with(func(s *spec.Spec) {
+			s.Strategy, s.Writers, s.Clients = spec.StrategyUpdate, 2, 2
+		}), sharedConflicts: true},
+		{name: "retry", spec: with(func(s *spec.Spec) { s.Strategy = spec.StrategyRetry }), sharedConflicts: true},
+		{name: "strategic-patch", spec: with(func(s *spec.Spec) {
+			s.Strategy, s.PatchType = spec.StrategyPatch, spec.PatchStrategic
+		})},
+		{name: "patch-with-precondition", spec: with(func(s *spec.Spec) {
+			s.Strategy, s.PatchType, s.PatchPrecondition = spec.StrategyPatch, spec.PatchStrategic, true
+		}), sharedConflicts: true},
+		// A merge patch replaces the whole conditions list: every write
+		// drops the other controllers' conditions without a conflict.
+		{name: "merge-patch-loses-updates", spec: with(func(s *spec.Spec) {
+			s.Strategy, s.PatchType = spec.StrategyPatch, spec.PatchMerge
+		}), lost: true},
+		{name: "ssa-per-controller", spec: with(func(s *spec.Spec) {
+			s.Strategy, s.FieldManager = spec.StrategySSA, spec.ManagerPerWriter
+		})},
+		// One manager for every controller: each apply removes the
+		// conditions the manager applied before for the others.
+		{name: "ssa-shared-manager-loses-updates", spec: with(func(s *spec.Spec) {
+			s.Strategy, s.FieldManager = spec.StrategySSA, spec.ManagerShared
+		}), lost: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var log strings.Builder
+			env := newEnv(t, cfg, tt.spec, tt.name, &log)
+			st, err := run(t.Context(), env)
+			if err != nil {
+				t.Fatalf("Run: %v\n%s", err, log.String())
+			}
+			snap := env.Recorder.Snapshot(time.Now())
+			t.Logf("%s: %d ops in %s (%.0f/s); owned: %d writes, %d conflicts; shared: %d writes, %d conflicts",
+				tt.name, snap.Ops, tt.spec.Duration, float64(snap.Ops)/tt.spec.Duration.Seconds(),
+				st.ownedWrites, st.ownedConflicts, st.sharedWrites, st.sharedConflicts)
+
+			if st.ownedWrites == 0 || st.sharedWrites == 0 {
+				t.Fatalf("no writes on owned (%d) or shared (%d) Pods", st.ownedWrites, st.sharedWrites)
+			}
+			if st.ownedConflicts != 0 {
+				t.Errorf("%d conflicts on owned Pods, which only their controller writes", st.ownedConflicts)
+			}
+			if got := st.sharedConflicts > 0; got != tt.sharedConflicts {
+				t.Errorf("conflicts on shared Pods: %d, want some: %t", st.sharedConflicts, tt.sharedConflicts)
+			}
+			recorded := snap.AttemptOutcomes[metrics.Write][metrics.VersionConflict] + snap.AttemptOutcomes[metrics.Write][metrics.FieldManagerConflict]
+			if recorded != st.ownedConflicts+st.sharedConflicts {
+				t.Errorf("recorder counts %d conflicting writes, the scenario %d", recorded, st.ownedConflicts+st.sharedConflicts)
+			}
+			if snap.Outcomes[metrics.Other]+snap.Outcomes[metrics.ServerError]+snap.Outcomes[metrics.Timeout] > 0 {
+				t.Errorf("unexpected failures: %v %v", snap.Outcomes, snap.Errors)
+			}
+
+			checks := env.Result.Checks
+			if want := 3 + 2; len(checks) != want {
+				t.Fatalf("%d checks, want %d (one per controller, one per shared Pod): %+v", len(checks), want, checks)
+			}
+			for _, c := range checks {
+				shared := strings.Contains(c.Name, "shared Pod")
+				switch {
+				case !shared || !tt.lost:
+					if !c.Passed || c.Lost != 0 || c.Observed != c.Expected {
+						t.Errorf("check failed: %+v", c)
+					}
+				case c.Passed || c.Lost == 0:
+					t.Errorf("check passed, but this strategy loses other controllers' conditions: %+v", c)
+				}
+			}
+		})
+	}
+}
+
+func TestRunLocalOperations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	cfg := startLocal(t)
+	s := spec.Spec{
+		Scenario:   spec.ScenarioControllerStatus,
+		Writers:    2,
+		Operations: 57,
+		Warmup:     spec.D(200 * time.Millisecond),
+		Controller: &spec.Controller{Controllers: 2, ObjectsPerController: 3, SharedObjects: 1},
+	}
+	env := newEnv(t, cfg, s, "operations", io.Discard)
+	// Operations is the only bound here (Defaults sets no duration); the
+	// test's own deadline guards against a run that never ends.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := run(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the run did not stop at its operations bound")
+	}
+	snap := env.Recorder.Snapshot(time.Now())
+	if snap.Ops != 57 {
+		t.Errorf("measured %d operations, want exactly 57", snap.Ops)
+	}
+	if snap.WarmupOps == 0 {
+		t.Errorf("no warm-up operations recorded in a 200ms warm-up")
+	}
+	for _, c := range env.Result.Checks {
+		if !c.Passed {
+			t.Errorf("check failed: %+v", c)
+		}
+	}
+}

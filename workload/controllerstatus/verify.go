@@ -1,0 +1,118 @@
+package controllerstatus
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// verify reads every Pod back and adds the verdicts to the Result. When the
+// Pods cannot be read the run's figures still stand: it warns instead.
+func (r *runner) verify(ctx context.Context) error {
+	env := r.env
+	sel := labels.SelectorFromSet(labels.Set{LabelScenario: spec.ScenarioControllerStatus}).String()
+	list, err := r.client(0).CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		w := fmt.Sprintf("controller status: reading the Pods back failed, so lost status updates were not checked: %v", err)
+		env.Result.Warnings = append(env.Result.Warnings, w)
+		fmt.Fprintln(env.Log, "warning:", w)
+		return nil
+	}
+	pods := make(map[string]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		pods[list.Items[i].Name] = &list.Items[i]
+	}
+	env.Result.Checks = append(env.Result.Checks, judge(r.views, pods)...)
+	return nil
+}
+
+// holds reports whether the Pod shows what v's controller last wrote: the
+// last accepted write, or one whose fate is unknown and came after it.
+func holds(v *view, observed int64) bool {
+	return observed == v.lastOK || slices.Contains(v.unsure, observed)
+}
+
+// judge compares each controller's views with the Pods as read back. Each
+// controller gets one check over the Pods it owns; each shared Pod gets one
+// check over all controllers. A status write the Pod no longer shows (a
+// controller's condition missing or older than its last accepted write) is
+// a lost update.
+func judge(views [][]*view, pods map[string]*corev1.Pod) []results.Check {
+	var checks []results.Check
+	// mismatch explains the first failure of a check.
+	mismatch := func(c int, v *view, observed int64) string {
+		found := fmt.Sprintf("says %q", message(observed))
+		switch observed {
+		case 0:
+			found = "is missing"
+		case -1:
+			return fmt.Sprintf("Pod %s is gone, with controller-%d's last accepted write %q", v.obj.name, c, message(v.lastOK))
+		}
+		return fmt.Sprintf("controller-%d's condition on Pod %s %s, but its last accepted write was %q",
+			c, v.obj.name, found, message(v.lastOK))
+	}
+	observe := func(c int, v *view) int64 {
+		if pod := pods[v.obj.name]; pod != nil {
+			return seqOf(pod, c)
+		}
+		return -1
+	}
+
+	for c, cv := range views {
+		check := results.Check{Name: fmt.Sprintf("controller status: controller-%d's own Pods hold its last status", c)}
+		for _, v := range cv {
+			if v.obj.shared {
+				continue
+			}
+			check.Expected++
+			observed := observe(c, v)
+			if holds(v, observed) {
+				check.Observed++
+			} else if check.Detail == "" {
+				check.Detail = mismatch(c, v, observed)
+			}
+		}
+		finish(&check, "Pods")
+		checks = append(checks, check)
+	}
+
+	if len(views) == 0 {
+		return checks
+	}
+	for i, v0 := range views[0] {
+		if !v0.obj.shared {
+			continue
+		}
+		check := results.Check{Name: fmt.Sprintf("controller status: shared Pod %s holds every controller's last status", v0.obj.name)}
+		for c, cv := range views {
+			v := cv[i]
+			check.Expected++
+			observed := observe(c, v)
+			if holds(v, observed) {
+				check.Observed++
+			} else if check.Detail == "" {
+				check.Detail = mismatch(c, v, observed)
+			}
+		}
+		finish(&check, "controllers")
+		checks = append(checks, check)
+	}
+	return checks
+}
+
+// finish sets the verdict of a check whose Expected and Observed count
+// (controller, Pod) pairs, and prefixes its detail with how many failed.
+func finish(check *results.Check, of string) {
+	check.Lost = check.Expected - check.Observed
+	check.Passed = check.Lost == 0
+	if !check.Passed {
+		check.Detail = fmt.Sprintf("%d of %d %s lost their last status update; e.g. %s", check.Lost, check.Expected, of, check.Detail)
+	}
+}

@@ -1,0 +1,101 @@
+package controllerstatus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// Condition fields every controller writes; the message carries the
+// sequence number.
+const (
+	conditionReason = "Reconciled"
+	fieldManager    = "kb-bench-controller"
+)
+
+// write makes one status write of controller c's condition with sequence
+// number v.seq on v's Pod, the way Spec.Strategy says.
+func (r *runner) write(ctx context.Context, c int, v *view) (*corev1.Pod, error) {
+	s := r.env.Spec
+	pods := r.client(c).CoreV1().Pods(r.env.Namespace)
+	cond := corev1.PodCondition{
+		Type:    conditionType(c),
+		Status:  corev1.ConditionTrue,
+		Reason:  conditionReason,
+		Message: message(v.seq),
+	}
+	switch s.Strategy {
+	case spec.StrategyPatch:
+		patchType := types.MergePatchType
+		if s.PatchType == spec.PatchStrategic {
+			patchType = types.StrategicMergePatchType
+		}
+		rv := ""
+		if s.PatchPrecondition {
+			rv = v.cached.ResourceVersion
+		}
+		body, err := conditionPatch(cond, rv)
+		if err != nil {
+			return nil, err
+		}
+		return pods.Patch(ctx, v.obj.name, patchType, body, metav1.PatchOptions{FieldManager: fieldManager}, "status")
+	case spec.StrategySSA:
+		manager := fieldManager
+		if s.FieldManager == spec.ManagerPerWriter {
+			manager += "-" + strconv.Itoa(c)
+		}
+		ac := corev1ac.Pod(v.obj.name, r.env.Namespace).WithStatus(corev1ac.PodStatus().WithConditions(
+			corev1ac.PodCondition().WithType(cond.Type).WithStatus(cond.Status).WithReason(cond.Reason).WithMessage(cond.Message)))
+		return pods.ApplyStatus(ctx, ac, metav1.ApplyOptions{FieldManager: manager, Force: s.Force})
+	default: // update and retry: PUT the whole status from the cached Pod
+		pod := v.cached.DeepCopy()
+		setCondition(&pod.Status, cond)
+		if s.Unconditional {
+			pod.ResourceVersion = ""
+		}
+		return pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{FieldManager: fieldManager})
+	}
+}
+
+// setCondition replaces the condition of cond's type, or appends it.
+func setCondition(status *corev1.PodStatus, cond corev1.PodCondition) {
+	for i := range status.Conditions {
+		if status.Conditions[i].Type == cond.Type {
+			status.Conditions[i] = cond
+			return
+		}
+	}
+	status.Conditions = append(status.Conditions, cond)
+}
+
+// conditionPatch is a merge or strategic patch of status.conditions holding
+// cond, with metadata.resourceVersion as an optimistic lock when rv is set.
+// A merge patch replaces the whole list (other controllers' conditions
+// included); a strategic patch merges it by condition type.
+func conditionPatch(cond corev1.PodCondition, rv string) ([]byte, error) {
+	type condition struct {
+		Type    corev1.PodConditionType `json:"type"`
+		Status  corev1.ConditionStatus  `json:"status"`
+		Reason  string                  `json:"reason"`
+		Message string                  `json:"message"`
+	}
+	patch := map[string]any{
+		"status": map[string]any{"conditions": []condition{{cond.Type, cond.Status, cond.Reason, cond.Message}}},
+	}
+	if rv != "" {
+		patch["metadata"] = map[string]any{"resourceVersion": rv}
+	}
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return nil, fmt.Errorf("controller status: encoding a status patch: %w", err)
+	}
+	return body, nil
+}
