@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -47,7 +48,7 @@ type UnavailableError struct {
 }
 
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("the apiserver's /metrics is not readable (HTTP %d): %v; grant get on the nonResourceURL /metrics to compare with the server's own counts", e.Code, e.Err)
+	return fmt.Sprintf("the apiserver's /metrics is not readable (HTTP %d %s): grant get on the nonResourceURL /metrics to compare with the server's own counts", e.Code, http.StatusText(e.Code))
 }
 
 func (e *UnavailableError) Unwrap() error { return e.Err }
@@ -68,11 +69,11 @@ func Scrape(ctx context.Context, c rest.Interface) (metrics.ServerSample, error)
 	if err != nil {
 		switch {
 		case apierrors.IsForbidden(err):
-			return metrics.ServerSample{}, &UnavailableError{Code: 403, Err: err}
+			return metrics.ServerSample{}, &UnavailableError{Code: http.StatusForbidden, Err: err}
 		case apierrors.IsUnauthorized(err):
-			return metrics.ServerSample{}, &UnavailableError{Code: 401, Err: err}
+			return metrics.ServerSample{}, &UnavailableError{Code: http.StatusUnauthorized, Err: err}
 		case apierrors.IsNotFound(err):
-			return metrics.ServerSample{}, &UnavailableError{Code: 404, Err: err}
+			return metrics.ServerSample{}, &UnavailableError{Code: http.StatusNotFound, Err: err}
 		}
 		return metrics.ServerSample{}, fmt.Errorf("scraping the apiserver's /metrics: %w", err)
 	}

@@ -167,6 +167,26 @@ func TestNewServerCheck(t *testing.T) {
 	})
 }
 
+// On a real apiserver's exposition: three PUTs, a stale PUT (409), a merge
+// patch, an apply and a conflicting apply (409, FieldManagerConflict).
+func TestNewServerCheckRealExposition(t *testing.T) {
+	before, after := parseFile(t, "real-before.prom"), parseFile(t, "real-after.prom")
+	m := measured(map[metrics.Outcome]int{metrics.Success: 5, metrics.VersionConflict: 1, metrics.FieldManagerConflict: 1}, false)
+	c := results.NewServerCheck(before, after, "configmaps", m)
+	if !c.Available || !c.WritesMatch || !c.ConflictsMatch || c.ServerWrites != 5 || c.ServerConflicts != 2 {
+		t.Errorf("want 5 writes and 2 conflicts matching, got %+v", c)
+	}
+	// Every successful write is one etcd update; the stale PUT failed its
+	// precondition before reaching etcd.
+	if c.EtcdUpdates != 5 || c.EtcdFailedUpdates != 0 {
+		t.Errorf("etcd updates %d, failed %d; want 5, 0", c.EtcdUpdates, c.EtcdFailedUpdates)
+	}
+	want := []results.ServerRequests{{Verb: "APPLY", Code: "200", Count: 1}, {Verb: "APPLY", Code: "409", Count: 1}, {Verb: "PATCH", Code: "200", Count: 1}, {Verb: "PUT", Code: "200", Count: 3}, {Verb: "PUT", Code: "409", Count: 1}}
+	if fmt.Sprint(c.Requests) != fmt.Sprint(want) {
+		t.Errorf("requests %v, want %v", c.Requests, want)
+	}
+}
+
 // Scrape goes through client-go's REST client, asks for the text format,
 // and marks an unreadable endpoint so the caller can warn and carry on.
 func TestScrape(t *testing.T) {
