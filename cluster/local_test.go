@@ -371,7 +371,9 @@ func TestTargetsOverARealControlPlane(t *testing.T) {
 		}
 	})
 	t.Run("kind", func(t *testing.T) {
-		provider := func() (kindProvider, error) { return fakeKind{clusters: []string{"bench"}, kubeconfig: string(raw)}, nil }
+		provider := func() (kindProvider, error) {
+			return fakeKind{clusters: []string{"bench"}, kubeconfig: string(raw)}, nil
+		}
 		conn, err := openKind(ctx, spec.Target{Kind: spec.TargetKind, KindCluster: "bench"}, provider)
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,117 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// scriptBinaries makes a Binaries whose etcd and kube-apiserver are the
+// given shell scripts.
+func scriptBinaries(t *testing.T, etcd, apiserver string) Binaries {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range map[string]string{"etcd": etcd, "kube-apiserver": apiserver} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := FindBinaries(dir, envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// kbBenchDirs lists the kb-bench-* entries in dir.
+func kbBenchDirs(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "kb-bench-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestStartFailuresExplainAndCleanUp(t *testing.T) {
+	attempts := filepath.Join(t.TempDir(), "attempts")
+	tests := []struct {
+		name         string
+		etcd         string
+		timeout      time.Duration
+		wantErr      []string
+		wantAttempts int
+	}{
+		{
+			name:    "etcd exits",
+			etcd:    "for i in $(seq 1 30); do echo etcd line $i; done; echo 'etcd: bad flag' >&2; exit 3",
+			wantErr: []string{"etcd exited: exit status 3", "etcd log (last 20 lines)", "etcd line 30", "etcd: bad flag", "kube-apiserver log (last 20 lines) ---\n(not started)"},
+		},
+		{
+			name:    "etcd never gets healthy",
+			etcd:    "echo waiting; exec sleep 60",
+			timeout: time.Second,
+			wantErr: []string{"etcd was not ready within 1s", "waiting"},
+		},
+		{
+			name:         "a port is taken: retried on other ports",
+			etcd:         "echo x >> " + attempts + "; echo 'listen tcp 127.0.0.1:2379: bind: address already in use'; exit 1",
+			wantErr:      []string{"address already in use"},
+			wantAttempts: 3,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			start := time.Now()
+			_, err := StartLocal(context.Background(), LocalOptions{
+				Binaries: scriptBinaries(t, tc.etcd, "exit 1"), StartTimeout: tc.timeout, Dir: base,
+			})
+			if err == nil {
+				t.Fatal("StartLocal succeeded")
+			}
+			t.Logf("%v", err)
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("took %s to fail", d)
+			}
+			for _, s := range tc.wantErr {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error does not say %q:\n%v", s, err)
+				}
+			}
+			if strings.Contains(err.Error(), "etcd line 10\n") {
+				t.Errorf("error quotes more than the last 20 lines:\n%v", err)
+			}
+			if left := kbBenchDirs(t, base); len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+			if tc.wantAttempts > 0 {
+				b, _ := os.ReadFile(attempts)
+				if n := strings.Count(string(b), "x"); n != tc.wantAttempts {
+					t.Errorf("started etcd %d times, want %d", n, tc.wantAttempts)
+				}
+			}
+		})
+	}
+}
+
+func TestStartInterrupted(t *testing.T) {
+	base := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := StartLocal(ctx, LocalOptions{Binaries: scriptBinaries(t, "exec sleep 60", "exit 1"), Dir: base})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("StartLocal = %v, want the context's error", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("an interrupted start took %s to return", d)
+	}
+	if left := kbBenchDirs(t, base); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
