@@ -1,0 +1,384 @@
+package workload
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// The integration tests run the engine against a real kube-apiserver and
+// etcd on loopback, one control plane for the whole package, started by the
+// first test that needs it and stopped by TestMain. They skip when the
+// binaries are not found (see cluster.FindBinaries).
+
+// local is the package's control plane, started lazily.
+type local struct {
+	once    sync.Once
+	cp      *cluster.ControlPlane
+	skip    string
+	err     error
+	started atomic.Bool
+}
+
+var controlPlaneOnce = &local{}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if controlPlaneOnce.started.Load() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := controlPlaneOnce.cp.Stop(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the local control plane: %v\n", err)
+		}
+		cancel()
+	}
+	os.Exit(code)
+}
+
+// controlPlane returns the admin config of the package's local control
+// plane, starting it on first use, or skips the test when the binaries are
+// missing or -short is set.
+func controlPlane(t testing.TB) *rest.Config {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: skipped with -short")
+	}
+	controlPlaneOnce.once.Do(func() {
+		bins, err := cluster.FindBinaries("", os.Getenv)
+		if err != nil {
+			controlPlaneOnce.skip = err.Error()
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		controlPlaneOnce.cp, controlPlaneOnce.err = cluster.StartLocal(ctx, cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory})
+		controlPlaneOnce.started.Store(controlPlaneOnce.err == nil)
+	})
+	if controlPlaneOnce.skip != "" {
+		t.Skipf("no control-plane binaries: %s", controlPlaneOnce.skip)
+	}
+	if controlPlaneOnce.err != nil {
+		t.Fatalf("starting the local control plane: %v", controlPlaneOnce.err)
+	}
+	return controlPlaneOnce.cp.RESTConfig()
+}
+
+var runSeq atomic.Int64
+
+// runID returns a run id no other test uses.
+func runID() string { return fmt.Sprintf("it-%d-%d", os.Getpid(), runSeq.Add(1)) }
+
+// logWriter sends the engine's log to the test log.
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// runOn runs s (defaulted and validated here) on the control plane.
+func runOn(ctx context.Context, t testing.TB, cfg *rest.Config, s spec.Spec) *results.Result {
+	t.Helper()
+	s.Defaults()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(ctx, s, Options{Config: cfg, RunID: runID(), Version: "test", Log: logWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d ops in %.1fs (%.0f/s), outcomes %v, writes %v, attempts %v, lost %d",
+		describe(s), res.Summary.Ops, res.Summary.Seconds, res.Summary.Throughput,
+		res.Measurements.Outcomes, res.Measurements.WriteOutcomes, res.Measurements.Attempts, res.Summary.LostUpdates)
+	if res.Summary.Ops == 0 {
+		t.Fatalf("no operations ran")
+	}
+	return res
+}
+
+func describe(s spec.Spec) string {
+	d := fmt.Sprintf("%s %d writers %d objects %s", s.Strategy, s.Writers, s.Objects, s.Fields)
+	if s.PatchType != "" {
+		d += " " + s.PatchType
+	}
+	if s.Unconditional {
+		d += " unconditional"
+	}
+	if s.PatchPrecondition {
+		d += " precondition"
+	}
+	if s.FieldManager != "" {
+		d += " manager " + s.FieldManager
+	}
+	if s.Force {
+		d += " force"
+	}
+	return d
+}
+
+func count(m map[string]int64, o metrics.Outcome) int64 { return m[o.String()] }
+
+func assertNoLostUpdates(t *testing.T, res *results.Result) {
+	t.Helper()
+	if len(res.Checks) == 0 {
+		t.Fatalf("no correctness checks")
+	}
+	for _, c := range res.Checks {
+		if !c.Passed || c.Lost != 0 {
+			t.Errorf("check %s failed: expected %d observed %d lost %d: %s", c.Name, c.Expected, c.Observed, c.Lost, c.Detail)
+		}
+	}
+}
+
+const short = 2 * time.Second
+
+// The behaviour of each strategy under contention, as the Kubernetes
+// semantics say it must be.
+func TestStrategiesOnTheRealAPIServer(t *testing.T) {
+	cfg := controlPlane(t)
+	ctx := context.Background()
+	base := spec.Spec{Writers: 6, Objects: 1, Duration: spec.D(short)}
+
+	t.Run("update: raw conflicts, no lost updates, the server agrees", func(t *testing.T) {
+		s := base
+		s.Strategy = spec.StrategyUpdate
+		res := runOn(ctx, t, cfg, s)
+		if count(res.Measurements.Outcomes, metrics.VersionConflict) == 0 {
+			t.Errorf("no version conflicts with %d writers on one object", s.Writers)
+		}
+		if res.Summary.AttemptsMax != 1 {
+			t.Errorf("update made up to %d attempts, want exactly 1 (a 409 ends the operation)", res.Summary.AttemptsMax)
+		}
+		assertNoLostUpdates(t, res)
+		if sc := res.Server; sc == nil || !sc.Available || !sc.WritesMatch || !sc.ConflictsMatch {
+			t.Errorf("server cross-check %+v, want both counts to match the apiserver's", sc)
+		}
+	})
+
+	t.Run("retry: every attempt counted, conflicts resolved", func(t *testing.T) {
+		s := base
+		s.Strategy = spec.StrategyRetry
+		s.Backoff = "50,1ms,1.2,1"
+		res := runOn(ctx, t, cfg, s)
+		if res.Summary.AttemptsMax < 2 {
+			t.Errorf("max attempts %d: retry never retried with %d writers on one object", res.Summary.AttemptsMax, s.Writers)
+		}
+		if count(res.Measurements.WriteOutcomes, metrics.VersionConflict) == 0 {
+			t.Errorf("no conflicting write attempts were counted inside the retries")
+		}
+		if n := count(res.Measurements.Outcomes, metrics.VersionConflict); n != 0 || res.Measurements.GaveUp != 0 {
+			t.Errorf("%d operations ended in a conflict (%d gave up), want none with 50 steps", n, res.Measurements.GaveUp)
+		}
+		if _, ok := res.Measurements.Histograms[results.HistBackoff]; !ok {
+			t.Errorf("no backoff histogram")
+		}
+		assertNoLostUpdates(t, res)
+	})
+
+	t.Run("merge patch: the server absorbs conflicts", func(t *testing.T) {
+		s := base
+		s.Strategy, s.PatchType = spec.StrategyPatch, spec.PatchMerge
+		res := runOn(ctx, t, cfg, s)
+		if n := count(res.Measurements.WriteOutcomes, metrics.VersionConflict); n != 0 {
+			t.Errorf("%d client-visible conflicts from a merge patch without precondition, want 0", n)
+		}
+		// A counter patched from a stale read loses increments: that
+		// is what kb-bench reports, not an error in the run.
+		t.Logf("lost updates with a blind merge patch: %d", res.Summary.LostUpdates)
+	})
+
+	t.Run("merge patch with precondition: optimistic lock", func(t *testing.T) {
+		s := base
+		s.Strategy, s.PatchType, s.PatchPrecondition = spec.StrategyPatch, spec.PatchMerge, true
+		res := runOn(ctx, t, cfg, s)
+		if count(res.Measurements.Outcomes, metrics.VersionConflict) == 0 {
+			t.Errorf("no conflicts from a patch carrying resourceVersion with %d writers", s.Writers)
+		}
+		assertNoLostUpdates(t, res)
+	})
+
+	t.Run("json patch: compare-and-swap", func(t *testing.T) {
+		s := base
+		s.Strategy, s.PatchType = spec.StrategyPatch, spec.PatchJSON
+		res := runOn(ctx, t, cfg, s)
+		if count(res.Measurements.Outcomes, metrics.FailedPrecondition) == 0 {
+			t.Errorf("no failed test ops with %d writers on one counter", s.Writers)
+		}
+		if n := count(res.Measurements.Outcomes, metrics.Other); n != 0 {
+			t.Errorf("%d outcomes classed other: a failed test op must count as failed-precondition", n)
+		}
+		assertNoLostUpdates(t, res)
+	})
+
+	t.Run("unconditional update: lost updates detected", func(t *testing.T) {
+		s := base
+		s.Strategy, s.Unconditional = spec.StrategyUpdate, true
+		res := runOn(ctx, t, cfg, s)
+		if n := count(res.Measurements.WriteOutcomes, metrics.VersionConflict); n != 0 {
+			t.Errorf("%d conflicts from PUTs without resourceVersion, want 0", n)
+		}
+		if res.Summary.LostUpdates == 0 {
+			t.Fatalf("no lost updates with %d writers doing last-write-wins on one counter", s.Writers)
+		}
+		c := res.Checks[0]
+		if c.Passed || c.Lost != c.Expected-c.Observed || !strings.Contains(c.Detail, "updates were lost") {
+			t.Errorf("check %+v does not say plainly that updates were lost", c)
+		}
+	})
+
+	t.Run("ssa disjoint fields: no conflicts, nothing lost", func(t *testing.T) {
+		s := base
+		s.Strategy, s.Fields = spec.StrategySSA, spec.FieldsDisjoint
+		res := runOn(ctx, t, cfg, s)
+		if n := count(res.Measurements.WriteOutcomes, metrics.VersionConflict) + count(res.Measurements.WriteOutcomes, metrics.FieldManagerConflict); n != 0 {
+			t.Errorf("%d conflicts applying disjoint fields with per-writer managers, want 0", n)
+		}
+		if got := len(res.Checks); got != s.Writers {
+			t.Errorf("%d checks, want one per writer", got)
+		}
+		assertNoLostUpdates(t, res)
+	})
+
+	t.Run("ssa shared field, per-writer managers: field-manager conflicts", func(t *testing.T) {
+		s := base
+		s.Strategy = spec.StrategySSA
+		res := runOn(ctx, t, cfg, s)
+		if count(res.Measurements.Outcomes, metrics.FieldManagerConflict) == 0 {
+			t.Errorf("no field-manager conflicts with %d managers applying one field", s.Writers)
+		}
+		if n := count(res.Measurements.Outcomes, metrics.VersionConflict); n != 0 {
+			t.Errorf("%d field-manager conflicts were classed as version conflicts", n)
+		}
+	})
+
+	t.Run("ssa shared field with force: no conflicts", func(t *testing.T) {
+		s := base
+		s.Strategy, s.Force = spec.StrategySSA, true
+		res := runOn(ctx, t, cfg, s)
+		if n := count(res.Measurements.WriteOutcomes, metrics.FieldManagerConflict) + count(res.Measurements.WriteOutcomes, metrics.VersionConflict); n != 0 {
+			t.Errorf("%d conflicts with force, want 0", n)
+		}
+	})
+
+	t.Run("update disjoint fields over several objects: conflicts, nothing lost", func(t *testing.T) {
+		s := base
+		s.Strategy, s.Fields, s.Objects = spec.StrategyUpdate, spec.FieldsDisjoint, 3
+		s.Distribution = spec.Distribution{Kind: spec.DistZipf}
+		res := runOn(ctx, t, cfg, s)
+		if count(res.Measurements.Outcomes, metrics.VersionConflict) == 0 {
+			t.Errorf("no conflicts: fields are disjoint but the resourceVersion is per object")
+		}
+		assertNoLostUpdates(t, res)
+	})
+}
+
+func TestOpenLoopRateOnTheRealAPIServer(t *testing.T) {
+	cfg := controlPlane(t)
+	s := spec.Spec{Writers: 4, Objects: 2, Rate: 50, Duration: spec.D(short)}
+	res := runOn(context.Background(), t, cfg, s)
+	want := s.Rate * short.Seconds()
+	if got := float64(res.Summary.Ops); got < 0.9*want || got > want+1 {
+		t.Errorf("%v ops at %g/s for %v, want about %v", got, s.Rate, short, want)
+	}
+	if _, ok := res.Measurements.Histograms[results.HistOpRaw]; !ok {
+		t.Errorf("open loop kept no raw latency histogram")
+	}
+	if res.Measurements.Dropped != 0 {
+		t.Errorf("%d arrivals dropped at a low rate", res.Measurements.Dropped)
+	}
+	assertNoLostUpdates(t, res)
+}
+
+func TestBoundsOnTheRealAPIServer(t *testing.T) {
+	cfg := controlPlane(t)
+	ctx := context.Background()
+
+	t.Run("operations", func(t *testing.T) {
+		res := runOn(ctx, t, cfg, spec.Spec{Writers: 4, Operations: 150, Strategy: spec.StrategyRetry})
+		if res.Summary.Ops != 150 {
+			t.Errorf("%d ops, want exactly 150", res.Summary.Ops)
+		}
+		assertNoLostUpdates(t, res)
+	})
+
+	t.Run("warm-up is excluded and recorded", func(t *testing.T) {
+		res := runOn(ctx, t, cfg, spec.Spec{Writers: 2, Warmup: spec.D(time.Second), Duration: spec.D(time.Second)})
+		if res.Measurements.WarmupOps == 0 {
+			t.Errorf("no warm-up operations recorded")
+		}
+		if s := res.Summary.Seconds; s < 0.9 || s > 1.5 {
+			t.Errorf("measured %.2fs, want about the 1s after the warm-up", s)
+		}
+		// The correctness check covers warm-up writes too.
+		assertNoLostUpdates(t, res)
+	})
+}
+
+// Ctrl-C: the run stops early, keeps its figures, still checks and cleans up.
+func TestInterruptedRunKeepsFiguresAndCleansUp(t *testing.T) {
+	cfg := controlPlane(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	start := time.Now()
+	res := runOn(ctx, t, cfg, spec.Spec{Writers: 4, Duration: spec.D(time.Minute)})
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("interrupted run took %v", took)
+	}
+	if !res.Interrupted {
+		t.Errorf("result not marked interrupted")
+	}
+	assertNoLostUpdates(t, res)
+	assertNamespaceGone(t, cfg, res.Namespace)
+}
+
+func TestKeepLeavesTheNamespace(t *testing.T) {
+	cfg := controlPlane(t)
+	res := runOn(context.Background(), t, cfg, spec.Spec{Writers: 2, Operations: 10, Keep: true})
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	cms, err := kube.CoreV1().ConfigMaps(res.Namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(cms.Items) != 1 {
+		t.Fatalf("kept namespace holds %v (err %v), want the one object", cms, err)
+	}
+	ns, _ := kube.CoreV1().Namespaces().Get(context.Background(), res.Namespace, metav1.GetOptions{})
+	if ns.Labels[labelManagedBy] != "kb-bench" || ns.Labels[labelRunID] != res.RunID {
+		t.Errorf("namespace labels %v", ns.Labels)
+	}
+	if err := deleteNamespace(context.Background(), kube, res.Namespace); err != nil {
+		t.Error(err)
+	}
+}
+
+// assertNamespaceGone checks the run cleaned up: the namespace is deleted
+// (or terminating: a bare control plane has no namespace controller to
+// finish the job) and the objects are gone.
+func assertNamespaceGone(t *testing.T, cfg *rest.Config, name string) {
+	t.Helper()
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	ns, err := kube.CoreV1().Namespaces().Get(context.Background(), name, metav1.GetOptions{})
+	if err == nil && ns.DeletionTimestamp == nil {
+		t.Errorf("namespace %s was not deleted", name)
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		t.Error(err)
+	}
+	cms, err := kube.CoreV1().ConfigMaps(name).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(cms.Items) != 0 {
+		t.Errorf("namespace %s still holds %d ConfigMaps (err %v)", name, len(cms.Items), err)
+	}
+}
+
