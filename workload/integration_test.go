@@ -381,4 +381,3 @@ func assertNamespaceGone(t *testing.T, cfg *rest.Config, name string) {
 		t.Errorf("namespace %s still holds %d ConfigMaps (err %v)", name, len(cms.Items), err)
 	}
 }
-
