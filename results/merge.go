@@ -141,6 +141,7 @@ func MergeMeasurements(ms ...Measurements) (Measurements, error) {
 		}
 		out.Client.Retries += m.Client.Retries
 		out.Client.RateLimiterWait += m.Client.RateLimiterWait
+		out.Client.RateLimited += m.Client.RateLimited
 		if !m.SeriesStart.IsZero() && (out.SeriesStart.IsZero() || m.SeriesStart.Before(out.SeriesStart)) {
 			out.SeriesStart = m.SeriesStart
 		}

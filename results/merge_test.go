@@ -20,9 +20,9 @@ func TestMergeHalvesEqualsWhole(t *testing.T) {
 			whole := simResult(t, openLoop, all, []Check{c1, c2})
 			a := simResult(t, openLoop, even, []Check{c1})
 			b := simResult(t, openLoop, odd, []Check{c2})
-			whole.Measurements.Client = ClientStats{Retries: 3, RateLimiterWait: 120 * time.Millisecond}
-			a.Measurements.Client = ClientStats{Retries: 1, RateLimiterWait: 40 * time.Millisecond}
-			b.Measurements.Client = ClientStats{Retries: 2, RateLimiterWait: 80 * time.Millisecond}
+			whole.Measurements.Client = ClientStats{Retries: 3, RateLimiterWait: 120 * time.Millisecond, RateLimited: 5}
+			a.Measurements.Client = ClientStats{Retries: 1, RateLimiterWait: 40 * time.Millisecond, RateLimited: 2}
+			b.Measurements.Client = ClientStats{Retries: 2, RateLimiterWait: 80 * time.Millisecond, RateLimited: 3}
 			if a.Summary.Ops == 0 || b.Summary.Ops == 0 || a.Summary.Ops+b.Summary.Ops != whole.Summary.Ops {
 				t.Fatalf("halves hold %d + %d ops, whole %d: the split is wrong", a.Summary.Ops, b.Summary.Ops, whole.Summary.Ops)
 			}

@@ -123,6 +123,8 @@ type ClientStats struct {
 	// RateLimiterWait is the total time requests waited in the client-side
 	// rate limiter.
 	RateLimiterWait time.Duration `json:"rateLimiterWait"`
+	// RateLimited counts requests that waited in it (a millisecond or more).
+	RateLimited int64 `json:"rateLimited,omitempty"`
 }
 
 // Summary is the headline figures of a run. It is derived from Measurements

@@ -160,7 +160,7 @@ func simResult(t *testing.T, openLoop bool, keep func(simOp) bool, checks []Chec
 			Storage: spec.StorageDisk, EtcdVersion: "v3.6.16"},
 		Spec:         sp,
 		Namespace:    "kb-bench-20260301-120000-abc123",
-		Measurements: FromSnapshot(snap, ClientStats{Retries: 3, RateLimiterWait: 120 * time.Millisecond}),
+		Measurements: FromSnapshot(snap, ClientStats{Retries: 3, RateLimiterWait: 120 * time.Millisecond, RateLimited: 4}),
 		Series:       snap.Series,
 		Checks:       checks,
 	}

@@ -55,7 +55,11 @@ func WriteTable(w io.Writer, r *Result) error {
 	if m.Late > 0 || m.Dropped > 0 {
 		row("open loop", "%s started late, %d dropped (no free slot)", plural(int(m.Late), "arrival"), m.Dropped)
 	}
-	row("client-go", "%d hidden retries, %s waiting in the client rate limiter", m.Client.Retries, duration(m.Client.RateLimiterWait))
+	limiter := duration(m.Client.RateLimiterWait) + " waiting in the client rate limiter"
+	if m.Client.RateLimited > 0 {
+		limiter += fmt.Sprintf(" (%s throttled)", plural(int(m.Client.RateLimited), "request"))
+	}
+	row("client-go", "%d hidden retries, %s", m.Client.Retries, limiter)
 	row("lost updates", "%s", describeLost(r.Checks))
 	for _, c := range r.Checks {
 		if !c.Passed && c.Lost == 0 {
