@@ -140,12 +140,27 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 	if cp.dir, err = os.MkdirTemp(o.Dir, "kb-bench-*"); err != nil {
 		return cp, fmt.Errorf("creating the control plane's temp dir: %w", err)
 	}
+	if strings.ContainsRune(cp.dir, '\n') {
+		return cp, spec.Input(fmt.Errorf("the temp dir %q has a newline in its name: set TMPDIR to a plain path", cp.dir))
+	}
 	cp.janitor.watchDir(cp.dir)
 	if o.Storage == spec.StorageMemory {
 		if cp.etcdDataDir, err = os.MkdirTemp(memoryDir, "kb-bench-etcd-*"); err != nil {
 			return cp, spec.Input(fmt.Errorf("storage memory puts etcd's data on the tmpfs %s, which is not usable here (%w): use --storage disk", memoryDir, err))
 		}
 		cp.janitor.watchDir(cp.etcdDataDir)
+	} else if onMemoryFS(cp.dir) {
+		// /tmp is a tmpfs on many systems: disk storage must mean a disk,
+		// or disk and memory results would be the same thing.
+		base, err := diskDataBase()
+		if err != nil {
+			return cp, err
+		}
+		if cp.etcdDataDir, err = os.MkdirTemp(base, "kb-bench-etcd-*"); err != nil {
+			return cp, fmt.Errorf("creating etcd's data dir on disk (the temp dir %s is in memory): %w", cp.dir, err)
+		}
+		cp.janitor.watchDir(cp.etcdDataDir)
+		fmt.Fprintf(o.Log, "local control plane: %s is in memory, so etcd's disk storage goes to %s\n", filepath.Dir(cp.dir), base)
 	} else {
 		cp.etcdDataDir = filepath.Join(cp.dir, "etcd")
 		if err = os.Mkdir(cp.etcdDataDir, 0o700); err != nil {
@@ -347,6 +362,20 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// diskDataBase is where etcd's data goes with disk storage when the temp
+// dir is in memory: the user's cache dir, which is on disk.
+func diskDataBase() (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("the temp dir is in memory and there is no cache dir for etcd's disk storage (%w): set TMPDIR to a directory on disk", err)
+	}
+	base := filepath.Join(cache, "kb-bench")
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return "", err
+	}
+	return base, nil
 }
 
 // freePorts returns n distinct free loopback ports. They are free when

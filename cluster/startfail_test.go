@@ -115,3 +115,39 @@ func TestStartInterrupted(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+// TestDiskStorageStaysOnDiskWhenTmpIsInMemory: with the temp dir on a
+// tmpfs, disk storage must still put etcd's data on a disk.
+func TestDiskStorageStaysOnDiskWhenTmpIsInMemory(t *testing.T) {
+	if !onMemoryFS(memoryDir) {
+		t.Skipf("%s is not a tmpfs here", memoryDir)
+	}
+	cache := t.TempDir()
+	if onMemoryFS(cache) {
+		t.Skip("the test's temp dir is in memory too")
+	}
+	t.Setenv("XDG_CACHE_HOME", cache)
+	record := filepath.Join(t.TempDir(), "args")
+	// The fake etcd records its arguments and exits: enough to see where
+	// its data would go.
+	bins := scriptBinaries(t, `echo "$@" > `+record+`; exit 1`, "exit 1")
+	base, err := os.MkdirTemp(memoryDir, "kb-bench-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	if _, err := StartLocal(context.Background(), LocalOptions{Binaries: bins, Dir: base}); err == nil {
+		t.Fatal("StartLocal succeeded with a fake etcd")
+	}
+	args, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "--data-dir=" + filepath.Join(cache, "kb-bench", "kb-bench-etcd-")
+	if !strings.Contains(string(args), want) {
+		t.Errorf("etcd ran with %s\nwant its data under %s", args, want)
+	}
+	if left := kbBenchDirs(t, filepath.Join(cache, "kb-bench")); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}

@@ -263,10 +263,16 @@ func readState(stateDir string) (*LocalState, error) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return nil, fmt.Errorf("the local control plane's state %s is unreadable (%v): remove it with `kb-bench local down`", path, err)
 	}
-	if st.Server == "" || st.Dir == "" || !strings.HasPrefix(filepath.Base(st.Dir), "kb-bench-") {
+	// Down removes these dirs: only ever ones StartLocal made.
+	if st.Server == "" || !madeByStartLocal(st.Dir, "kb-bench-") ||
+		(st.EtcdDataDir != "" && filepath.Dir(st.EtcdDataDir) != st.Dir && !madeByStartLocal(st.EtcdDataDir, "kb-bench-etcd-")) {
 		return nil, fmt.Errorf("the local control plane's state %s is incomplete: remove it with `kb-bench local down`", path)
 	}
 	return &st, nil
+}
+
+func madeByStartLocal(dir, prefix string) bool {
+	return filepath.IsAbs(dir) && filepath.Clean(dir) == dir && strings.HasPrefix(filepath.Base(dir), prefix)
 }
 
 func writeState(stateDir string, st *LocalState) error {
