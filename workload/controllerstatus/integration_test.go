@@ -2,9 +2,11 @@ package controllerstatus
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,25 +22,55 @@ import (
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
-// startLocal starts the real local control plane, or skips the test when
-// its binaries are not installed.
+// The integration tests share one real local control plane, started by the
+// first test that needs it and stopped by TestMain.
+type local struct {
+	once sync.Once
+	cp   *cluster.ControlPlane
+	skip string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	shared := &local{}
+	controlPlane = shared
+	code := m.Run()
+	if shared.cp != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := shared.cp.Stop(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the local control plane: %v\n", err)
+			code = 1
+		}
+		cancel()
+	}
+	os.Exit(code)
+}
+
+// controlPlane is set by TestMain.
+var controlPlane *local
+
+// startLocal returns an admin config for the shared local control plane,
+// starting it on first use, or skips the test when its binaries are not
+// installed.
 func startLocal(t *testing.T) *rest.Config {
 	t.Helper()
-	bins, err := cluster.FindBinaries("", os.Getenv)
-	if err != nil {
-		t.Skipf("no local control plane binaries (run `make control-plane`): %v", err)
-	}
-	ctx := t.Context()
-	cp, err := cluster.StartLocal(ctx, cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory})
-	if err != nil {
-		t.Fatalf("start the local control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cp.Stop(context.Background()); err != nil {
-			t.Errorf("stop the local control plane: %v", err)
+	controlPlane.once.Do(func() {
+		bins, err := cluster.FindBinaries("", os.Getenv)
+		if err != nil {
+			controlPlane.skip = err.Error()
+			return
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		controlPlane.cp, controlPlane.err = cluster.StartLocal(ctx, cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory})
 	})
-	cfg := cp.RESTConfig()
+	if controlPlane.skip != "" {
+		t.Skipf("no local control plane binaries (run `make control-plane`): %s", controlPlane.skip)
+	}
+	if controlPlane.err != nil {
+		t.Fatalf("start the local control plane: %v", controlPlane.err)
+	}
+	cfg := controlPlane.cp.RESTConfig()
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side limit
 	return cfg
 }
@@ -204,6 +236,47 @@ func TestRunLocalOperations(t *testing.T) {
 	}
 	if snap.WarmupOps == 0 {
 		t.Errorf("no warm-up operations recorded in a 200ms warm-up")
+	}
+	for _, c := range env.Result.Checks {
+		if !c.Passed {
+			t.Errorf("check failed: %+v", c)
+		}
+	}
+}
+
+// TestRunLocalInterrupted stops a long run early, as Ctrl-C does: the run
+// ends promptly, reconciles in flight finish rather than fail, and the Pods
+// are still verified.
+func TestRunLocalInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	cfg := startLocal(t)
+	s := spec.Spec{
+		Scenario:   spec.ScenarioControllerStatus,
+		Writers:    2,
+		Duration:   spec.D(time.Minute),
+		Controller: &spec.Controller{Controllers: 3, ObjectsPerController: 3, SharedObjects: 1},
+	}
+	env := newEnv(t, cfg, s, "interrupted", io.Discard)
+	ctx, cancel := context.WithTimeout(t.Context(), 800*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := run(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the run took %s after an interrupt at 800ms", took)
+	}
+	snap := env.Recorder.Snapshot(time.Now())
+	if snap.Ops == 0 {
+		t.Fatal("no operations before the interrupt")
+	}
+	if n := snap.Outcomes[metrics.Other] + snap.Outcomes[metrics.Timeout]; n > 0 {
+		t.Errorf("%d reconciles failed at the interrupt: %v", n, snap.Errors)
+	}
+	if len(env.Result.Checks) != 3+1 {
+		t.Fatalf("%d checks after an interrupt, want 4", len(env.Result.Checks))
 	}
 	for _, c := range env.Result.Checks {
 		if !c.Passed {
