@@ -87,19 +87,21 @@ func clientStats(clients []*client, trips0 []int64, requests int64) results.Clie
 	for i, c := range clients {
 		trips += c.trips.Load() - trips0[i]
 	}
-	return results.ClientStats{Retries: max(trips-requests, 0), RateLimiterWait: limiterWait(clients)}
+	st := results.ClientStats{Retries: max(trips-requests, 0)}
+	st.RateLimiterWait, st.RateLimited = limiterWait(clients)
+	return st
 }
 
 // limiterWait is the total time the clients' requests waited in their
-// client-side rate limiters.
-func limiterWait(clients []*client) time.Duration {
-	var d time.Duration
+// client-side rate limiters, and how many requests waited at all.
+func limiterWait(clients []*client) (wait time.Duration, limited int64) {
 	for _, c := range clients {
 		if c.limiter != nil {
-			d += time.Duration(c.limiter.waited.Load())
+			wait += time.Duration(c.limiter.waited.Load())
+			limited += c.limiter.limited.Load()
 		}
 	}
-	return d
+	return wait, limited
 }
 
 // tripsNow returns each client's request count.
@@ -126,21 +128,32 @@ func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func (t *countingTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
 
 // timedLimiter is a client-side rate limiter that adds up the time requests
-// wait in it.
+// wait in it and counts those held back.
 type timedLimiter struct {
 	flowcontrol.RateLimiter
-	waited atomic.Int64 // nanoseconds
+	waited  atomic.Int64 // nanoseconds
+	limited atomic.Int64 // requests that waited minLimiterWait or more
 }
+
+// minLimiterWait tells a request held back from the cost of taking a token.
+const minLimiterWait = time.Millisecond
 
 func (l *timedLimiter) Wait(ctx context.Context) error {
 	start := time.Now()
 	err := l.RateLimiter.Wait(ctx)
-	l.waited.Add(int64(time.Since(start)))
+	l.observe(time.Since(start))
 	return err
 }
 
 func (l *timedLimiter) Accept() {
 	start := time.Now()
 	l.RateLimiter.Accept()
-	l.waited.Add(int64(time.Since(start)))
+	l.observe(time.Since(start))
+}
+
+func (l *timedLimiter) observe(d time.Duration) {
+	l.waited.Add(int64(d))
+	if d >= minLimiterWait {
+		l.limited.Add(1)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -132,10 +133,11 @@ func TestRateLimiterWaitIsMeasured(t *testing.T) {
 		get(t, clients[0].kube)
 	}
 	// Burst 1 at 20/s: four waits of about 50ms.
-	if got := limiterWait(clients); got < 150e6 {
-		t.Errorf("limiter wait = %v for 5 requests at 20 QPS burst 1, want about 200ms", got)
+	wait, limited := limiterWait(clients)
+	if wait < 150*time.Millisecond || limited != 4 {
+		t.Errorf("limiter wait = %v over %d requests for 5 requests at 20 QPS burst 1, want about 200ms over 4", wait, limited)
 	}
-	if got := limiterWait(nil); got != 0 {
-		t.Errorf("no clients, wait %v", got)
+	if wait, limited := limiterWait(nil); wait != 0 || limited != 0 {
+		t.Errorf("no clients, wait %v over %d", wait, limited)
 	}
 }

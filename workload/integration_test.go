@@ -113,7 +113,7 @@ func runOn(ctx context.Context, t testing.TB, cfg *rest.Config, s spec.Spec) *re
 }
 
 func describe(s spec.Spec) string {
-	d := fmt.Sprintf("%s %d writers %d objects %s", s.Strategy, s.Writers, s.Objects, s.Fields)
+	d := fmt.Sprintf("%s: %s %d writers %d objects %s", s.Scenario, s.Strategy, s.Writers, s.Objects, s.Fields)
 	if s.PatchType != "" {
 		d += " " + s.PatchType
 	}
@@ -380,4 +380,19 @@ func assertNamespaceGone(t *testing.T, cfg *rest.Config, name string) {
 	if err != nil || len(cms.Items) != 0 {
 		t.Errorf("namespace %s still holds %d ConfigMaps (err %v)", name, len(cms.Items), err)
 	}
+}
+
+// The engine hands other scenarios the shared frame: namespace, clients,
+// recorder, measurements, clean-up.
+func TestScenarioDispatchOnTheRealAPIServer(t *testing.T) {
+	cfg := controlPlane(t)
+	s := spec.Spec{Scenario: spec.ScenarioControllerStatus, Writers: 2, Duration: spec.D(short)}
+	res := runOn(context.Background(), t, cfg, s)
+	if res.Started.IsZero() || !res.Ended.After(res.Started) {
+		t.Errorf("measured window %v to %v", res.Started, res.Ended)
+	}
+	if len(res.Checks) == 0 {
+		t.Errorf("the scenario's checks did not reach the result")
+	}
+	assertNamespaceGone(t, cfg, res.Namespace)
 }

@@ -21,6 +21,12 @@ import (
 // A scenario writes only in Namespace, records every request and operation in
 // Recorder, and may fill its own Result fields (Checks, LeaderElection,
 // Quota, Warnings).
+//
+// Only the scenario knows its measured window (after its own setup and
+// warm-up, before its own checks), so it sets Result.Started and
+// Result.Ended to it; the throughput is computed over that window. When it
+// leaves them zero, the engine uses the time Run was called plus the
+// warm-up, and the time Run returned.
 type Env struct {
 	// Config is the target's config with Spec.Client applied (QPS/Burst,
 	// content type, user agent), for scenarios that build their own clients.
