@@ -1,0 +1,195 @@
+package leaderelection
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/scenario"
+)
+
+func TestLeaseSecondsOf(t *testing.T) {
+	le := func(lease, renew, retry time.Duration) spec.LeaderElection {
+		return spec.LeaderElection{LeaseDuration: spec.D(lease), RenewDeadline: spec.D(renew), RetryPeriod: spec.D(retry)}
+	}
+	tests := []struct {
+		name      string
+		le        spec.LeaderElection
+		secs      int
+		warning   string // a substring; "" for none
+		wantInput string // a substring of the input error; "" for none
+	}{
+		{"defaults", le(4*time.Second, 3*time.Second, 500*time.Millisecond), 4, "", ""},
+		{"under a second", le(900*time.Millisecond, 600*time.Millisecond, 100*time.Millisecond), 0, "", "use at least 1s"},
+		{"truncated below the renew deadline", le(1500*time.Millisecond, 1200*time.Millisecond, 200*time.Millisecond), 0, "", "recorded as 1s in the Lease"},
+		{"truncated but safe", le(2500*time.Millisecond, 1200*time.Millisecond, 200*time.Millisecond), 2, "recorded in the Lease as 2s", ""},
+		{"retry too close to renew", le(2*time.Second, 1100*time.Millisecond, time.Second), 0, "", "1.2 x retryPeriod"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			secs, warning, err := leaseSecondsOf(tt.le)
+			if tt.wantInput != "" {
+				if !spec.IsInput(err) || !strings.Contains(err.Error(), tt.wantInput) {
+					t.Fatalf("err = %v, want an input error containing %q", err, tt.wantInput)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if secs != tt.secs {
+				t.Errorf("secs = %d, want %d", secs, tt.secs)
+			}
+			if (tt.warning == "") != (warning == "") || !strings.Contains(warning, tt.warning) {
+				t.Errorf("warning = %q, want one containing %q", warning, tt.warning)
+			}
+		})
+	}
+}
+
+// localControlPlane starts a real kube-apiserver + etcd for the test, or
+// skips it when the binaries are not installed.
+func localControlPlane(t *testing.T) *rest.Config {
+	t.Helper()
+	bins, err := cluster.FindBinaries("", os.Getenv)
+	if err != nil {
+		t.Skipf("no local control plane binaries: %v", err)
+	}
+	ctx := context.Background()
+	cp, err := cluster.StartLocal(ctx, cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory})
+	if err != nil {
+		t.Fatalf("starting the local control plane: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(context.Background()); err != nil {
+			t.Errorf("stopping the local control plane: %v", err)
+		}
+	})
+	cfg := cp.RESTConfig()
+	cfg.QPS, cfg.Burst = -1, 0
+	return cfg
+}
+
+// newEnv creates a fresh namespace and the Env the engine would pass.
+func newEnv(t *testing.T, cfg *rest.Config, s spec.Spec) scenario.Env {
+	t.Helper()
+	s.Defaults()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := fmt.Sprintf("kb-bench-test-%d", time.Now().UnixNano())
+	if _, err := client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rec := metrics.NewRecorder(time.Now(), metrics.DefaultShards(s.Writers), false)
+	rec.MeasureFrom(time.Now().Add(s.Warmup.Duration))
+	return scenario.Env{
+		Config: cfg, Clients: []kubernetes.Interface{client}, Namespace: ns, Spec: s,
+		Recorder: rec, Result: &results.Result{}, Log: io.Discard,
+	}
+}
+
+func TestLeaderElectionOnLocalControlPlane(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	cfg := localControlPlane(t)
+	// A 2s lease keeps the two cases apart: client-go compares Lease records
+	// with their times cut to the second, so a standby's last sight of a
+	// change may be up to about a second old, and failover without release
+	// lands anywhere from about lease-1s to lease+2.2 retry periods.
+	const lease = 2 * time.Second
+	tests := []struct {
+		name    string
+		release bool
+	}{
+		{"release on cancel", true},
+		{"lease kept on stop", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newEnv(t, cfg, spec.Spec{
+				Scenario: spec.ScenarioLeaderElection,
+				Writers:  3,
+				Duration: spec.D(5 * time.Second),
+				LeaderElection: &spec.LeaderElection{
+					LeaseDuration: spec.D(lease), RenewDeadline: spec.D(time.Second), RetryPeriod: spec.D(200 * time.Millisecond),
+					FailoverEvery: spec.D(time.Second), ReleaseOnCancel: tt.release,
+				},
+			})
+			if err := Run(context.Background(), env); err != nil {
+				t.Fatal(err)
+			}
+			r := env.Result.LeaderElection
+			if r == nil {
+				t.Fatal("no LeaderElection report")
+			}
+			var b strings.Builder
+			_ = r.WriteTable(&b)
+			t.Logf("\n%s", b.String())
+
+			if r.FirstLeader == "" || r.TimeToFirstLeader > 2*time.Second {
+				t.Errorf("first leader %q after %s, want one within 2s", r.FirstLeader, r.TimeToFirstLeader)
+			}
+			if len(env.Result.Checks) != 1 || env.Result.Checks[0].Name != CheckOneLeader || !env.Result.Checks[0].Passed {
+				t.Errorf("checks = %+v, want %q passed", env.Result.Checks, CheckOneLeader)
+			}
+			if len(r.Overlaps) != 0 {
+				t.Errorf("overlapping leadership: %+v", r.Overlaps)
+			}
+			f := r.FailoverTime
+			if f.Resolved < 1 {
+				t.Fatalf("%d failovers resolved of %d, want at least 1: %+v", f.Resolved, f.Count, r.Failovers)
+			}
+			if tt.release {
+				// A released Lease is free at once: a standby takes it at its
+				// next retry (at most 2.2 retry periods), well within half a lease.
+				if f.Resolved < 2 {
+					t.Errorf("%d failovers resolved of %d, want at least 2: %+v", f.Resolved, f.Count, r.Failovers)
+				}
+				if f.Max >= lease/2 {
+					t.Errorf("failover max %s with release on cancel, want under half the lease duration %s", f.Max, lease)
+				}
+				if r.Release.Writes < int64(f.Count) {
+					t.Errorf("%d release writes for %d stops", r.Release.Writes, f.Count)
+				}
+			} else {
+				// Standbys wait out the lease from their last sight of a
+				// change, which is at most about a second old.
+				if f.Min < lease/4 {
+					t.Errorf("failover min %s without release, want about the lease duration %s", f.Min, lease)
+				}
+				if r.Release.Writes != 0 {
+					t.Errorf("%d release writes without release on cancel", r.Release.Writes)
+				}
+			}
+			if r.Transitions < f.Resolved || r.LeaseTransitions < f.Resolved {
+				t.Errorf("transitions %d (Lease says %d), want at least the %d resolved failovers", r.Transitions, r.LeaseTransitions, f.Resolved)
+			}
+			if r.Acquire.Writes < 1 || r.Renew.Writes < 1 {
+				t.Errorf("acquire writes %d, renew writes %d: want both", r.Acquire.Writes, r.Renew.Writes)
+			}
+			snap := env.Recorder.Snapshot(time.Now())
+			if snap.Ops != r.LeaseWrites() {
+				t.Errorf("recorder has %d ops, report %d lease writes", snap.Ops, r.LeaseWrites())
+			}
+		})
+	}
+}
