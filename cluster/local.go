@@ -42,7 +42,8 @@ type LocalOptions struct {
 	// Binaries are the kube-apiserver and etcd to run (see FindBinaries).
 	Binaries Binaries
 	// Storage is spec.StorageDisk (the default: etcd data in the temp dir,
-	// fsync as usual) or spec.StorageMemory (etcd data under /dev/shm).
+	// or under the user's cache dir when the temp dir is a tmpfs; fsync as
+	// usual) or spec.StorageMemory (etcd data under /dev/shm).
 	Storage string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
@@ -201,7 +202,8 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 	if cp.etcdVersion, err = cp.waitEtcd(waitCtx); err != nil {
 		return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "etcd", err)
 	}
-	fmt.Fprintf(o.Log, "local control plane: etcd %s on %s (storage %s, data in %s)\n", cp.etcdVersion, cp.etcdURL, cp.storage, cp.etcdDataDir)
+	fmt.Fprintf(o.Log, "local control plane: etcd %s ready on %s after %s (storage %s, data in %s)\n",
+		cp.etcdVersion, cp.etcdURL, time.Since(begin).Round(10*time.Millisecond), cp.storage, cp.etcdDataDir)
 
 	cp.apiserver, err = startProcess("kube-apiserver", o.Binaries.APIServer, []string{
 		"--bind-address=127.0.0.1",
