@@ -256,6 +256,15 @@ func TestLocalControlPlaneIsARealCluster(t *testing.T) {
 		if _, err := clientset(t, cfg).CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		kubectl, err := exec.LookPath("kubectl")
+		if err != nil {
+			t.Log("no kubectl on PATH: not tried")
+			return
+		}
+		out, err := exec.Command(kubectl, "--kubeconfig", path, "get", "configmap", "occ", "-n", "default", "-o", "jsonpath={.data.n}").CombinedOutput()
+		if err != nil || string(out) != "1" {
+			t.Errorf("kubectl with the written kubeconfig: %v: %s", err, out)
+		}
 	})
 
 	if !cp.apiserver.running() || !cp.etcd.running() {
