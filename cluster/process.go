@@ -206,7 +206,7 @@ func fileTail(path string, n int) string {
 // itself. EOF without "done" means kb-bench died (kill -9, crash): then the
 // janitor kills the process groups, waits for them to be gone (a zombie
 // counts as gone) and removes the directories.
-const janitorScript = `
+const janitorScript = `# kb-bench janitor: cleans up the local control plane if kb-bench dies
 pgs=
 set --
 while IFS= read -r line; do
