@@ -136,7 +136,8 @@ func (r *run) run(ctx context.Context) error {
 	fmt.Fprintf(env.Log, "leader election: %d candidates on Lease %s/%s (lease %ds, renew deadline %s, retry %s, release on cancel %t)\n",
 		n, env.Namespace, LeaseName, r.leaseSeconds, r.le.RenewDeadline, r.le.RetryPeriod, r.le.ReleaseOnCancel)
 
-	watchCtx, stopWatch := context.WithCancel(ctx)
+	// The watch outlives Ctrl-C until it has caught up with the final Lease.
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWatch()
 	watched, err := r.watchLease(watchCtx)
 	if err != nil {
@@ -145,6 +146,9 @@ func (r *run) run(ctx context.Context) error {
 
 	r.t0 = time.Now()
 	r.measureFrom = r.t0.Add(env.Spec.Warmup.Duration)
+	// Setting up the watch is not warm-up: measure from here.
+	env.Recorder.MeasureFrom(r.measureFrom)
+	env.Result.Started = r.measureFrom
 	candCtx, stopCandidates := context.WithCancel(ctx)
 	defer stopCandidates()
 	slots := make([]*slotRun, n)
@@ -213,11 +217,12 @@ loop:
 		}
 	}
 
+	end := time.Now()
+	env.Result.Ended = end
 	stopCandidates()
 	for _, s := range slots {
 		<-s.done
 	}
-	end := time.Now()
 
 	// Read the final Lease (also after Ctrl-C) and let the watch catch up
 	// with it, so the holder history is complete.

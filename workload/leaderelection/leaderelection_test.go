@@ -2,23 +2,14 @@ package leaderelection
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
-	"github.com/kb-bench/kb-bench/cluster"
-	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 func TestLeaseSecondsOf(t *testing.T) {
@@ -60,56 +51,7 @@ func TestLeaseSecondsOf(t *testing.T) {
 	}
 }
 
-// localControlPlane starts a real kube-apiserver + etcd for the test, or
-// skips it when the binaries are not installed.
-func localControlPlane(t *testing.T) *rest.Config {
-	t.Helper()
-	bins, err := cluster.FindBinaries("", os.Getenv)
-	if err != nil {
-		t.Skipf("no local control plane binaries: %v", err)
-	}
-	ctx := context.Background()
-	cp, err := cluster.StartLocal(ctx, cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory})
-	if err != nil {
-		t.Fatalf("starting the local control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cp.Stop(context.Background()); err != nil {
-			t.Errorf("stopping the local control plane: %v", err)
-		}
-	})
-	cfg := cp.RESTConfig()
-	cfg.QPS, cfg.Burst = -1, 0
-	return cfg
-}
-
-// newEnv creates a fresh namespace and the Env the engine would pass.
-func newEnv(t *testing.T, cfg *rest.Config, s spec.Spec) scenario.Env {
-	t.Helper()
-	s.Defaults()
-	if err := s.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := fmt.Sprintf("kb-bench-test-%d", time.Now().UnixNano())
-	if _, err := client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rec := metrics.NewRecorder(time.Now(), metrics.DefaultShards(s.Writers), false)
-	rec.MeasureFrom(time.Now().Add(s.Warmup.Duration))
-	return scenario.Env{
-		Config: cfg, Clients: []kubernetes.Interface{client}, Namespace: ns, Spec: s,
-		Recorder: rec, Result: &results.Result{}, Log: io.Discard,
-	}
-}
-
 func TestLeaderElectionOnLocalControlPlane(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
 	cfg := localControlPlane(t)
 	// A 2s lease keeps the two cases apart: client-go compares Lease records
 	// with their times cut to the second, so a standby's last sight of a
@@ -191,5 +133,49 @@ func TestLeaderElectionOnLocalControlPlane(t *testing.T) {
 				t.Errorf("recorder has %d ops, report %d lease writes", snap.Ops, r.LeaseWrites())
 			}
 		})
+	}
+}
+
+// TestLeaderElectionInterruptedOnLocalControlPlane checks that Ctrl-C ends
+// the run promptly with its figures, and that a releasing leader gives the
+// Lease up on the way out.
+func TestLeaderElectionInterruptedOnLocalControlPlane(t *testing.T) {
+	cfg := localControlPlane(t)
+	env := newEnv(t, cfg, spec.Spec{
+		Scenario: spec.ScenarioLeaderElection,
+		Writers:  2,
+		Duration: spec.D(time.Minute),
+		LeaderElection: &spec.LeaderElection{
+			LeaseDuration: spec.D(2 * time.Second), RenewDeadline: spec.D(time.Second), RetryPeriod: spec.D(200 * time.Millisecond),
+			ReleaseOnCancel: true,
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(time.Second, cancel)
+	start := time.Now()
+	if err := Run(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Run took %s after Ctrl-C at 1s, want it to stop promptly", took)
+	}
+	r := env.Result.LeaderElection
+	if r == nil || r.FirstLeader == "" || r.Renew.Writes == 0 {
+		t.Fatalf("report %+v, want a leader that renewed", r)
+	}
+	if r.Release.Writes != 1 {
+		t.Errorf("%d release writes, want the last leader's one", r.Release.Writes)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := client.CoordinationV1().Leases(env.Namespace).Get(context.Background(), LeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := lease.Spec.HolderIdentity; h == nil || *h != "" {
+		t.Errorf("Lease holder %v after the run, want it released (empty)", h)
 	}
 }

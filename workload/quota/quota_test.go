@@ -2,23 +2,13 @@ package quota
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-
-	"github.com/kb-bench/kb-bench/cluster"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 func TestChecks(t *testing.T) {
@@ -59,55 +49,7 @@ func TestKindFor(t *testing.T) {
 	}
 }
 
-// localControlPlane starts a real kube-apiserver + etcd for the test, or
-// skips it when the binaries are not installed.
-func localControlPlane(t *testing.T) *rest.Config {
-	t.Helper()
-	bins, err := cluster.FindBinaries("", os.Getenv)
-	if err != nil {
-		t.Skipf("no local control plane binaries: %v", err)
-	}
-	cp, err := cluster.StartLocal(context.Background(), cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory})
-	if err != nil {
-		t.Fatalf("starting the local control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cp.Stop(context.Background()); err != nil {
-			t.Errorf("stopping the local control plane: %v", err)
-		}
-	})
-	cfg := cp.RESTConfig()
-	cfg.QPS, cfg.Burst = -1, 0
-	return cfg
-}
-
-// newEnv creates a fresh namespace and the Env the engine would pass.
-func newEnv(t *testing.T, cfg *rest.Config, s spec.Spec) scenario.Env {
-	t.Helper()
-	s.Defaults()
-	if err := s.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := fmt.Sprintf("kb-bench-test-%d", time.Now().UnixNano())
-	if _, err := client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rec := metrics.NewRecorder(time.Now(), metrics.DefaultShards(s.Writers), false)
-	rec.MeasureFrom(time.Now().Add(s.Warmup.Duration))
-	return scenario.Env{
-		Config: cfg, Clients: []kubernetes.Interface{client}, Namespace: ns, Spec: s,
-		Recorder: rec, Result: &results.Result{}, Log: io.Discard,
-	}
-}
-
 func TestQuotaOnLocalControlPlane(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
 	cfg := localControlPlane(t)
 	const hard = 25
 	for _, res := range []string{ResourceConfigMaps, ResourceGPU} {
@@ -148,10 +90,66 @@ func TestQuotaOnLocalControlPlane(t *testing.T) {
 			if !r.StatusInitialized || len(env.Result.Warnings) == 0 || !strings.Contains(env.Result.Warnings[0], "constrains nothing") {
 				t.Errorf("status initialised %t, warnings %q: want the initialisation said", r.StatusInitialized, env.Result.Warnings)
 			}
+			if env.Result.Started.IsZero() || !env.Result.Ended.After(env.Result.Started) {
+				t.Errorf("measured window %s .. %s, want it set", env.Result.Started, env.Result.Ended)
+			}
 			snap := env.Recorder.Snapshot(time.Now())
 			if snap.Ops != r.Creates || snap.Outcomes[metrics.FailedPrecondition] != r.Rejected || snap.Outcomes[metrics.Success] != r.Admitted {
 				t.Errorf("recorder: %d ops, %d failed-precondition, %d success; report: %d creates, %d rejected, %d admitted",
 					snap.Ops, snap.Outcomes[metrics.FailedPrecondition], snap.Outcomes[metrics.Success], r.Creates, r.Rejected, r.Admitted)
+			}
+		})
+	}
+}
+
+// TestQuotaBoundsOnLocalControlPlane checks that an operations bound and
+// Ctrl-C both end the run with its figures and checks.
+func TestQuotaBoundsOnLocalControlPlane(t *testing.T) {
+	cfg := localControlPlane(t)
+	tests := []struct {
+		name        string
+		operations  int64
+		cancelAfter time.Duration
+	}{
+		{"operations bound", 40, 0},
+		{"interrupted", 0, 500 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := spec.Spec{Scenario: spec.ScenarioQuota, Writers: 4, Operations: tt.operations, Quota: &spec.Quota{Hard: 10}}
+			if tt.cancelAfter > 0 {
+				s.Duration = spec.D(time.Minute)
+			}
+			env := newEnv(t, cfg, s)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tt.cancelAfter > 0 {
+				time.AfterFunc(tt.cancelAfter, cancel)
+			}
+			start := time.Now()
+			if err := Run(ctx, env); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took > 10*time.Second {
+				t.Errorf("Run took %s, want it to stop promptly", took)
+			}
+			r := env.Result.Quota
+			if r == nil {
+				t.Fatal("no Quota report")
+			}
+			if tt.operations > 0 && r.Creates != tt.operations {
+				t.Errorf("%d creates, want exactly the %d operations", r.Creates, tt.operations)
+			}
+			if r.Admitted != 10 || r.Rejected == 0 {
+				t.Errorf("admitted %d, rejected %d: want 10 and some", r.Admitted, r.Rejected)
+			}
+			if len(env.Result.Checks) != 3 {
+				t.Fatalf("%d checks, want 3", len(env.Result.Checks))
+			}
+			for _, c := range env.Result.Checks {
+				if !c.Passed {
+					t.Errorf("check %q failed: %s", c.Name, c.Detail)
+				}
 			}
 		})
 	}

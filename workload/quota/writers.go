@@ -21,6 +21,9 @@ func (r *run) write(ctx context.Context) {
 	env := r.env
 	r.start = time.Now()
 	r.measureFrom = r.start.Add(env.Spec.Warmup.Duration)
+	// The set-up before this is not warm-up: measure from here.
+	env.Recorder.MeasureFrom(r.measureFrom)
+	env.Result.Started = r.measureFrom
 	r.admittedLatency, r.rejectedLatency = metrics.NewHistogram(), metrics.NewHistogram()
 	var end time.Time
 	if d := env.Spec.Duration.Duration; d > 0 {
@@ -35,6 +38,7 @@ func (r *run) write(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	env.Result.Ended = time.Now()
 }
 
 // writer creates objects named w<writer>-<n> one after the other.
