@@ -15,7 +15,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/spec"
@@ -58,6 +61,61 @@ func BenchmarkOperation(b *testing.B) {
 			tt.spec.Writers = 1
 			c, _, _ := fakeRun(b, tt.spec, cannedTransport{cm})
 			w := c.writers[0]
+			b.ReportAllocs()
+			for b.Loop() {
+				w.do(time.Now())
+			}
+		})
+	}
+}
+
+// stubConfigMaps answers the calls a writer makes with one object, without
+// client-go, so BenchmarkEngineOverhead measures the engine alone.
+type stubConfigMaps struct {
+	corev1client.ConfigMapInterface // not called
+	cm                              *corev1.ConfigMap
+}
+
+func (s stubConfigMaps) Get(context.Context, string, metav1.GetOptions) (*corev1.ConfigMap, error) {
+	return s.cm, nil
+}
+
+func (s stubConfigMaps) Update(context.Context, *corev1.ConfigMap, metav1.UpdateOptions) (*corev1.ConfigMap, error) {
+	return s.cm, nil
+}
+
+func (s stubConfigMaps) Patch(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (*corev1.ConfigMap, error) {
+	return s.cm, nil
+}
+
+func (s stubConfigMaps) Apply(context.Context, *applycorev1.ConfigMapApplyConfiguration, metav1.ApplyOptions) (*corev1.ConfigMap, error) {
+	return s.cm, nil
+}
+
+// BenchmarkEngineOverhead is what the engine adds to an operation besides
+// the client-go calls themselves: the operation's timeout context, timing,
+// choosing, building the write, classifying, the correctness tally and
+// recording the read, the write and the operation.
+func BenchmarkEngineOverhead(b *testing.B) {
+	for _, tt := range []struct {
+		name string
+		spec spec.Spec
+	}{
+		{"update", spec.Spec{Strategy: spec.StrategyUpdate}},
+		{"retry", spec.Spec{Strategy: spec.StrategyRetry}},
+		{"merge-patch", spec.Spec{Strategy: spec.StrategyPatch, PatchType: spec.PatchMerge}},
+		{"json-patch", spec.Spec{Strategy: spec.StrategyPatch, PatchType: spec.PatchJSON}},
+		{"ssa", spec.Spec{Strategy: spec.StrategySSA}},
+		{"update-zipf-disjoint", spec.Spec{Strategy: spec.StrategyUpdate, Objects: 100, Fields: spec.FieldsDisjoint, Distribution: spec.Distribution{Kind: spec.DistZipf}}},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			tt.spec.Writers = 1
+			c, _, _ := fakeRun(b, tt.spec, cannedTransport{})
+			w := c.writers[0]
+			w.cms = stubConfigMaps{cm: &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: "kb-bench-0", ResourceVersion: "100"},
+				Data:       map[string]string{"counter": "5", "w-0": "5"},
+			}}
 			b.ReportAllocs()
 			for b.Loop() {
 				w.do(time.Now())
