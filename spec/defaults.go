@@ -122,6 +122,10 @@ func (s *Spec) Defaults() {
 	}
 }
 
+// leaderJitterFactor is client-go's leaderelection.JitterFactor: the renew
+// deadline must exceed it times the retry period.
+const leaderJitterFactor = 1.2
+
 // Validate checks a defaulted Spec and returns every problem found, each
 // saying what to change. The names are the profile field and the flag.
 func (s *Spec) Validate() error {
@@ -266,9 +270,18 @@ func (s *Spec) Validate() error {
 
 	if s.Scenario == ScenarioLeaderElection && s.LeaderElection != nil {
 		le := s.LeaderElection
-		if !(le.LeaseDuration.Duration > le.RenewDeadline.Duration && le.RenewDeadline.Duration > le.RetryPeriod.Duration && le.RetryPeriod.Duration > 0) {
-			bad("leaderElection needs leaseDuration > renewDeadline > retryPeriod > 0 (client-go's rule), got %s, %s, %s",
-				le.LeaseDuration, le.RenewDeadline, le.RetryPeriod)
+		// client-go's rules, plus one of the Lease's: it records the lease
+		// duration in whole seconds, and followers wait that long.
+		recorded := le.LeaseDuration.Truncate(time.Second)
+		switch {
+		case le.LeaseDuration.Duration < time.Second:
+			bad("leaderElection.leaseDuration is %s: the Lease records whole seconds, so use at least 1s (--lease-duration)", le.LeaseDuration)
+		case recorded <= le.RenewDeadline.Duration:
+			bad("leaderElection.leaseDuration %s is recorded as %s in the Lease, which is not longer than renewDeadline %s: raise --lease-duration or lower --renew-deadline",
+				le.LeaseDuration, recorded, le.RenewDeadline)
+		case le.RetryPeriod.Duration <= 0 || float64(le.RenewDeadline.Duration) <= leaderJitterFactor*float64(le.RetryPeriod.Duration):
+			bad("leaderElection.renewDeadline %s must be longer than %g x retryPeriod %s (client-go's rule): lower --retry-period or raise --renew-deadline",
+				le.RenewDeadline, leaderJitterFactor, le.RetryPeriod)
 		}
 		if le.FailoverEvery.Duration < 0 {
 			bad("leaderElection.failoverEvery cannot be negative")

@@ -26,6 +26,12 @@ func TestDefaultsKeepSetValues(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	lease := func(lease, renew, retry time.Duration) func(*Spec) {
+		return func(s *Spec) {
+			s.Scenario = ScenarioLeaderElection
+			s.LeaderElection = &LeaderElection{LeaseDuration: D(lease), RenewDeadline: D(renew), RetryPeriod: D(retry)}
+		}
+	}
 	cases := []struct {
 		name string
 		edit func(*Spec)
@@ -44,10 +50,10 @@ func TestValidate(t *testing.T) {
 		{"context only", func(s *Spec) { s.Target = Target{Kind: TargetKubeconfig, Context: "staging"} }, ""},
 		{"more clients than writers", func(s *Spec) { s.Clients = 9 }, "clients is 9 (--clients)"},
 		{"no bound", func(s *Spec) { s.Duration = Duration{} }, "the run has no bound"},
-		{"lease order", func(s *Spec) {
-			s.Scenario = ScenarioLeaderElection
-			s.LeaderElection = &LeaderElection{LeaseDuration: D(time.Second), RenewDeadline: D(2 * time.Second), RetryPeriod: D(time.Millisecond)}
-		}, "leaseDuration > renewDeadline > retryPeriod"},
+		{"lease under a second", lease(900*time.Millisecond, 600*time.Millisecond, 100*time.Millisecond), "use at least 1s"},
+		{"lease truncated below renew", lease(1500*time.Millisecond, 1200*time.Millisecond, 200*time.Millisecond), "recorded as 1s in the Lease"},
+		{"lease truncated but safe", lease(2500*time.Millisecond, 1200*time.Millisecond, 200*time.Millisecond), ""},
+		{"retry too close to renew", lease(2*time.Second, 1100*time.Millisecond, time.Second), "1.2 x retryPeriod"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

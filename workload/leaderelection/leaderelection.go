@@ -52,10 +52,7 @@ func Run(ctx context.Context, env scenario.Env) error {
 		return errors.New("leader election: the engine passed no clients (a bug in kb-bench: please report it)")
 	}
 	le := *env.Spec.LeaderElection
-	leaseSeconds, warning, err := leaseSecondsOf(le)
-	if err != nil {
-		return err
-	}
+	leaseSeconds, warning := leaseSecondsOf(le)
 	if warning != "" {
 		env.Result.Warnings = append(env.Result.Warnings, warning)
 		fmt.Fprintln(env.Log, "warning:", warning)
@@ -76,28 +73,17 @@ func Run(ctx context.Context, env scenario.Env) error {
 	return r.run(ctx)
 }
 
-// leaseSecondsOf checks the timings against what client-go does with them:
-// the Lease records whole seconds and followers wait that long, so a lease
-// under a second would never expire safely.
-func leaseSecondsOf(le spec.LeaderElection) (int, string, error) {
+// leaseSecondsOf returns the lease duration as the Lease records it (whole
+// seconds; spec.Validate has checked the timings against client-go's rules)
+// and a warning when that differs from what was asked.
+func leaseSecondsOf(le spec.LeaderElection) (int, string) {
 	secs := int(le.LeaseDuration.Duration / time.Second)
-	if secs < 1 {
-		return 0, "", spec.Input(fmt.Errorf("leaderElection.leaseDuration is %s: the Lease records whole seconds, so use at least 1s (--lease-duration)", le.LeaseDuration))
-	}
-	if recorded := time.Duration(secs) * time.Second; recorded <= le.RenewDeadline.Duration {
-		return 0, "", spec.Input(fmt.Errorf("leaderElection.leaseDuration %s is recorded as %s in the Lease, which is not longer than renewDeadline %s: raise the lease duration or lower the renew deadline",
-			le.LeaseDuration, recorded, le.RenewDeadline))
-	}
-	if le.RenewDeadline.Duration <= time.Duration(leaderelection.JitterFactor*float64(le.RetryPeriod.Duration)) {
-		return 0, "", spec.Input(fmt.Errorf("leaderElection.renewDeadline %s must be longer than %g x retryPeriod %s (client-go's rule): lower --retry-period or raise --renew-deadline",
-			le.RenewDeadline, leaderelection.JitterFactor, le.RetryPeriod))
-	}
 	warning := ""
 	if le.LeaseDuration.Duration%time.Second != 0 {
 		warning = fmt.Sprintf("leaderElection.leaseDuration %s is recorded in the Lease as %ds (whole seconds): followers wait %ds before taking over",
 			le.LeaseDuration, secs, secs)
 	}
-	return secs, warning, nil
+	return secs, warning
 }
 
 // run is one execution of the scenario.
@@ -321,7 +307,7 @@ func (r *run) campaign(ctx context.Context, slot int) {
 			},
 		})
 		if err != nil {
-			// leaseSecondsOf checked everything NewLeaderElector checks.
+			// spec.Validate checked everything NewLeaderElector checks.
 			fmt.Fprintf(env.Log, "warning: leader election: candidate %s: %v\n", id, err)
 			return
 		}

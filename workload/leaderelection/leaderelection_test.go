@@ -17,30 +17,17 @@ func TestLeaseSecondsOf(t *testing.T) {
 		return spec.LeaderElection{LeaseDuration: spec.D(lease), RenewDeadline: spec.D(renew), RetryPeriod: spec.D(retry)}
 	}
 	tests := []struct {
-		name      string
-		le        spec.LeaderElection
-		secs      int
-		warning   string // a substring; "" for none
-		wantInput string // a substring of the input error; "" for none
+		name    string
+		le      spec.LeaderElection
+		secs    int
+		warning string // a substring; "" for none
 	}{
-		{"defaults", le(4*time.Second, 3*time.Second, 500*time.Millisecond), 4, "", ""},
-		{"under a second", le(900*time.Millisecond, 600*time.Millisecond, 100*time.Millisecond), 0, "", "use at least 1s"},
-		{"truncated below the renew deadline", le(1500*time.Millisecond, 1200*time.Millisecond, 200*time.Millisecond), 0, "", "recorded as 1s in the Lease"},
-		{"truncated but safe", le(2500*time.Millisecond, 1200*time.Millisecond, 200*time.Millisecond), 2, "recorded in the Lease as 2s", ""},
-		{"retry too close to renew", le(2*time.Second, 1100*time.Millisecond, time.Second), 0, "", "1.2 x retryPeriod"},
+		{"defaults", le(4*time.Second, 3*time.Second, 500*time.Millisecond), 4, ""},
+		{"truncated but safe", le(2500*time.Millisecond, 1200*time.Millisecond, 200*time.Millisecond), 2, "recorded in the Lease as 2s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			secs, warning, err := leaseSecondsOf(tt.le)
-			if tt.wantInput != "" {
-				if !spec.IsInput(err) || !strings.Contains(err.Error(), tt.wantInput) {
-					t.Fatalf("err = %v, want an input error containing %q", err, tt.wantInput)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			secs, warning := leaseSecondsOf(tt.le)
 			if secs != tt.secs {
 				t.Errorf("secs = %d, want %d", secs, tt.secs)
 			}
