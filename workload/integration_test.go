@@ -380,19 +380,31 @@ func assertNamespaceGone(t *testing.T, cfg *rest.Config, name string) {
 	if err != nil || len(cms.Items) != 0 {
 		t.Errorf("namespace %s still holds %d ConfigMaps (err %v)", name, len(cms.Items), err)
 	}
+	pods, err := kube.CoreV1().Pods(name).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("namespace %s still holds %d Pods (err %v)", name, len(pods.Items), err)
+	}
+	leases, err := kube.CoordinationV1().Leases(name).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(leases.Items) != 0 {
+		t.Errorf("namespace %s still holds %d Leases (err %v)", name, len(leases.Items), err)
+	}
 }
 
 // The engine hands other scenarios the shared frame: namespace, clients,
 // recorder, measurements, clean-up.
 func TestScenarioDispatchOnTheRealAPIServer(t *testing.T) {
 	cfg := controlPlane(t)
-	s := spec.Spec{Scenario: spec.ScenarioControllerStatus, Writers: 2, Duration: spec.D(short)}
-	res := runOn(context.Background(), t, cfg, s)
-	if res.Started.IsZero() || !res.Ended.After(res.Started) {
-		t.Errorf("measured window %v to %v", res.Started, res.Ended)
+	for _, name := range []string{spec.ScenarioControllerStatus, spec.ScenarioLeaderElection, spec.ScenarioQuota} {
+		t.Run(name, func(t *testing.T) {
+			s := spec.Spec{Scenario: name, Writers: 2, Duration: spec.D(short)}
+			res := runOn(context.Background(), t, cfg, s)
+			if res.Started.IsZero() || !res.Ended.After(res.Started) {
+				t.Errorf("measured window %v to %v", res.Started, res.Ended)
+			}
+			if len(res.Checks) == 0 {
+				t.Errorf("the scenario's checks did not reach the result")
+			}
+			assertNamespaceGone(t, cfg, res.Namespace)
+		})
 	}
-	if len(res.Checks) == 0 {
-		t.Errorf("the scenario's checks did not reach the result")
-	}
-	assertNamespaceGone(t, cfg, res.Namespace)
 }

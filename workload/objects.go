@@ -49,18 +49,29 @@ func createNamespace(ctx context.Context, kube kubernetes.Interface, name, runID
 }
 
 // deleteNamespace deletes the run's namespace with a fresh context, so it
-// happens after Ctrl-C too. The ConfigMaps are deleted first, in one call:
-// a namespace's contents are removed by the namespace controller, which a
-// bare local control plane does not run.
+// happens after Ctrl-C too. The kinds of object kb-bench's scenarios create
+// there are deleted first, one call each: a namespace's contents are removed
+// by the namespace controller, which a bare local control plane does not
+// run (its namespace then stays Terminating, empty). Everything in the
+// namespace is the run's own.
 func deleteNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	errCM := kube.CoreV1().ConfigMaps(name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: labelManagedBy + "=kb-bench"})
-	err := kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
-		err = nil
+	all, opts := metav1.ListOptions{}, metav1.DeleteOptions{}
+	errs := []error{
+		kube.CoreV1().ConfigMaps(name).DeleteCollection(ctx, opts, all),
+		kube.CoreV1().Pods(name).DeleteCollection(ctx, opts, all),
+		kube.CoordinationV1().Leases(name).DeleteCollection(ctx, opts, all),
+		kube.CoreV1().ResourceQuotas(name).DeleteCollection(ctx, opts, all),
+		kube.CoreV1().ServiceAccounts(name).DeleteCollection(ctx, opts, all),
+		kube.CoreV1().Namespaces().Delete(ctx, name, opts),
 	}
-	if err := errors.Join(errCM, err); err != nil {
+	for i, err := range errs {
+		if apierrors.IsNotFound(err) {
+			errs[i] = nil
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("deleting namespace %s: %w (delete it by hand: kubectl delete namespace %s)", name, err, name)
 	}
 	return nil

@@ -20,6 +20,8 @@ import (
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/controllerstatus"
+	"github.com/kb-bench/kb-bench/workload/leaderelection"
+	"github.com/kb-bench/kb-bench/workload/quota"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
@@ -45,16 +47,15 @@ type Options struct {
 // scenarioFunc runs a scenario other than the counter.
 type scenarioFunc func(ctx context.Context, env scenario.Env) error
 
-// scenarioFor returns the scenario package's Run for name, or an error
-// saying it is not available in this build.
+// scenarioFor returns the scenario package's Run for name.
 func scenarioFor(name string) (scenarioFunc, error) {
 	switch name {
 	case spec.ScenarioControllerStatus:
 		return controllerstatus.Run, nil
-	case spec.ScenarioLeaderElection, spec.ScenarioQuota:
-		// Wire the scenario packages here: leaderelection.Run and
-		// quota.Run take (ctx, scenario.Env) like controllerstatus.Run.
-		return nil, spec.Input(fmt.Errorf("scenario %q is not available in this build of kb-bench yet: use scenario %q", name, spec.ScenarioCounter))
+	case spec.ScenarioLeaderElection:
+		return leaderelection.Run, nil
+	case spec.ScenarioQuota:
+		return quota.Run, nil
 	}
 	return nil, spec.Input(fmt.Errorf("scenario %q is not known: use %s, %s, %s or %s", name,
 		spec.ScenarioCounter, spec.ScenarioLeaderElection, spec.ScenarioQuota, spec.ScenarioControllerStatus))
