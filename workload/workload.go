@@ -139,7 +139,7 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*results.Result, error) {
 	}
 	if runErr != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("interrupted before the measured run began: %w", runErr)
+			return nil, fmt.Errorf("interrupted: %w", runErr)
 		}
 		return nil, runErr
 	}
