@@ -153,9 +153,9 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 	} else if onMemoryFS(cp.dir) {
 		// /tmp is a tmpfs on many systems: disk storage must mean a disk,
 		// or disk and memory results would be the same thing.
-		base, err := diskDataBase()
-		if err != nil {
-			return cp, err
+		base, baseErr := diskDataBase()
+		if baseErr != nil {
+			return cp, baseErr
 		}
 		if cp.etcdDataDir, err = os.MkdirTemp(base, "kb-bench-etcd-*"); err != nil {
 			return cp, fmt.Errorf("creating etcd's data dir on disk (the temp dir %s is in memory): %w", cp.dir, err)
