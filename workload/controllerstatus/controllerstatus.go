@@ -60,7 +60,8 @@ const (
 // Every request is recorded in env.Recorder (one shard per controller) and
 // every reconcile is one operation. The run ends after the warm-up plus
 // Spec.Duration, after Spec.Operations measured reconciles, or when ctx is
-// cancelled. Then each Pod's conditions are compared with what every
+// cancelled; env.Result.Started and Ended are set to that measured window,
+// without the setup and the verification. Then each Pod's conditions are compared with what every
 // controller last wrote successfully; the verdicts go into env.Result.Checks.
 func Run(ctx context.Context, env scenario.Env) error {
 	_, err := run(ctx, env)
@@ -85,7 +86,10 @@ func run(ctx context.Context, env scenario.Env) (stats, error) {
 	if err := r.setup(ctx); err != nil {
 		return stats{}, err
 	}
-	r.drive(ctx)
+	// The measured window is the engine's throughput denominator: it
+	// leaves out the setup above and the verification below.
+	ended := r.drive(ctx)
+	env.Result.Started, env.Result.Ended = r.measureFrom, ended
 	st := r.stats()
 	fmt.Fprintf(env.Log, "controller status: owned Pods: %d writes, %d conflicts; shared Pods: %d writes, %d conflicts\n",
 		st.ownedWrites, st.ownedConflicts, st.sharedWrites, st.sharedConflicts)
@@ -264,8 +268,9 @@ func newPod(name string) *corev1.Pod {
 	}
 }
 
-// drive runs every controller's workers until the run ends.
-func (r *runner) drive(ctx context.Context) {
+// drive runs every controller's workers until the run ends, and returns
+// when the last one stopped.
+func (r *runner) drive(ctx context.Context) time.Time {
 	s := r.env.Spec
 	t0 := time.Now()
 	r.measureFrom = t0.Add(s.Warmup.Duration)
@@ -300,6 +305,7 @@ func (r *runner) drive(ctx context.Context) {
 		}
 	}
 	wg.Wait()
+	return time.Now()
 }
 
 func (r *runner) end() { r.stopOnce.Do(func() { close(r.stop) }) }

@@ -167,6 +167,11 @@ func TestRunLocal(t *testing.T) {
 				t.Fatalf("Run: %v\n%s", err, log.String())
 			}
 			snap := env.Recorder.Snapshot(time.Now())
+			// The window excludes setup and verification; it covers the
+			// duration, give or take the last reconciles finishing.
+			if w := env.Result.Ended.Sub(env.Result.Started); w < tt.spec.Duration.Duration || w > tt.spec.Duration.Duration+time.Second {
+				t.Errorf("measured window %s, want about the %s duration", w, tt.spec.Duration)
+			}
 			t.Logf("%s: %d ops in %s (%.0f/s); owned: %d writes, %d conflicts; shared: %d writes, %d conflicts",
 				tt.name, snap.Ops, tt.spec.Duration, float64(snap.Ops)/tt.spec.Duration.Seconds(),
 				st.ownedWrites, st.ownedConflicts, st.sharedWrites, st.sharedConflicts)
@@ -224,6 +229,7 @@ func TestRunLocalOperations(t *testing.T) {
 	// test's own deadline guards against a run that never ends.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
+	start := time.Now()
 	if _, err := run(ctx, env); err != nil {
 		t.Fatal(err)
 	}
@@ -231,6 +237,9 @@ func TestRunLocalOperations(t *testing.T) {
 		t.Fatal("the run did not stop at its operations bound")
 	}
 	snap := env.Recorder.Snapshot(time.Now())
+	if w := env.Result.Ended.Sub(env.Result.Started); w <= 0 || env.Result.Started.Sub(start) < 200*time.Millisecond {
+		t.Errorf("measured window %s from %s after Run began: want it to start after the 200ms warm-up", w, env.Result.Started.Sub(start))
+	}
 	if snap.Ops != 57 {
 		t.Errorf("measured %d operations, want exactly 57", snap.Ops)
 	}
