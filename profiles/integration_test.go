@@ -79,9 +79,6 @@ func TestShippedRunLocal(t *testing.T) {
 				RunID:  "profile-" + name,
 				Log:    testLog{t},
 			})
-			if err != nil && strings.Contains(err.Error(), "is not available in this build") {
-				t.Skipf("the engine does not run this scenario yet: %v", err)
-			}
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}
