@@ -56,7 +56,7 @@ func TestLoadInvalid(t *testing.T) {
 			`testdata/invalid-strategy.yaml:5: force applies only to strategy ssa: drop --force`,
 		}, "\n")},
 		{"invalid-rate-nan.yaml", `testdata/invalid-rate-nan.yaml:4: rate is NaN (--rate): it must be a finite number`},
-		{"invalid-leader-election.yaml", `testdata/invalid-leader-election.yaml:5: leaderElection needs leaseDuration > renewDeadline > retryPeriod > 0 (client-go's rule), got 2s, 3s, 500ms`},
+		{"invalid-leader-election.yaml", `testdata/invalid-leader-election.yaml:6: leaderElection.leaseDuration 2s is recorded as 2s in the Lease, which is not longer than renewDeadline 3s: raise --lease-duration or lower --renew-deadline`},
 	}
 
 	covered := map[string]bool{}
