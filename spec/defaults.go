@@ -184,7 +184,7 @@ func (s *Spec) Validate() error {
 		bad("writersPerObject pins writers to objects, so distribution %q cannot apply: set one or the other", s.Distribution.Kind)
 	}
 	oneOf("fields", "fields", s.Fields, FieldsShared, FieldsDisjoint)
-	if s.Clients < 1 || s.Clients > s.Writers {
+	if s.Writers >= 1 && (s.Clients < 1 || s.Clients > s.Writers) {
 		bad("clients is %d (--clients): use 1 to the number of writers (%d)", s.Clients, s.Writers)
 	}
 
