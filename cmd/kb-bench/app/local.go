@@ -67,7 +67,7 @@ use it instead of starting their own. 'local down' stops it.`,
 			}
 			health := "healthy"
 			if !st.Healthy {
-				health = "NOT healthy: " + st.Problem
+				health = "NOT healthy: " + st.Detail
 			}
 			fmt.Fprintf(s.Out, "server:     %s (%s)\nstorage:    etcd on %s\nkubeconfig: %s\nstarted:    %s\n",
 				st.Server, health, st.Storage, st.Kubeconfig, st.Started.Format("2006-01-02 15:04:05"))
