@@ -1,38 +1,29 @@
 package profiles
 
 import (
-	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/cluster/clustertest"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
 )
 
+// local is the real kube-apiserver and etcd the package's integration tests
+// share.
+var local clustertest.Shared
+
+func TestMain(m *testing.M) { os.Exit(local.Main(m)) }
+
 // TestShippedRunLocal runs every shipped profile, shortened, through the
 // engine against the real local control plane: each must run as shipped and
 // show what its name promises.
 func TestShippedRunLocal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: skipped with -short")
-	}
-	bins, err := cluster.FindBinaries("", os.Getenv)
-	if err != nil {
-		t.Skipf("no local control plane binaries (run `make control-plane`): %v", err)
-	}
-	cp, err := cluster.StartLocal(t.Context(), cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory})
-	if err != nil {
-		t.Fatalf("start the local control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cp.Stop(context.Background()); err != nil {
-			t.Errorf("stop the local control plane: %v", err)
-		}
-	})
+	cfg := local.Config(t)
 
 	// promise checks what a profile's name says, on its result.
 	promise := map[string]func(res *results.Result) string{
@@ -75,9 +66,11 @@ func TestShippedRunLocal(t *testing.T) {
 				t.Fatal(err)
 			}
 			res, err := workload.Run(t.Context(), s, workload.Options{
-				Config: cp.RESTConfig(),
-				RunID:  "profile-" + name,
-				Log:    testLog{t},
+				Config: cfg,
+				// A new namespace each run: the shared control plane has
+				// no namespace controller to finish deleting the last.
+				RunID: fmt.Sprintf("profile-%s-%d", name, time.Now().UnixNano()),
+				Log:   testLog{t},
 			})
 			if err != nil {
 				t.Fatalf("run: %v", err)

@@ -170,7 +170,7 @@ func TestThroughputVsBareClientGo(t *testing.T) {
 	if os.Getenv("KB_BENCH_SIDE_BY_SIDE") == "" {
 		t.Skip("side-by-side throughput comparison: set KB_BENCH_SIDE_BY_SIDE=1 to run it (about 30 s)")
 	}
-	cfg := controlPlane(t)
+	cfg := local.Config(t)
 	const writers, rounds = 8, 10
 	window := 1500 * time.Millisecond
 	var bare, engine float64

@@ -2,11 +2,9 @@ package workload
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,68 +14,21 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/cluster/clustertest"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
 // The integration tests run the engine against a real kube-apiserver and
-// etcd on loopback, one control plane for the whole package, started by the
-// first test that needs it and stopped by TestMain. They skip when the
-// binaries are not found (see cluster.FindBinaries).
+// etcd on loopback, one control plane for the whole package (see
+// clustertest.Shared).
 
-// local is the package's control plane, started lazily.
-type local struct {
-	once    sync.Once
-	cp      *cluster.ControlPlane
-	skip    string
-	err     error
-	started atomic.Bool
-}
+// local is the package's control plane, started by the first test that
+// needs it.
+var local clustertest.Shared
 
-var controlPlaneOnce = &local{}
-
-func TestMain(m *testing.M) {
-	flag.Parse()
-	code := m.Run()
-	if controlPlaneOnce.started.Load() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := controlPlaneOnce.cp.Stop(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping the local control plane: %v\n", err)
-		}
-		cancel()
-	}
-	os.Exit(code)
-}
-
-// controlPlane returns the admin config of the package's local control
-// plane, starting it on first use, or skips the test when the binaries are
-// missing or -short is set.
-func controlPlane(t testing.TB) *rest.Config {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: skipped with -short")
-	}
-	controlPlaneOnce.once.Do(func() {
-		bins, err := cluster.FindBinaries("", os.Getenv)
-		if err != nil {
-			controlPlaneOnce.skip = err.Error()
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		controlPlaneOnce.cp, controlPlaneOnce.err = cluster.StartLocal(ctx, cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory})
-		controlPlaneOnce.started.Store(controlPlaneOnce.err == nil)
-	})
-	if controlPlaneOnce.skip != "" {
-		t.Skipf("no control-plane binaries: %s", controlPlaneOnce.skip)
-	}
-	if controlPlaneOnce.err != nil {
-		t.Fatalf("starting the local control plane: %v", controlPlaneOnce.err)
-	}
-	return controlPlaneOnce.cp.RESTConfig()
-}
+func TestMain(m *testing.M) { os.Exit(local.Main(m)) }
 
 var runSeq atomic.Int64
 
@@ -151,7 +102,7 @@ const short = 2 * time.Second
 // The behaviour of each strategy under contention, as the Kubernetes
 // semantics say it must be.
 func TestStrategiesOnTheRealAPIServer(t *testing.T) {
-	cfg := controlPlane(t)
+	cfg := local.Config(t)
 	ctx := context.Background()
 	base := spec.Spec{Writers: 6, Objects: 1, Duration: spec.D(short)}
 
@@ -289,7 +240,7 @@ func TestStrategiesOnTheRealAPIServer(t *testing.T) {
 }
 
 func TestOpenLoopRateOnTheRealAPIServer(t *testing.T) {
-	cfg := controlPlane(t)
+	cfg := local.Config(t)
 	s := spec.Spec{Writers: 4, Objects: 2, Rate: 50, Duration: spec.D(short)}
 	res := runOn(context.Background(), t, cfg, s)
 	want := s.Rate * short.Seconds()
@@ -306,7 +257,7 @@ func TestOpenLoopRateOnTheRealAPIServer(t *testing.T) {
 }
 
 func TestBoundsOnTheRealAPIServer(t *testing.T) {
-	cfg := controlPlane(t)
+	cfg := local.Config(t)
 	ctx := context.Background()
 
 	t.Run("operations", func(t *testing.T) {
@@ -332,7 +283,7 @@ func TestBoundsOnTheRealAPIServer(t *testing.T) {
 
 // Ctrl-C: the run stops early, keeps its figures, still checks and cleans up.
 func TestInterruptedRunKeepsFiguresAndCleansUp(t *testing.T) {
-	cfg := controlPlane(t)
+	cfg := local.Config(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(1500*time.Millisecond, cancel)
 	start := time.Now()
@@ -348,7 +299,7 @@ func TestInterruptedRunKeepsFiguresAndCleansUp(t *testing.T) {
 }
 
 func TestKeepLeavesTheNamespace(t *testing.T) {
-	cfg := controlPlane(t)
+	cfg := local.Config(t)
 	res := runOn(context.Background(), t, cfg, spec.Spec{Writers: 2, Operations: 10, Keep: true})
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	cms, err := kube.CoreV1().ConfigMaps(res.Namespace).List(context.Background(), metav1.ListOptions{})
@@ -393,7 +344,7 @@ func assertNamespaceGone(t *testing.T, cfg *rest.Config, name string) {
 // The engine hands other scenarios the shared frame: namespace, clients,
 // recorder, measurements, clean-up.
 func TestScenarioDispatchOnTheRealAPIServer(t *testing.T) {
-	cfg := controlPlane(t)
+	cfg := local.Config(t)
 	for _, name := range []string{spec.ScenarioControllerStatus, spec.ScenarioLeaderElection, spec.ScenarioQuota} {
 		t.Run(name, func(t *testing.T) {
 			s := spec.Spec{Scenario: name, Writers: 2, Duration: spec.D(short)}

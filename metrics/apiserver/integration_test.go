@@ -15,44 +15,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/cluster/clustertest"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/metrics/apiserver"
 	"github.com/kb-bench/kb-bench/results"
-	"github.com/kb-bench/kb-bench/spec"
 )
 
-// startLocal starts the real local control plane, or skips when its
-// binaries are not built (fails instead under KB_BENCH_REQUIRE_CONTROL_PLANE).
-func startLocal(t *testing.T) *rest.Config {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a kube-apiserver; skipped with -short")
-	}
-	bins, err := cluster.FindBinaries("", os.Getenv)
-	if err != nil {
-		if os.Getenv("KB_BENCH_REQUIRE_CONTROL_PLANE") != "" {
-			t.Fatal(err)
-		}
-		t.Skipf("no local control plane: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cp, err := cluster.StartLocal(ctx, cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := cp.Stop(ctx); err != nil {
-			t.Errorf("stopping the control plane: %v", err)
-		}
-	})
-	cfg := cp.RESTConfig()
-	cfg.QPS = -1
-	return cfg
-}
+// local is the real kube-apiserver and etcd the package's integration tests
+// share.
+var local clustertest.Shared
+
+func TestMain(m *testing.M) { os.Exit(local.Main(m)) }
 
 // quietScrape scrapes until the apiserver's own start-up writes to
 // configmaps have settled, so the window measures only this test's writes.
@@ -88,7 +61,7 @@ func quietScrape(ctx context.Context, t *testing.T, c rest.Interface) metrics.Se
 
 // The scraper against one real local kube-apiserver.
 func TestRealAPIServer(t *testing.T) {
-	cfg := startLocal(t)
+	cfg := local.Config(t)
 	t.Run("server check matches exactly", func(t *testing.T) { testServerCheckMatches(t, cfg) })
 	t.Run("forbidden is unavailable", func(t *testing.T) { testScrapeForbidden(t, cfg) })
 }
@@ -103,7 +76,9 @@ func testServerCheckMatches(t *testing.T, cfg *rest.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := "kb-bench-scrape"
+	// A new namespace each run: with -count the shared control plane still
+	// holds the last one.
+	ns := fmt.Sprintf("kb-bench-scrape-%d", time.Now().UnixNano())
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

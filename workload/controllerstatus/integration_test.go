@@ -2,114 +2,24 @@ package controllerstatus
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-
-	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/cluster/clustertest"
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
-// The integration tests share one real local control plane, started by the
-// first test that needs it and stopped by TestMain.
-type local struct {
-	once sync.Once
-	cp   *cluster.ControlPlane
-	skip string
-	err  error
-}
+// local is the real kube-apiserver and etcd the package's integration tests
+// share.
+var local clustertest.Shared
 
-func TestMain(m *testing.M) {
-	shared := &local{}
-	controlPlane = shared
-	code := m.Run()
-	if shared.cp != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := shared.cp.Stop(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping the local control plane: %v\n", err)
-			code = 1
-		}
-		cancel()
-	}
-	os.Exit(code)
-}
-
-// controlPlane is set by TestMain.
-var controlPlane *local
-
-// startLocal returns an admin config for the shared local control plane,
-// starting it on first use, or skips the test when its binaries are not
-// installed.
-func startLocal(t *testing.T) *rest.Config {
-	t.Helper()
-	controlPlane.once.Do(func() {
-		bins, err := cluster.FindBinaries("", os.Getenv)
-		if err != nil {
-			controlPlane.skip = err.Error()
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		controlPlane.cp, controlPlane.err = cluster.StartLocal(ctx, cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory})
-	})
-	if controlPlane.skip != "" {
-		t.Skipf("no local control plane binaries (run `make control-plane`): %s", controlPlane.skip)
-	}
-	if controlPlane.err != nil {
-		t.Fatalf("start the local control plane: %v", controlPlane.err)
-	}
-	cfg := controlPlane.cp.RESTConfig()
-	cfg.QPS, cfg.Burst = -1, 0 // no client-side limit
-	return cfg
-}
-
-// newEnv makes a fresh namespace and everything Run needs for s.
-func newEnv(t *testing.T, cfg *rest.Config, s spec.Spec, name string, log io.Writer) scenario.Env {
-	t.Helper()
-	s.Defaults()
-	if err := s.Validate(); err != nil {
-		t.Fatalf("spec: %v", err)
-	}
-	var clients []kubernetes.Interface
-	for range s.Clients {
-		c, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
-		if err != nil {
-			t.Fatal(err)
-		}
-		clients = append(clients, c)
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kb-bench-" + name}}
-	if _, err := clients[0].CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	return scenario.Env{
-		Config:    cfg,
-		Clients:   clients,
-		Namespace: ns.Name,
-		Spec:      s,
-		Recorder:  metrics.NewRecorder(time.Now(), metrics.DefaultShards(s.Writers), s.Rate > 0),
-		Result:    &results.Result{},
-		Log:       log,
-	}
-}
+func TestMain(m *testing.M) { os.Exit(local.Main(m)) }
 
 func TestRunLocal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
-	cfg := startLocal(t)
+	cfg := local.Config(t)
 
 	base := spec.Spec{
 		Scenario:   spec.ScenarioControllerStatus,
@@ -161,7 +71,7 @@ func TestRunLocal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var log strings.Builder
-			env := newEnv(t, cfg, tt.spec, tt.name, &log)
+			env := clustertest.NewEnv(t, cfg, tt.spec, &log)
 			st, err := run(t.Context(), env)
 			if err != nil {
 				t.Fatalf("Run: %v\n%s", err, log.String())
@@ -213,10 +123,7 @@ func TestRunLocal(t *testing.T) {
 }
 
 func TestRunLocalOperations(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
-	cfg := startLocal(t)
+	cfg := local.Config(t)
 	s := spec.Spec{
 		Scenario:   spec.ScenarioControllerStatus,
 		Writers:    2,
@@ -224,7 +131,7 @@ func TestRunLocalOperations(t *testing.T) {
 		Warmup:     spec.D(200 * time.Millisecond),
 		Controller: &spec.Controller{Controllers: 2, ObjectsPerController: 3, SharedObjects: 1},
 	}
-	env := newEnv(t, cfg, s, "operations", io.Discard)
+	env := clustertest.NewEnv(t, cfg, s, nil)
 	// Operations is the only bound here (Defaults sets no duration); the
 	// test's own deadline guards against a run that never ends.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -257,17 +164,14 @@ func TestRunLocalOperations(t *testing.T) {
 // ends promptly, reconciles in flight finish rather than fail, and the Pods
 // are still verified.
 func TestRunLocalInterrupted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
-	cfg := startLocal(t)
+	cfg := local.Config(t)
 	s := spec.Spec{
 		Scenario:   spec.ScenarioControllerStatus,
 		Writers:    2,
 		Duration:   spec.D(time.Minute),
 		Controller: &spec.Controller{Controllers: 3, ObjectsPerController: 3, SharedObjects: 1},
 	}
-	env := newEnv(t, cfg, s, "interrupted", io.Discard)
+	env := clustertest.NewEnv(t, cfg, s, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 800*time.Millisecond)
 	defer cancel()
 	start := time.Now()

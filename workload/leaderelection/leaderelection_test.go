@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kb-bench/kb-bench/cluster/clustertest"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -39,7 +40,7 @@ func TestLeaseSecondsOf(t *testing.T) {
 }
 
 func TestLeaderElectionOnLocalControlPlane(t *testing.T) {
-	cfg := localControlPlane(t)
+	cfg := local.Config(t)
 	// A 2s lease keeps the two cases apart: client-go compares Lease records
 	// with their times cut to the second, so a standby's last sight of a
 	// change may be up to about a second old, and failover without release
@@ -54,7 +55,7 @@ func TestLeaderElectionOnLocalControlPlane(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := newEnv(t, cfg, spec.Spec{
+			env := clustertest.NewEnv(t, cfg, spec.Spec{
 				Scenario: spec.ScenarioLeaderElection,
 				Writers:  3,
 				Duration: spec.D(5 * time.Second),
@@ -62,7 +63,7 @@ func TestLeaderElectionOnLocalControlPlane(t *testing.T) {
 					LeaseDuration: spec.D(lease), RenewDeadline: spec.D(time.Second), RetryPeriod: spec.D(200 * time.Millisecond),
 					FailoverEvery: spec.D(time.Second), ReleaseOnCancel: tt.release,
 				},
-			})
+			}, nil)
 			if err := Run(context.Background(), env); err != nil {
 				t.Fatal(err)
 			}
@@ -127,8 +128,8 @@ func TestLeaderElectionOnLocalControlPlane(t *testing.T) {
 // the run promptly with its figures, and that a releasing leader gives the
 // Lease up on the way out.
 func TestLeaderElectionInterruptedOnLocalControlPlane(t *testing.T) {
-	cfg := localControlPlane(t)
-	env := newEnv(t, cfg, spec.Spec{
+	cfg := local.Config(t)
+	env := clustertest.NewEnv(t, cfg, spec.Spec{
 		Scenario: spec.ScenarioLeaderElection,
 		Writers:  2,
 		Duration: spec.D(time.Minute),
@@ -136,7 +137,7 @@ func TestLeaderElectionInterruptedOnLocalControlPlane(t *testing.T) {
 			LeaseDuration: spec.D(2 * time.Second), RenewDeadline: spec.D(time.Second), RetryPeriod: spec.D(200 * time.Millisecond),
 			ReleaseOnCancel: true,
 		},
-	})
+	}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	time.AfterFunc(time.Second, cancel)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kb-bench/kb-bench/cluster/clustertest"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
@@ -50,16 +51,16 @@ func TestKindFor(t *testing.T) {
 }
 
 func TestQuotaOnLocalControlPlane(t *testing.T) {
-	cfg := localControlPlane(t)
+	cfg := local.Config(t)
 	const hard = 25
 	for _, res := range []string{ResourceConfigMaps, ResourceGPU} {
 		t.Run(res, func(t *testing.T) {
-			env := newEnv(t, cfg, spec.Spec{
+			env := clustertest.NewEnv(t, cfg, spec.Spec{
 				Scenario: spec.ScenarioQuota,
 				Writers:  8,
 				Duration: spec.D(2 * time.Second),
 				Quota:    &spec.Quota{Resource: res, Hard: hard},
-			})
+			}, nil)
 			if err := Run(context.Background(), env); err != nil {
 				t.Fatal(err)
 			}
@@ -105,7 +106,7 @@ func TestQuotaOnLocalControlPlane(t *testing.T) {
 // TestQuotaBoundsOnLocalControlPlane checks that an operations bound and
 // Ctrl-C both end the run with its figures and checks.
 func TestQuotaBoundsOnLocalControlPlane(t *testing.T) {
-	cfg := localControlPlane(t)
+	cfg := local.Config(t)
 	tests := []struct {
 		name        string
 		operations  int64
@@ -120,7 +121,7 @@ func TestQuotaBoundsOnLocalControlPlane(t *testing.T) {
 			if tt.cancelAfter > 0 {
 				s.Duration = spec.D(time.Minute)
 			}
-			env := newEnv(t, cfg, s)
+			env := clustertest.NewEnv(t, cfg, s, nil)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if tt.cancelAfter > 0 {

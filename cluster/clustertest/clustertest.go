@@ -1,0 +1,148 @@
+// Package clustertest gives integration tests a real local control plane
+// (upstream kube-apiserver and etcd on loopback), one per test binary,
+// started by the first test that asks and stopped when the tests end.
+//
+// A test package declares one Shared value and a TestMain:
+//
+//	var local clustertest.Shared
+//
+//	func TestMain(m *testing.M) { os.Exit(local.Main(m)) }
+//
+// and each integration test calls local.Config(t). Tests skip with -short,
+// and when the binaries are missing, unless KB_BENCH_REQUIRE_CONTROL_PLANE is
+// set (make test sets it), in which case they fail: CI must not pass by
+// skipping everything that needs a cluster.
+//
+// Tests of a scenario package call NewEnv to get the scenario.Env the engine
+// would hand the scenario, in a namespace of its own.
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/scenario"
+)
+
+// RequireEnv names the variable that turns a missing control plane from a
+// skip into a failure.
+const RequireEnv = "KB_BENCH_REQUIRE_CONTROL_PLANE"
+
+// Shared is one lazily started local control plane for a test binary.
+type Shared struct {
+	once sync.Once
+	mu   sync.Mutex
+	cp   *cluster.ControlPlane
+	skip string
+	err  error
+}
+
+// Main runs the tests and then stops the control plane if one was started.
+func (s *Shared) Main(m *testing.M) int {
+	code := m.Run()
+	s.mu.Lock()
+	cp := s.cp
+	s.mu.Unlock()
+	if cp != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := cp.Stop(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the local control plane: %v\n", err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// ControlPlane returns the shared control plane, starting it on first use,
+// or skips (fails under RequireEnv) when it cannot be had.
+func (s *Shared) ControlPlane(t testing.TB) *cluster.ControlPlane {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: skipped with -short")
+	}
+	s.once.Do(func() {
+		bins, err := cluster.FindBinaries("", os.Getenv)
+		if err != nil {
+			s.skip = err.Error()
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cp, err := cluster.StartLocal(ctx, cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory})
+		s.mu.Lock()
+		s.cp, s.err = cp, err
+		s.mu.Unlock()
+	})
+	if s.skip != "" {
+		if os.Getenv(RequireEnv) != "" {
+			t.Fatalf("%s is set but the control plane is missing: %s", RequireEnv, s.skip)
+		}
+		t.Skipf("no local control plane binaries (run `make control-plane`): %s", s.skip)
+	}
+	if s.err != nil {
+		t.Fatalf("starting the local control plane: %v", s.err)
+	}
+	return s.cp
+}
+
+// Config returns an admin rest.Config for the shared control plane with no
+// client-side rate limit.
+func (s *Shared) Config(t testing.TB) *rest.Config {
+	t.Helper()
+	cfg := s.ControlPlane(t).RESTConfig()
+	cfg.QPS, cfg.Burst = -1, 0
+	return cfg
+}
+
+// NewEnv defaults and validates s, creates a namespace of its own on cfg's
+// cluster, and returns the scenario.Env the engine would hand a scenario
+// running s there: s.Clients clients, a recorder whose warm-up ends s.Warmup
+// from now, an empty Result, and log (io.Discard when nil). The namespace is
+// not deleted: it goes with the test's control plane.
+func NewEnv(t testing.TB, cfg *rest.Config, s spec.Spec, log io.Writer) scenario.Env {
+	t.Helper()
+	s.Defaults()
+	if err := s.Validate(); err != nil {
+		t.Fatalf("spec: %v", err)
+	}
+	if log == nil {
+		log = io.Discard
+	}
+	clients := make([]kubernetes.Interface, s.Clients)
+	for i := range clients {
+		c, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+		if err != nil {
+			t.Fatalf("client: %v", err)
+		}
+		clients[i] = c
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("kb-bench-test-%d", time.Now().UnixNano())}}
+	if _, err := clients[0].CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", ns.Name, err)
+	}
+	start := time.Now().Add(s.Warmup.Duration)
+	return scenario.Env{
+		Config:    cfg,
+		Clients:   clients,
+		Namespace: ns.Name,
+		Spec:      s,
+		Recorder:  metrics.NewRecorder(start, metrics.DefaultShards(s.Writers), s.Rate > 0),
+		Result:    &results.Result{},
+		Log:       log,
+	}
+}
