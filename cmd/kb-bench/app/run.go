@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -93,6 +94,13 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) (spec.Spec, error) {
 	if t := base.Target; t.Kubeconfig != "" || t.Context != "" || (t.Kind != "" && t.Kind != spec.TargetLocal) {
 		if !fs.Changed("kubeconfig") && !fs.Changed("context") && !fs.Changed("target") {
 			return base, spec.Input(fmt.Errorf("%s names an existing cluster (target %q): kb-bench sends load only to a cluster named on the command line; pass --kubeconfig PATH (and --context NAME) or --target", source, t.Kind))
+		}
+	}
+	// Zero means "default" in a Spec, so an explicit zero count would
+	// silently become the default: refuse it here.
+	for _, name := range []string{"writers", "objects", "clients"} {
+		if fl := fs.Lookup(name); fl != nil && fl.Changed && (fl.Value.String() == "0" || strings.HasPrefix(fl.Value.String(), "-")) {
+			return base, spec.Input(fmt.Errorf("--%s %s: use at least 1", name, fl.Value))
 		}
 	}
 	f.spec.apply(fs, &base)

@@ -1,0 +1,170 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// run executes kb-bench in-process and returns its exit status and output.
+func run(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	getenv := func(k string) string { return env[k] }
+	code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, Err: &errOut}, args, "test", getenv)
+	return code, out.String(), errOut.String()
+}
+
+// deadServer returns the URL of a loopback port nothing listens on.
+func deadServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "https://" + addr
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestBadInputExitsTwo(t *testing.T) {
+	kubeconfig := writeFile(t, "kubeconfig", `apiVersion: v1
+kind: Config
+clusters: [{name: dead, cluster: {server: "`+deadServer(t)+`", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: secret-token}}]
+contexts: [{name: dead, context: {cluster: dead, user: u}}]
+current-context: dead
+`)
+	remoteProfile := writeFile(t, "remote.yaml", `apiVersion: kb-bench.io/v1alpha1
+kind: Profile
+name: remote
+description: names a cluster
+spec:
+  target:
+    kind: kubeconfig
+    kubeconfig: /somewhere/kubeconfig
+`)
+	badProfile := writeFile(t, "bad.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Profile\nspec:\n  writerz: 3\n")
+	cases := []struct {
+		name string
+		args []string
+		want string // substring of stderr
+	}{
+		{"unknown flag", []string{"run", "--writerz", "3"}, "unknown flag: --writerz"},
+		{"stray argument", []string{"run", "now"}, "takes no arguments"},
+		{"unknown strategy", []string{"run", "--strategy", "put"}, `strategy "put" is not known`},
+		{"zero writers", []string{"run", "--writers", "0"}, "--writers 0: use at least 1"},
+		{"negative objects", []string{"run", "--objects", "-1"}, "--objects -1: use at least 1"},
+		{"bad duration", []string{"run", "--duration", "soon"}, `"soon" is not a duration`},
+		{"rate with think time", []string{"run", "--rate", "10", "--think-time", "1ms"}, "rate and thinkTime both set"},
+		{"unknown profile", []string{"run", "--profile", "nope"}, "nope"},
+		{"bad profile file", []string{"run", "-f", badProfile}, `unknown field "writerz"`},
+		{"profile and file", []string{"run", "-f", badProfile, "--profile", "counter"}, "choose one profile"},
+		{"profile names a cluster", []string{"run", "-f", remoteProfile}, "sends load only to a cluster named on the command line"},
+		{"bad output", []string{"run", "--output", "yaml"}, `--output "yaml" is not known`},
+		{"missing binaries", []string{"run", "--control-plane-bin", t.TempDir(), "--duration", "1s"}, "make control-plane"},
+		{"dead kubeconfig server", []string{"run", "--kubeconfig", kubeconfig, "--duration", "1s"}, "127.0.0.1"},
+		{"missing kubeconfig", []string{"run", "--kubeconfig", "/does/not/exist", "--duration", "1s"}, "/does/not/exist"},
+		{"profiles show unknown", []string{"profiles", "show", "nope"}, "nope"},
+		{"profiles show no name", []string{"profiles", "show"}, "takes one profile name"},
+		{"local up bad storage", []string{"local", "up", "--storage", "tape"}, `--storage "tape" is not known`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			code, _, stderr := run(t, map[string]string{"HOME": t.TempDir()}, c.args...)
+			if code != ExitInput {
+				t.Fatalf("exit status %d, want %d; stderr:\n%s", code, ExitInput, stderr)
+			}
+			if !strings.Contains(stderr, c.want) {
+				t.Fatalf("stderr does not say %q:\n%s", c.want, stderr)
+			}
+			if strings.Contains(stderr, "secret-token") {
+				t.Fatalf("stderr leaks the kubeconfig token:\n%s", stderr)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Fatalf("took %s to fail; bad input must fail within seconds", d)
+			}
+		})
+	}
+}
+
+func TestFlagsOverrideProfile(t *testing.T) {
+	f := &runFlags{}
+	cmd := &cobra.Command{}
+	f.spec.register(cmd.Flags())
+	cmd.Flags().StringVar(&f.profile, "profile", "", "")
+	if err := cmd.Flags().Parse([]string{"--profile", "hot-key", "--writers", "3", "--duration", "2s"}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.resolve(cmd.Flags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Writers != 3 || s.Duration.Duration != 2*time.Second {
+		t.Errorf("flags did not override the profile: writers %d, duration %s", s.Writers, s.Duration)
+	}
+	if s.Distribution.Kind != spec.DistZipf || s.Objects != 100 {
+		t.Errorf("the profile's own settings were lost: %+v, objects %d", s.Distribution, s.Objects)
+	}
+	if s.Target.Kind != spec.TargetLocal {
+		t.Errorf("target %q, want local", s.Target.Kind)
+	}
+}
+
+func TestContextAloneSelectsKubeconfigTarget(t *testing.T) {
+	f := &runFlags{}
+	cmd := &cobra.Command{}
+	f.spec.register(cmd.Flags())
+	if err := cmd.Flags().Parse([]string{"--context", "staging"}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.resolve(cmd.Flags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Target.Kind != spec.TargetKubeconfig || s.Target.Context != "staging" {
+		t.Fatalf("target %+v, want kubeconfig with context staging", s.Target)
+	}
+}
+
+func TestProfilesListAndShow(t *testing.T) {
+	code, out, stderr := run(t, nil, "profiles", "list")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, name := range []string{"counter", "hot-key", "ssa-disjoint", "ssa-shared", "leader-election", "quota", "controller-status"} {
+		if !strings.Contains(out, name) {
+			t.Errorf("profiles list does not show %s:\n%s", name, out)
+		}
+	}
+	code, out, _ = run(t, nil, "profiles", "show", "counter")
+	if code != 0 || !strings.Contains(out, "kind: Profile") {
+		t.Fatalf("profiles show counter: exit %d\n%s", code, out)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := run(t, nil, "version")
+	if code != 0 || strings.TrimSpace(out) != "kb-bench test" {
+		t.Fatalf("exit %d, output %q", code, out)
+	}
+}

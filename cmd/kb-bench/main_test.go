@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/cluster/clustertest"
+	"github.com/kb-bench/kb-bench/results"
+)
+
+// These tests run the real kb-bench binary against the real local control
+// plane it starts itself, the way a user does.
+
+// binary builds kb-bench into a temp dir and returns it with the directory
+// holding the control-plane binaries.
+func binary(t *testing.T) (bin, controlPlaneBin string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test: skipped with -short")
+	}
+	cp, err := cluster.FindBinaries("", os.Getenv)
+	if err != nil {
+		if os.Getenv(clustertest.RequireEnv) != "" {
+			t.Fatalf("%s is set but: %v", clustertest.RequireEnv, err)
+		}
+		t.Skipf("no control plane binaries: %v", err)
+	}
+	bin = filepath.Join(t.TempDir(), "kb-bench")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin, cp.Dir
+}
+
+// controlPlaneProcs lists the pids of live (not zombie) etcd and
+// kube-apiserver processes whose command line mentions dir.
+func controlPlaneProcs(t *testing.T, dir string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, []byte(dir)) {
+			continue
+		}
+		if !bytes.Contains(cmdline, []byte("etcd")) && !bytes.Contains(cmdline, []byte("kube-apiserver")) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err == nil {
+			if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 0 && f[0] == "Z" {
+				continue // exited, waiting to be reaped
+			}
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// leftovers returns the kb-bench temp dirs left in dir.
+func leftovers(t *testing.T, dir string) []string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dir, "kb-bench-*"))
+	return m
+}
+
+// waitClean waits up to 10s for no control-plane process and no temp dir.
+func waitClean(t *testing.T, tmp string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		procs, dirs := controlPlaneProcs(t, tmp), leftovers(t, tmp)
+		if len(procs) == 0 && len(dirs) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("left behind: processes %v, dirs %v", procs, dirs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// start runs kb-bench with TMPDIR (and HOME) set to a dir of its own and
+// waits until it prints the line that precedes the first write.
+func start(t *testing.T, bin, cpBin, tmp, out string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"run", "--control-plane-bin", cpBin, "--out", out}, args...)...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "HOME="+tmp, "XDG_STATE_HOME="+tmp)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	ready, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		sc := bufio.NewScanner(stderr)
+		closed := false
+		for sc.Scan() {
+			t.Log("kb-bench: " + sc.Text())
+			if !closed && strings.HasPrefix(sc.Text(), "run ") {
+				close(ready)
+				closed = true
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-ended:
+		t.Fatal("kb-bench ended before starting its run")
+	case <-time.After(90 * time.Second):
+		t.Fatal("kb-bench did not start its run within 90s")
+	}
+	return cmd, &stdout
+}
+
+func TestRunEndToEnd(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
+	cmd, stdout := start(t, bin, cpBin, tmp, out, "--writers", "8", "--strategy", "update", "--duration", "3s")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kb-bench run: %v\n%s", err, stdout)
+	}
+	for _, want := range []string{"throughput", "conflicts", "latency", "lost updates  none", "same as kb-bench"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	r, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Summary.Outcomes["conflict"] == 0 || r.Summary.Successes == 0 {
+		t.Errorf("8 writers on one object: want successes and conflicts, got %v", r.Summary.Outcomes)
+	}
+	if r.Target.Kind != "local" || r.Target.ServerVersion != cluster.KubeVersion {
+		t.Errorf("target not recorded: %+v", r.Target)
+	}
+	for _, f := range []string{results.HlogFile, results.SeriesFile} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("missing %s: %v", f, err)
+		}
+	}
+	waitClean(t, tmp)
+}
+
+func TestInterruptKeepsFiguresAndLeavesNothing(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
+	cmd, stdout := start(t, bin, cpBin, tmp, out, "--writers", "4", "--duration", "5m")
+	time.Sleep(2 * time.Second)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("kb-bench after SIGINT: %v\n%s", err, stdout)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("kb-bench did not stop within 60s of SIGINT")
+	}
+	b, err := os.ReadFile(filepath.Join(out, results.ResultFile))
+	if err != nil {
+		t.Fatalf("no result after SIGINT: %v", err)
+	}
+	var r results.Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Interrupted || r.Summary.Ops == 0 {
+		t.Errorf("want an interrupted result with the figures so far, got interrupted=%v ops=%d", r.Interrupted, r.Summary.Ops)
+	}
+	waitClean(t, tmp)
+}
+
+func TestKillLeavesNothing(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp := t.TempDir()
+	cmd, _ := start(t, bin, cpBin, tmp, filepath.Join(t.TempDir(), "result"), "--writers", "4", "--duration", "5m")
+	if procs := controlPlaneProcs(t, tmp); len(procs) != 2 {
+		t.Fatalf("want etcd and kube-apiserver running, found %v", procs)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	waitClean(t, tmp)
+}
