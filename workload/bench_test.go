@@ -234,7 +234,7 @@ func bareLoop(t *testing.T, base *rest.Config, writers int, window time.Duration
 	if err := createNamespace(ctx, kube, ns, "bare"); err != nil {
 		t.Fatal(err)
 	}
-	defer deleteNamespace(ctx, kube, ns)
+	defer deleteNamespace(ctx, kube, ns, true)
 	cms := kube.CoreV1().ConfigMaps(ns)
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kb-bench-0", Labels: runLabels("bare")}, Data: map[string]string{"counter": "0"}}
 	if _, err := cms.Create(ctx, obj, metav1.CreateOptions{}); err != nil {

@@ -50,7 +50,7 @@ func runOn(ctx context.Context, t testing.TB, cfg *rest.Config, s spec.Spec) *re
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(ctx, s, Options{Config: cfg, RunID: runID(), Version: "test", Log: logWriter{t}})
+	res, err := Run(ctx, s, Options{Config: cfg, RunID: runID(), Version: "test", Log: logWriter{t}, FinalizeNamespace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,21 +310,21 @@ func TestKeepLeavesTheNamespace(t *testing.T) {
 	if ns.Labels[labelManagedBy] != "kb-bench" || ns.Labels[labelRunID] != res.RunID {
 		t.Errorf("namespace labels %v", ns.Labels)
 	}
-	if err := deleteNamespace(context.Background(), kube, res.Namespace); err != nil {
+	if err := deleteNamespace(context.Background(), kube, res.Namespace, true); err != nil {
 		t.Error(err)
 	}
 }
 
-// assertNamespaceGone checks the run cleaned up: the namespace is deleted
-// (or terminating: a bare control plane has no namespace controller to
-// finish the job) and the objects are gone.
+// assertNamespaceGone checks the run cleaned up: the namespace is gone
+// (finalized by kb-bench, as a bare control plane has no namespace
+// controller) and so are the objects.
 func assertNamespaceGone(t *testing.T, cfg *rest.Config, name string) {
 	t.Helper()
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	ns, err := kube.CoreV1().Namespaces().Get(context.Background(), name, metav1.GetOptions{})
-	if err == nil && ns.DeletionTimestamp == nil {
-		t.Errorf("namespace %s was not deleted", name)
-	} else if err != nil && !apierrors.IsNotFound(err) {
+	if err == nil {
+		t.Errorf("namespace %s is still there (deletion timestamp %v, finalizers %v)", name, ns.DeletionTimestamp, ns.Spec.Finalizers)
+	} else if !apierrors.IsNotFound(err) {
 		t.Error(err)
 	}
 	cms, err := kube.CoreV1().ConfigMaps(name).List(context.Background(), metav1.ListOptions{})

@@ -52,9 +52,11 @@ func createNamespace(ctx context.Context, kube kubernetes.Interface, name, runID
 // happens after Ctrl-C too. The kinds of object kb-bench's scenarios create
 // there are deleted first, one call each: a namespace's contents are removed
 // by the namespace controller, which a bare local control plane does not
-// run (its namespace then stays Terminating, empty). Everything in the
+// run. With finalize set (the target runs no namespace controller), the
+// namespace's finalizer is then removed as that controller would, so the
+// namespace is really gone instead of staying Terminating. Everything in the
 // namespace is the run's own.
-func deleteNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {
+func deleteNamespace(ctx context.Context, kube kubernetes.Interface, name string, finalize bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	all, opts := metav1.ListOptions{}, metav1.DeleteOptions{}
@@ -71,8 +73,28 @@ func deleteNamespace(ctx context.Context, kube kubernetes.Interface, name string
 			errs[i] = nil
 		}
 	}
+	if finalize && errors.Join(errs...) == nil {
+		errs = append(errs, finalizeNamespace(ctx, kube, name))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("deleting namespace %s: %w (delete it by hand: kubectl delete namespace %s)", name, err, name)
+	}
+	return nil
+}
+
+// finalizeNamespace clears a deleted namespace's finalizers, the namespace
+// controller's last step; the apiserver then removes the namespace.
+func finalizeNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {
+	ns, err := kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ns.Spec.Finalizers = nil
+	if _, err := kube.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("finalizing: %w", err)
 	}
 	return nil
 }

@@ -42,6 +42,11 @@ type Options struct {
 	Progress func(elapsed time.Duration, p metrics.SeriesPoint)
 	// Log receives warnings and notes (may be nil).
 	Log io.Writer
+	// FinalizeNamespace is for targets that run no namespace controller
+	// (kb-bench's local control plane): after deleting its contents, Run
+	// finalizes the namespace itself so it is really gone. Never set it for
+	// a real cluster, whose controller also removes what others added.
+	FinalizeNamespace bool
 }
 
 // scenarioFunc runs a scenario other than the counter.
@@ -134,7 +139,7 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*results.Result, error) {
 	runErr := body(ctx, r)
 	if s.Keep {
 		fmt.Fprintf(r.log, "note: keeping namespace %s (keep is set)\n", r.ns)
-	} else if err := deleteNamespace(ctx, r.admin, r.ns); err != nil {
+	} else if err := deleteNamespace(ctx, r.admin, r.ns, o.FinalizeNamespace); err != nil {
 		r.warn("%v", err)
 	}
 	if runErr != nil {

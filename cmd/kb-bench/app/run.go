@@ -154,6 +154,8 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 		Version:  version,
 		Progress: progress.update,
 		Log:      info,
+		// The local control plane runs no namespace controller.
+		FinalizeNamespace: conn.Target.Kind == spec.TargetLocal,
 	})
 	progress.done()
 	if err != nil {
@@ -184,7 +186,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 
 // describe is the one-line spec shown before the run starts.
 func describe(s spec.Spec) string {
-	d := fmt.Sprintf("scenario %s, %d writers, %d objects, strategy %s", s.Scenario, s.Writers, s.Objects, s.Strategy)
+	d := fmt.Sprintf("scenario %s, %s, %s, strategy %s", s.Scenario, plural(s.Writers, "writer"), plural(s.Objects, "object"), s.Strategy)
 	if s.Rate > 0 {
 		d += fmt.Sprintf(", open loop at %g ops/s", s.Rate)
 	}
@@ -195,6 +197,13 @@ func describe(s spec.Spec) string {
 		d += fmt.Sprintf(", %d operations", s.Operations)
 	}
 	return d
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // newRunID returns a sortable, unique, DNS-label-safe run id.
