@@ -124,8 +124,23 @@ func describeTarget(t Target) string {
 }
 
 func describeWorkload(s spec.Spec) string {
-	objects := plural(s.Objects, "object")
-	where := fmt.Sprintf("%s on %s", plural(s.Writers, "writer"), objects)
+	var parts []string
+	switch s.Scenario {
+	case spec.ScenarioLeaderElection:
+		return describeLeaderElection(s)
+	case spec.ScenarioQuota:
+		return describeQuota(s)
+	case spec.ScenarioControllerStatus:
+		parts = []string{s.Scenario + ": " + describeControllers(s)}
+	default:
+		parts = []string{s.Scenario + ": " + describeCounter(s)}
+	}
+	loop, length := describeLoad(s)
+	return strings.Join(append(parts, "strategy "+describeStrategy(s), loop, length), ", ")
+}
+
+func describeCounter(s spec.Spec) string {
+	where := fmt.Sprintf("%s on %s", plural(s.Writers, "writer"), plural(s.Objects, "object"))
 	switch {
 	case s.WritersPerObject > 0:
 		where += fmt.Sprintf(" (%d writers per object)", s.WritersPerObject)
@@ -142,31 +157,64 @@ func describeWorkload(s spec.Spec) string {
 	if s.ObjectSize > 0 {
 		where += fmt.Sprintf(", %d B filler", s.ObjectSize)
 	}
-	parts := []string{s.Scenario + ": " + where, "strategy " + describeStrategy(s)}
+	return where
+}
+
+func describeControllers(s spec.Spec) string {
+	c := s.Controller
+	if c == nil {
+		return plural(s.Writers, "worker")
+	}
+	return fmt.Sprintf("%s x %s, %s owned each + %d shared",
+		plural(c.Controllers, "controller"), plural(s.Writers, "worker"), plural(c.ObjectsPerController, "Pod"), c.SharedObjects)
+}
+
+func describeLeaderElection(s spec.Spec) string {
+	d := fmt.Sprintf("%s: %s on one Lease", s.Scenario, plural(s.Writers, "candidate"))
+	if le := s.LeaderElection; le != nil {
+		d += fmt.Sprintf(", lease %s, renew %s, retry %s", le.LeaseDuration, le.RenewDeadline, le.RetryPeriod)
+		if le.FailoverEvery.Duration > 0 {
+			d += ", leader stopped every " + le.FailoverEvery.String()
+			if le.ReleaseOnCancel {
+				d += " (releases on cancel)"
+			}
+		}
+	}
+	_, length := describeLoad(s)
+	return d + ", " + length
+}
+
+func describeQuota(s spec.Spec) string {
+	d := fmt.Sprintf("%s: %s creating objects", s.Scenario, plural(s.Writers, "writer"))
+	if q := s.Quota; q != nil {
+		d += fmt.Sprintf(" under a ResourceQuota of %s=%d", q.Resource, q.Hard)
+	}
+	loop, length := describeLoad(s)
+	return strings.Join([]string{d, loop, length}, ", ")
+}
+
+// describeLoad says how the load was driven (loop) and bounded (length).
+func describeLoad(s spec.Spec) (loop, length string) {
 	if s.Rate > 0 {
-		parts = append(parts, fmt.Sprintf("open loop %g ops/s (max %d in flight)", s.Rate, s.MaxInFlight))
+		loop = fmt.Sprintf("open loop %g ops/s (max %d in flight)", s.Rate, s.MaxInFlight)
 	} else {
-		loop := "closed loop"
+		loop = "closed loop"
 		if s.ThinkTime.Duration > 0 {
 			loop += ", think time " + s.ThinkTime.String()
 		}
-		parts = append(parts, loop)
 	}
-	var length []string
+	var bounds []string
 	if s.Duration.Duration > 0 {
-		length = append(length, s.Duration.String())
+		bounds = append(bounds, s.Duration.String())
 	}
 	if s.Operations > 0 {
-		length = append(length, fmt.Sprintf("%d ops", s.Operations))
+		bounds = append(bounds, fmt.Sprintf("%d ops", s.Operations))
 	}
-	l := strings.Join(length, " or ")
+	length = strings.Join(bounds, " or ")
 	if s.Warmup.Duration > 0 {
-		l += " after " + s.Warmup.String() + " warm-up"
+		length += " after " + s.Warmup.String() + " warm-up"
 	}
-	if l != "" {
-		parts = append(parts, l)
-	}
-	return strings.Join(parts, ", ")
+	return loop, length
 }
 
 func describeStrategy(s spec.Spec) string {

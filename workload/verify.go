@@ -110,7 +110,7 @@ func sharedChecks(names []string, objects map[string]map[string]string, key stri
 		case f.notCount:
 			c.Detail = fmt.Sprintf("%s's %q holds %q, which is not a number: another client wrote this object.", name, key, f.raw)
 		case j.lost > 0:
-			c.Detail = fmt.Sprintf("%d updates were lost: %d increments of %s succeeded but its counter reads %d; writes based on a stale read overwrote them.",
+			c.Detail = fmt.Sprintf("%d updates were lost: %d increments of %s succeeded but its counter reads %d; writes computed from a stale read overwrote or repeated them.",
 				j.lost, succ, name, f.value)
 			if unc > 0 {
 				c.Detail += fmt.Sprintf(" That is a lower bound: %d more writes timed out or failed in transit and may have landed.", unc)
