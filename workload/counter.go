@@ -42,6 +42,20 @@ type counterRun struct {
 	writers []*writer
 }
 
+// newCounterRun lays out the objects and fields n writers of s increment.
+func newCounterRun(s spec.Spec, n int) *counterRun {
+	c := &counterRun{names: objectNames(s.Objects)}
+	if s.Fields == spec.FieldsDisjoint {
+		for w := range n {
+			c.keys = append(c.keys, fieldKey(w))
+		}
+	} else {
+		c.keys = []string{counterKey}
+		c.shared = make([]sharedTally, s.Objects)
+	}
+	return c
+}
+
 // runCounter is the counter scenario: writers read-modify-write shared
 // ConfigMaps with the Spec's strategy, then every object is checked for lost
 // updates.
@@ -57,15 +71,7 @@ func runCounter(ctx context.Context, r *run) error {
 		}
 	}
 	seed := seedOf(r.opts.RunID)
-	c := &counterRun{names: objectNames(s.Objects)}
-	if s.Fields == spec.FieldsDisjoint {
-		for w := range n {
-			c.keys = append(c.keys, fieldKey(w))
-		}
-	} else {
-		c.keys = []string{counterKey}
-		c.shared = make([]sharedTally, s.Objects)
-	}
+	c := newCounterRun(s, n)
 	filler := makeFiller(s.ObjectSize, rand.New(rand.NewPCG(seed, 0)))
 	cms := r.admin.CoreV1().ConfigMaps(r.ns)
 	if err := createObjects(ctx, cms, c.names, runLabels(r.opts.RunID), initialData(s, c.keys, filler)); err != nil {

@@ -123,16 +123,8 @@ func fakeRun(t testing.TB, s spec.Spec, rt http.RoundTripper) (*counterRun, *run
 		t.Fatal(err)
 	}
 	r.clients = clients
-	c := &counterRun{names: objectNames(s.Objects)}
 	n := writerCount(s)
-	if s.Fields == spec.FieldsDisjoint {
-		for w := range n {
-			c.keys = append(c.keys, fieldKey(w))
-		}
-	} else {
-		c.keys = []string{counterKey}
-		c.shared = make([]sharedTally, s.Objects)
-	}
+	c := newCounterRun(s, n)
 	rec := metrics.NewRecorder(time.Now(), metrics.DefaultShards(n), s.Rate > 0)
 	c.writers = c.newWriters(context.Background(), r, n, rec, 1)
 	return c, r, rec
