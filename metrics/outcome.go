@@ -76,7 +76,7 @@ func Classify(err error) Outcome {
 		}
 		return VersionConflict
 	}
-	if apierrors.IsInvalid(err) {
+	if apierrors.IsInvalid(err) && !isValidationError(err) {
 		// A JSON patch whose test op fails answers 422 Invalid.
 		return FailedPrecondition
 	}
@@ -101,4 +101,17 @@ func isFieldManagerConflict(err error) bool {
 		}
 	}
 	return false
+}
+
+// isValidationError reports whether a 422 rejects the object itself (a
+// field failed validation: the apiserver names the kind and the fields),
+// as opposed to a patch that could not be applied, which names no kind. A
+// validation error is a fault in the request, never a compare-and-swap
+// that said no, so it stays "other" with its message kept.
+func isValidationError(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	return status.Status().Details.Kind != ""
 }
