@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -138,10 +139,23 @@ type timedLimiter struct {
 // minLimiterWait tells a request held back from the cost of taking a token.
 const minLimiterWait = time.Millisecond
 
+// errHeldBack marks a request that the client-side rate limiter held back
+// until its operation's deadline: it was never sent, so it cannot have
+// reached the apiserver.
+var errHeldBack = errors.New("the client-side rate limiter had no token for this request before the operation's deadline, so it was not sent (raise the client QPS and burst, or the operation timeout)")
+
+// Wait takes a token. When none comes before ctx's deadline (the token
+// bucket says at once that it would come too late, or the deadline passes
+// while waiting) the error wraps both errHeldBack and
+// context.DeadlineExceeded: the operation timed out, and it is certain that
+// the request never left the client.
 func (l *timedLimiter) Wait(ctx context.Context) error {
 	start := time.Now()
 	err := l.RateLimiter.Wait(ctx)
 	l.observe(time.Since(start))
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%w: %w", errHeldBack, context.DeadlineExceeded)
+	}
 	return err
 }
 

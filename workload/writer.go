@@ -156,7 +156,7 @@ func (w *writer) readModifyWrite(ctx context.Context, obj int, op *metrics.Op) e
 	// The read's end is taken as the write's start: building the write
 	// takes well under a microsecond, and the clock is read once less.
 	t1 := time.Now()
-	w.requests++
+	w.countRequest(err)
 	w.shard.RecordAttempt(op.Intended, metrics.Attempt{Kind: metrics.Read, Latency: t1.Sub(t0), Outcome: metrics.Classify(err)})
 	if err != nil {
 		return err
@@ -198,12 +198,21 @@ func (w *writer) readModifyWrite(ctx context.Context, obj int, op *metrics.Op) e
 		_, err = w.cms.Apply(ctx, w.apply, w.applyOpts)
 	}
 	lat := time.Since(t1)
-	w.requests++
+	w.countRequest(err)
 	outcome := metrics.Classify(err)
 	w.shard.RecordAttempt(op.Intended, metrics.Attempt{Kind: metrics.Write, Latency: lat, Outcome: outcome})
 	op.Attempts++
 	w.count(obj, outcome, err)
 	return err
+}
+
+// countRequest counts a request the writer made, unless the client-side
+// rate limiter held it back (it was never sent): clientStats takes requests
+// sent beyond these as client-go's own retries.
+func (w *writer) countRequest(err error) {
+	if err == nil || !errors.Is(err, errHeldBack) {
+		w.requests++
+	}
 }
 
 // count adds one write to the correctness tallies.
@@ -225,8 +234,12 @@ func (w *writer) count(obj int, outcome metrics.Outcome, err error) {
 // mayHaveLanded reports whether a failed write may still have been applied:
 // a timeout or a 5xx (the apiserver may have committed to etcd before
 // failing), or an error with no answer from the apiserver at all (a broken
-// connection). A 409, 422, 429 or any other answered rejection is certain.
+// connection). A 409, 422, 429 or any other answered rejection is certain,
+// and so is a write the client-side rate limiter never let out.
 func mayHaveLanded(outcome metrics.Outcome, err error) bool {
+	if errors.Is(err, errHeldBack) {
+		return false // the request was never sent
+	}
 	switch outcome {
 	case metrics.Timeout, metrics.ServerError:
 		return true

@@ -245,3 +245,33 @@ func TestCorruptCounterIsAnError(t *testing.T) {
 		t.Errorf("wrote over a corrupt counter")
 	}
 }
+
+// A write the client-side rate limiter holds back past the operation's
+// deadline never leaves the client: the operation timed out, but the write
+// is certain not to have landed, and it is no request sent.
+func TestWriteHeldBackByTheRateLimiter(t *testing.T) {
+	f := &fakeAPI{get: cannedConfigMap(t, "kb-bench-0", "100", map[string]string{"counter": "5"}), write: always(200, nil)}
+	// One token: the read takes it, and the next comes a second later,
+	// well after the operation's 100ms deadline.
+	s := spec.Spec{Writers: 1, OpTimeout: spec.D(100 * time.Millisecond), Client: spec.Client{QPS: 1, Burst: 1}}
+	c, r, rec := fakeRun(t, s, f)
+	trips0 := tripsNow(r.clients)
+	w := c.writers[0]
+	w.do(time.Now())
+	snap := rec.Snapshot(time.Now())
+	if len(f.writes()) != 0 {
+		t.Fatalf("the write was sent: the limiter did not hold it back")
+	}
+	if snap.Outcomes[metrics.Timeout] != 1 || snap.AttemptOutcomes[metrics.Write][metrics.Timeout] != 1 {
+		t.Errorf("outcomes %v, write attempts %v, want one timeout", snap.Outcomes, snap.AttemptOutcomes[metrics.Write])
+	}
+	if u := c.shared[0].uncertain.Load(); u != 0 {
+		t.Errorf("%d uncertain writes, want 0: a write that was never sent cannot have landed", u)
+	}
+	if w.requests != 1 {
+		t.Errorf("%d requests counted, want 1 (the read; the write was never sent)", w.requests)
+	}
+	if st := clientStats(r.clients, trips0, w.requests); st.Retries != 0 {
+		t.Errorf("%d hidden client-go retries, want 0", st.Retries)
+	}
+}
