@@ -230,8 +230,19 @@ func WriteHlog(w io.Writer, r *Result) error {
 			return lw.OutputComment(fmt.Sprintf("[kb-bench %s run %s: operation latency in microseconds; Interval_Max in seconds]", r.Version, r.RunID))
 		},
 		lw.OutputLogFormatVersion,
-		func() error { return lw.OutputStartTime(startMs) },
-		func() error { return lw.OutputBaseTime(startMs) },
+		// hdrhistogram-go writes these two with whole seconds, but
+		// interval timestamps count from the base time to the
+		// millisecond: a reader would place every interval up to a
+		// second early. They are written as the Java HdrHistogram does,
+		// to the millisecond.
+		func() error {
+			_, err := fmt.Fprintf(w, "#[StartTime: %.3f (seconds since epoch), %s]\n", float64(startMs)/1000, start.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+			return err
+		},
+		func() error {
+			_, err := fmt.Fprintf(w, "#[BaseTime: %.3f (seconds since epoch)]\n", float64(startMs)/1000)
+			return err
+		},
 		lw.OutputLegend,
 	}
 	for _, f := range header {

@@ -162,3 +162,41 @@ func TestWriteReplacesAtomically(t *testing.T) {
 		}
 	}
 }
+
+// A log reader places each interval at its own time, also when the run did
+// not start on a whole second.
+func TestHlogIntervalsKeepTheirTimes(t *testing.T) {
+	r := simResult(t, false, all, nil)
+	shift := 250 * time.Millisecond
+	r.Measurements.SeriesStart = r.Measurements.SeriesStart.Add(shift)
+	r.Started, r.Ended = r.Started.Add(shift), r.Ended.Add(shift)
+	var buf bytes.Buffer
+	if err := WriteHlog(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	lr := hdrhistogram.NewHistogramLogReader(&buf)
+	var points []time.Time
+	for _, p := range r.Series {
+		if p.Histogram != "" {
+			points = append(points, r.Measurements.SeriesStart.Add(p.At-p.Span))
+		}
+	}
+	for i := 0; ; i++ {
+		h, err := lr.NextIntervalHistogram()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h == nil {
+			if i != len(points) {
+				t.Errorf("%d intervals in the log, want %d", i, len(points))
+			}
+			break
+		}
+		if i >= len(points) {
+			t.Fatalf("more intervals in the log than series points")
+		}
+		if d := h.StartTimeMs() - points[i].UnixMilli(); d < -1 || d > 1 {
+			t.Errorf("interval %d read back as starting %dms off its series point", i, d)
+		}
+	}
+}
