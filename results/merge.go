@@ -97,7 +97,15 @@ func Merge(rs ...*Result) (*Result, error) {
 		return nil, err
 	}
 	out.Measurements = m
-	if out.Series, err = mergeSeries(series); err != nil {
+	// Each shard's series counts from its own start: move its points onto
+	// the merged series' clock (the earliest start) before adding them.
+	offsets := make([]time.Duration, len(rs))
+	for i, r := range rs {
+		if start := r.Measurements.SeriesStart; !start.IsZero() && !m.SeriesStart.IsZero() {
+			offsets[i] = start.Sub(m.SeriesStart)
+		}
+	}
+	if out.Series, err = mergeSeries(series, offsets); err != nil {
 		return nil, err
 	}
 	out.Warnings = dedupe(warnings)
@@ -179,18 +187,21 @@ func mergeInto(hists map[string]*hdrhistogram.Histogram, name string, h *hdrhist
 	return nil
 }
 
-// mergeSeries adds series points that fall in the same second. Each
-// result's own points are never combined with each other: a point takes the
-// nearest whole second of its At, or the second after its predecessor's.
-func mergeSeries(all [][]metrics.SeriesPoint) ([]metrics.SeriesPoint, error) {
+// mergeSeries adds series points that fall in the same second, after
+// moving each result's points later by its offset (its series' start minus
+// the merged series' start). Each result's own points are never combined
+// with each other: a point takes the nearest whole second of its At, or the
+// second after its predecessor's.
+func mergeSeries(all [][]metrics.SeriesPoint, offsets []time.Duration) ([]metrics.SeriesPoint, error) {
 	type acc struct {
 		p    metrics.SeriesPoint
 		hist *hdrhistogram.Histogram
 	}
 	bySecond := map[int64]*acc{}
-	for _, points := range all {
+	for i, points := range all {
 		prev := int64(math.MinInt64)
 		for _, p := range points {
+			p.At += offsets[i]
 			key := max(int64(math.Round(p.At.Seconds())), prev+1)
 			prev = key
 			a, ok := bySecond[key]

@@ -93,3 +93,47 @@ func TestMergeRefusesAndWarns(t *testing.T) {
 		}
 	}
 }
+
+// Shards started at different times (processes on several machines) keep
+// their points at their own time in the merged series: a shard that began
+// 3s later fills the merged series' seconds 3s later.
+func TestMergeAlignsShardsThatStartedApart(t *testing.T) {
+	even := func(op simOp) bool { return op.writer%2 == 0 }
+	odd := func(op simOp) bool { return op.writer%2 == 1 }
+	a := simResult(t, false, even, nil)
+	b := simResult(t, false, odd, nil)
+	const later = 3 * time.Second
+	b.Measurements.SeriesStart = b.Measurements.SeriesStart.Add(later)
+	b.Started, b.Ended = b.Started.Add(later), b.Ended.Add(later)
+	got, err := Merge(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, bLast := got.Series[len(got.Series)-1], b.Series[len(b.Series)-1]
+	if last.At != bLast.At+later {
+		t.Errorf("merged series ends at %v, want the later shard's end, %v", last.At, bLast.At+later)
+	}
+	// b's last whole second (5s on its clock) is the merged series' 8s,
+	// after a's last point: only b's operations are there.
+	var bAt5, at8 int64 = -1, -1
+	for _, p := range b.Series {
+		if p.At == 5*time.Second {
+			bAt5 = p.Ops
+		}
+	}
+	for _, p := range got.Series {
+		if p.At == 8*time.Second {
+			at8 = p.Ops
+		}
+	}
+	if bAt5 <= 0 || at8 != bAt5 {
+		t.Errorf("merged point at 8s holds %d ops, want the later shard's %d from its 5s", at8, bAt5)
+	}
+	var total int64
+	for _, p := range got.Series {
+		total += p.Ops
+	}
+	if total != got.Measurements.Ops {
+		t.Errorf("merged series holds %d ops, the measurements %d", total, got.Measurements.Ops)
+	}
+}
