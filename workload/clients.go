@@ -79,6 +79,20 @@ func newClients(cfg *rest.Config, n int) (clients []*client, note string, err er
 	return clients, note, nil
 }
 
+// warmupKey marks the context of a warm-up request (see withWarmup).
+type warmupKey struct{}
+
+// withWarmup returns ctx marked as the warm-up's: the clients' counters
+// (requests sent, rate-limiter wait) leave out requests made under it, so
+// that client-go's figures cover the measured window only, like every
+// other figure. Requests under an unmarked context are counted.
+func withWarmup(ctx context.Context) context.Context {
+	return context.WithValue(ctx, warmupKey{}, true)
+}
+
+// inWarmup reports whether ctx is marked by withWarmup.
+func inWarmup(ctx context.Context) bool { return ctx.Value(warmupKey{}) != nil }
+
 // clientStats sums the clients' counters. requests is how many requests the
 // engine itself sent over them since trips0 (each client's trips then): any
 // request beyond those is a retry client-go made on its own (it retries 429s
@@ -114,14 +128,17 @@ func tripsNow(clients []*client) []int64 {
 	return t
 }
 
-// countingTransport counts the HTTP requests a client sends.
+// countingTransport counts the HTTP requests a client sends, warm-up ones
+// apart (see withWarmup).
 type countingTransport struct {
 	next  http.RoundTripper
 	trips *atomic.Int64
 }
 
 func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	t.trips.Add(1)
+	if !inWarmup(r.Context()) {
+		t.trips.Add(1)
+	}
 	return t.next.RoundTrip(r)
 }
 
@@ -129,7 +146,8 @@ func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func (t *countingTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
 
 // timedLimiter is a client-side rate limiter that adds up the time requests
-// wait in it and counts those held back.
+// wait in it and counts those held back, warm-up ones apart (see
+// withWarmup).
 type timedLimiter struct {
 	flowcontrol.RateLimiter
 	waited  atomic.Int64 // nanoseconds
@@ -152,7 +170,9 @@ var errHeldBack = errors.New("the client-side rate limiter had no token for this
 func (l *timedLimiter) Wait(ctx context.Context) error {
 	start := time.Now()
 	err := l.RateLimiter.Wait(ctx)
-	l.observe(time.Since(start))
+	if !inWarmup(ctx) {
+		l.observe(time.Since(start))
+	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%w: %w", errHeldBack, context.DeadlineExceeded)
 	}

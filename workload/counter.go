@@ -96,7 +96,7 @@ func runCounter(ctx context.Context, r *run) error {
 		p.deadline = measureFrom.Add(s.Duration.Duration)
 	}
 	rec := metrics.NewRecorder(measureFrom, metrics.DefaultShards(n), s.Rate > 0)
-	c.writers = c.newWriters(ctx, r, n, rec, seed)
+	c.writers = c.newWriters(ctx, r, n, rec, seed, measureFrom)
 	do := func(w int, intended time.Time) { c.writers[w].do(intended) }
 
 	trips0 := tripsNow(r.clients)
@@ -121,10 +121,11 @@ func runCounter(ctx context.Context, r *run) error {
 }
 
 // newWriters builds n writers over the run's clients (round robin) and the
-// recorder's shards.
-func (c *counterRun) newWriters(ctx context.Context, r *run, n int, rec *metrics.Recorder, seed uint64) []*writer {
+// recorder's shards. Operations due before measureFrom are the warm-up.
+func (c *counterRun) newWriters(ctx context.Context, r *run, n int, rec *metrics.Recorder, seed uint64, measureFrom time.Time) []*writer {
 	s := r.spec
 	base := context.WithoutCancel(ctx)
+	warmup := withWarmup(base)
 	strat := strategyOf(s)
 	var backoff spec.Backoff
 	if strat == strategyRetry {
@@ -145,6 +146,8 @@ func (c *counterRun) newWriters(ctx context.Context, r *run, n int, rec *metrics
 			names:        c.names,
 			key:          counterKey,
 			base:         base,
+			warmup:       warmup,
+			measureFrom:  measureFrom,
 			opTimeout:    s.OpTimeout.Duration,
 			patchType:    patchType,
 			precondition: s.PatchPrecondition,

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -273,5 +274,34 @@ func TestWriteHeldBackByTheRateLimiter(t *testing.T) {
 	}
 	if st := clientStats(r.clients, trips0, w.requests); st.Retries != 0 {
 		t.Errorf("%d hidden client-go retries, want 0", st.Retries)
+	}
+}
+
+// Warm-up requests are left out of client-go's figures (requests sent,
+// hidden retries, rate-limiter wait) as from every other figure.
+func TestWarmupIsLeftOutOfClientStats(t *testing.T) {
+	f := &fakeAPI{get: cannedConfigMap(t, "kb-bench-0", "100", map[string]string{"counter": "5"}), write: always(200, cannedConfigMap(t, "kb-bench-0", "101", map[string]string{"counter": "6"}))}
+	// Burst 1 at 20 QPS: after the first request each one waits about
+	// 50ms for its token, so every request but the first is held back.
+	s := spec.Spec{Writers: 1, Client: spec.Client{QPS: 20, Burst: 1}}
+	c, r, rec := fakeRun(t, s, f)
+	measureFrom := time.Now()
+	c.writers = c.newWriters(context.Background(), r, 1, rec, 1, measureFrom)
+	trips0 := tripsNow(r.clients)
+	w := c.writers[0]
+	w.do(measureFrom.Add(-time.Second)) // warm-up: 2 requests, 1 held back
+	w.do(measureFrom)                   // measured: 2 requests, both held back
+	if len(f.reqs) != 4 {
+		t.Fatalf("%d requests reached the server, want 4", len(f.reqs))
+	}
+	st := clientStats(r.clients, trips0, w.requests)
+	if w.requests != 2 || st.Retries != 0 {
+		t.Errorf("%d requests counted and %d hidden retries, want the measured operation's 2 and none", w.requests, st.Retries)
+	}
+	if st.RateLimited != 2 {
+		t.Errorf("%d requests held back by the rate limiter, want the measured operation's 2 (the warm-up's one left out)", st.RateLimited)
+	}
+	if snap := rec.Snapshot(time.Now()); snap.Ops != 1 || snap.WarmupOps != 1 {
+		t.Errorf("%d ops and %d warm-up ops recorded, want 1 and 1", snap.Ops, snap.WarmupOps)
 	}
 }
