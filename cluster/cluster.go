@@ -127,19 +127,14 @@ func openKubeconfig(ctx context.Context, t spec.Target) (*Connection, error) {
 	if t.Kubeconfig == "" {
 		return nil, spec.Input(errors.New("target kubeconfig needs a path: pass --kubeconfig PATH"))
 	}
-	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: t.Kubeconfig},
-		&clientcmd.ConfigOverrides{CurrentContext: t.Context},
-	)
-	raw, err := loader.RawConfig()
-	if err != nil {
-		return nil, spec.Input(fmt.Errorf("reading kubeconfig %s: %w", t.Kubeconfig, err))
-	}
-	cfg, err := loader.ClientConfig()
-	if err != nil {
-		return nil, spec.Input(fmt.Errorf("kubeconfig %s (context %q): %w: check --kubeconfig and --context", t.Kubeconfig, contextOr(t.Context, raw.CurrentContext), err))
+	cfg, raw, err := kubeconfigFrom(&clientcmd.ClientConfigLoadingRules{ExplicitPath: t.Kubeconfig}, t.Context)
+	if raw == nil {
+		return nil, spec.Input(fmt.Errorf("reading kubeconfig %s: %w: check --kubeconfig", t.Kubeconfig, err))
 	}
 	contextName := contextOr(t.Context, raw.CurrentContext)
+	if err != nil {
+		return nil, spec.Input(fmt.Errorf("kubeconfig %s (context %q): %w: check --kubeconfig and --context", t.Kubeconfig, contextName, err))
+	}
 	version, err := serverVersion(ctx, cfg)
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("cannot reach the apiserver %s (kubeconfig %s, context %q): %w: check the kubeconfig and context, or start the cluster",

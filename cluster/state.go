@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kb-bench/kb-bench/spec"
 )
@@ -302,8 +303,26 @@ func lockStateDir(stateDir string) (unlock func(), err error) {
 // loadKubeconfig loads exactly the file at path (no $KUBECONFIG merging),
 // with context contextName or the file's current context.
 func loadKubeconfig(path, contextName string) (*rest.Config, error) {
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: path},
-		&clientcmd.ConfigOverrides{CurrentContext: contextName},
-	).ClientConfig()
+	cfg, _, err := kubeconfigFrom(&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, contextName)
+	return cfg, err
+}
+
+// kubeconfigFrom loads the kubeconfig files rules name and returns the
+// config of context contextName (the current context when empty) and the
+// merged file. Unlike client-go's deferred loading it never falls back to
+// the in-cluster config: inside a pod, an empty kubeconfig would otherwise
+// send the load to the pod's own cluster, which nobody named.
+func kubeconfigFrom(rules *clientcmd.ClientConfigLoadingRules, contextName string) (*rest.Config, *clientcmdapi.Config, error) {
+	raw, err := rules.Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, contextName, &clientcmd.ConfigOverrides{}, rules).ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, raw, errors.New("it names no cluster to use")
+	}
+	if err != nil {
+		return nil, raw, err
+	}
+	return cfg, raw, nil
 }

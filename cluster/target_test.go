@@ -179,3 +179,60 @@ func TestOpenKindOnThisMachine(t *testing.T) {
 		})
 	}
 }
+
+// inClusterPossible makes client-go believe it runs in a pod whose
+// apiserver is at server: the service env vars and the service-account
+// token file it checks. The token path is fixed in client-go, so outside a
+// pod the test needs root to create it (and removes it afterwards).
+func inClusterPossible(t *testing.T, server string) {
+	t.Helper()
+	const dir = "/var/run/secrets/kubernetes.io/serviceaccount"
+	token := filepath.Join(dir, "token")
+	if _, err := os.Stat(token); err != nil {
+		if _, err := os.Stat("/var/run/secrets"); err == nil || os.Geteuid() != 0 {
+			t.Skip("cannot fake a pod here: needs root and no /var/run/secrets")
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Skipf("cannot fake a pod here: %v", err)
+		}
+		t.Cleanup(func() { os.RemoveAll("/var/run/secrets") })
+		if err := os.WriteFile(token, []byte("pod-token"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host, port, _ := strings.Cut(strings.TrimPrefix(server, "https://"), ":")
+	t.Setenv("KUBERNETES_SERVICE_HOST", host)
+	t.Setenv("KUBERNETES_SERVICE_PORT", port)
+}
+
+// In a pod (a CI runner on Kubernetes), a kubeconfig that names no cluster
+// must be an error, not client-go's fallback to the pod's own cluster.
+func TestKubeconfigNeverFallsBackToInCluster(t *testing.T) {
+	podServer := fmt.Sprintf("https://127.0.0.1:%d", closedPort(t))
+	inClusterPossible(t, podServer)
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"empty":         "",
+		"no clusters":   "apiVersion: v1\nkind: Config\n",
+		"no context":    "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: https://127.0.0.1:1}\n",
+		"context empty": "apiVersion: v1\nkind: Config\ncontexts:\n- name: x\n  context: {}\ncurrent-context: x\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+			if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			conn, err := Open(context.Background(), spec.Target{Kind: spec.TargetKubeconfig, Kubeconfig: path}, Options{Getenv: envOf(nil)})
+			if err == nil {
+				conn.Close(context.Background())
+				t.Fatalf("Open succeeded against %s, want an error", conn.Config.Host)
+			}
+			if strings.Contains(err.Error(), podServer) {
+				t.Errorf("an unnamed cluster was used (the pod's own, %s): %v", podServer, err)
+			}
+			if !spec.IsInput(err) || !strings.Contains(err.Error(), path) {
+				t.Errorf("want an input error naming the kubeconfig, got %v", err)
+			}
+		})
+	}
+}
