@@ -111,17 +111,24 @@ type Shard struct {
 const MaxErrors = 5
 
 // DefaultShards is a shard count for a run with the given number of writers:
-// one per writer up to four per CPU. Writers spend nearly all their time
-// waiting on the network, so a few writers sharing a shard's mutex do not
-// contend, while each shard costs about 1 MB of histograms: shards, not
-// writers, bound the recorder's memory.
+// one per writer up to four per CPU, and never more than MaxShards. Writers
+// spend nearly all their time waiting on the network, so a few writers
+// sharing a shard's mutex do not contend, while each shard costs about 1 MB
+// of histograms: shards, not writers, bound the recorder's memory, and
+// MaxShards bounds it on a machine with many CPUs too.
 func DefaultShards(writers int) int {
-	n := 4 * runtime.GOMAXPROCS(0)
+	n := min(4*runtime.GOMAXPROCS(0), MaxShards)
 	if writers < n {
 		n = writers
 	}
 	return max(n, 1)
 }
+
+// MaxShards caps DefaultShards, so that the recorder stays within about
+// 35 MB however many CPUs and writers a run has. Recording takes a shard's
+// mutex for well under a microsecond a few times per operation, so even an
+// apiserver's highest write rates keep 32 shards nearly idle.
+const MaxShards = 32
 
 // NewRecorder returns a Recorder with the given number of shards, timing the
 // series from start. openLoop records raw latency (from Start) beside the

@@ -176,10 +176,22 @@ func TestRecorderConcurrent(t *testing.T) {
 
 func TestDefaultShards(t *testing.T) {
 	cpus := runtime.GOMAXPROCS(0)
-	for _, tc := range []struct{ writers, want int }{{0, 1}, {1, 1}, {2, min(2, 4*cpus)}, {1000, 4 * cpus}} {
+	for _, tc := range []struct{ writers, want int }{{0, 1}, {1, 1}, {2, min(2, 4*cpus)}, {1000, min(4*cpus, MaxShards)}} {
 		if got := DefaultShards(tc.writers); got != tc.want {
 			t.Errorf("DefaultShards(%d) = %d, want %d", tc.writers, got, tc.want)
 		}
+	}
+}
+
+// On a machine with many CPUs, 1,000 writers still cost tens of MB, not
+// hundreds: the shard count is capped.
+func TestRecorderMemoryOnManyCPUs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(64))
+	shards := DefaultShards(1000)
+	heap := heapOf(func() any { return NewRecorder(t0, shards, true) })
+	t.Logf("1000 writers with 64 CPUs: %d shards, %.1f MB", shards, float64(heap)/1e6)
+	if heap > 64<<20 {
+		t.Errorf("1000 writers on 64 CPUs cost %.1f MB in %d shards, want under 64 MB", float64(heap)/1e6, shards)
 	}
 }
 
