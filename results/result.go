@@ -112,7 +112,8 @@ type Measurements struct {
 	// Client holds client-go's own hidden work (retries, limiter wait).
 	Client ClientStats `json:"client"`
 	// SeriesStart is the instant Result.Series' At offsets count from (the
-	// recorder's start, warm-up included).
+	// recorder's start: in kb-bench's runs the end of the warm-up, so the
+	// series covers the measured window only).
 	SeriesStart time.Time `json:"seriesStart"`
 }
 
