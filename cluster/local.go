@@ -50,8 +50,9 @@ type LocalOptions struct {
 	// StartTimeout bounds the wait for /readyz (DefaultStartTimeout when 0).
 	StartTimeout time.Duration
 	// Detached starts the processes in their own session, without the
-	// parent-death signal and the janitor, so they outlive kb-bench
-	// (`kb-bench local up`).
+	// parent-death signal, so they can outlive kb-bench (`kb-bench local
+	// up`). The janitor still guards them until the caller calls keep:
+	// a kb-bench killed before it recorded them leaves nothing behind.
 	Detached bool
 	// Dir is where the kb-bench-* temp dir is made (os.TempDir() when empty).
 	Dir string
@@ -91,9 +92,9 @@ var errPortTaken = errors.New("a port was taken by another process")
 // until the apiserver's /readyz answers ok. The apiserver serves TLS with a
 // CA of its own, authenticates an admin by a static token (group
 // system:masters), authorizes with RBAC and keeps the default admission
-// plugins (ResourceQuota among them), like a real cluster. Unless Detached,
-// the processes die with kb-bench, even on kill -9, and their temp dir goes
-// with them.
+// plugins (ResourceQuota among them), like a real cluster. The processes
+// die with kb-bench, even on kill -9, and their temp dir goes with them;
+// only a Detached control plane that `kb-bench local up` recorded outlives it.
 func StartLocal(ctx context.Context, o LocalOptions) (*ControlPlane, error) {
 	if o.Binaries.APIServer == "" || o.Binaries.Etcd == "" {
 		return nil, errors.New("LocalOptions.Binaries is empty: find them with cluster.FindBinaries")
@@ -133,10 +134,8 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 			cp = nil
 		}
 	}()
-	if !o.Detached {
-		if cp.janitor, err = startJanitor(); err != nil {
-			return cp, err
-		}
+	if cp.janitor, err = startJanitor(); err != nil {
+		return cp, err
 	}
 	if cp.dir, err = os.MkdirTemp(o.Dir, "kb-bench-*"); err != nil {
 		return cp, fmt.Errorf("creating the control plane's temp dir: %w", err)
@@ -489,6 +488,13 @@ func (cp *ControlPlane) Stop(ctx context.Context) error {
 	// On an error the janitor stays: when kb-bench exits it kills what is
 	// left and removes the directories.
 	return cp.stopErr
+}
+
+// keep lets a Detached control plane outlive kb-bench: the janitor no
+// longer stops it when kb-bench dies. Call it once the control plane is
+// recorded where `kb-bench local down` finds it.
+func (cp *ControlPlane) keep() {
+	cp.janitor.release()
 }
 
 // stopAndClean terminates the processes in order, then removes the dirs

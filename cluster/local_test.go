@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -448,6 +449,98 @@ func TestLocalUpStatusDown(t *testing.T) {
 	if _, err := Status(ctx, stateDir); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("Status after Down = %v, want ErrNotRunning", err)
 	}
+}
+
+// TestLocalUpKilledWhileStartingLeavesNothing: `kb-bench local up` killed
+// (kill -9, or a second Ctrl-C) before it recorded its control plane must
+// not leave processes that `local down` cannot find.
+func TestLocalUpKilledWhileStartingLeavesNothing(t *testing.T) {
+	binariesOrSkip(t)
+	stateDir := filepath.Join(t.TempDir(), "local")
+	up := exec.Command(os.Args[0], "-test.run=^$")
+	up.Env = append(os.Environ(), childEnv+"=up="+stateDir)
+	stderr, err := up.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = up.Process.Kill(); _ = up.Wait() }()
+	// Wait until etcd runs and the apiserver is starting.
+	var etcdData string
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		t.Log(sc.Text())
+		if _, rest, ok := strings.Cut(sc.Text(), "data in "); ok && strings.Contains(sc.Text(), "etcd") {
+			etcdData = strings.TrimSuffix(rest, ")")
+			break
+		}
+	}
+	if etcdData == "" {
+		t.Fatal("local up did not report etcd ready")
+	}
+	time.Sleep(300 * time.Millisecond)
+	if procs := procsMentioning(t, stateDir, etcdData); len(procs) != 2 {
+		t.Fatalf("want etcd and kube-apiserver running before the kill, found %v", procs)
+	}
+	if err := up.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = up.Wait()
+
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		procs := procsMentioning(t, stateDir, etcdData)
+		dirs, _ := filepath.Glob(filepath.Join(stateDir, "kb-bench-*"))
+		if _, err := os.Stat(etcdData); err == nil {
+			dirs = append(dirs, etcdData)
+		}
+		if len(procs) == 0 && len(dirs) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			for _, pid := range procs {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+			_ = os.RemoveAll(etcdData)
+			t.Fatalf("left behind by a killed local up: processes %v, dirs %v", procs, dirs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := Status(context.Background(), stateDir); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Status after a killed local up = %v, want ErrNotRunning", err)
+	}
+}
+
+// procsMentioning returns the pids of running processes whose command line
+// contains any of the strings.
+func procsMentioning(t *testing.T, strs ...string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		for _, s := range strs {
+			if strings.Contains(string(cmdline), s) {
+				if _, running := procStat(pid); running {
+					pids = append(pids, pid)
+				}
+				break
+			}
+		}
+	}
+	return pids
 }
 
 // TestOpenLocalStartsAndStopsItsOwn: with no `local up`, a run gets a

@@ -159,6 +159,8 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 		os.Remove(st.Kubeconfig)
 		return nil, fmt.Errorf("recording the local control plane in %s: %w", o.StateDir, err)
 	}
+	// Recorded: from now on `kb-bench local down` stops it.
+	cp.keep()
 	st.Healthy = true
 	return st, nil
 }
