@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/discovery"
@@ -50,7 +52,8 @@ type Connection struct {
 // Open connects to the target t describes:
 //   - spec.TargetLocal (the default): the healthy `kb-bench local up`
 //     control plane when there is one, else a new one that Close stops;
-//   - spec.TargetKubeconfig: the given kubeconfig file and context;
+//   - spec.TargetKubeconfig: the given kubeconfig file and context, or with
+//     a context alone, that context of $KUBECONFIG or ~/.kube/config;
 //   - spec.TargetKind: the existing kind cluster t.KindCluster ("kind").
 //
 // Unreachable targets and missing binaries are spec.Input errors.
@@ -65,7 +68,7 @@ func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
 	case spec.TargetLocal, "":
 		return openLocal(ctx, t, o)
 	case spec.TargetKubeconfig:
-		return openKubeconfig(ctx, t)
+		return openKubeconfig(ctx, t, o.Getenv)
 	case spec.TargetKind:
 		return openKind(ctx, t, newKindProvider(o.Getenv))
 	}
@@ -123,28 +126,45 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 	}, nil
 }
 
-func openKubeconfig(ctx context.Context, t spec.Target) (*Connection, error) {
+func openKubeconfig(ctx context.Context, t spec.Target, getenv func(string) string) (*Connection, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: t.Kubeconfig}
+	source := t.Kubeconfig
 	if t.Kubeconfig == "" {
-		return nil, spec.Input(errors.New("target kubeconfig needs a path: pass --kubeconfig PATH"))
+		// --context alone names a context of the user's usual kubeconfig;
+		// without either nothing is named, and nothing is used.
+		if t.Context == "" {
+			return nil, spec.Input(errors.New("target kubeconfig needs the cluster named: pass --kubeconfig PATH and/or --context NAME"))
+		}
+		rules = &clientcmd.ClientConfigLoadingRules{Precedence: defaultKubeconfigs(getenv)}
+		source = strings.Join(rules.Precedence, string(filepath.ListSeparator))
 	}
-	cfg, raw, err := kubeconfigFrom(&clientcmd.ClientConfigLoadingRules{ExplicitPath: t.Kubeconfig}, t.Context)
+	cfg, raw, err := kubeconfigFrom(rules, t.Context)
 	if raw == nil {
-		return nil, spec.Input(fmt.Errorf("reading kubeconfig %s: %w: check --kubeconfig", t.Kubeconfig, err))
+		return nil, spec.Input(fmt.Errorf("reading kubeconfig %s: %w: check --kubeconfig", source, err))
 	}
 	contextName := contextOr(t.Context, raw.CurrentContext)
 	if err != nil {
-		return nil, spec.Input(fmt.Errorf("kubeconfig %s (context %q): %w: check --kubeconfig and --context", t.Kubeconfig, contextName, err))
+		return nil, spec.Input(fmt.Errorf("kubeconfig %s (context %q): %w: check --kubeconfig and --context", source, contextName, err))
 	}
 	version, err := serverVersion(ctx, cfg)
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("cannot reach the apiserver %s (kubeconfig %s, context %q): %w: check the kubeconfig and context, or start the cluster",
-			cfg.Host, t.Kubeconfig, contextName, err))
+			cfg.Host, source, contextName, err))
 	}
 	return &Connection{
 		Config: cfg,
 		Target: results.Target{Kind: spec.TargetKubeconfig, Server: cfg.Host, ServerVersion: version, Context: contextName},
 		Close:  noClose,
 	}, nil
+}
+
+// defaultKubeconfigs are the files kubectl reads: $KUBECONFIG, else
+// ~/.kube/config.
+func defaultKubeconfigs(getenv func(string) string) []string {
+	if env := getenv("KUBECONFIG"); env != "" {
+		return filepath.SplitList(env)
+	}
+	return []string{filepath.Join(getenv("HOME"), ".kube", "config")}
 }
 
 func contextOr(explicit, current string) string {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -318,6 +320,13 @@ func kubeconfigFrom(rules *clientcmd.ClientConfigLoadingRules, contextName strin
 	raw, err := rules.Load()
 	if err != nil {
 		return nil, nil, err
+	}
+	if _, ok := raw.Contexts[contextName]; contextName != "" && !ok {
+		names := slices.Sorted(maps.Keys(raw.Contexts))
+		if len(names) == 0 {
+			names = []string{"none"}
+		}
+		return nil, raw, fmt.Errorf("context %q does not exist (contexts: %s)", contextName, strings.Join(names, ", "))
 	}
 	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, contextName, &clientcmd.ConfigOverrides{}, rules).ClientConfig()
 	if clientcmd.IsEmptyConfig(err) {

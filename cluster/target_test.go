@@ -55,22 +55,37 @@ current-context: dead
 
 func TestOpenKubeconfigErrors(t *testing.T) {
 	dead, server := deadKubeconfig(t)
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".kube"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(dead, filepath.Join(home, ".kube", "config")); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		target  spec.Target
+		env     map[string]string
 		wantErr []string
 	}{
-		{"no path", spec.Target{Kind: spec.TargetKubeconfig}, []string{"--kubeconfig PATH"}},
-		{"missing file", spec.Target{Kind: spec.TargetKubeconfig, Kubeconfig: filepath.Join(t.TempDir(), "nope")}, []string{"nope"}},
-		{"unknown context", spec.Target{Kind: spec.TargetKubeconfig, Kubeconfig: dead, Context: "prod"}, []string{`context "prod"`, "--context"}},
-		{"dead server", spec.Target{Kind: spec.TargetKubeconfig, Kubeconfig: dead},
+		{"no path", spec.Target{Kind: spec.TargetKubeconfig}, nil, []string{"--kubeconfig PATH", "--context NAME"}},
+		// --context alone: that context of the usual kubeconfig.
+		{"context in $KUBECONFIG", spec.Target{Kind: spec.TargetKubeconfig, Context: "dead"}, map[string]string{"KUBECONFIG": dead, "HOME": t.TempDir()},
+			[]string{"cannot reach the apiserver " + server, `context "dead"`, dead}},
+		{"context in ~/.kube/config", spec.Target{Kind: spec.TargetKubeconfig, Context: "dead"}, map[string]string{"HOME": home},
+			[]string{"cannot reach the apiserver " + server, `context "dead"`}},
+		{"context not in ~/.kube/config", spec.Target{Kind: spec.TargetKubeconfig, Context: "prod"}, map[string]string{"HOME": home},
+			[]string{`context "prod" does not exist`, filepath.Join(home, ".kube", "config"), "--context"}},
+		{"missing file", spec.Target{Kind: spec.TargetKubeconfig, Kubeconfig: filepath.Join(t.TempDir(), "nope")}, nil, []string{"nope"}},
+		{"unknown context", spec.Target{Kind: spec.TargetKubeconfig, Kubeconfig: dead, Context: "prod"}, nil, []string{`context "prod"`, "--context"}},
+		{"dead server", spec.Target{Kind: spec.TargetKubeconfig, Kubeconfig: dead}, nil,
 			[]string{"cannot reach the apiserver " + server, `context "dead"`, "check the kubeconfig and context, or start the cluster"}},
-		{"unknown target kind", spec.Target{Kind: "eks"}, []string{`target "eks" is not known`}},
+		{"unknown target kind", spec.Target{Kind: "eks"}, nil, []string{`target "eks" is not known`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			conn, err := Open(context.Background(), tc.target, Options{Getenv: envOf(nil)})
+			conn, err := Open(context.Background(), tc.target, Options{Getenv: envOf(tc.env)})
 			if err == nil {
 				conn.Close(context.Background())
 				t.Fatal("Open succeeded, want an error")

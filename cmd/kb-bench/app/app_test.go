@@ -146,6 +146,27 @@ func TestContextAloneSelectsKubeconfigTarget(t *testing.T) {
 	}
 }
 
+// --context alone runs against that context of the usual kubeconfig
+// ($KUBECONFIG), as the help says: here a dead one, so exit 2 naming it.
+func TestContextAloneUsesTheUsualKubeconfig(t *testing.T) {
+	server := deadServer(t)
+	kubeconfig := writeFile(t, "kubeconfig", `apiVersion: v1
+kind: Config
+clusters: [{name: dead, cluster: {server: "`+server+`", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: secret-token}}]
+contexts: [{name: dead, context: {cluster: dead, user: u}}]
+`)
+	env := map[string]string{"HOME": t.TempDir(), "KUBECONFIG": kubeconfig}
+	code, _, stderr := run(t, env, "run", "--context", "dead", "--duration", "1s")
+	if code != ExitInput || !strings.Contains(stderr, "cannot reach the apiserver "+server) || !strings.Contains(stderr, `context "dead"`) {
+		t.Errorf("--context dead: exit %d, want %d and an error naming %s:\n%s", code, ExitInput, server, stderr)
+	}
+	code, _, stderr = run(t, env, "run", "--context", "prod", "--duration", "1s")
+	if code != ExitInput || !strings.Contains(stderr, `context "prod" does not exist (contexts: dead)`) {
+		t.Errorf("--context prod: exit %d, want %d and the contexts there are:\n%s", code, ExitInput, stderr)
+	}
+}
+
 func TestProfilesListAndShow(t *testing.T) {
 	code, out, stderr := run(t, nil, "profiles", "list")
 	if code != 0 {

@@ -130,7 +130,7 @@ func (f *specFlags) register(fs *pflag.FlagSet) {
 	f.bind("target", func(d, s *spec.Spec) { d.Target.Kind = s.Target.Kind })
 	fs.StringVar(&v.Target.Kubeconfig, "kubeconfig", "", "run against the existing cluster in this kubeconfig (never used unless given)")
 	f.bind("kubeconfig", func(d, s *spec.Spec) { d.Target.Kubeconfig = s.Target.Kubeconfig })
-	fs.StringVar(&v.Target.Context, "context", "", "kubeconfig context to use")
+	fs.StringVar(&v.Target.Context, "context", "", "kubeconfig context to use; alone, a context of $KUBECONFIG or ~/.kube/config")
 	f.bind("context", func(d, s *spec.Spec) { d.Target.Context = s.Target.Context })
 	fs.StringVar(&v.Target.KindCluster, "kind-cluster", "", "kind cluster name for --target kind (default kind)")
 	f.bind("kind-cluster", func(d, s *spec.Spec) { d.Target.KindCluster = s.Target.KindCluster })
