@@ -63,6 +63,7 @@ spec:
     kubeconfig: /somewhere/kubeconfig
 `)
 	badProfile := writeFile(t, "bad.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Profile\nspec:\n  writerz: 3\n")
+	notADir := writeFile(t, "file", "")
 	cases := []struct {
 		name string
 		args []string
@@ -80,6 +81,8 @@ spec:
 		{"profile and file", []string{"run", "-f", badProfile, "--profile", "counter"}, "choose one profile"},
 		{"profile names a cluster", []string{"run", "-f", remoteProfile}, "sends load only to a cluster named on the command line"},
 		{"bad output", []string{"run", "--output", "yaml"}, `--output "yaml" is not known`},
+		// Before any load, not after the whole run.
+		{"unusable out dir", []string{"run", "--out", filepath.Join(notADir, "result"), "--duration", "1s"}, "choose another with --out"},
 		{"missing binaries", []string{"run", "--control-plane-bin", t.TempDir(), "--duration", "1s"}, "make control-plane"},
 		{"dead kubeconfig server", []string{"run", "--kubeconfig", kubeconfig, "--duration", "1s"}, "127.0.0.1"},
 		{"missing kubeconfig", []string{"run", "--kubeconfig", "/does/not/exist", "--duration", "1s"}, "/does/not/exist"},
@@ -143,6 +146,31 @@ func TestContextAloneSelectsKubeconfigTarget(t *testing.T) {
 	}
 	if s.Target.Kind != spec.TargetKubeconfig || s.Target.Context != "staging" {
 		t.Fatalf("target %+v, want kubeconfig with context staging", s.Target)
+	}
+}
+
+// A run that fails leaves no empty result directory behind.
+func TestFailedRunLeavesNoResultDir(t *testing.T) {
+	kubeconfig := writeFile(t, "kubeconfig", `apiVersion: v1
+kind: Config
+clusters: [{name: dead, cluster: {server: "`+deadServer(t)+`"}}]
+contexts: [{name: dead, context: {cluster: dead}}]
+current-context: dead
+`)
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	for _, out := range []string{filepath.Join(cwd, "a", "b", "result"), ""} {
+		args := []string{"run", "--kubeconfig", kubeconfig}
+		if out != "" {
+			args = append(args, "--out", out)
+		}
+		code, _, stderr := run(t, map[string]string{"HOME": t.TempDir()}, args...)
+		if code != ExitInput {
+			t.Fatalf("exit %d, want %d:\n%s", code, ExitInput, stderr)
+		}
+		if left, _ := os.ReadDir(cwd); len(left) > 0 {
+			t.Errorf("the failed run with --out %q left %s behind", out, left[0].Name())
+		}
 	}
 }
 

@@ -114,7 +114,7 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) (spec.Spec, error) {
 	return base, nil
 }
 
-func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, version string, getenv func(string) string) error {
+func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, version string, getenv func(string) string) (err error) {
 	if f.output != "table" && f.output != "json" {
 		return spec.Input(fmt.Errorf("--output %q is not known: use table or json", f.output))
 	}
@@ -127,6 +127,16 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	if outDir == "" {
 		outDir = filepath.Join("kb-bench-results", runID)
 	}
+	// A result that cannot be saved is found out now, not after the run.
+	removeOutDir, err := prepareOutDir(outDir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			removeOutDir()
+		}
+	}()
 	info := s.Err
 	if f.quiet {
 		info = io.Discard
@@ -182,6 +192,36 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 		fmt.Fprintln(info, "run was interrupted: the figures cover what ran")
 	}
 	return nil
+}
+
+// prepareOutDir creates the result directory and checks that files can be
+// written there. remove takes away the directories it made, if still empty.
+func prepareOutDir(dir string) (remove func(), err error) {
+	var made []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		made = append(made, d)
+	}
+	remove = func() {
+		for _, d := range made {
+			if os.Remove(d) != nil {
+				return
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		remove()
+		return nil, spec.Input(fmt.Errorf("the result directory %s cannot be made (%w): choose another with --out", dir, err))
+	}
+	probe, err := os.CreateTemp(dir, ".kb-bench-probe-*")
+	if err != nil {
+		remove()
+		return nil, spec.Input(fmt.Errorf("the result directory %s is not writable (%w): choose another with --out", dir, err))
+	}
+	probe.Close()
+	return remove, os.Remove(probe.Name())
 }
 
 // describe is the one-line spec shown before the run starts.
