@@ -62,6 +62,14 @@ spec:
     kind: kubeconfig
     kubeconfig: /somewhere/kubeconfig
 `)
+	contextProfile := writeFile(t, "context.yaml", `apiVersion: kb-bench.io/v1alpha1
+kind: Profile
+name: prod-context
+description: picks a context of whatever kubeconfig is given
+spec:
+  target:
+    context: prod
+`)
 	badProfile := writeFile(t, "bad.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Profile\nspec:\n  writerz: 3\n")
 	notADir := writeFile(t, "file", "")
 	cases := []struct {
@@ -80,6 +88,8 @@ spec:
 		{"bad profile file", []string{"run", "-f", badProfile}, `unknown field "writerz"`},
 		{"profile and file", []string{"run", "-f", badProfile, "--profile", "counter"}, "choose one profile"},
 		{"profile names a cluster", []string{"run", "-f", remoteProfile}, "sends load only to a cluster named on the command line"},
+		// The user names the kubeconfig, the profile would pick its context.
+		{"profile picks the context", []string{"run", "-f", contextProfile, "--kubeconfig", kubeconfig}, "sends load only to a cluster named on the command line"},
 		{"bad output", []string{"run", "--output", "yaml"}, `--output "yaml" is not known`},
 		// Before any load, not after the whole run.
 		{"unusable out dir", []string{"run", "--out", filepath.Join(notADir, "result"), "--duration", "1s"}, "choose another with --out"},

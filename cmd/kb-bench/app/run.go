@@ -90,11 +90,14 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) (spec.Spec, error) {
 		base, source = p.Spec, "profile "+f.profile
 	}
 	// A profile may choose local storage, but only the command line may
-	// point kb-bench at an existing cluster.
-	if t := base.Target; t.Kubeconfig != "" || t.Context != "" || (t.Kind != "" && t.Kind != spec.TargetLocal) {
-		if !fs.Changed("kubeconfig") && !fs.Changed("context") && !fs.Changed("target") {
-			return base, spec.Input(fmt.Errorf("%s names an existing cluster (target %q): kb-bench sends load only to a cluster named on the command line; pass --kubeconfig PATH (and --context NAME) or --target", source, t.Kind))
-		}
+	// point kb-bench at an existing cluster: a kubeconfig or context in
+	// the profile must be given on the command line too, or a shared
+	// profile could pick another context of the user's kubeconfig.
+	t := base.Target
+	if (t.Kubeconfig != "" && !fs.Changed("kubeconfig")) || (t.Context != "" && !fs.Changed("context")) ||
+		(t.Kind != "" && t.Kind != spec.TargetLocal && !fs.Changed("kubeconfig") && !fs.Changed("context") && !fs.Changed("target")) {
+		return base, spec.Input(fmt.Errorf("%s names an existing cluster (target %q, kubeconfig %q, context %q): kb-bench sends load only to a cluster named on the command line; pass --kubeconfig PATH and --context NAME, or --target",
+			source, t.Kind, t.Kubeconfig, t.Context))
 	}
 	// Zero means "default" in a Spec, so an explicit zero count would
 	// silently become the default: refuse it here.
