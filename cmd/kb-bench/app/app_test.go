@@ -91,6 +91,9 @@ spec:
 		// The user names the kubeconfig, the profile would pick its context.
 		{"profile picks the context", []string{"run", "-f", contextProfile, "--kubeconfig", kubeconfig}, "sends load only to a cluster named on the command line"},
 		{"bad output", []string{"run", "--output", "yaml"}, `--output "yaml" is not known`},
+		// Not a silent run on another target than the one named.
+		{"kubeconfig with target local", []string{"run", "--target", "local", "--kubeconfig", kubeconfig}, "but --target is local"},
+		{"context with target kind", []string{"run", "--target", "kind", "--context", "dead"}, "but --target is kind"},
 		// Before any load, not after the whole run.
 		{"unusable out dir", []string{"run", "--out", filepath.Join(notADir, "result"), "--duration", "1s"}, "choose another with --out"},
 		{"missing binaries", []string{"run", "--control-plane-bin", t.TempDir(), "--duration", "1s"}, "make control-plane"},

@@ -107,8 +107,13 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) (spec.Spec, error) {
 		}
 	}
 	f.spec.apply(fs, &base)
-	if (fs.Changed("kubeconfig") || fs.Changed("context")) && !fs.Changed("target") {
-		base.Target.Kind = spec.TargetKubeconfig
+	if fs.Changed("kubeconfig") || fs.Changed("context") {
+		switch {
+		case !fs.Changed("target"):
+			base.Target.Kind = spec.TargetKubeconfig
+		case base.Target.Kind != spec.TargetKubeconfig:
+			return base, spec.Input(fmt.Errorf("--kubeconfig and --context name a cluster, but --target is %s: drop --target, or drop --kubeconfig and --context", base.Target.Kind))
+		}
 	}
 	base.Defaults()
 	if err := base.Validate(); err != nil {
