@@ -187,6 +187,25 @@ current-context: dead
 	}
 }
 
+// local status exits non-zero unless the control plane is healthy, so
+// scripts can rely on it; a stale record still shows what was recorded.
+func TestLocalStatusExitStatus(t *testing.T) {
+	stateDir := t.TempDir()
+	if code, _, _ := run(t, nil, "local", "status", "--state-dir", stateDir); code == ExitOK {
+		t.Errorf("local status with nothing recorded: exit 0")
+	}
+	// A record whose processes are gone (pid 0 is never ours).
+	state := `{"server": "https://127.0.0.1:1", "kubeconfig": "` + filepath.Join(stateDir, "kubeconfig") + `",
+"dir": "` + filepath.Join(stateDir, "kb-bench-1") + `", "storage": "disk", "apiserver": {"pid": 0}, "etcd": {"pid": 0}}`
+	if err := os.WriteFile(filepath.Join(stateDir, "state.json"), []byte(state), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run(t, nil, "local", "status", "--state-dir", stateDir)
+	if code == ExitOK || !strings.Contains(out, "NOT healthy") || !strings.Contains(out, "https://127.0.0.1:1") {
+		t.Errorf("local status of a stale record: exit %d, want non-zero and the record shown:\n%s%s", code, out, stderr)
+	}
+}
+
 // --context alone runs against that context of the usual kubeconfig
 // ($KUBECONFIG), as the help says: here a dead one, so exit 2 naming it.
 func TestContextAloneUsesTheUsualKubeconfig(t *testing.T) {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -71,6 +72,10 @@ use it instead of starting their own. 'local down' stops it.`,
 			}
 			fmt.Fprintf(s.Out, "server:     %s (%s)\nstorage:    etcd on %s\nkubeconfig: %s\nstarted:    %s\n",
 				st.Server, health, st.Storage, st.Kubeconfig, st.Started.Format("2006-01-02 15:04:05"))
+			if !st.Healthy {
+				// Scripts check the status: `local status || ...`.
+				return errors.New("the local control plane is not healthy (see above)")
+			}
 			return nil
 		},
 	}
