@@ -87,7 +87,9 @@ func (m Measurements) Conflicts() (version, fieldManager int64) {
 	return m.WriteOutcomes[metrics.VersionConflict.String()], m.WriteOutcomes[metrics.FieldManagerConflict.String()]
 }
 
-// WriteAttempts is the number of write requests kb-bench sent and saw answered.
+// WriteAttempts is the number of write attempts kb-bench made in the
+// measured window, whatever their outcome: answered, timed out, or failed
+// on the way. It is the denominator of the conflict rate.
 func (m Measurements) WriteAttempts() int64 {
 	var n int64
 	for _, c := range m.WriteOutcomes {

@@ -143,9 +143,9 @@ type Summary struct {
 	SuccessRatio float64 `json:"successRatio"`
 	// Outcomes by class (copied from Measurements).
 	Outcomes map[string]int64 `json:"outcomes"`
-	// WriteAttempts is every write request answered; Writes those that
-	// succeeded (2xx); Conflicts those that got a 409 (version or
-	// field-manager conflict).
+	// WriteAttempts is every write attempt, whatever its outcome (timed
+	// out and failed ones included); Writes those that succeeded (2xx);
+	// Conflicts those that got a 409 (version or field-manager conflict).
 	WriteAttempts int64 `json:"writeAttempts"`
 	Writes        int64 `json:"writes"`
 	Conflicts     int64 `json:"conflicts"`
