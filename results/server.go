@@ -96,10 +96,10 @@ func UnavailableServerCheck(reason string) *ServerCheck {
 // NewServerCheck compares the apiserver's counters between two scrapes with
 // kb-bench's own Measurements for resource ("configmaps", or
 // "configmaps/status" for a subresource; any API group). Take the scrapes
-// right before the first and right after the last measured operation: the
-// server counts every client, so warm-up operations still in flight, other
+// after the warm-up's operations have finished and before the first measured
+// one, and right after the last: the server counts every client, so other
 // writers of the same resource and client-side timeouts that the server
-// completed all show as mismatches (the message names them).
+// completed show as mismatches (the message names them).
 func NewServerCheck(before, after metrics.ServerSample, resource string, m Measurements) *ServerCheck {
 	c := &ServerCheck{Resource: resource}
 	delta, err := after.Sub(before)
@@ -204,9 +204,6 @@ func mismatch(c *ServerCheck, m Measurements) string {
 	var causes []string
 	if n := m.WriteOutcomes[metrics.Timeout.String()]; n > 0 {
 		causes = append(causes, fmt.Sprintf("%d write attempts timed out on the client and may have completed on the server", n))
-	}
-	if m.WarmupOps > 0 {
-		causes = append(causes, "warm-up operations may still have been in flight at the first scrape")
 	}
 	if m.Client.Retries > 0 {
 		causes = append(causes, fmt.Sprintf("client-go retried %d requests on its own", m.Client.Retries))

@@ -78,34 +78,44 @@ func runCounter(ctx context.Context, r *run) error {
 		return err
 	}
 
-	// The clock starts here. With a warm-up, the server's first /metrics
-	// scrape is taken when it ends (see serverWatch); without one, now.
+	// The warm-up is a phase of its own: it runs, its operations in flight
+	// finish, and only then is the server's first /metrics scrape taken and
+	// the measured window started. No operation is issued in between, so
+	// the server cross-check covers exactly the measured operations.
 	start := time.Now()
 	measureFrom := start.Add(s.Warmup.Duration)
-	if s.Warmup.Duration <= 0 {
-		measureFrom = start
-	}
-	server := watchServer(ctx, r.admin.CoreV1().RESTClient(), measureFrom)
-	if s.Warmup.Duration <= 0 {
-		// The scrape took a moment: measure from after it.
-		start = time.Now()
-		measureFrom = start
-	}
-	p := plan{start: start, measureFrom: measureFrom, operations: s.Operations, thinkTime: s.ThinkTime.Duration}
-	if s.Duration.Duration > 0 {
-		p.deadline = measureFrom.Add(s.Duration.Duration)
-	}
 	rec := metrics.NewRecorder(measureFrom, metrics.DefaultShards(n), s.Rate > 0)
 	c.writers = c.newWriters(ctx, r, n, rec, seed, measureFrom)
 	do := func(w int, intended time.Time) { c.writers[w].do(intended) }
-
-	trips0 := tripsNow(r.clients)
-	stopTicks := tick(rec, measureFrom, r.opts.Progress)
-	if s.Rate > 0 {
-		openLoop(ctx, p, n, constantPacer{rate: s.Rate}, rec, do)
-	} else {
-		closedLoop(ctx, p, n, do)
+	loop := func(p plan) {
+		if s.Rate > 0 {
+			openLoop(ctx, p, n, constantPacer{rate: s.Rate}, rec, do)
+		} else {
+			closedLoop(ctx, p, n, do)
+		}
 	}
+	if s.Warmup.Duration > 0 {
+		loop(plan{start: start, measureFrom: measureFrom, deadline: measureFrom, thinkTime: s.ThinkTime.Duration})
+	}
+	if ctx.Err() != nil {
+		r.result.Interrupted = true
+		r.result.Server = results.UnavailableServerCheck("the run stopped before the warm-up ended, so there is no measured window to compare")
+		r.measure(rec.Snapshot(time.Now()), results.ClientStats{}, measureFrom, measureFrom)
+		r.result.Checks = c.verify(ctx, r)
+		return r.summarize()
+	}
+	server := scrapeServer(ctx, r.admin.CoreV1().RESTClient())
+
+	// Every operation of the warm-up was due before measureFrom; every
+	// measured one is due from here on, which is no earlier.
+	started := time.Now()
+	p := plan{start: started, measureFrom: started, operations: s.Operations, thinkTime: s.ThinkTime.Duration}
+	if s.Duration.Duration > 0 {
+		p.deadline = started.Add(s.Duration.Duration)
+	}
+	trips0 := tripsNow(r.clients)
+	stopTicks := tick(rec, started, r.opts.Progress)
+	loop(p)
 	ended := time.Now()
 	stopTicks()
 	r.result.Interrupted = ctx.Err() != nil
@@ -114,7 +124,7 @@ func runCounter(ctx context.Context, r *run) error {
 	for _, w := range c.writers {
 		requests += w.requests
 	}
-	r.measure(rec.Snapshot(ended), clientStats(r.clients, trips0, requests), measureFrom, ended)
+	r.measure(rec.Snapshot(ended), clientStats(r.clients, trips0, requests), started, ended)
 	r.result.Server = server.check(ctx, r.result.Measurements, "configmaps", r.log)
 	r.result.Checks = c.verify(ctx, r)
 	return r.summarize()
