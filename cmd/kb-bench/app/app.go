@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kb-bench/kb-bench/cluster"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -114,7 +115,8 @@ func newVersionCommand(s Streams, version string) *cobra.Command {
 		Short: "Print the kb-bench version and the control-plane versions it builds",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			fmt.Fprintf(s.Out, "kb-bench %s\n", version)
+			fmt.Fprintf(s.Out, "kb-bench %s\nlocal control plane: kube-apiserver %s, etcd %s (built by `make control-plane`)\n",
+				version, cluster.KubeVersion, cluster.EtcdVersion)
 			return nil
 		},
 	}
