@@ -59,13 +59,7 @@ func WriteTable(w io.Writer, r *Result) error {
 	if m.Client.RateLimited > 0 {
 		limiter += fmt.Sprintf(" (%s throttled)", plural(int(m.Client.RateLimited), "request"))
 	}
-	if r.Spec.Scenario == "" || r.Spec.Scenario == spec.ScenarioCounter {
-		row("client-go", "%d hidden retries, %s", m.Client.Retries, limiter)
-	} else {
-		// The engine counts its own requests only in the counter
-		// scenario, so only there can client-go's retries be told apart.
-		row("client-go", "hidden retries not counted in this scenario, %s", limiter)
-	}
+	row("client-go", "%d hidden retries, %s", m.Client.Retries, limiter)
 	row("lost updates", "%s", describeLost(r.Checks))
 	for _, c := range r.Checks {
 		if !c.Passed && c.Lost == 0 {

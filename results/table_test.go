@@ -108,31 +108,3 @@ func TestFormatProgress(t *testing.T) {
 		})
 	}
 }
-
-// Only the counter scenario counts its requests one by one: elsewhere the
-// table does not claim that client-go retried nothing.
-func TestWriteTableDoesNotClaimUncountedRetries(t *testing.T) {
-	for _, tc := range []struct {
-		scenario, want string
-	}{
-		{spec.ScenarioCounter, "client-go     3 hidden retries"},
-		{spec.ScenarioLeaderElection, "hidden retries not counted"},
-		{spec.ScenarioQuota, "hidden retries not counted"},
-		{spec.ScenarioControllerStatus, "hidden retries not counted"},
-	} {
-		t.Run(tc.scenario, func(t *testing.T) {
-			r := simResult(t, false, all, nil)
-			r.Spec.Scenario = tc.scenario
-			if tc.scenario != spec.ScenarioCounter {
-				r.Measurements.Client.Retries = 0 // what the engine reports for a scenario
-			}
-			var buf bytes.Buffer
-			if err := WriteTable(&buf, r); err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(buf.String(), tc.want) {
-				t.Errorf("table says:\n%s\nwant a client-go row with %q", buf.String(), tc.want)
-			}
-		})
-	}
-}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/metrics/clientgo"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/controllerstatus"
@@ -158,6 +159,16 @@ func (r *run) runScenario(ctx context.Context, sc scenarioFunc) error {
 	for i, c := range r.clients {
 		kubes[i] = c.kube
 	}
+	// Scenario requests go through client-go code kb-bench does not drive
+	// request by request (leader election, for one), so client-go's own
+	// retry hooks count them; those are process-wide (see clientgo).
+	hooks, hookErr := clientgo.Install()
+	var hooksBefore clientgo.Stats
+	if hookErr != nil {
+		r.warn("client-go's hidden retries are not counted: %v", hookErr)
+	} else {
+		hooksBefore = hooks.Read()
+	}
 	started := time.Now().Add(r.spec.Warmup.Duration)
 	rec := metrics.NewRecorder(started, metrics.DefaultShards(r.spec.Writers), r.spec.Rate > 0)
 	stopTicks := tick(rec, started, r.opts.Progress)
@@ -183,11 +194,11 @@ func (r *run) runScenario(ctx context.Context, sc scenarioFunc) error {
 		ended = r.result.Ended
 	}
 	r.result.Interrupted = ctx.Err() != nil
-	// A scenario's requests are not counted one by one, so client-go's
-	// hidden retries cannot be told apart from them: only the limiter
-	// wait is known.
 	var stats results.ClientStats
 	stats.RateLimiterWait, stats.RateLimited = limiterWait(r.clients)
+	if hookErr == nil {
+		stats.Retries = hooks.Read().Sub(hooksBefore).Retries
+	}
 	r.measure(rec.Snapshot(ended), stats, started, ended)
 	return r.summarize()
 }
