@@ -87,11 +87,21 @@ func runChild(storage string) int {
 	return 0
 }
 
-// binariesOrSkip skips integration tests where the binaries are missing.
+// binariesOrSkip skips integration tests with -short and where the
+// binaries are missing, unless KB_BENCH_REQUIRE_CONTROL_PLANE is set (make
+// test sets it; see clustertest.RequireEnv, which this package cannot
+// import): then a missing control plane fails, so CI cannot pass by
+// skipping the tests that prove nothing is left behind.
 func binariesOrSkip(t *testing.T) Binaries {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: skipped with -short")
+	}
 	b, err := FindBinaries("", os.Getenv)
 	if err != nil {
+		if os.Getenv("KB_BENCH_REQUIRE_CONTROL_PLANE") != "" {
+			t.Fatalf("KB_BENCH_REQUIRE_CONTROL_PLANE is set but: %v", err)
+		}
 		t.Skipf("no local control plane binaries: %v", err)
 	}
 	return b
