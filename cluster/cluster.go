@@ -35,6 +35,10 @@ type Options struct {
 	StateDir string
 	// Getenv reads the environment (os.Getenv when nil).
 	Getenv func(string) string
+	// Private starts a control plane of the run's own even when a
+	// `kb-bench local up` one is running: set it when the user asked for a
+	// particular storage or binaries, which the running one may not have.
+	Private bool
 }
 
 // Connection is an open target.
@@ -84,6 +88,10 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 	}
 	st, err := Status(ctx, stateDir)
 	switch {
+	case o.Private:
+		if err == nil {
+			fmt.Fprintf(o.Log, "local control plane: not reusing the one from `kb-bench local up` (storage or binaries were asked for); starting a private one\n")
+		}
 	case err == nil && st.Healthy:
 		cfg, err := loadKubeconfig(st.Kubeconfig, "")
 		if err != nil {

@@ -452,6 +452,21 @@ func TestLocalUpStatusDown(t *testing.T) {
 		t.Fatalf("after the run closed, Status = %+v, %v: Close stopped a control plane it did not start", got, err)
 	}
 
+	// A run that asks for its own storage or binaries gets a private one.
+	private, err := Open(ctx, spec.Target{Kind: spec.TargetLocal, Storage: spec.StorageDisk}, Options{StateDir: stateDir, Log: testLog{t}, Private: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if private.Target.Reused || private.Target.Server == st.Server || private.Target.Storage != spec.StorageDisk {
+		t.Errorf("Open(local, Private) target %+v, want a private disk control plane", private.Target)
+	}
+	if err := private.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Status(ctx, stateDir); err != nil || !got.Healthy {
+		t.Fatalf("after the private run closed, Status = %+v, %v", got, err)
+	}
+
 	if err := Down(ctx, stateDir); err != nil {
 		t.Fatal(err)
 	}

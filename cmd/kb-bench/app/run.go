@@ -27,13 +27,16 @@ import (
 
 // runFlags are the run command's own flags; the spec flags live in specFlags.
 type runFlags struct {
-	spec     specFlags
-	file     string
-	profile  string
-	out      string
-	output   string
-	quiet    bool
-	stateDir string
+	spec specFlags
+	// privateControlPlane is set by resolve when the settings ask for a
+	// particular local storage or binaries.
+	privateControlPlane bool
+	file                string
+	profile             string
+	out                 string
+	output              string
+	quiet               bool
+	stateDir            string
 }
 
 func newRunCommand(s Streams, version string, getenv func(string) string) *cobra.Command {
@@ -115,6 +118,9 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) (spec.Spec, error) {
 			return base, spec.Input(fmt.Errorf("--kubeconfig and --context name a cluster, but --target is %s: drop --target, or drop --kubeconfig and --context", base.Target.Kind))
 		}
 	}
+	// Asked-for storage or binaries need a control plane that has them, not
+	// whatever `kb-bench local up` is running (Defaults would hide this).
+	f.privateControlPlane = base.Target.Storage != "" || base.Target.ControlPlaneBin != ""
 	base.Defaults()
 	if err := base.Validate(); err != nil {
 		return base, spec.Input(fmt.Errorf("invalid settings from %s:\n%w", source, err))
@@ -150,7 +156,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 		info = io.Discard
 	}
 
-	conn, err := cluster.Open(ctx, sp.Target, cluster.Options{Log: info, StateDir: f.stateDir, Getenv: getenv})
+	conn, err := cluster.Open(ctx, sp.Target, cluster.Options{Log: info, StateDir: f.stateDir, Getenv: getenv, Private: f.privateControlPlane})
 	if err != nil {
 		return err
 	}
