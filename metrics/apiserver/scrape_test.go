@@ -137,7 +137,7 @@ func TestNewServerCheck(t *testing.T) {
 			if c.WritesMatch || !c.ConflictsMatch {
 				t.Errorf("writes match %v, conflicts match %v; want false, true", c.WritesMatch, c.ConflictsMatch)
 			}
-			for _, want := range []string{"apiserver 1250 successful writes, kb-bench 1249", "1 write attempts timed out", "warm-up", "other clients"} {
+			for _, want := range []string{"apiserver 1250 successful writes, kb-bench 1249", "1 write attempts timed out", "other clients"} {
 				if !strings.Contains(c.Mismatch, want) {
 					t.Errorf("mismatch %q does not say %q", c.Mismatch, want)
 				}
