@@ -7,7 +7,10 @@ import "errors"
 // exits with status 2; other errors exit with status 1.
 type InputError struct{ Err error }
 
+// Error returns the wrapped error's message unchanged.
 func (e *InputError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *InputError) Unwrap() error { return e.Err }
 
 // Input marks err as an InputError (nil stays nil).

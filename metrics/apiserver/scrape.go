@@ -47,10 +47,12 @@ type UnavailableError struct {
 	Err  error
 }
 
+// Error says why /metrics could not be read.
 func (e *UnavailableError) Error() string {
 	return fmt.Sprintf("the apiserver's /metrics is not readable (HTTP %d %s): grant get on the nonResourceURL /metrics to compare with the server's own counts", e.Code, http.StatusText(e.Code))
 }
 
+// Unwrap returns the underlying request error.
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // IsUnavailable reports whether err (from Scrape) means /metrics cannot be
