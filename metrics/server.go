@@ -103,42 +103,14 @@ func (s ServerSample) Sub(before ServerSample) (ServerSample, error) {
 			err = fmt.Errorf("%s went backwards between the scrapes (by %d): the apiserver restarted, or another apiserver answered, during the run", what, -delta)
 		}
 	}
-	for k, v := range s.Requests {
-		if dv := v - before.Requests[k]; dv != 0 {
-			check("apiserver_request_total", dv)
-			d.Requests[k] = dv
-		}
-	}
-	for k, v := range s.Durations {
-		if dv := v.sub(before.Durations[k]); dv.Count != 0 {
-			check("apiserver_request_duration_seconds", dv.Count)
-			d.Durations[k] = dv
-		}
-	}
-	for k, v := range s.Etcd {
-		if dv := v - before.Etcd[k]; dv != 0 {
-			check("etcd_requests_total", dv)
-			d.Etcd[k] = dv
-		}
-	}
-	for k, v := range s.EtcdDurations {
-		if dv := v.sub(before.EtcdDurations[k]); dv.Count != 0 {
-			check("etcd_request_duration_seconds", dv.Count)
-			d.EtcdDurations[k] = dv
-		}
-	}
-	for k, v := range s.FlowRejected {
-		if dv := v - before.FlowRejected[k]; dv != 0 {
-			check("apiserver_flowcontrol_rejected_requests_total", dv)
-			d.FlowRejected[k] = dv
-		}
-	}
-	for k, v := range s.FlowWait {
-		if dv := v.sub(before.FlowWait[k]); dv.Count != 0 {
-			check("apiserver_flowcontrol_request_wait_duration_seconds", dv.Count)
-			d.FlowWait[k] = dv
-		}
-	}
+	count := func(v int64) int64 { return v }
+	sub := func(a, b int64) int64 { return a - b }
+	subSeries(d.Requests, s.Requests, before.Requests, sub, count, "apiserver_request_total", check)
+	subSeries(d.Durations, s.Durations, before.Durations, CountSum.sub, CountSum.count, "apiserver_request_duration_seconds", check)
+	subSeries(d.Etcd, s.Etcd, before.Etcd, sub, count, "etcd_requests_total", check)
+	subSeries(d.EtcdDurations, s.EtcdDurations, before.EtcdDurations, CountSum.sub, CountSum.count, "etcd_request_duration_seconds", check)
+	subSeries(d.FlowRejected, s.FlowRejected, before.FlowRejected, sub, count, "apiserver_flowcontrol_rejected_requests_total", check)
+	subSeries(d.FlowWait, s.FlowWait, before.FlowWait, CountSum.sub, CountSum.count, "apiserver_flowcontrol_request_wait_duration_seconds", check)
 	// A series that existed before but not after also means a restart.
 	for k, v := range before.Requests {
 		if _, ok := s.Requests[k]; !ok && v > 0 {
@@ -147,6 +119,19 @@ func (s ServerSample) Sub(before ServerSample) (ServerSample, error) {
 	}
 	return d, err
 }
+
+// subSeries puts into d each series of after minus before that changed,
+// reporting a count that went backwards to check under the metric's name.
+func subSeries[K comparable, V any](d, after, before map[K]V, sub func(a, b V) V, count func(V) int64, name string, check func(string, int64)) {
+	for k, v := range after {
+		if dv := sub(v, before[k]); count(dv) != 0 {
+			check(name, count(dv))
+			d[k] = dv
+		}
+	}
+}
+
+func (c CountSum) count() int64 { return c.Count }
 
 func (c CountSum) sub(b CountSum) CountSum {
 	return CountSum{Count: c.Count - b.Count, Sum: c.Sum - b.Sum}
