@@ -1,0 +1,39 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestServerSampleSub(t *testing.T) {
+	put409 := RequestKey{EndpointKey{Verb: "PUT", Resource: "configmaps"}, "409"}
+	put200 := RequestKey{EndpointKey{Verb: "PUT", Resource: "configmaps"}, "200"}
+	get200 := RequestKey{EndpointKey{Verb: "GET", Resource: "configmaps"}, "200"}
+	etcdUpdate := EtcdKey{Operation: "update", Resource: "configmaps"}
+
+	before := NewServerSample(time.Unix(0, 0))
+	before.Requests[put200], before.Requests[get200] = 10, 7
+	before.Etcd[etcdUpdate] = 12
+	after := NewServerSample(time.Unix(10, 0))
+	after.Requests[put200], after.Requests[put409], after.Requests[get200] = 15, 4, 7
+	after.Etcd[etcdUpdate] = 20
+
+	d, err := after.Sub(before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Requests[put200] != 5 || d.Requests[put409] != 4 || d.Etcd[etcdUpdate] != 8 {
+		t.Errorf("deltas: requests %v, etcd %v", d.Requests, d.Etcd)
+	}
+	if _, ok := d.Requests[get200]; ok {
+		t.Errorf("an unchanged series is in the delta: %v", d.Requests)
+	}
+
+	// A counter that went backwards, or a series that vanished, is a restart.
+	restarted := NewServerSample(time.Unix(20, 0))
+	restarted.Requests[put200] = 3
+	if _, err := restarted.Sub(after); err == nil || !strings.Contains(err.Error(), "apiserver restarted") {
+		t.Errorf("want a restart error, got %v", err)
+	}
+}
