@@ -64,19 +64,22 @@ func judge(views [][]*view, pods map[string]*corev1.Pod) []results.Check {
 		}
 		return -1
 	}
+	// tally counts one (controller, Pod) pair into check.
+	tally := func(check *results.Check, c int, v *view) {
+		check.Expected++
+		observed := observe(c, v)
+		if holds(v, observed) {
+			check.Observed++
+		} else if check.Detail == "" {
+			check.Detail = mismatch(c, v, observed)
+		}
+	}
 
 	for c, cv := range views {
 		check := results.Check{Name: fmt.Sprintf("controller status: controller-%d's own Pods hold its last status", c)}
 		for _, v := range cv {
-			if v.obj.shared {
-				continue
-			}
-			check.Expected++
-			observed := observe(c, v)
-			if holds(v, observed) {
-				check.Observed++
-			} else if check.Detail == "" {
-				check.Detail = mismatch(c, v, observed)
+			if !v.obj.shared {
+				tally(&check, c, v)
 			}
 		}
 		finish(&check, "Pods")
@@ -92,14 +95,7 @@ func judge(views [][]*view, pods map[string]*corev1.Pod) []results.Check {
 		}
 		check := results.Check{Name: fmt.Sprintf("controller status: shared Pod %s holds every controller's last status", v0.obj.name)}
 		for c, cv := range views {
-			v := cv[i]
-			check.Expected++
-			observed := observe(c, v)
-			if holds(v, observed) {
-				check.Observed++
-			} else if check.Detail == "" {
-				check.Detail = mismatch(c, v, observed)
-			}
+			tally(&check, c, cv[i])
 		}
 		finish(&check, "controllers")
 		checks = append(checks, check)
