@@ -48,16 +48,6 @@ func (o Outcome) String() string {
 	return "unknown"
 }
 
-// ParseOutcome is the inverse of Outcome.String.
-func ParseOutcome(s string) (Outcome, bool) {
-	for i, n := range outcomeNames {
-		if n == s {
-			return Outcome(i), true
-		}
-	}
-	return 0, false
-}
-
 // Classify maps a client-go error to its outcome class. A nil error is Success.
 func Classify(err error) Outcome {
 	if err == nil {
