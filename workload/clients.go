@@ -79,66 +79,49 @@ func newClients(cfg *rest.Config, n int) (clients []*client, note string, err er
 	return clients, note, nil
 }
 
-// warmupKey marks the context of a warm-up request (see withWarmup).
-type warmupKey struct{}
-
-// withWarmup returns ctx marked as the warm-up's: the clients' counters
-// (requests sent, rate-limiter wait) leave out requests made under it, so
-// that client-go's figures cover the measured window only, like every
-// other figure. Requests under an unmarked context are counted.
-func withWarmup(ctx context.Context) context.Context {
-	return context.WithValue(ctx, warmupKey{}, true)
+// clientCounts is a reading of the clients' counters: requests sent, and
+// time and requests held in their client-side rate limiters. The engine reads
+// them when the warm-up has drained and again at the end, so client-go's
+// figures cover the measured window, like every other figure.
+type clientCounts struct {
+	trips   int64
+	waited  time.Duration
+	limited int64
 }
 
-// inWarmup reports whether ctx is marked by withWarmup.
-func inWarmup(ctx context.Context) bool { return ctx.Value(warmupKey{}) != nil }
-
-// clientStats sums the clients' counters. requests is how many requests the
-// engine itself sent over them since trips0 (each client's trips then): any
-// request beyond those is a retry client-go made on its own (it retries 429s
-// and some 5xx that carry Retry-After).
-func clientStats(clients []*client, trips0 []int64, requests int64) results.ClientStats {
-	var trips int64
-	for i, c := range clients {
-		trips += c.trips.Load() - trips0[i]
-	}
-	st := results.ClientStats{Retries: max(trips-requests, 0)}
-	st.RateLimiterWait, st.RateLimited = limiterWait(clients)
-	return st
-}
-
-// limiterWait is the total time the clients' requests waited in their
-// client-side rate limiters, and how many requests waited at all.
-func limiterWait(clients []*client) (wait time.Duration, limited int64) {
+// readClientCounts sums the clients' counters now.
+func readClientCounts(clients []*client) clientCounts {
+	var n clientCounts
 	for _, c := range clients {
+		n.trips += c.trips.Load()
 		if c.limiter != nil {
-			wait += time.Duration(c.limiter.waited.Load())
-			limited += c.limiter.limited.Load()
+			n.waited += time.Duration(c.limiter.waited.Load())
+			n.limited += c.limiter.limited.Load()
 		}
 	}
-	return wait, limited
+	return n
 }
 
-// tripsNow returns each client's request count.
-func tripsNow(clients []*client) []int64 {
-	t := make([]int64, len(clients))
-	for i, c := range clients {
-		t[i] = c.trips.Load()
+// clientStats turns two readings into client-go's figures. requests is how
+// many requests the engine itself sent between them: any request sent
+// beyond those is a retry client-go made on its own (it retries 429s and
+// some 5xx that carry Retry-After).
+func clientStats(before, after clientCounts, requests int64) results.ClientStats {
+	return results.ClientStats{
+		Retries:         max(after.trips-before.trips-requests, 0),
+		RateLimiterWait: after.waited - before.waited,
+		RateLimited:     after.limited - before.limited,
 	}
-	return t
 }
 
-// countingTransport counts the HTTP requests a client sends, warm-up ones
-// apart (see withWarmup).
+// countingTransport counts the HTTP requests a client sends.
 type countingTransport struct {
 	next  http.RoundTripper
 	trips *atomic.Int64
 }
 
 func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !inWarmup(r.Context()) {
-		t.trips.Add(1)
-	}
+	t.trips.Add(1)
 	return t.next.RoundTrip(r)
 }
 
@@ -146,8 +129,7 @@ func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func (t *countingTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
 
 // timedLimiter is a client-side rate limiter that adds up the time requests
-// wait in it and counts those held back, warm-up ones apart (see
-// withWarmup).
+// wait in it and counts those held back.
 type timedLimiter struct {
 	flowcontrol.RateLimiter
 	waited  atomic.Int64 // nanoseconds
@@ -170,9 +152,7 @@ var errHeldBack = errors.New("the client-side rate limiter had no token for this
 func (l *timedLimiter) Wait(ctx context.Context) error {
 	start := time.Now()
 	err := l.RateLimiter.Wait(ctx)
-	if !inWarmup(ctx) {
-		l.observe(time.Since(start))
-	}
+	l.observe(time.Since(start))
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%w: %w", errHeldBack, context.DeadlineExceeded)
 	}

@@ -135,11 +135,11 @@ func TestRateLimiterWaitIsMeasured(t *testing.T) {
 	for range 3 {
 		get(t, clients[0].kube)
 	}
-	wait, limited := limiterWait(clients)
-	if wait < 300*time.Millisecond || limited != 2 {
-		t.Errorf("limiter wait = %v over %d requests for 3 requests at 5 QPS burst 1, want about 400ms over 2", wait, limited)
+	n := readClientCounts(clients)
+	if n.waited < 300*time.Millisecond || n.limited != 2 {
+		t.Errorf("limiter wait = %v over %d requests for 3 requests at 5 QPS burst 1, want about 400ms over 2", n.waited, n.limited)
 	}
-	if wait, limited := limiterWait(nil); wait != 0 || limited != 0 {
-		t.Errorf("no clients, wait %v over %d", wait, limited)
+	if n := readClientCounts(nil); n != (clientCounts{}) {
+		t.Errorf("no clients, counts %+v", n)
 	}
 }

@@ -85,7 +85,7 @@ func runCounter(ctx context.Context, r *run) error {
 	start := time.Now()
 	measureFrom := start.Add(s.Warmup.Duration)
 	rec := metrics.NewRecorder(measureFrom, metrics.DefaultShards(n), s.Rate > 0)
-	c.writers = c.newWriters(ctx, r, n, rec, seed, measureFrom)
+	c.writers = c.newWriters(ctx, r, n, rec, seed)
 	do := func(w int, intended time.Time) { c.writers[w].do(intended) }
 	loop := func(p plan) {
 		if s.Rate > 0 {
@@ -113,29 +113,26 @@ func runCounter(ctx context.Context, r *run) error {
 	if s.Duration.Duration > 0 {
 		p.deadline = started.Add(s.Duration.Duration)
 	}
-	trips0 := tripsNow(r.clients)
+	// The writers are idle here, so these readings are exact.
+	counts0, requests0 := readClientCounts(r.clients), c.requests()
 	stopTicks := tick(rec, started, r.opts.Progress)
 	loop(p)
 	ended := time.Now()
 	stopTicks()
 	r.result.Interrupted = ctx.Err() != nil
 
-	var requests int64
-	for _, w := range c.writers {
-		requests += w.requests
-	}
-	r.measure(rec.Snapshot(ended), clientStats(r.clients, trips0, requests), started, ended)
+	stats := clientStats(counts0, readClientCounts(r.clients), c.requests()-requests0)
+	r.measure(rec.Snapshot(ended), stats, started, ended)
 	r.result.Server = server.check(ctx, r.result.Measurements, "configmaps", r.log)
 	r.result.Checks = c.verify(ctx, r)
 	return r.summarize()
 }
 
 // newWriters builds n writers over the run's clients (round robin) and the
-// recorder's shards. Operations due before measureFrom are the warm-up.
-func (c *counterRun) newWriters(ctx context.Context, r *run, n int, rec *metrics.Recorder, seed uint64, measureFrom time.Time) []*writer {
+// recorder's shards.
+func (c *counterRun) newWriters(ctx context.Context, r *run, n int, rec *metrics.Recorder, seed uint64) []*writer {
 	s := r.spec
 	base := context.WithoutCancel(ctx)
-	warmup := withWarmup(base)
 	strat := strategyOf(s)
 	var backoff spec.Backoff
 	if strat == strategyRetry {
@@ -156,8 +153,6 @@ func (c *counterRun) newWriters(ctx context.Context, r *run, n int, rec *metrics
 			names:        c.names,
 			key:          counterKey,
 			base:         base,
-			warmup:       warmup,
-			measureFrom:  measureFrom,
 			opTimeout:    s.OpTimeout.Duration,
 			patchType:    patchType,
 			precondition: s.PatchPrecondition,
@@ -175,6 +170,16 @@ func (c *counterRun) newWriters(ctx context.Context, r *run, n int, rec *metrics
 		writers[i] = w
 	}
 	return writers
+}
+
+// requests is how many requests the writers have sent; call it while they
+// are idle.
+func (c *counterRun) requests() int64 {
+	var n int64
+	for _, w := range c.writers {
+		n += w.requests
+	}
+	return n
 }
 
 // verify reads every object back and checks it against the writes, with a

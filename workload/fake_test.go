@@ -126,7 +126,7 @@ func fakeRun(t testing.TB, s spec.Spec, rt http.RoundTripper) (*counterRun, *run
 	n := writerCount(s)
 	c := newCounterRun(s, n)
 	rec := metrics.NewRecorder(time.Now(), metrics.DefaultShards(n), s.Rate > 0)
-	c.writers = c.newWriters(context.Background(), r, n, rec, 1, time.Time{})
+	c.writers = c.newWriters(context.Background(), r, n, rec, 1)
 	return c, r, rec
 }
 

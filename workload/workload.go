@@ -194,8 +194,10 @@ func (r *run) runScenario(ctx context.Context, sc scenarioFunc) error {
 		ended = r.result.Ended
 	}
 	r.result.Interrupted = ctx.Err() != nil
-	var stats results.ClientStats
-	stats.RateLimiterWait, stats.RateLimited = limiterWait(r.clients)
+	// The scenario's requests are not counted one by one, so the clients'
+	// counters give only the limiter wait; retries come from the hooks.
+	counts := readClientCounts(r.clients)
+	stats := results.ClientStats{RateLimiterWait: counts.waited, RateLimited: counts.limited}
 	if hookErr == nil {
 		stats.Retries = hooks.Read().Sub(hooksBefore).Retries
 	}

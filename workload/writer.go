@@ -89,14 +89,6 @@ type writer struct {
 	base      context.Context // never cancelled: an operation outlives Ctrl-C
 	opTimeout time.Duration
 
-	// Operations due before measureFrom are the warm-up: they run under
-	// warmup (base marked by withWarmup), so that the clients leave their
-	// requests out of the run's client-go figures, and their requests are
-	// not counted here either.
-	warmup      context.Context
-	measureFrom time.Time
-	inWarmup    bool // the current operation is a warm-up one
-
 	patchType    types.PatchType
 	precondition bool
 	backoff      wait.Backoff
@@ -106,7 +98,7 @@ type writer struct {
 	shared []sharedTally // per object, every writer's (FieldsShared); nil otherwise
 	own    []fieldTally  // per object, this writer's (FieldsDisjoint); nil otherwise
 
-	requests int64 // requests sent in the measured window; read only after the writer stops
+	requests int64 // requests sent; read only while the writer is idle
 }
 
 // do runs one operation that was due at intended and records it.
@@ -115,12 +107,7 @@ func (w *writer) do(intended time.Time) {
 	// The operation's timeout context is most of the engine's own cost per
 	// operation (a few small allocations), and the one way to bound an
 	// operation's every request and retry together.
-	parent := w.base
-	w.inWarmup = intended.Before(w.measureFrom)
-	if w.inWarmup {
-		parent = w.warmup
-	}
-	ctx, cancel := context.WithDeadline(parent, op.Start.Add(w.opTimeout))
+	ctx, cancel := context.WithDeadline(w.base, op.Start.Add(w.opTimeout))
 	obj := w.choose.next()
 	var err error
 	if w.strategy == strategyRetry {
@@ -219,11 +206,10 @@ func (w *writer) readModifyWrite(ctx context.Context, obj int, op *metrics.Op) e
 	return err
 }
 
-// countRequest counts a request the writer made in the measured window,
-// unless the client-side rate limiter held it back (it was never sent):
+// countRequest counts a request the writer made, unless the client-side rate limiter held it back (it was never sent):
 // clientStats takes requests sent beyond these as client-go's own retries.
 func (w *writer) countRequest(err error) {
-	if !w.inWarmup && (err == nil || !errors.Is(err, errHeldBack)) {
+	if err == nil || !errors.Is(err, errHeldBack) {
 		w.requests++
 	}
 }
