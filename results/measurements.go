@@ -135,14 +135,14 @@ func Summarize(m Measurements, seconds float64, checks []Check) (Summary, error)
 		return Summary{}, err
 	}
 	if ok {
-		s.Latency = latencyOf(op)
+		s.Latency = LatencyOf(op)
 	}
 	raw, ok, err := m.Histogram(HistOpRaw)
 	if err != nil {
 		return Summary{}, err
 	}
 	if ok {
-		l := latencyOf(raw)
+		l := LatencyOf(raw)
 		s.RawLatency = &l
 	}
 	for _, c := range checks {
@@ -172,8 +172,9 @@ func attemptsAt(dist []int64, q float64) int64 {
 	return int64(len(dist) - 1)
 }
 
-// latencyOf reads the standard percentiles from a µs histogram.
-func latencyOf(h *hdrhistogram.Histogram) Latency {
+// LatencyOf reads the standard percentiles from a histogram of
+// microseconds (as metrics.NewHistogram makes).
+func LatencyOf(h *hdrhistogram.Histogram) Latency {
 	if h.TotalCount() == 0 {
 		return Latency{}
 	}

@@ -113,22 +113,6 @@ func record(h *hdrhistogram.Histogram, d time.Duration) {
 	_ = h.RecordValue(min(v, h.HighestTrackableValue())) // in range: cannot fail
 }
 
-// latencyOf turns a histogram of microseconds into percentiles.
-func latencyOf(h *hdrhistogram.Histogram) results.Latency {
-	if h.TotalCount() == 0 {
-		return results.Latency{}
-	}
-	us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
-	return results.Latency{
-		P50:  us(h.ValueAtQuantile(50)),
-		P90:  us(h.ValueAtQuantile(90)),
-		P99:  us(h.ValueAtQuantile(99)),
-		P999: us(h.ValueAtQuantile(99.9)),
-		Max:  us(h.Max()),
-		Mean: time.Duration(h.Mean() * float64(time.Microsecond)),
-	}
-}
-
 // finish counts what exists, reads the quota's status, and fills the
 // report and the checks. It runs also after Ctrl-C.
 func (r *run) finish(ctx context.Context) error {
@@ -141,8 +125,8 @@ func (r *run) finish(ctx context.Context) error {
 	rep.Conflicts = r.conflicts.Load()
 	rep.Errors = r.errs.Load()
 	rep.FullAt = time.Duration(r.fullAt.Load())
-	rep.AdmittedLatency = latencyOf(r.admittedLatency)
-	rep.RejectedLatency = latencyOf(r.rejectedLatency)
+	rep.AdmittedLatency = results.LatencyOf(r.admittedLatency)
+	rep.RejectedLatency = results.LatencyOf(r.rejectedLatency)
 	env.Result.Quota = rep
 
 	sctx, cancel := r.step(ctx)
