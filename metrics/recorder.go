@@ -195,8 +195,9 @@ func micros(d time.Duration) int64 {
 	return us
 }
 
-// record adds d to h, clamped to the histogram's range.
-func record(h *hdrhistogram.Histogram, d time.Duration) {
+// RecordLatency adds d to h, a histogram from NewHistogram, in
+// microseconds clamped to its range.
+func RecordLatency(h *hdrhistogram.Histogram, d time.Duration) {
 	_ = h.RecordValue(min(micros(d), histMax)) // cannot fail: the value is within range
 }
 
@@ -228,13 +229,13 @@ func (s *Shard) RecordOp(op Op) {
 		// attempts are no longer than this.
 		s.clamped++
 	}
-	record(s.opLatency, lat)
-	record(s.interval, lat)
+	RecordLatency(s.opLatency, lat)
+	RecordLatency(s.interval, lat)
 	if s.opRaw != nil {
-		record(s.opRaw, op.End.Sub(op.Start))
+		RecordLatency(s.opRaw, op.End.Sub(op.Start))
 	}
 	if op.Attempts > 1 || op.Backoff > 0 {
-		record(s.backoff, op.Backoff)
+		RecordLatency(s.backoff, op.Backoff)
 	}
 	if op.Outcome == Other && op.Err != nil && len(s.errors) < MaxErrors {
 		msg := op.Err.Error()
@@ -263,9 +264,9 @@ func (s *Shard) RecordAttempt(intended time.Time, a Attempt) {
 	}
 	s.attemptOut[a.Kind][a.Outcome]++
 	if a.Kind == Read {
-		record(s.read, a.Latency)
+		RecordLatency(s.read, a.Latency)
 	} else {
 		s.intervalWrites[a.Outcome]++
-		record(s.write, a.Latency)
+		RecordLatency(s.write, a.Latency)
 	}
 }
