@@ -69,12 +69,11 @@ type Recorder struct {
 	tickMu   sync.Mutex              // serialises Tick, so series points stay in order
 	tickHist *hdrhistogram.Histogram // Tick's scratch histogram (under tickMu)
 
-	mu          sync.Mutex // guards the fields below (not the hot path)
-	measureFrom time.Time  // ops intended before this are warm-up
-	series      []SeriesPoint
-	lastTick    time.Time
-	dropped     int64
-	late        int64
+	mu       sync.Mutex // guards the fields below (not the hot path)
+	series   []SeriesPoint
+	lastTick time.Time
+	dropped  int64
+	late     int64
 }
 
 // Shard is one writer's (or a group of writers') part of a Recorder. Its
@@ -137,7 +136,7 @@ func NewRecorder(start time.Time, shards int, openLoop bool) *Recorder {
 	if shards < 1 {
 		shards = 1
 	}
-	r := &Recorder{start: start, lastTick: start, measureFrom: start, tickHist: NewHistogram()}
+	r := &Recorder{start: start, lastTick: start, tickHist: NewHistogram()}
 	for range shards {
 		s := &Shard{
 			openLoop:    openLoop,
@@ -159,11 +158,12 @@ func NewRecorder(start time.Time, shards int, openLoop bool) *Recorder {
 // Shard returns the shard for writer i.
 func (r *Recorder) Shard(i int) *Shard { return r.shards[i%len(r.shards)] }
 
-// MeasureFrom marks the end of the warm-up: operations intended before t are
-// counted as warm-up only and kept out of every figure.
+// MeasureFrom starts the measured window at t: operations intended before
+// t are counted as warm-up only and kept out of every figure, and the
+// per-second series counts from t.
 func (r *Recorder) MeasureFrom(t time.Time) {
 	r.mu.Lock()
-	r.measureFrom = t
+	r.start, r.lastTick = t, t
 	r.mu.Unlock()
 	for _, s := range r.shards {
 		s.mu.Lock()

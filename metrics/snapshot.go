@@ -66,7 +66,7 @@ func (r *Recorder) Tick(now time.Time) SeriesPoint {
 	r.tickMu.Lock()
 	defer r.tickMu.Unlock()
 	r.mu.Lock()
-	last := r.lastTick
+	last, start := r.lastTick, r.start
 	r.mu.Unlock()
 	merged := r.tickHist
 	merged.Reset()
@@ -83,8 +83,8 @@ func (r *Recorder) Tick(now time.Time) SeriesPoint {
 		s.intervalWrites = [NumOutcomes]int64{}
 		s.mu.Unlock()
 	}
-	at := now.Sub(r.start).Round(time.Millisecond)
-	p := SeriesPoint{At: at, Span: at - last.Sub(r.start).Round(time.Millisecond), Outcomes: map[string]int64{}, Writes: map[string]int64{}}
+	at := now.Sub(start).Round(time.Millisecond)
+	p := SeriesPoint{At: at, Span: at - last.Sub(start).Round(time.Millisecond), Outcomes: map[string]int64{}, Writes: map[string]int64{}}
 	for i, n := range out {
 		p.Ops += n
 		if n > 0 {
@@ -112,13 +112,13 @@ func (r *Recorder) Tick(now time.Time) SeriesPoint {
 // series at now. Call it after the writers have stopped.
 func (r *Recorder) Snapshot(now time.Time) Snapshot {
 	r.mu.Lock()
-	needTick := now.After(r.lastTick)
+	needTick, start := now.After(r.lastTick), r.start
 	r.mu.Unlock()
 	if needTick {
 		r.Tick(now)
 	}
 	snap := Snapshot{
-		Start: r.start,
+		Start: start,
 		Op:    NewHistogram(), Write: NewHistogram(), Read: NewHistogram(), Backoff: NewHistogram(),
 	}
 	seen := map[string]bool{}

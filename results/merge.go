@@ -71,18 +71,11 @@ func Merge(rs ...*Result) (*Result, error) {
 		if r.Server != nil && r.Server.Available && len(rs) > 1 {
 			warn("server cross-check of shard %d dropped: each shard's /metrics scrape counted every shard's requests, so the per-shard checks do not add up", i+1)
 		}
-		if r.LeaderElection != nil {
-			if out.LeaderElection != nil {
-				warn("leader-election figures of shard %d dropped: they do not merge (shown: shard 1's)", i+1)
+		if r.Details != nil {
+			if out.Details != nil {
+				warn("the scenario's own figures of shard %d dropped: they do not merge (shown: the first shard's)", i+1)
 			} else {
-				out.LeaderElection = r.LeaderElection
-			}
-		}
-		if r.Quota != nil {
-			if out.Quota != nil {
-				warn("quota figures of shard %d dropped: they do not merge (shown: shard 1's)", i+1)
-			} else {
-				out.Quota = r.Quota
+				out.Details = r.Details
 			}
 		}
 	}

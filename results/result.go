@@ -4,6 +4,7 @@
 package results
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/kb-bench/kb-bench/metrics"
@@ -49,6 +50,8 @@ type Result struct {
 	// Namespace the run wrote in.
 	Namespace string `json:"namespace"`
 
+	// Workload is the run in words: scenario, writers, strategy, load.
+	Workload string `json:"workload"`
 	// Summary holds the headline figures, derived from Measurements.
 	Summary Summary `json:"summary"`
 	// Measurements holds the raw, mergeable data.
@@ -59,10 +62,9 @@ type Result struct {
 	Server *ServerCheck `json:"server,omitempty"`
 	// Checks are the correctness verdicts (lost updates and the like).
 	Checks []Check `json:"checks,omitempty"`
-	// LeaderElection holds the leader-election scenario's figures.
-	LeaderElection *LeaderElectionReport `json:"leaderElection,omitempty"`
-	// Quota holds the quota scenario's figures.
-	Quota *QuotaReport `json:"quota,omitempty"`
+	// Details are the scenario's own figures (its report), as the
+	// scenario package defines them.
+	Details json.RawMessage `json:"details,omitempty"`
 	// Warnings are things the reader should know (metrics forbidden, ...).
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -126,6 +128,10 @@ type ClientStats struct {
 	RateLimiterWait time.Duration `json:"rateLimiterWait"`
 	// RateLimited counts requests that waited in it (a millisecond or more).
 	RateLimited int64 `json:"rateLimited,omitempty"`
+	// SentContent counts request bodies by content type, ReceivedContent
+	// responses: what the clients and the apiserver negotiated.
+	SentContent     map[string]int64 `json:"sentContent,omitempty"`
+	ReceivedContent map[string]int64 `json:"receivedContent,omitempty"`
 }
 
 // Summary is the headline figures of a run. It is derived from Measurements

@@ -2,222 +2,258 @@ package results
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/kb-bench/kb-bench/metrics"
 )
 
-// ServerCheck compares kb-bench's own counts with the apiserver's /metrics
-// for the same run: the server's 409s and successful writes on the
-// benchmark's resource next to kb-bench's write attempts, and what the
-// storage layer did underneath.
+// CodeNoResponse is the code of a request that got no answer (a broken
+// connection, a timeout before the response): the apiserver may or may not
+// have counted it.
+const CodeNoResponse = "none"
+
+// ServerCheck compares, request for request, what kb-bench's clients sent
+// in the measured window with what the apiserver counted in
+// apiserver_request_total between two /metrics scrapes taken while no
+// request was in flight; and reports what the apiserver did on its own
+// behalf (etcd transactions, its internal requests, flow control).
 type ServerCheck struct {
-	// Available is false when /metrics could not be read (forbidden, ...).
-	Available bool `json:"available"`
-	// Reason says why the check is not available.
-	Reason string `json:"reason,omitempty"`
-	// Resource is the benchmark's resource, e.g. configmaps or
-	// configmaps/status; counts cover every namespace and every client.
-	Resource string `json:"resource,omitempty"`
+	// Available is false when /metrics could not be read; Reason says why.
+	Available bool   `json:"available"`
+	Reason    string `json:"reason,omitempty"`
 
-	// ServerWrites are PUT, PATCH and APPLY requests the apiserver answered
-	// 2xx on Resource between the scrapes; ServerConflicts those it answered 409.
-	ServerWrites    int64 `json:"serverWrites"`
-	ServerConflicts int64 `json:"serverConflicts"`
-	// Writes and Conflicts are kb-bench's own counts of the same: write
-	// attempts that succeeded, and that got a 409 of either class.
-	Writes    int64 `json:"writes"`
-	Conflicts int64 `json:"conflicts"`
-	// WritesMatch and ConflictsMatch are set when the two sides agree exactly.
-	WritesMatch    bool `json:"writesMatch"`
-	ConflictsMatch bool `json:"conflictsMatch"`
-	// Mismatch explains a disagreement, with the likely causes.
+	// Requests are the clients' requests and the apiserver's counts, per
+	// endpoint and response code, on every resource the clients wrote or
+	// read.
+	Requests []RequestCount `json:"requests,omitempty"`
+	// Match is true when every count in Requests is equal.
+	Match bool `json:"match"`
+	// Mismatch explains the differences, with their likely causes.
 	Mismatch string `json:"mismatch,omitempty"`
+	// Internal are requests the apiserver counted on resources the
+	// scenario watches (scenario.Definition.ServerResources) that
+	// kb-bench's clients did not send: the apiserver's own, such as quota
+	// admission updating a ResourceQuota's status.
+	Internal []RequestCount `json:"internal,omitempty"`
 
-	// Requests are the server's request counts on Resource by verb and code.
-	Requests []ServerRequests `json:"requests,omitempty"`
-	// Latency is the server's own mean latency on Resource by verb.
-	Latency []ServerLatency `json:"latency,omitempty"`
-
-	// Etcd lists the storage layer's etcd requests for Resource by operation.
+	// Etcd sums etcd requests per resource and operation.
 	Etcd []EtcdRequests `json:"etcd,omitempty"`
-	// EtcdUpdates counts etcd write transactions for Resource: one per
-	// attempt inside the apiserver's GuaranteedUpdate loop.
-	EtcdUpdates int64 `json:"etcdUpdates"`
-	// EtcdFailedUpdates is EtcdUpdates minus ServerWrites: transactions that
-	// lost an optimistic race at etcd (another write landed first).
-	EtcdFailedUpdates int64 `json:"etcdFailedUpdates"`
-	// AbsorbedConflicts estimates the conflicts the apiserver retried
-	// internally instead of returning a 409 (patch and apply without a
-	// resourceVersion, unconditional PUT): failed transactions beyond the
-	// 409s returned. It is a lower bound; exact when the run returned no 409s.
-	AbsorbedConflicts int64 `json:"absorbedConflicts"`
+	// Races are, per resource, etcd's optimistic update transactions and
+	// those that lost a race (the apiserver re-read and retried them).
+	Races []EtcdRaces `json:"races,omitempty"`
 
-	// FlowControlRejected counts requests API Priority and Fairness rejected
-	// (every priority level: APF does not label by resource).
+	// FlowControlRejected counts API Priority and Fairness rejections (429).
 	FlowControlRejected int64 `json:"flowControlRejected"`
-	// FlowControlWaited counts requests that went through an APF queue, and
-	// FlowControlMeanWait their mean time there.
+	// FlowControlWaited counts requests that queued, with the mean wait.
 	FlowControlWaited   int64         `json:"flowControlWaited"`
 	FlowControlMeanWait time.Duration `json:"flowControlMeanWait"`
 }
 
-// ServerRequests is the server's count of one verb and response code.
-type ServerRequests struct {
-	Verb  string `json:"verb"`
-	Code  string `json:"code"`
-	Count int64  `json:"count"`
+// RequestCount is one endpoint and response code.
+type RequestCount struct {
+	Verb     string `json:"verb"`
+	Resource string `json:"resource"` // "configmaps", "pods/status", "leases.coordination.k8s.io"
+	Code     string `json:"code"`
+	// Client is what kb-bench's clients sent, Server what the apiserver counted.
+	Client int64 `json:"client"`
+	Server int64 `json:"server"`
 }
 
-// ServerLatency is the server's own latency for one verb.
-type ServerLatency struct {
-	Verb  string        `json:"verb"`
-	Count int64         `json:"count"`
-	Mean  time.Duration `json:"mean"`
-}
-
-// EtcdRequests is the storage layer's count of one etcd operation.
+// EtcdRequests sums one etcd operation on one resource.
 type EtcdRequests struct {
+	Resource  string        `json:"resource"`
 	Operation string        `json:"operation"`
 	Count     int64         `json:"count"`
 	Mean      time.Duration `json:"mean"`
 }
 
-// isWriteVerb reports whether an apiserver verb updates an existing object.
-func isWriteVerb(verb string) bool { return verb == "PUT" || verb == "PATCH" || verb == "APPLY" }
+// EtcdRaces are one resource's optimistic writes: Updates transactions,
+// of which Failed lost a race; Absorbed of those the apiserver retried
+// itself without returning a 409 (merge patches, apply, its own writes).
+type EtcdRaces struct {
+	Resource string `json:"resource"`
+	Updates  int64  `json:"updates"`
+	Failed   int64  `json:"failed"`
+	Absorbed int64  `json:"absorbed"`
+}
 
-// UnavailableServerCheck records that /metrics could not be read, and why.
+// UnavailableServerCheck is a check that could not be made, and why.
 func UnavailableServerCheck(reason string) *ServerCheck {
 	return &ServerCheck{Available: false, Reason: reason}
 }
 
-// NewServerCheck compares the apiserver's counters between two scrapes with
-// kb-bench's own Measurements for resource ("configmaps", or
-// "configmaps/status" for a subresource; any API group). Take the scrapes
-// after the warm-up's operations have finished and before the first measured
-// one, and right after the last: the server counts every client, so other
-// writers of the same resource and client-side timeouts that the server
-// completed show as mismatches (the message names them).
-func NewServerCheck(before, after metrics.ServerSample, resource string, m Measurements) *ServerCheck {
-	c := &ServerCheck{Resource: resource}
+// resourceName names an endpoint's resource as the check prints it.
+func resourceName(k metrics.EndpointKey) string {
+	name := k.Resource
+	if k.Group != "" {
+		name += "." + k.Group
+	}
+	if k.Subresource != "" {
+		name += "/" + k.Subresource
+	}
+	return name
+}
+
+func isWriteVerb(verb string) bool {
+	return verb == "PUT" || verb == "PATCH" || verb == "APPLY" || verb == "POST"
+}
+
+// NewServerCheck compares the clients' requests (client) with the two
+// scrapes. watch lists further resources ("resourcequotas") whose server
+// counts are reported as the apiserver's own requests. m gives the run's
+// figures, to explain a mismatch.
+func NewServerCheck(before, after metrics.ServerSample, client map[metrics.RequestKey]int64, watch []string, m Measurements) *ServerCheck {
+	c := &ServerCheck{}
 	delta, err := after.Sub(before)
 	if err != nil {
 		c.Reason = err.Error()
 		return c
 	}
 	c.Available = true
-	res, sub, _ := strings.Cut(resource, "/")
-	ours := func(k metrics.EndpointKey) bool { return k.Resource == res && k.Subresource == sub }
 
-	requests := map[[2]string]int64{}
+	// The resources (with group) the clients touched, and those watched.
+	type res struct{ group, resource string }
+	touched := map[res]bool{}
+	endpoints := map[metrics.EndpointKey]bool{}
+	for k := range client {
+		touched[res{k.Group, k.Resource}] = true
+		endpoints[k.EndpointKey] = true
+	}
+	watched := func(k metrics.EndpointKey) bool {
+		return slices.Contains(watch, k.Resource) || slices.Contains(watch, k.Resource+"/"+k.Subresource)
+	}
+	counts := map[metrics.RequestKey]*RequestCount{}
+	row := func(k metrics.RequestKey) *RequestCount {
+		r, ok := counts[k]
+		if !ok {
+			r = &RequestCount{Verb: k.Verb, Resource: resourceName(k.EndpointKey), Code: k.Code}
+			counts[k] = r
+		}
+		return r
+	}
+	for k, n := range client {
+		row(k).Client += n
+	}
+	var internal []RequestCount
 	for k, n := range delta.Requests {
-		if !ours(k.EndpointKey) {
-			continue
-		}
-		requests[[2]string{k.Verb, k.Code}] += n
-		if !isWriteVerb(k.Verb) {
-			continue
-		}
 		switch {
-		case strings.HasPrefix(k.Code, "2"):
-			c.ServerWrites += n
-		case k.Code == "409":
-			c.ServerConflicts += n
+		case endpoints[k.EndpointKey] || (k.Verb != "WATCH" && touched[res{k.Group, k.Resource}] && k.Subresource == "" && isWriteVerb(k.Verb)):
+			row(k).Server += n
+		case watched(k.EndpointKey) && k.Verb != "WATCH":
+			internal = append(internal, RequestCount{Verb: k.Verb, Resource: resourceName(k.EndpointKey), Code: k.Code, Server: n})
 		}
 	}
-	for k, n := range requests {
-		c.Requests = append(c.Requests, ServerRequests{Verb: k[0], Code: k[1], Count: n})
+	for _, r := range counts {
+		c.Requests = append(c.Requests, *r)
 	}
-	sort.Slice(c.Requests, func(i, j int) bool {
-		a, b := c.Requests[i], c.Requests[j]
-		return a.Verb < b.Verb || a.Verb == b.Verb && a.Code < b.Code
-	})
-
-	latency := map[string]metrics.CountSum{}
-	for k, cs := range delta.Durations {
-		if ours(k) {
-			latency[k.Verb] = sum(latency[k.Verb], cs)
+	sortCounts(c.Requests)
+	sortCounts(internal)
+	c.Internal = internal
+	c.Match = true
+	for _, r := range c.Requests {
+		if r.Client != r.Server {
+			c.Match = false
 		}
 	}
-	for verb, cs := range latency {
-		c.Latency = append(c.Latency, ServerLatency{Verb: verb, Count: cs.Count, Mean: cs.Mean().Round(time.Microsecond)})
+	if !c.Match {
+		c.Mismatch = mismatch(c.Requests, m)
 	}
-	sort.Slice(c.Latency, func(i, j int) bool { return c.Latency[i].Verb < c.Latency[j].Verb })
 
-	// The storage layer labels by resource only: a subresource write is a
-	// write of the object.
-	etcd := map[string]metrics.CountSum{}
+	// etcd, per resource the clients touched or the scenario watches.
+	etcd := map[[2]string]metrics.CountSum{}
 	for k, n := range delta.Etcd {
-		if k.Resource == res {
-			cs := etcd[k.Operation]
-			cs.Count += n
-			etcd[k.Operation] = cs
-		}
+		cs := etcd[[2]string{k.Resource, k.Operation}]
+		cs.Count += n
+		etcd[[2]string{k.Resource, k.Operation}] = cs
 	}
 	for k, cs := range delta.EtcdDurations {
-		if k.Resource == res {
-			e := etcd[k.Operation]
-			e.Sum += cs.Sum
-			etcd[k.Operation] = e
+		e := etcd[[2]string{k.Resource, k.Operation}]
+		e.Sum += cs.Sum
+		etcd[[2]string{k.Resource, k.Operation}] = e
+	}
+	relevant := func(resource string) bool {
+		for r := range touched {
+			if r.resource == resource {
+				return true
+			}
+		}
+		return slices.Contains(watch, resource) || slices.ContainsFunc(watch, func(w string) bool { return strings.HasPrefix(w, resource+"/") })
+	}
+	for k, cs := range etcd {
+		if relevant(k[0]) && cs.Count > 0 {
+			c.Etcd = append(c.Etcd, EtcdRequests{Resource: k[0], Operation: k[1], Count: cs.Count, Mean: cs.Mean().Round(time.Microsecond)})
 		}
 	}
-	for op, cs := range etcd {
-		c.Etcd = append(c.Etcd, EtcdRequests{Operation: op, Count: cs.Count, Mean: cs.Mean().Round(time.Microsecond)})
+	slices.SortFunc(c.Etcd, func(a, b EtcdRequests) int {
+		return strings.Compare(a.Resource+" "+a.Operation, b.Resource+" "+b.Operation)
+	})
+	for _, e := range c.Etcd {
+		if e.Operation != "update" {
+			continue
+		}
+		// Successful updates and 409s on the resource, any subresource,
+		// whoever sent them: each success is one winning transaction.
+		var wins, conflicts int64
+		for k, n := range delta.Requests {
+			if k.Resource != e.Resource || !(k.Verb == "PUT" || k.Verb == "PATCH" || k.Verb == "APPLY") {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(k.Code, "2"):
+				wins += n
+			case k.Code == "409":
+				conflicts += n
+			}
+		}
+		failed := max(e.Count-wins, 0)
+		c.Races = append(c.Races, EtcdRaces{Resource: e.Resource, Updates: e.Count, Failed: failed, Absorbed: max(failed-conflicts, 0)})
 	}
-	sort.Slice(c.Etcd, func(i, j int) bool { return c.Etcd[i].Operation < c.Etcd[j].Operation })
-	c.EtcdUpdates = etcd["update"].Count
-	c.EtcdFailedUpdates = max(c.EtcdUpdates-c.ServerWrites, 0)
-	c.AbsorbedConflicts = max(c.EtcdFailedUpdates-c.ServerConflicts, 0)
 
 	for _, n := range delta.FlowRejected {
 		c.FlowControlRejected += n
 	}
 	var wait metrics.CountSum
 	for _, cs := range delta.FlowWait {
-		wait = sum(wait, cs)
+		wait.Count += cs.Count
+		wait.Sum += cs.Sum
 	}
 	c.FlowControlWaited, c.FlowControlMeanWait = wait.Count, wait.Mean().Round(time.Microsecond)
-
-	c.Writes = m.WriteOutcomes[metrics.Success.String()]
-	version, fieldManager := m.Conflicts()
-	c.Conflicts = version + fieldManager
-	c.WritesMatch = c.Writes == c.ServerWrites
-	c.ConflictsMatch = c.Conflicts == c.ServerConflicts
-	c.Mismatch = mismatch(c, m)
 	return c
 }
 
-// mismatch explains why the two sides disagree, or returns "".
-func mismatch(c *ServerCheck, m Measurements) string {
+func sortCounts(rows []RequestCount) {
+	slices.SortFunc(rows, func(a, b RequestCount) int {
+		return strings.Compare(a.Resource+" "+a.Verb+" "+a.Code, b.Resource+" "+b.Verb+" "+b.Code)
+	})
+}
+
+// mismatch says which counts differ and what may explain it.
+func mismatch(rows []RequestCount, m Measurements) string {
 	var diffs []string
-	if !c.WritesMatch {
-		diffs = append(diffs, fmt.Sprintf("apiserver %d successful writes, kb-bench %d", c.ServerWrites, c.Writes))
-	}
-	if !c.ConflictsMatch {
-		diffs = append(diffs, fmt.Sprintf("apiserver %d conflicts (409), kb-bench %d", c.ServerConflicts, c.Conflicts))
-	}
-	if len(diffs) == 0 {
-		return ""
+	var serverMore, noResponse bool
+	for _, r := range rows {
+		if r.Client == r.Server {
+			continue
+		}
+		diffs = append(diffs, fmt.Sprintf("%s %s %s: apiserver %d, kb-bench %d", r.Verb, r.Resource, r.Code, r.Server, r.Client))
+		serverMore = serverMore || r.Server > r.Client
+		noResponse = noResponse || r.Code == CodeNoResponse
 	}
 	var causes []string
+	if noResponse {
+		causes = append(causes, "requests that got no answer may still have been counted by the apiserver")
+	}
 	if n := m.WriteOutcomes[metrics.Timeout.String()]; n > 0 {
 		causes = append(causes, fmt.Sprintf("%d write attempts timed out on the client and may have completed on the server", n))
 	}
-	if m.Client.Retries > 0 {
-		causes = append(causes, fmt.Sprintf("client-go retried %d requests on its own", m.Client.Retries))
-	}
-	if c.ServerWrites > c.Writes || c.ServerConflicts > c.Conflicts {
-		causes = append(causes, fmt.Sprintf("other clients may write %s on this cluster (the server counts them all)", c.Resource))
+	if serverMore {
+		causes = append(causes, "other clients may use the same resources on this cluster (the server counts them all)")
 	}
 	msg := strings.Join(diffs, "; ")
 	if len(causes) > 0 {
 		msg += " (possible causes: " + strings.Join(causes, "; ") + ")"
 	}
 	return msg
-}
-
-func sum(a, b metrics.CountSum) metrics.CountSum {
-	return metrics.CountSum{Count: a.Count + b.Count, Sum: a.Sum + b.Sum}
 }

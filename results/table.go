@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,7 +16,7 @@ import (
 // throughput, success ratio, conflicts, attempts per operation, latency
 // percentiles, lost updates, the server cross-check and warnings, then the
 // scenario's own lines.
-func WriteTable(w io.Writer, r *Result) error {
+func WriteTable(w io.Writer, r *Result, scenarioRows [][2]string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(name, format string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", name, fmt.Sprintf(format, a...)) }
 	s := r.Summary
@@ -27,8 +28,8 @@ func WriteTable(w io.Writer, r *Result) error {
 	}
 	fmt.Fprintln(tw, title)
 	row("target", "%s", describeTarget(r.Target))
-	row("workload", "%s", describeWorkload(r.Spec))
-	row("client", "%s", describeClient(r.Spec.Client, r.Spec.Clients))
+	row("workload", "%s", r.Workload)
+	row("client", "%s", describeClient(r.Spec.Client, r.Spec.Clients, m.Client))
 
 	row("throughput", "%.1f ops/s, %.1f successful writes/s (%d ops in %.1fs)", s.Throughput, s.WriteThroughput, s.Ops, s.Seconds)
 	if m.WarmupOps > 0 {
@@ -53,11 +54,11 @@ func WriteTable(w io.Writer, r *Result) error {
 		row("raw latency", "%s", describeLatency(*s.RawLatency))
 	}
 	if m.Late > 0 || m.Dropped > 0 {
-		row("open loop", "%s started late, %d dropped (no free slot)", plural(int(m.Late), "arrival"), m.Dropped)
+		row("open loop", "%s started late, %d dropped (no free slot)", Plural(int(m.Late), "arrival"), m.Dropped)
 	}
-	limiter := duration(m.Client.RateLimiterWait) + " waiting in the client rate limiter"
+	limiter := FormatDuration(m.Client.RateLimiterWait) + " waiting in the client rate limiter"
 	if m.Client.RateLimited > 0 {
-		limiter += fmt.Sprintf(" (%s throttled)", plural(int(m.Client.RateLimited), "request"))
+		limiter += fmt.Sprintf(" (%s throttled)", Plural(int(m.Client.RateLimited), "request"))
 	}
 	row("client-go", "%d hidden retries, %s", m.Client.Retries, limiter)
 	row("lost updates", "%s", describeLost(r.Checks))
@@ -69,6 +70,9 @@ func WriteTable(w io.Writer, r *Result) error {
 	for _, line := range describeServer(r.Server) {
 		row(line[0], "%s", line[1])
 	}
+	for _, line := range scenarioRows {
+		row(line[0], "%s", line[1])
+	}
 	for _, e := range m.Errors {
 		row("other error", "%q", e)
 	}
@@ -78,18 +82,7 @@ func WriteTable(w io.Writer, r *Result) error {
 	for _, wmsg := range r.Warnings {
 		row("warning", "%s", wmsg)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if r.LeaderElection != nil {
-		if err := r.LeaderElection.WriteTable(w); err != nil {
-			return err
-		}
-	}
-	if r.Quota != nil {
-		return r.Quota.WriteTable(w)
-	}
-	return nil
+	return tw.Flush()
 }
 
 func describeTarget(t Target) string {
@@ -123,77 +116,20 @@ func describeTarget(t Target) string {
 	return d
 }
 
-func describeWorkload(s spec.Spec) string {
-	var parts []string
-	switch s.Scenario {
-	case spec.ScenarioLeaderElection:
-		return describeLeaderElection(s)
-	case spec.ScenarioQuota:
-		return describeQuota(s)
-	case spec.ScenarioControllerStatus:
-		parts = []string{s.Scenario + ": " + describeControllers(s)}
-	default:
-		parts = []string{s.Scenario + ": " + describeCounter(s)}
+// Describe is the run in words: the scenario's own description (what),
+// then the strategy, the loop (for a driven scenario) and the bounds.
+func Describe(s spec.Spec, what string, driven bool) string {
+	parts := []string{s.Scenario + ": " + what}
+	if s.Strategy != "" {
+		parts = append(parts, "strategy "+describeStrategy(s))
 	}
 	loop, length := describeLoad(s)
-	return strings.Join(append(parts, "strategy "+describeStrategy(s), loop, length), ", ")
+	if driven {
+		parts = append(parts, loop)
+	}
+	return strings.Join(append(parts, length), ", ")
 }
 
-func describeCounter(s spec.Spec) string {
-	where := fmt.Sprintf("%s on %s", plural(s.Writers, "writer"), plural(s.Objects, "object"))
-	switch {
-	case s.WritersPerObject > 0:
-		where += fmt.Sprintf(" (%d writers per object)", s.WritersPerObject)
-	case s.Objects > 1 && s.Distribution.Kind == spec.DistZipf:
-		where += fmt.Sprintf(" (zipf s=%g)", s.Distribution.ZipfExponent)
-	case s.Objects > 1 && s.Distribution.Kind == spec.DistHotspot:
-		where += fmt.Sprintf(" (hotspot: %g%% of objects get %g%% of writes)", 100*s.Distribution.HotFraction, 100*s.Distribution.HotShare)
-	case s.Objects > 1:
-		where += " (" + s.Distribution.Kind + ")"
-	}
-	if s.Fields != "" {
-		where += ", " + s.Fields + " fields"
-	}
-	if s.ObjectSize > 0 {
-		where += fmt.Sprintf(", %d B filler", s.ObjectSize)
-	}
-	return where
-}
-
-func describeControllers(s spec.Spec) string {
-	c := s.Controller
-	if c == nil {
-		return plural(s.Writers, "worker")
-	}
-	return fmt.Sprintf("%s x %s, %s owned each + %d shared",
-		plural(c.Controllers, "controller"), plural(s.Writers, "worker"), plural(c.ObjectsPerController, "Pod"), c.SharedObjects)
-}
-
-func describeLeaderElection(s spec.Spec) string {
-	d := fmt.Sprintf("%s: %s on one Lease", s.Scenario, plural(s.Writers, "candidate"))
-	if le := s.LeaderElection; le != nil {
-		d += fmt.Sprintf(", lease %s, renew %s, retry %s", le.LeaseDuration, le.RenewDeadline, le.RetryPeriod)
-		if le.FailoverEvery.Duration > 0 {
-			d += ", leader stopped every " + le.FailoverEvery.String()
-			if le.ReleaseOnCancel {
-				d += " (releases on cancel)"
-			}
-		}
-	}
-	_, length := describeLoad(s)
-	return d + ", " + length
-}
-
-func describeQuota(s spec.Spec) string {
-	d := fmt.Sprintf("%s: %s creating objects", s.Scenario, plural(s.Writers, "writer"))
-	if q := s.Quota; q != nil {
-		d += fmt.Sprintf(" under a ResourceQuota of %s=%d", q.Resource, q.Hard)
-	}
-	loop, length := describeLoad(s)
-	return strings.Join([]string{d, loop, length}, ", ")
-}
-
-// describeLoad says how the load was driven (loop) and bounded (length).
 func describeLoad(s spec.Spec) (loop, length string) {
 	if s.Rate > 0 {
 		loop = fmt.Sprintf("open loop %g ops/s (max %d in flight)", s.Rate, s.MaxInFlight)
@@ -225,29 +161,57 @@ func describeStrategy(s spec.Spec) string {
 		}
 		return "update"
 	case spec.StrategyRetry:
-		return "retry (backoff " + s.Backoff + ")"
+		if s.Backoff == nil {
+			return "retry"
+		}
+		return "retry (backoff " + s.Backoff.String() + ")"
 	case spec.StrategyPatch:
-		d := "patch " + s.PatchType
+		d := "patch " + string(s.PatchType)
 		if s.PatchPrecondition {
 			d += " with resourceVersion precondition"
 		}
 		return d
 	case spec.StrategySSA:
-		d := "ssa (" + s.FieldManager + " field managers"
+		d := "ssa (" + string(s.FieldManager) + " field managers"
 		if s.Force {
 			d += ", force"
 		}
 		return d + ")"
 	}
-	return s.Strategy
+	return string(s.Strategy)
 }
 
-func describeClient(c spec.Client, clients int) string {
+func describeClient(c spec.Client, clients int, stats ClientStats) string {
 	qps := "QPS unlimited"
 	if c.QPS > 0 {
 		qps = fmt.Sprintf("QPS %g burst %d", c.QPS, c.Burst)
 	}
-	return fmt.Sprintf("%s, %s, %s", qps, c.ContentType, plural(max(clients, 1), "connection"))
+	content := "content type " + string(c.ContentType)
+	if len(stats.SentContent) > 0 {
+		content += ", sent " + describeMedia(stats.SentContent)
+	}
+	if len(stats.ReceivedContent) > 0 {
+		content += ", received " + describeMedia(stats.ReceivedContent)
+	}
+	return fmt.Sprintf("%s, %s, %s", qps, content, Plural(max(clients, 1), "connection"))
+}
+
+// describeMedia lists content types by count, shortest names first:
+// "protobuf 9773, apply-patch+yaml 12".
+func describeMedia(counts map[string]int64) string {
+	names := make([]string, 0, len(counts))
+	for k := range counts {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return counts[names[i]] > counts[names[j]] || counts[names[i]] == counts[names[j]] && names[i] < names[j]
+	})
+	parts := make([]string, len(names))
+	for i, k := range names {
+		short := strings.TrimPrefix(strings.TrimPrefix(k, "application/"), "vnd.kubernetes.")
+		parts[i] = fmt.Sprintf("%s %d", short, counts[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // describeOutcomes lists non-zero outcomes in their fixed order.
@@ -269,7 +233,7 @@ func describeLatency(l Latency) string {
 		return "-"
 	}
 	return fmt.Sprintf("p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (mean %s)",
-		duration(l.P50), duration(l.P90), duration(l.P99), duration(l.P999), duration(l.Max), duration(l.Mean))
+		FormatDuration(l.P50), FormatDuration(l.P90), FormatDuration(l.P99), FormatDuration(l.P999), FormatDuration(l.Max), FormatDuration(l.Mean))
 }
 
 // describeLost states lost updates plainly, naming each check that found some.
@@ -288,7 +252,7 @@ func describeLost(checks []Check) string {
 	case len(checks) == 0:
 		return "not checked"
 	default:
-		return fmt.Sprintf("none (%s passed)", plural(len(checks), "check"))
+		return fmt.Sprintf("none (%s passed)", Plural(len(checks), "check"))
 	}
 }
 
@@ -300,17 +264,23 @@ func describeServer(c *ServerCheck) [][2]string {
 	if !c.Available {
 		return [][2]string{{"server", "not checked: " + c.Reason}}
 	}
-	counts := fmt.Sprintf("%d writes, %d conflicts on %s", c.ServerWrites, c.ServerConflicts, c.Resource)
+	var total int64
+	for _, r := range c.Requests {
+		total += r.Client
+	}
 	rows := [][2]string{}
-	if c.WritesMatch && c.ConflictsMatch {
-		rows = append(rows, [2]string{"server", "apiserver counted " + counts + ": same as kb-bench"})
+	if c.Match {
+		rows = append(rows, [2]string{"server", fmt.Sprintf("apiserver counted the same %d requests as kb-bench: %s", total, describeCounts(c.Requests))})
 	} else {
 		rows = append(rows, [2]string{"server", "MISMATCH: " + c.Mismatch})
 	}
-	if c.EtcdUpdates > 0 {
-		etcd := fmt.Sprintf("etcd: %d update transactions, %d lost a race", c.EtcdUpdates, c.EtcdFailedUpdates)
-		if c.AbsorbedConflicts > 0 {
-			etcd += fmt.Sprintf("; at least %d conflicts retried inside the apiserver (no 409 returned)", c.AbsorbedConflicts)
+	if len(c.Internal) > 0 {
+		rows = append(rows, [2]string{"", "apiserver's own requests: " + describeCounts(c.Internal)})
+	}
+	for _, e := range c.Races {
+		etcd := fmt.Sprintf("etcd: %s %d update transactions, %d lost a race", e.Resource, e.Updates, e.Failed)
+		if e.Absorbed > 0 {
+			etcd += fmt.Sprintf("; at least %d conflicts retried inside the apiserver (no 409 returned)", e.Absorbed)
 		}
 		rows = append(rows, [2]string{"", etcd})
 	}
@@ -320,17 +290,39 @@ func describeServer(c *ServerCheck) [][2]string {
 	return rows
 }
 
+// describeCounts lists request counts by endpoint, the codes of each in
+// parentheses: "PUT configmaps 1839 (200), 7934 (409)".
+func describeCounts(rows []RequestCount) string {
+	var parts []string
+	last := ""
+	for _, r := range rows {
+		n := r.Server
+		if n == 0 {
+			n = r.Client
+		}
+		endpoint := r.Verb + " " + r.Resource
+		if endpoint != last {
+			parts = append(parts, fmt.Sprintf("%s %d (%s)", endpoint, n, r.Code))
+			last = endpoint
+			continue
+		}
+		parts[len(parts)-1] += fmt.Sprintf(", %d (%s)", n, r.Code)
+	}
+	return strings.Join(parts, "; ")
+}
+
 func percent(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
 
-func plural(n int, what string) string {
+// Plural is "1 writer" or "n writers".
+func Plural(n int, what string) string {
 	if n == 1 {
 		return fmt.Sprintf("1 %s", what)
 	}
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// duration renders a latency with a precision that suits its size.
-func duration(d time.Duration) string {
+// FormatDuration renders a latency with a precision that suits its size.
+func FormatDuration(d time.Duration) string {
 	ms := float64(d) / float64(time.Millisecond)
 	switch {
 	case d == 0:
@@ -370,7 +362,16 @@ func FormatProgress(elapsed, total time.Duration, p metrics.SeriesPoint) string 
 	}
 	p99 := "-"
 	if p.Ops > 0 {
-		p99 = duration(p.P99)
+		p99 = FormatDuration(p.P99)
 	}
 	return fmt.Sprintf("[%s]  %.0f ops/s  %.0f conflicts/s  p99 %s", clock, ops, conflicts, p99)
+}
+
+// ShortLatency is "p50 1.20ms  p99 8.31ms  max 20.1ms", or "-" when nothing
+// was measured.
+func ShortLatency(l Latency) string {
+	if l.Max == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("p50 %s  p99 %s  max %s", FormatDuration(l.P50), FormatDuration(l.P99), FormatDuration(l.Max))
 }

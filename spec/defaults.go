@@ -1,11 +1,13 @@
 package spec
 
 import (
-	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Defaults used where a Spec leaves a field at its zero value.
@@ -13,57 +15,47 @@ const (
 	DefaultWriters   = 8
 	DefaultDuration  = 10 * time.Second
 	DefaultOpTimeout = 10 * time.Second
-	DefaultBackoff   = "default-retry"
+	// MaxWriters bounds Writers (and MaxInFlight): each writer is a
+	// goroutine with its own state, and far past this one machine runs
+	// out of memory before the apiserver is the bottleneck.
+	MaxWriters = 100_000
 )
 
-// Default returns a fully defaulted counter Spec.
-func Default() Spec {
-	s := Spec{}
-	s.Defaults()
-	return s
+// Traits says which of the shared settings a scenario uses. Defaults fills
+// only those, and Validate refuses the others with a message, so a setting
+// is never silently ignored.
+type Traits struct {
+	// Strategies: the writers write with a Strategy and its options.
+	Strategies bool
+	// Driven: the engine's driver runs the scenario's operations, so a
+	// Rate (open loop), MaxInFlight and ThinkTime mean something.
+	Driven bool
 }
 
-// Defaults fills every zero-valued field that has a default. It never
-// overrides a value that was set.
-func (s *Spec) Defaults() {
-	def := func(p *string, v string) {
-		if *p == "" {
-			*p = v
-		}
-	}
-	def(&s.Scenario, ScenarioCounter)
+// Defaults fills every zero-valued field that has a default for a scenario
+// with traits t. It never overrides a value that was set.
+func (s *Spec) Defaults(t Traits) {
 	if s.Writers == 0 {
 		s.Writers = DefaultWriters
 	}
-	if s.Objects == 0 {
-		s.Objects = 1
-	}
-	def(&s.Distribution.Kind, DistUniform)
-	if s.Distribution.Kind == DistZipf && s.Distribution.ZipfExponent == 0 {
-		s.Distribution.ZipfExponent = 1.1
-	}
-	if s.Distribution.Kind == DistHotspot {
-		if s.Distribution.HotFraction == 0 {
-			s.Distribution.HotFraction = 0.1
-		}
-		if s.Distribution.HotShare == 0 {
-			s.Distribution.HotShare = 0.9
-		}
-	}
-	def(&s.Fields, FieldsShared)
 	if s.Clients == 0 {
 		s.Clients = 1
 	}
-	def(&s.Strategy, StrategyUpdate)
-	switch s.Strategy {
-	case StrategyRetry:
-		def(&s.Backoff, DefaultBackoff)
-	case StrategyPatch:
-		def(&s.PatchType, PatchMerge)
-	case StrategySSA:
-		def(&s.FieldManager, ManagerPerWriter)
+	if t.Strategies {
+		def(&s.Strategy, StrategyUpdate)
+		switch s.Strategy {
+		case StrategyRetry:
+			if s.Backoff == nil {
+				b := DefaultRetry
+				s.Backoff = &b
+			}
+		case StrategyPatch:
+			def(&s.PatchType, PatchMerge)
+		case StrategySSA:
+			def(&s.FieldManager, ManagerPerWriter)
+		}
 	}
-	if s.Rate > 0 && s.MaxInFlight == 0 {
+	if t.Driven && s.Rate > 0 && s.MaxInFlight == 0 {
 		s.MaxInFlight = s.Writers
 	}
 	if s.Duration.Duration == 0 && s.Operations == 0 {
@@ -75,231 +67,172 @@ func (s *Spec) Defaults() {
 	if s.Client.QPS == 0 {
 		s.Client.QPS = -1 // no client-side limit, on purpose
 	}
-	def(&s.Client.ContentType, ContentJSON)
+	def(&s.Client.ContentType, ContentDefault)
 	def(&s.Target.Kind, TargetLocal)
 	if s.Target.Kind == TargetLocal {
 		def(&s.Target.Storage, StorageDisk)
 	}
-	switch s.Scenario {
-	case ScenarioLeaderElection:
-		if s.LeaderElection == nil {
-			s.LeaderElection = &LeaderElection{}
-		}
-		le := s.LeaderElection
-		if le.LeaseDuration.Duration == 0 {
-			le.LeaseDuration = D(4 * time.Second)
-		}
-		if le.RenewDeadline.Duration == 0 {
-			le.RenewDeadline = D(3 * time.Second)
-		}
-		if le.RetryPeriod.Duration == 0 {
-			le.RetryPeriod = D(500 * time.Millisecond)
-		}
-	case ScenarioQuota:
-		if s.Quota == nil {
-			s.Quota = &Quota{}
-		}
-		if s.Quota.Resource == "" {
-			s.Quota.Resource = "count/configmaps"
-		}
-		if s.Quota.Hard == 0 {
-			s.Quota.Hard = 50
-		}
-	case ScenarioControllerStatus:
-		if s.Controller == nil {
-			s.Controller = &Controller{}
-		}
-		c := s.Controller
-		if c.Controllers == 0 {
-			c.Controllers = 4
-		}
-		if c.ObjectsPerController == 0 {
-			c.ObjectsPerController = 10
-		}
-		if c.SharedObjects == 0 {
-			c.SharedObjects = 2
-		}
+}
+
+func def[T ~string](p *T, v T) {
+	if *p == "" {
+		*p = v
 	}
 }
 
-// leaderJitterFactor is client-go's leaderelection.JitterFactor: the renew
-// deadline must exceed it times the retry period.
-const leaderJitterFactor = 1.2
+// Validate checks a defaulted Spec for a scenario with traits t and returns
+// every problem found, each with the path of the field (as in a profile's
+// spec) and what to change. Each part of the Spec validates itself.
+func (s *Spec) Validate(t Traits) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, s.validateWriters()...)
+	errs = append(errs, s.validateStrategy(t)...)
+	errs = append(errs, s.validateLoad(t)...)
+	errs = append(errs, s.Client.validate(field.NewPath("client"))...)
+	errs = append(errs, s.Target.validate(field.NewPath("target"))...)
+	return errs
+}
 
-// Validate checks a defaulted Spec and returns every problem found, each
-// saying what to change. The names are the profile field and the flag.
-func (s *Spec) Validate() error {
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	oneOf := func(name, flag, v string, allowed ...string) {
-		for _, a := range allowed {
-			if v == a {
-				return
+func (s *Spec) validateWriters() field.ErrorList {
+	var errs field.ErrorList
+	if s.Writers < 1 || s.Writers > MaxWriters {
+		errs = append(errs, field.Invalid(field.NewPath("writers"), s.Writers, fmt.Sprintf("use 1 to %d (--writers)", MaxWriters)))
+	}
+	if s.Writers >= 1 && (s.Clients < 1 || s.Clients > s.Writers) {
+		errs = append(errs, field.Invalid(field.NewPath("clients"), s.Clients, fmt.Sprintf("use 1 to the number of writers, %d (--clients)", s.Writers)))
+	}
+	return errs
+}
+
+func (s *Spec) validateStrategy(t Traits) field.ErrorList {
+	var errs field.ErrorList
+	if !t.Strategies {
+		set := map[string]bool{
+			"strategy": s.Strategy != "", "unconditional": s.Unconditional, "backoff": s.Backoff != nil,
+			"patchType": s.PatchType != "", "patchPrecondition": s.PatchPrecondition,
+			"fieldManager": s.FieldManager != "", "force": s.Force,
+		}
+		for _, name := range []string{"strategy", "unconditional", "backoff", "patchType", "patchPrecondition", "fieldManager", "force"} {
+			if set[name] {
+				errs = append(errs, field.Forbidden(field.NewPath(name), "this scenario has no write strategies: drop it"))
 			}
 		}
-		bad("%s %q is not known (--%s): use one of %s", name, v, flag, strings.Join(allowed, ", "))
+		return errs
 	}
-
-	oneOf("scenario", "scenario", s.Scenario, ScenarioCounter, ScenarioLeaderElection, ScenarioQuota, ScenarioControllerStatus)
-	// NaN and infinities pass every comparison below unnoticed.
-	for _, f := range []struct {
-		name, flag string
-		v          float64
-	}{
-		{"rate", "rate", s.Rate},
-		{"distribution.zipfExponent", "zipf-exponent", s.Distribution.ZipfExponent},
-		{"distribution.hotFraction", "hot-fraction", s.Distribution.HotFraction},
-		{"distribution.hotShare", "hot-share", s.Distribution.HotShare},
-		{"client.qps", "qps", float64(s.Client.QPS)},
-	} {
-		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-			bad("%s is %g (--%s): it must be a finite number", f.name, f.v, f.flag)
+	errs = append(errs, OneOf(field.NewPath("strategy"), s.Strategy, Strategies, "strategy")...)
+	only := func(name string, set bool, want Strategy) {
+		if set && s.Strategy != want {
+			errs = append(errs, field.Forbidden(field.NewPath(name), fmt.Sprintf("applies only to strategy %s, not %s: drop it", want, s.Strategy)))
 		}
 	}
-	if s.Writers < 1 {
-		bad("writers is %d (--writers): it must be at least 1", s.Writers)
-	}
-	if s.Objects < 1 {
-		bad("objects is %d (--objects): it must be at least 1", s.Objects)
-	}
-	if s.ObjectSize < 0 || s.ObjectSize > 900*1024 {
-		bad("objectSize is %d (--object-size): use 0 to 921600 bytes (a ConfigMap holds at most 1 MiB)", s.ObjectSize)
-	}
-	oneOf("distribution.kind", "distribution", s.Distribution.Kind, DistUniform, DistZipf, DistHotspot)
-	if s.Distribution.Kind == DistZipf && s.Distribution.ZipfExponent <= 1 {
-		bad("distribution.zipfExponent is %g (--zipf-exponent): it must be greater than 1, e.g. 1.1", s.Distribution.ZipfExponent)
-	}
-	if s.Distribution.Kind == DistHotspot {
-		if f := s.Distribution.HotFraction; f <= 0 || f >= 1 {
-			bad("distribution.hotFraction is %g (--hot-fraction): use a fraction between 0 and 1, e.g. 0.1", f)
-		}
-		if f := s.Distribution.HotShare; f <= 0 || f > 1 {
-			bad("distribution.hotShare is %g (--hot-share): use a fraction above 0 and at most 1, e.g. 0.9", f)
-		}
-	}
-	if s.WritersPerObject < 0 {
-		bad("writersPerObject is %d (--writers-per-object): it must be 0 (use the distribution) or at least 1", s.WritersPerObject)
-	}
-	if s.WritersPerObject > 0 && s.Distribution.Kind != DistUniform {
-		bad("writersPerObject pins writers to objects, so distribution %q cannot apply: set one or the other", s.Distribution.Kind)
-	}
-	oneOf("fields", "fields", s.Fields, FieldsShared, FieldsDisjoint)
-	if s.Writers >= 1 && (s.Clients < 1 || s.Clients > s.Writers) {
-		bad("clients is %d (--clients): use 1 to the number of writers (%d)", s.Clients, s.Writers)
-	}
-
-	oneOf("strategy", "strategy", s.Strategy, StrategyUpdate, StrategyRetry, StrategyPatch, StrategySSA)
-	if s.Unconditional && s.Strategy != StrategyUpdate {
-		bad("unconditional applies only to strategy update, not %q: drop --unconditional", s.Strategy)
-	}
-	if s.Backoff != "" && s.Strategy != StrategyRetry {
-		bad("backoff applies only to strategy retry, not %q: drop --backoff", s.Strategy)
-	}
-	if s.Strategy == StrategyRetry {
-		if _, err := ParseBackoff(s.Backoff); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if s.PatchType != "" && s.Strategy != StrategyPatch {
-		bad("patchType applies only to strategy patch, not %q: drop --patch-type", s.Strategy)
-	}
+	only("unconditional", s.Unconditional, StrategyUpdate)
+	only("backoff", s.Backoff != nil, StrategyRetry)
+	only("patchType", s.PatchType != "", StrategyPatch)
+	only("patchPrecondition", s.PatchPrecondition, StrategyPatch)
+	only("fieldManager", s.FieldManager != "", StrategySSA)
+	only("force", s.Force, StrategySSA)
 	if s.Strategy == StrategyPatch {
-		oneOf("patchType", "patch-type", s.PatchType, PatchMerge, PatchStrategic, PatchJSON)
+		errs = append(errs, OneOf(field.NewPath("patchType"), s.PatchType, PatchTypes, "patch-type")...)
 		if s.PatchPrecondition && s.PatchType == PatchJSON {
-			bad("patchPrecondition is for merge and strategic patches; a json patch already carries a test op: drop --patch-precondition")
+			errs = append(errs, field.Forbidden(field.NewPath("patchPrecondition"), "is for merge and strategic patches; a json patch already carries a test op: drop --patch-precondition"))
 		}
-	}
-	if s.PatchPrecondition && s.Strategy != StrategyPatch {
-		bad("patchPrecondition applies only to strategy patch: drop --patch-precondition")
-	}
-	if s.FieldManager != "" && s.Strategy != StrategySSA {
-		bad("fieldManager applies only to strategy ssa, not %q: drop --field-manager", s.Strategy)
 	}
 	if s.Strategy == StrategySSA {
-		oneOf("fieldManager", "field-manager", s.FieldManager, ManagerPerWriter, ManagerShared)
+		errs = append(errs, OneOf(field.NewPath("fieldManager"), s.FieldManager, FieldManagerModes, "field-manager")...)
 	}
-	if s.Force && s.Strategy != StrategySSA {
-		bad("force applies only to strategy ssa: drop --force")
-	}
+	return errs
+}
 
-	if s.Rate < 0 {
-		bad("rate is %g (--rate): use 0 for a closed loop or a positive number of operations per second", s.Rate)
+func (s *Spec) validateLoad(t Traits) field.ErrorList {
+	var errs field.ErrorList
+	if !t.Driven {
+		for name, set := range map[string]bool{"rate": s.Rate != 0, "maxInFlight": s.MaxInFlight != 0, "thinkTime": s.ThinkTime.Duration != 0} {
+			if set {
+				errs = append(errs, field.Forbidden(field.NewPath(name), "this scenario paces its own requests (client-go's timers), so there is no loop to set: drop it"))
+			}
+		}
 	}
-	if s.Rate > 0 && s.ThinkTime.Duration > 0 {
-		bad("rate and thinkTime both set: an open loop (--rate) schedules arrivals itself; drop --think-time or --rate")
+	switch rate := field.NewPath("rate"); {
+	case math.IsNaN(s.Rate) || math.IsInf(s.Rate, 0):
+		errs = append(errs, field.Invalid(rate, s.Rate, "must be a finite number (--rate)"))
+	case s.Rate < 0:
+		errs = append(errs, field.Invalid(rate, s.Rate, "use 0 for a closed loop or a positive number of operations per second (--rate)"))
+	case s.Rate > 0 && s.ThinkTime.Duration > 0:
+		errs = append(errs, field.Forbidden(field.NewPath("thinkTime"), "an open loop (--rate) schedules arrivals itself: drop --think-time or --rate"))
 	}
 	if s.Rate == 0 && s.MaxInFlight != 0 {
-		bad("maxInFlight applies only to an open loop: set --rate or drop --max-in-flight")
+		errs = append(errs, field.Forbidden(field.NewPath("maxInFlight"), "applies only to an open loop: set --rate or drop --max-in-flight"))
 	}
-	if s.MaxInFlight < 0 {
-		bad("maxInFlight is %d (--max-in-flight): it must be at least 1", s.MaxInFlight)
+	if s.MaxInFlight < 0 || s.MaxInFlight > MaxWriters {
+		errs = append(errs, field.Invalid(field.NewPath("maxInFlight"), s.MaxInFlight, fmt.Sprintf("use 1 to %d (--max-in-flight)", MaxWriters)))
 	}
-	if s.ThinkTime.Duration < 0 {
-		bad("thinkTime is %s (--think-time): it cannot be negative", s.ThinkTime)
-	}
-	if s.Duration.Duration < 0 || s.Warmup.Duration < 0 {
-		bad("duration and warmup cannot be negative")
+	for name, d := range map[string]Duration{"thinkTime": s.ThinkTime, "duration": s.Duration, "warmup": s.Warmup} {
+		if d.Duration < 0 {
+			errs = append(errs, field.Invalid(field.NewPath(name), d.String(), "cannot be negative"))
+		}
 	}
 	if s.Operations < 0 {
-		bad("operations is %d (--operations): use 0 for no bound or a positive count", s.Operations)
+		errs = append(errs, field.Invalid(field.NewPath("operations"), s.Operations, "use 0 for no bound or a positive count (--operations)"))
 	}
 	if s.Duration.Duration == 0 && s.Operations == 0 {
-		bad("the run has no bound: set --duration or --operations")
+		errs = append(errs, field.Required(field.NewPath("duration"), "the run has no bound: set --duration or --operations"))
 	}
-	if s.OpTimeout.Duration <= 0 {
-		bad("opTimeout is %s (--op-timeout): it must be positive, e.g. 10s", s.OpTimeout)
+	if s.OpTimeout.Duration < time.Millisecond {
+		errs = append(errs, field.Invalid(field.NewPath("opTimeout"), s.OpTimeout.String(), "use at least 1ms, e.g. 10s (--op-timeout): a shorter one times out every request before it reaches the apiserver"))
 	}
+	return errs
+}
 
-	if s.Client.Burst < 0 {
-		bad("client.burst is %d (--burst): it cannot be negative", s.Client.Burst)
+func (c *Client) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if q := float64(c.QPS); math.IsNaN(q) || math.IsInf(q, 0) {
+		errs = append(errs, field.Invalid(p.Child("qps"), c.QPS, "must be a finite number (--qps)"))
 	}
-	if s.Client.QPS > 0 && s.Client.Burst < 1 {
-		bad("client.qps is %g but client.burst is %d: a client-side limit needs --burst of at least 1", s.Client.QPS, s.Client.Burst)
+	if c.Burst < 0 {
+		errs = append(errs, field.Invalid(p.Child("burst"), c.Burst, "cannot be negative (--burst)"))
 	}
-	oneOf("client.contentType", "content-type", s.Client.ContentType, ContentJSON, ContentProtobuf)
+	if c.QPS > 0 && c.Burst < 1 {
+		errs = append(errs, field.Invalid(p.Child("burst"), c.Burst, "a client-side limit (--qps) needs --burst of at least 1"))
+	}
+	errs = append(errs, OneOf(p.Child("contentType"), c.ContentType, ContentTypes, "content-type")...)
+	return errs
+}
 
-	oneOf("target.kind", "target", s.Target.Kind, TargetLocal, TargetKind, TargetKubeconfig)
-	if s.Target.Kind == TargetKubeconfig && s.Target.Kubeconfig == "" && s.Target.Context == "" {
-		bad("target kubeconfig needs the cluster named: pass --kubeconfig PATH and/or --context NAME")
+func (t *Target) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, OneOf(p.Child("kind"), t.Kind, TargetKinds, "target")...)
+	if t.Kind == TargetKubeconfig && t.Kubeconfig == "" && t.Context == "" {
+		errs = append(errs, field.Required(p.Child("kubeconfig"), "target kubeconfig needs the cluster named: pass --kubeconfig PATH and/or --context NAME"))
 	}
-	if s.Target.Kind == TargetLocal {
-		oneOf("target.storage", "storage", s.Target.Storage, StorageDisk, StorageMemory)
-	} else if s.Target.Storage != "" {
-		bad("target.storage applies only to the local control plane: drop --storage")
+	if t.Kind == TargetLocal {
+		errs = append(errs, OneOf(p.Child("storage"), t.Storage, Storages, "storage")...)
+	} else if t.Storage != "" {
+		errs = append(errs, field.Forbidden(p.Child("storage"), "applies only to the local control plane: drop --storage"))
 	}
+	return errs
+}
 
-	if s.Scenario == ScenarioLeaderElection && s.LeaderElection != nil {
-		le := s.LeaderElection
-		// client-go's rules, plus one of the Lease's: it records the lease
-		// duration in whole seconds, and followers wait that long.
-		recorded := le.LeaseDuration.Truncate(time.Second)
-		switch {
-		case le.LeaseDuration.Duration < time.Second:
-			bad("leaderElection.leaseDuration is %s: the Lease records whole seconds, so use at least 1s (--lease-duration)", le.LeaseDuration)
-		case recorded <= le.RenewDeadline.Duration:
-			bad("leaderElection.leaseDuration %s is recorded as %s in the Lease, which is not longer than renewDeadline %s: raise --lease-duration or lower --renew-deadline",
-				le.LeaseDuration, recorded, le.RenewDeadline)
-		case le.RetryPeriod.Duration <= 0 || float64(le.RenewDeadline.Duration) <= leaderJitterFactor*float64(le.RetryPeriod.Duration):
-			bad("leaderElection.renewDeadline %s must be longer than %g x retryPeriod %s (client-go's rule): lower --retry-period or raise --renew-deadline",
-				le.RenewDeadline, leaderJitterFactor, le.RetryPeriod)
-		}
-		if le.FailoverEvery.Duration < 0 {
-			bad("leaderElection.failoverEvery cannot be negative")
-		}
+// OneOf returns an error at p unless v is one of allowed; flag names the
+// command-line flag that sets it.
+func OneOf[T ~string](p *field.Path, v T, allowed []T, flag string) field.ErrorList {
+	if slices.Contains(allowed, v) {
+		return nil
 	}
-	if s.Scenario == ScenarioQuota && s.Quota != nil {
-		if s.Quota.Hard < 1 {
-			bad("quota.hard is %d: it must be at least 1", s.Quota.Hard)
-		}
-		if s.Quota.Resource != "count/configmaps" && s.Quota.Resource != "requests.nvidia.com/gpu" {
-			bad("quota.resource %q is not supported: use count/configmaps or requests.nvidia.com/gpu", s.Quota.Resource)
-		}
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
 	}
-	if s.Scenario == ScenarioControllerStatus && s.Controller != nil {
-		c := s.Controller
-		if c.Controllers < 1 || c.ObjectsPerController < 0 || c.SharedObjects < 0 || c.ObjectsPerController+c.SharedObjects < 1 {
-			bad("controller needs controllers >= 1 and at least one object (objectsPerController + sharedObjects)")
-		}
+	e := field.NotSupported(p, string(v), names)
+	e.Detail += " (--" + flag + ")"
+	return field.ErrorList{e}
+}
+
+// Describe joins an ErrorList into one message, one problem a line, each
+// as "path: what is wrong: what to do".
+func Describe(errs field.ErrorList) string {
+	lines := make([]string, len(errs))
+	for i, e := range errs {
+		lines[i] = e.Error()
 	}
-	return errors.Join(errs...)
+	return strings.Join(lines, "\n")
 }

@@ -1,6 +1,15 @@
 // Package spec defines the resolved benchmark specification: the one plain
 // value that profiles and command-line flags produce, the engine runs, and
 // every result records. It has no dependency on client-go, files or terminals.
+//
+// A Spec holds the settings every scenario shares (writers, load, strategy,
+// client, target) as typed fields, and the scenario's own settings as plain
+// data in Settings: the scenario package owns their type, defaults and
+// validation (see workload/scenario).
+//
+// Each field's struct tags say everything about it once: `json`/`yaml` its
+// name in results and profiles, `flag` its command-line flag and `help` the
+// flag's usage (see flags.go).
 package spec
 
 import (
@@ -9,206 +18,166 @@ import (
 	"time"
 )
 
-// Scenario names what the writers do.
-const (
-	// ScenarioCounter is read-modify-write of shared objects with a strategy.
-	ScenarioCounter = "counter"
-	// ScenarioLeaderElection runs client-go leader election candidates on a Lease.
-	ScenarioLeaderElection = "leader-election"
-	// ScenarioQuota creates objects concurrently under a ResourceQuota.
-	ScenarioQuota = "quota"
-	// ScenarioControllerStatus has controllers update the status of objects they own.
-	ScenarioControllerStatus = "controller-status"
-)
+// Strategy is how a writer writes after it reads.
+type Strategy string
 
 // Write strategies.
 const (
-	StrategyUpdate = "update" // GET, modify, PUT with the read resourceVersion
-	StrategyRetry  = "retry"  // retry.RetryOnConflict around GET+modify+PUT
-	StrategyPatch  = "patch"  // merge, strategic or JSON patch
-	StrategySSA    = "ssa"    // server-side apply
+	StrategyUpdate Strategy = "update" // GET, modify, PUT with the read resourceVersion
+	StrategyRetry  Strategy = "retry"  // retry.RetryOnConflict around GET+modify+PUT
+	StrategyPatch  Strategy = "patch"  // merge, strategic or JSON patch
+	StrategySSA    Strategy = "ssa"    // server-side apply
 )
+
+// Strategies lists every strategy, in the order help text shows them.
+var Strategies = []Strategy{StrategyUpdate, StrategyRetry, StrategyPatch, StrategySSA}
+
+// PatchType is the kind of patch StrategyPatch sends.
+type PatchType string
 
 // Patch types for StrategyPatch.
 const (
-	PatchMerge     = "merge"
-	PatchStrategic = "strategic"
-	PatchJSON      = "json"
+	PatchMerge     PatchType = "merge"
+	PatchStrategic PatchType = "strategic"
+	PatchJSON      PatchType = "json"
 )
 
-// Key distributions.
-const (
-	DistUniform = "uniform"
-	DistZipf    = "zipf"
-	DistHotspot = "hotspot"
-)
+// PatchTypes lists every patch type.
+var PatchTypes = []PatchType{PatchMerge, PatchStrategic, PatchJSON}
 
-// Field layouts.
-const (
-	FieldsShared   = "shared"   // all writers increment the same counter field
-	FieldsDisjoint = "disjoint" // each writer owns its own field
-)
+// FieldManagerMode says which field managers StrategySSA's writers use.
+type FieldManagerMode string
 
 // Field manager modes for StrategySSA.
 const (
-	ManagerPerWriter = "per-writer"
-	ManagerShared    = "shared"
+	ManagerPerWriter FieldManagerMode = "per-writer"
+	ManagerShared    FieldManagerMode = "shared"
 )
+
+// FieldManagerModes lists every field manager mode.
+var FieldManagerModes = []FieldManagerMode{ManagerPerWriter, ManagerShared}
+
+// TargetKind names where the apiserver comes from.
+type TargetKind string
 
 // Target kinds.
 const (
-	TargetLocal      = "local"
-	TargetKind       = "kind"
-	TargetKubeconfig = "kubeconfig"
+	TargetLocal      TargetKind = "local"
+	TargetKindCluster TargetKind = "kind"
+	TargetKubeconfig TargetKind = "kubeconfig"
 )
+
+// TargetKinds lists every target kind.
+var TargetKinds = []TargetKind{TargetLocal, TargetKubeconfig, TargetKindCluster}
+
+// Storage is where the local control plane keeps etcd's data.
+type Storage string
 
 // etcd storage for the local control plane.
 const (
-	StorageDisk   = "disk"
-	StorageMemory = "memory"
+	StorageDisk   Storage = "disk"
+	StorageMemory Storage = "memory" // /dev/shm
 )
+
+// Storages lists every storage.
+var Storages = []Storage{StorageDisk, StorageMemory}
+
+// ContentType is the encoding the clients send and ask for.
+type ContentType string
 
 // Content types for the client.
 const (
-	ContentJSON     = "json"
-	ContentProtobuf = "protobuf"
+	// ContentDefault is client-go's own choice, what real clients send:
+	// protobuf for built-in types, JSON where protobuf does not apply
+	// (apply patches, custom resources).
+	ContentDefault  ContentType = "default"
+	ContentJSON     ContentType = "json"
+	ContentProtobuf ContentType = "protobuf"
 )
+
+// ContentTypes lists every content type.
+var ContentTypes = []ContentType{ContentDefault, ContentJSON, ContentProtobuf}
 
 // Spec is everything that decides what a run does. Zero values mean "use the
 // default"; Defaults fills them in, Validate checks the result.
 type Spec struct {
-	// Scenario is one of the Scenario* constants.
-	Scenario string `json:"scenario" yaml:"scenario"`
-
+	// Scenario names the registered scenario that runs.
+	Scenario string `json:"scenario" yaml:"scenario" flag:"scenario" help:"what the writers do (see 'kb-bench scenarios')"`
 	// Writers is the number of concurrent writers.
-	Writers int `json:"writers" yaml:"writers"`
-	// Objects is the number of shared objects created before the run.
-	Objects int `json:"objects" yaml:"objects"`
-	// ObjectSize is the filler, in bytes, added to each object.
-	ObjectSize int `json:"objectSize" yaml:"objectSize"`
-	// Distribution picks the object each operation hits.
-	Distribution Distribution `json:"distribution" yaml:"distribution"`
-	// WritersPerObject, when > 0, pins fixed groups of K writers to each
-	// object instead of choosing by Distribution.
-	WritersPerObject int `json:"writersPerObject,omitempty" yaml:"writersPerObject"`
-	// Fields is FieldsShared or FieldsDisjoint.
-	Fields string `json:"fields" yaml:"fields"`
+	Writers int `json:"writers" yaml:"writers" flag:"writers" help:"concurrent writers"`
 	// Clients is the number of separate client-go clients (connections);
 	// writers are spread over them round-robin.
-	Clients int `json:"clients" yaml:"clients"`
+	Clients int `json:"clients" yaml:"clients" flag:"clients" help:"separate client-go clients (connections) the writers are spread over"`
 
-	// Strategy is one of the Strategy* constants.
-	Strategy string `json:"strategy" yaml:"strategy"`
+	// Strategy is how writers write, for scenarios that have strategies.
+	Strategy Strategy `json:"strategy,omitempty" yaml:"strategy" flag:"strategy" help:"update, retry, patch or ssa (default update, where the scenario has strategies)"`
 	// Unconditional makes StrategyUpdate PUT without a resourceVersion.
-	Unconditional bool `json:"unconditional,omitempty" yaml:"unconditional"`
-	// Backoff for StrategyRetry: "default-retry", "default-backoff" or
-	// "STEPS,DURATION,FACTOR,JITTER".
-	Backoff string `json:"backoff,omitempty" yaml:"backoff"`
+	Unconditional bool `json:"unconditional,omitempty" yaml:"unconditional" flag:"unconditional" help:"update: PUT without resourceVersion (last write wins; shows lost updates)"`
+	// Backoff is StrategyRetry's schedule.
+	Backoff *Backoff `json:"backoff,omitempty" yaml:"backoff" flag:"backoff" help:"retry: default-retry (the default), default-backoff or STEPS,DURATION,FACTOR,JITTER"`
 	// PatchType for StrategyPatch.
-	PatchType string `json:"patchType,omitempty" yaml:"patchType"`
+	PatchType PatchType `json:"patchType,omitempty" yaml:"patchType" flag:"patch-type" help:"patch: merge (the default), strategic, or json (a test+replace compare-and-swap)"`
 	// PatchPrecondition adds metadata.resourceVersion to merge/strategic patches.
-	PatchPrecondition bool `json:"patchPrecondition,omitempty" yaml:"patchPrecondition"`
-	// FieldManager for StrategySSA: ManagerPerWriter or ManagerShared.
-	FieldManager string `json:"fieldManager,omitempty" yaml:"fieldManager"`
+	PatchPrecondition bool `json:"patchPrecondition,omitempty" yaml:"patchPrecondition" flag:"patch-precondition" help:"patch: carry metadata.resourceVersion (optimistic lock, 409 on stale)"`
+	// FieldManager for StrategySSA.
+	FieldManager FieldManagerMode `json:"fieldManager,omitempty" yaml:"fieldManager" flag:"field-manager" help:"ssa: per-writer (the default) or shared field managers"`
 	// Force takes field ownership on apply conflicts.
-	Force bool `json:"force,omitempty" yaml:"force"`
+	Force bool `json:"force,omitempty" yaml:"force" flag:"force" help:"ssa: force field ownership on conflicts"`
 
 	// Rate, when > 0, runs an open loop at this many operations per second
 	// in total; 0 is a closed loop.
-	Rate float64 `json:"rate,omitempty" yaml:"rate"`
+	Rate float64 `json:"rate,omitempty" yaml:"rate" flag:"rate" help:"open loop: operations per second in total (0: closed loop)"`
 	// MaxInFlight bounds concurrent operations in an open loop (default: Writers).
-	MaxInFlight int `json:"maxInFlight,omitempty" yaml:"maxInFlight"`
+	MaxInFlight int `json:"maxInFlight,omitempty" yaml:"maxInFlight" flag:"max-in-flight" help:"open loop: most operations in flight (default: writers)"`
 	// ThinkTime is the pause between a closed-loop writer's operations.
-	ThinkTime Duration `json:"thinkTime,omitempty" yaml:"thinkTime"`
+	ThinkTime Duration `json:"thinkTime,omitempty" yaml:"thinkTime" flag:"think-time" help:"closed loop: pause between a writer's operations"`
 	// Duration bounds the measured part of the run (after Warmup).
-	Duration Duration `json:"duration" yaml:"duration"`
+	Duration Duration `json:"duration" yaml:"duration" flag:"duration" help:"measured duration, after the warm-up"`
 	// Operations, when > 0, bounds the number of measured operations.
-	Operations int64 `json:"operations,omitempty" yaml:"operations"`
+	Operations int64 `json:"operations,omitempty" yaml:"operations" flag:"operations" help:"stop after this many measured operations (0: no bound)"`
 	// Warmup runs before the measured part and is excluded from the figures.
-	Warmup Duration `json:"warmup,omitempty" yaml:"warmup"`
+	Warmup Duration `json:"warmup,omitempty" yaml:"warmup" flag:"warmup" help:"run this long first and leave it out of the figures"`
 	// OpTimeout bounds one operation, retries included.
-	OpTimeout Duration `json:"opTimeout" yaml:"opTimeout"`
+	OpTimeout Duration `json:"opTimeout" yaml:"opTimeout" flag:"op-timeout" help:"bound on one operation, retries included"`
 
 	// Client holds the client-go settings.
 	Client Client `json:"client" yaml:"client"`
 	// Target says which apiserver to run against.
 	Target Target `json:"target" yaml:"target"`
 	// Keep leaves the run's namespace in place at the end.
-	Keep bool `json:"keep,omitempty" yaml:"keep"`
+	Keep bool `json:"keep,omitempty" yaml:"keep" flag:"keep" help:"keep the run's namespace instead of deleting it"`
 
-	// LeaderElection configures ScenarioLeaderElection.
-	LeaderElection *LeaderElection `json:"leaderElection,omitempty" yaml:"leaderElection"`
-	// Quota configures ScenarioQuota.
-	Quota *Quota `json:"quota,omitempty" yaml:"quota"`
-	// Controller configures ScenarioControllerStatus.
-	Controller *Controller `json:"controller,omitempty" yaml:"controller"`
-}
-
-// Distribution picks which object an operation hits.
-type Distribution struct {
-	// Kind is DistUniform, DistZipf or DistHotspot.
-	Kind string `json:"kind" yaml:"kind"`
-	// ZipfExponent (s > 1) for DistZipf.
-	ZipfExponent float64 `json:"zipfExponent,omitempty" yaml:"zipfExponent"`
-	// HotFraction of the objects that are hot, for DistHotspot (0..1).
-	HotFraction float64 `json:"hotFraction,omitempty" yaml:"hotFraction"`
-	// HotShare of the traffic that goes to hot objects, for DistHotspot (0..1).
-	HotShare float64 `json:"hotShare,omitempty" yaml:"hotShare"`
+	// Settings are the scenario's own settings as plain data (JSON
+	// values); the scenario decodes, defaults and validates them.
+	Settings map[string]any `json:"settings,omitempty" yaml:"settings"`
 }
 
 // Client holds client-go settings, set on purpose and recorded.
 type Client struct {
 	// QPS is the client-side rate limit; a negative value means no limit.
-	QPS float32 `json:"qps" yaml:"qps"`
+	QPS float32 `json:"qps" yaml:"qps" flag:"qps" help:"client-side QPS limit per client (default: no client-side limit)"`
 	// Burst is the client-side burst.
-	Burst int `json:"burst" yaml:"burst"`
-	// ContentType is ContentJSON or ContentProtobuf.
-	ContentType string `json:"contentType" yaml:"contentType"`
+	Burst int `json:"burst" yaml:"burst" flag:"burst" help:"client-side burst per client"`
+	// ContentType is what the clients send and ask for.
+	ContentType ContentType `json:"contentType" yaml:"contentType" flag:"content-type" help:"default (client-go's own: protobuf for built-in types, JSON for apply patches), json or protobuf"`
 	// UserAgent sent with every request (default kb-bench/<version>).
-	UserAgent string `json:"userAgent,omitempty" yaml:"userAgent"`
+	UserAgent string `json:"userAgent,omitempty" yaml:"userAgent" flag:"user-agent" help:"user agent (default kb-bench/<version>)"`
 }
 
 // Target says which apiserver to run against.
 type Target struct {
-	// Kind is TargetLocal, TargetKind or TargetKubeconfig.
-	Kind string `json:"kind" yaml:"kind"`
+	// Kind is where the apiserver comes from.
+	Kind TargetKind `json:"kind" yaml:"kind" flag:"target" help:"local (a real local control plane), kubeconfig or kind"`
 	// Kubeconfig path, for TargetKubeconfig.
-	Kubeconfig string `json:"kubeconfig,omitempty" yaml:"kubeconfig"`
+	Kubeconfig string `json:"kubeconfig,omitempty" yaml:"kubeconfig" flag:"kubeconfig" help:"run against the existing cluster in this kubeconfig (never used unless given)"`
 	// Context in the kubeconfig, for TargetKubeconfig.
-	Context string `json:"context,omitempty" yaml:"context"`
-	// KindCluster names the kind cluster, for TargetKind.
-	KindCluster string `json:"kindCluster,omitempty" yaml:"kindCluster"`
-	// Storage is StorageDisk or StorageMemory, for TargetLocal.
-	Storage string `json:"storage,omitempty" yaml:"storage"`
+	Context string `json:"context,omitempty" yaml:"context" flag:"context" help:"kubeconfig context to use; alone, a context of $KUBECONFIG or ~/.kube/config"`
+	// KindCluster names the kind cluster, for TargetKindCluster.
+	KindCluster string `json:"kindCluster,omitempty" yaml:"kindCluster" flag:"kind-cluster" help:"kind cluster name for --target kind (default kind)"`
+	// Storage is where the local control plane keeps etcd's data.
+	Storage Storage `json:"storage,omitempty" yaml:"storage" flag:"storage" help:"local control plane etcd storage: disk (the default) or memory (/dev/shm)"`
 	// ControlPlaneBin is a directory holding kube-apiserver and etcd.
-	ControlPlaneBin string `json:"controlPlaneBin,omitempty" yaml:"controlPlaneBin"`
-}
-
-// LeaderElection configures ScenarioLeaderElection.
-type LeaderElection struct {
-	LeaseDuration   Duration `json:"leaseDuration" yaml:"leaseDuration"`
-	RenewDeadline   Duration `json:"renewDeadline" yaml:"renewDeadline"`
-	RetryPeriod     Duration `json:"retryPeriod" yaml:"retryPeriod"`
-	FailoverEvery   Duration `json:"failoverEvery,omitempty" yaml:"failoverEvery"`
-	ReleaseOnCancel bool     `json:"releaseOnCancel,omitempty" yaml:"releaseOnCancel"`
-}
-
-// Quota configures ScenarioQuota.
-type Quota struct {
-	// Resource is the quota'd resource name, e.g. "count/configmaps".
-	Resource string `json:"resource" yaml:"resource"`
-	// Hard is the limit H.
-	Hard int64 `json:"hard" yaml:"hard"`
-}
-
-// Controller configures ScenarioControllerStatus.
-type Controller struct {
-	// Controllers is the number of controllers (K).
-	Controllers int `json:"controllers" yaml:"controllers"`
-	// ObjectsPerController is how many objects each controller owns alone.
-	ObjectsPerController int `json:"objectsPerController" yaml:"objectsPerController"`
-	// SharedObjects is how many objects every controller writes.
-	SharedObjects int `json:"sharedObjects" yaml:"sharedObjects"`
+	ControlPlaneBin string `json:"controlPlaneBin,omitempty" yaml:"controlPlaneBin" flag:"control-plane-bin" help:"directory holding kube-apiserver and etcd"`
 }
 
 // Duration is a time.Duration that reads and writes as "10s" in JSON and YAML.
@@ -231,22 +200,17 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		d.Duration = time.Duration(n)
 		return nil
 	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("invalid duration %q (use e.g. \"500ms\", \"10s\", \"2m\"): %w", s, err)
-	}
-	d.Duration = v
-	return nil
+	return d.UnmarshalText([]byte(s))
 }
 
 // MarshalYAML writes the duration as a string such as "1m30s".
 func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
 
-// UnmarshalText reads "1m30s"; used by YAML decoders.
+// UnmarshalText reads "1m30s"; YAML decoders and flags use it.
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
-		return fmt.Errorf("invalid duration %q (use e.g. \"500ms\", \"10s\", \"2m\")", string(b))
+		return fmt.Errorf("%q is not a duration (use e.g. 500ms, 10s, 2m)", string(b))
 	}
 	d.Duration = v
 	return nil

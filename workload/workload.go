@@ -1,28 +1,30 @@
-// Package workload is kb-bench's engine: it sets up a run's namespace and
-// objects on the target apiserver, runs the writers (strategies, key
-// choosers, closed or open loop) for the counter scenario or hands over to a
-// scenario package, checks the objects for lost updates, cleans up, and
-// returns what was measured as a results.Result. It knows nothing of flags,
-// files or terminals.
+// Package workload is kb-bench's engine. It runs a registered scenario
+// (registry.go; the contract is package workload/scenario) against the
+// target apiserver and owns everything scenarios share: the run's
+// namespace, the clients and the count of every request they send, the
+// warm-up, the measured window, the recorder and its per-second series,
+// client-go's figures, the /metrics scrapes around the window and the
+// server cross-check, and the assembly of the results.Result. It knows
+// nothing of flags, files or terminals.
 package workload
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/metrics/apiserver"
 	"github.com/kb-bench/kb-bench/metrics/clientgo"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload/controllerstatus"
-	"github.com/kb-bench/kb-bench/workload/leaderelection"
-	"github.com/kb-bench/kb-bench/workload/quota"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
@@ -48,34 +50,28 @@ type Options struct {
 	// finalizes the namespace itself so it is really gone. Never set it for
 	// a real cluster, whose controller also removes what others added.
 	FinalizeNamespace bool
+	// Scenarios is the registry to look the Spec's scenario up in; nil
+	// means Scenarios(). Tests of a scenario pass just theirs.
+	Scenarios []scenario.Definition
 }
 
-// scenarioFunc runs a scenario other than the counter.
-type scenarioFunc func(ctx context.Context, env scenario.Env) error
-
-// scenarioFor returns the scenario package's Run for name.
-func scenarioFor(name string) (scenarioFunc, error) {
-	switch name {
-	case spec.ScenarioControllerStatus:
-		return controllerstatus.Run, nil
-	case spec.ScenarioLeaderElection:
-		return leaderelection.Run, nil
-	case spec.ScenarioQuota:
-		return quota.Run, nil
-	}
-	return nil, spec.Input(fmt.Errorf("scenario %q is not known: use %s, %s, %s or %s", name,
-		spec.ScenarioCounter, spec.ScenarioLeaderElection, spec.ScenarioQuota, spec.ScenarioControllerStatus))
+// Outcome is a finished run: its Result, and the scenario's live Report,
+// which renders the scenario's own summary lines.
+type Outcome struct {
+	Result *results.Result
+	Report scenario.Report
 }
 
-// run is one Run in progress: what every scenario shares.
+// run is one Run in progress.
 type run struct {
 	spec    spec.Spec
+	def     scenario.Definition
 	opts    Options
 	log     io.Writer
-	cfg     *rest.Config         // the base config with spec.Client applied
-	clients []*client            // the writers' clients, Spec.Clients of them
-	admin   kubernetes.Interface // setup, checks, scrapes and clean-up, on connections apart from the writers'
-	ns      string
+	gate    *gate
+	clients []*client
+	admin   kubernetes.Interface
+	env     *scenario.Env
 	result  *results.Result
 }
 
@@ -86,22 +82,20 @@ func (r *run) warn(format string, a ...any) {
 	r.result.Warnings = append(r.result.Warnings, msg)
 }
 
-// Run runs the benchmark s (already defaulted and validated) against the
-// apiserver o.Config points at, writing only in its own namespace, which it
-// deletes at the end unless s.Keep, also after Ctrl-C. Cancelling ctx stops
-// the run early: operations in flight finish or hit their timeout, the
-// figures so far are kept and the Result says Interrupted. Result.Target is
-// left for the caller to fill.
-func Run(ctx context.Context, s spec.Spec, o Options) (*results.Result, error) {
-	var body func(context.Context, *run) error
-	if s.Scenario == spec.ScenarioCounter {
-		body = runCounter
-	} else {
-		sc, err := scenarioFor(s.Scenario)
-		if err != nil {
-			return nil, err
-		}
-		body = func(ctx context.Context, r *run) error { return r.runScenario(ctx, sc) }
+// Run runs the benchmark s against the apiserver o.Config points at,
+// writing only in its own namespace, which it deletes at the end unless
+// s.Keep, also after Ctrl-C. s is resolved (Resolve) first. Cancelling ctx
+// stops the run early: operations in flight finish or hit their timeout,
+// the figures so far are kept and the Result says Interrupted.
+// Result.Target is left for the caller to fill.
+func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
+	registry := o.Scenarios
+	if registry == nil {
+		registry = Scenarios()
+	}
+	def, settings, errs := resolve(registry, &s)
+	if len(errs) > 0 {
+		return nil, spec.Input(errors.New(spec.Describe(errs)))
 	}
 	if o.Config == nil {
 		return nil, errors.New("workload.Run needs Options.Config: open the target first (cluster.Open)")
@@ -109,7 +103,7 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*results.Result, error) {
 	if o.RunID == "" {
 		return nil, errors.New("workload.Run needs Options.RunID: it names the run's namespace")
 	}
-	r := &run{spec: s, opts: o, log: o.Log, ns: "kb-bench-" + o.RunID}
+	r := &run{spec: s, def: def, opts: o, log: o.Log, gate: newGate()}
 	if r.log == nil {
 		r.log = io.Discard
 	}
@@ -119,10 +113,11 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*results.Result, error) {
 		RunID:      o.RunID,
 		Version:    o.Version,
 		Spec:       s,
-		Namespace:  r.ns,
+		Namespace:  "kb-bench-" + o.RunID,
+		Workload:   results.Describe(s, settings.Describe(&s), def.Traits.Driven),
 	}
-	r.cfg = restConfig(o.Config, s.Client, o.Version)
-	clients, note, err := newClients(r.cfg, s.Clients)
+	cfg := restConfig(o.Config, s.Client, o.Version)
+	clients, note, err := newClients(cfg, s.Clients, r.gate)
 	if err != nil {
 		return nil, err
 	}
@@ -130,17 +125,34 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*results.Result, error) {
 		r.warn("%s", note)
 	}
 	r.clients = clients
-	if r.admin, err = kubernetes.NewForConfig(r.cfg); err != nil {
+	if r.admin, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("building the setup client: %w (check the target's kubeconfig)", err)
 	}
-
-	if err := createNamespace(ctx, r.admin, r.ns, o.RunID); err != nil {
+	kubes := make([]kubernetes.Interface, len(clients))
+	for i, c := range clients {
+		kubes[i] = c.kube
+	}
+	r.env = &scenario.Env{
+		Spec:      s,
+		RunID:     o.RunID,
+		Namespace: r.result.Namespace,
+		Clients:   kubes,
+		Admin:     r.admin,
+		Log:       r.log,
+		Warn:      r.warn,
+	}
+	sc, err := def.New(r.env, settings)
+	if err != nil {
 		return nil, err
 	}
-	runErr := body(ctx, r)
+
+	if err := createNamespace(ctx, r.admin, r.env.Namespace, o.RunID); err != nil {
+		return nil, err
+	}
+	report, runErr := r.run(ctx, sc)
 	if s.Keep {
-		fmt.Fprintf(r.log, "note: keeping namespace %s (keep is set)\n", r.ns)
-	} else if err := deleteNamespace(ctx, r.admin, r.ns, o.FinalizeNamespace); err != nil {
+		fmt.Fprintf(r.log, "note: keeping namespace %s (keep is set)\n", r.env.Namespace)
+	} else if err := deleteNamespace(ctx, r.admin, r.env.Namespace, o.FinalizeNamespace); err != nil {
 		r.warn("%v", err)
 	}
 	if runErr != nil {
@@ -149,82 +161,178 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*results.Result, error) {
 		}
 		return nil, runErr
 	}
-	return r.result, nil
+	return &Outcome{Result: r.result, Report: report}, nil
 }
 
-// runScenario runs a scenario package with the shared frame: recorder,
-// progress ticks and the result's measurements.
-func (r *run) runScenario(ctx context.Context, sc scenarioFunc) error {
-	kubes := make([]kubernetes.Interface, len(r.clients))
-	for i, c := range r.clients {
-		kubes[i] = c.kube
+// run sets the scenario up, runs the warm-up and the measured window, and
+// fills the result.
+func (r *run) run(ctx context.Context, sc scenario.Scenario) (scenario.Report, error) {
+	s := r.spec
+	driven, isDriven := sc.(scenario.Driven)
+	continuous, isContinuous := sc.(scenario.Continuous)
+	workers := 1
+	switch {
+	case isDriven:
+		workers = driven.Workers()
+	case !isContinuous:
+		return nil, fmt.Errorf("scenario %s is neither Driven nor Continuous (a bug in kb-bench: please report it)", r.def.Name)
 	}
-	// Scenario requests go through client-go code kb-bench does not drive
-	// request by request (leader election, for one), so client-go's own
-	// retry hooks count them; those are process-wide (see clientgo).
-	hooks, hookErr := clientgo.Install()
-	var hooksBefore clientgo.Stats
-	if hookErr != nil {
-		r.warn("client-go's hidden retries are not counted: %v", hookErr)
+	rec := metrics.NewRecorder(time.Now().Add(s.Warmup.Duration), metrics.DefaultShards(workers), s.Rate > 0)
+	r.env.Recorder = rec
+	if err := sc.Setup(ctx); err != nil {
+		return nil, err
+	}
+
+	// The warm-up is a phase of its own. At its end the gate holds new
+	// requests until those in flight have finished, and only then are the
+	// clients' counters read and the apiserver's /metrics scraped; the same
+	// at the end of the window. So the server cross-check covers exactly
+	// the measured window's requests.
+	start := time.Now()
+	warmupEnd := start.Add(s.Warmup.Duration)
+	loop := func(plan) {}
+	done := make(chan struct{})
+	if isDriven {
+		loop = func(p plan) {
+			if s.Rate > 0 {
+				openLoop(ctx, p, workers, constantPacer{rate: s.Rate}, rec, driven.Do)
+			} else {
+				closedLoop(ctx, p, workers, driven.Do)
+			}
+		}
+		if s.Warmup.Duration > 0 {
+			loop(plan{start: start, measureFrom: warmupEnd, deadline: warmupEnd, thinkTime: s.ThinkTime.Duration})
+		}
 	} else {
-		hooksBefore = hooks.Read()
+		continuous.Start(ctx, sync.OnceFunc(func() { close(done) }))
+		sleepUntil(ctx, warmupEnd, done)
 	}
-	started := time.Now().Add(r.spec.Warmup.Duration)
-	rec := metrics.NewRecorder(started, metrics.DefaultShards(r.spec.Writers), r.spec.Rate > 0)
+	if ctx.Err() != nil {
+		if isContinuous {
+			continuous.Stop()
+		}
+		now := time.Now()
+		r.result.Interrupted = true
+		r.result.Server = results.UnavailableServerCheck("the run stopped before the warm-up ended, so there is no measured window to compare")
+		return r.finish(ctx, sc, rec, now, now, nil, nil)
+	}
+	before := r.takeReading(ctx)
+	started := time.Now()
+	rec.MeasureFrom(started)
+	r.gate.release()
+
 	stopTicks := tick(rec, started, r.opts.Progress)
-	err := sc(ctx, scenario.Env{
-		Config:    r.cfg,
-		Clients:   kubes,
-		Namespace: r.ns,
-		Spec:      r.spec,
-		Recorder:  rec,
-		Result:    r.result,
-		Log:       r.log,
-	})
+	var deadline time.Time
+	if s.Duration.Duration > 0 {
+		deadline = started.Add(s.Duration.Duration)
+	}
+	if isDriven {
+		loop(plan{start: started, measureFrom: started, deadline: deadline, operations: s.Operations, thinkTime: s.ThinkTime.Duration})
+	} else {
+		sleepUntil(ctx, deadline, done)
+		continuous.Stop()
+	}
 	ended := time.Now()
 	stopTicks()
-	if err != nil {
-		return err
-	}
-	// The scenario's own window, when it says (see scenario.Env).
-	if !r.result.Started.IsZero() {
-		started = r.result.Started
-	}
-	if !r.result.Ended.IsZero() && r.result.Ended.Before(ended) {
-		ended = r.result.Ended
-	}
 	r.result.Interrupted = ctx.Err() != nil
-	// The scenario's requests are not counted one by one, so the clients'
-	// counters give only the limiter wait; retries come from the hooks.
-	counts := readClientCounts(r.clients)
-	stats := results.ClientStats{RateLimiterWait: counts.waited, RateLimited: counts.limited}
-	if hookErr == nil {
-		stats.Retries = hooks.Read().Sub(hooksBefore).Retries
-	}
-	r.measure(rec.Snapshot(ended), stats, started, ended)
-	return r.summarize()
+	after := r.takeReading(ctx)
+	r.gate.release()
+	return r.finish(ctx, sc, rec, started, ended, &before, &after)
 }
 
-// measure fills the result's window, measurements and series.
-func (r *run) measure(snap metrics.Snapshot, stats results.ClientStats, started, ended time.Time) {
-	if started.After(ended) {
-		started = ended // stopped during the warm-up: nothing measured
+// reading is what the engine reads at each edge of the measured window.
+type reading struct {
+	clients clientReading
+	hooks   clientgo.Stats
+	hookErr error
+	server  metrics.ServerSample
+	err     error // the scrape's
+}
+
+// takeReading holds the clients' new requests, waits for those in flight,
+// and reads the clients' counters and the apiserver's /metrics. The gate
+// stays held: release it when the window starts or is over.
+func (r *run) takeReading(ctx context.Context) reading {
+	if n := r.gate.hold(r.spec.OpTimeout.Duration); n > 0 {
+		r.warn("%d requests were still in flight %s after the window's edge; the server cross-check may be off by as many", n, r.spec.OpTimeout)
 	}
+	rd := reading{clients: readClients(r.clients)}
+	var hooks *clientgo.Counters
+	if hooks, rd.hookErr = clientgo.Install(); rd.hookErr == nil {
+		rd.hooks = hooks.Read()
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scrapeTimeout)
+	defer cancel()
+	rd.server, rd.err = apiserver.Scrape(sctx, r.admin.CoreV1().RESTClient())
+	return rd
+}
+
+// scrapeTimeout bounds one /metrics scrape.
+const scrapeTimeout = 10 * time.Second
+
+// finish assembles the result from the recorder and the readings at the
+// window's edges (nil when the run stopped before the window), and asks
+// the scenario for its report.
+func (r *run) finish(ctx context.Context, sc scenario.Scenario, rec *metrics.Recorder, started, ended time.Time, before, after *reading) (scenario.Report, error) {
 	res := r.result
 	res.Started, res.Ended = started, ended
+	snap := rec.Snapshot(ended)
+	var stats results.ClientStats
+	var window clientReading
+	if before != nil {
+		window = after.clients.since(before.clients)
+		var retries int64
+		if before.hookErr == nil {
+			retries = after.hooks.Sub(before.hooks).Retries
+		} else {
+			r.warn("client-go's hidden retries are not counted: %v", before.hookErr)
+		}
+		stats = window.stats(retries)
+	}
 	res.Measurements = results.FromSnapshot(snap, stats)
 	res.Series = snap.Series
-}
+	switch {
+	case before == nil:
+	case before.err != nil || after.err != nil:
+		err := errors.Join(before.err, after.err)
+		r.warn("no server cross-check: %v", err)
+		res.Server = results.UnavailableServerCheck(err.Error())
+	default:
+		res.Server = results.NewServerCheck(before.server, after.server, window.requests, r.def.ServerResources, res.Measurements)
+	}
 
-// summarize derives the result's summary from its measurements and checks.
-func (r *run) summarize() error {
-	res := r.result
-	sum, err := results.Summarize(res.Measurements, res.Ended.Sub(res.Started).Seconds(), res.Checks)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	report, err := sc.Finish(fctx)
 	if err != nil {
-		return fmt.Errorf("summarizing the run: %w", err)
+		return nil, err
+	}
+	res.Checks = report.Checks()
+	if b, err := json.Marshal(report); err == nil && string(b) != "{}" && string(b) != "null" {
+		res.Details = b
+	}
+	sum, err := results.Summarize(res.Measurements, ended.Sub(started).Seconds(), res.Checks)
+	if err != nil {
+		return nil, fmt.Errorf("summarizing the run: %w", err)
 	}
 	res.Summary = sum
-	return nil
+	return report, nil
+}
+
+// sleepUntil waits until t (forever when t is zero), ctx is done or stop
+// is closed.
+func sleepUntil(ctx context.Context, t time.Time, stop <-chan struct{}) {
+	var at <-chan time.Time
+	if !t.IsZero() {
+		timer := time.NewTimer(time.Until(t))
+		defer timer.Stop()
+		at = timer.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-at:
+	case <-stop:
+	}
 }
 
 // tick closes the recorder's per-second interval once a second from from

@@ -1,47 +1,149 @@
-// Package scenario holds what the workload engine hands to a scenario other
-// than the counter (leader election, quota, controller status), so that those
-// scenario packages need not import the engine.
+// Package scenario is the contract between kb-bench's engine (package
+// workload) and the scenarios it runs: counter, leader election, quota,
+// controller status. The engine owns everything scenarios share (the
+// namespace, the clients and their request counts, the warm-up, the
+// measured window, the recorder and its per-second series, the /metrics
+// cross-check and the Result); a scenario owns its settings, its objects,
+// its operations and its verdicts.
+//
+// Adding a scenario is one new package plus one line in the registry
+// (workload/registry.go):
+//
+//  1. Declare a Definition: name, one-line description, the shared
+//     settings it uses (spec.Traits) and its own Settings type, a struct
+//     whose fields carry `json`, `flag` and `help` tags; flags and profile
+//     fields follow from those tags.
+//  2. Implement Scenario: Setup creates the objects; Driven scenarios run
+//     one operation per Do call in the engine's driver loop (closed or open
+//     loop, warm-up, stop), Continuous ones run their own goroutines
+//     between Start and Stop; Finish reads back what the run left and
+//     returns a Report.
+//  3. Record every request in the Recorder (Shard.RecordAttempt) and every
+//     operation (Shard.RecordOp). Send the load only through Env.Clients:
+//     the engine counts their requests for the server cross-check.
+//
+// The registry test runs every registered scenario briefly on the local
+// control plane and checks its server cross-check, so a new scenario is
+// tested end to end by adding its line.
 package scenario
 
 import (
+	"context"
 	"io"
+	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
-// Env is everything a scenario's Run gets from the engine. The engine has
-// already created Namespace and will delete it (unless Spec.Keep) after Run
-// returns; it ticks Recorder once a second, turns its snapshot into the
-// Result's Measurements and Summary, and fills the Result's identity fields.
-// A scenario writes only in Namespace, records every request and operation in
-// Recorder, and may fill its own Result fields (Checks, LeaderElection,
-// Quota, Warnings).
-//
-// Only the scenario knows its measured window (after its own setup and
-// warm-up, before its own checks), so it sets Result.Started and
-// Result.Ended to it; the throughput is computed over that window. When it
-// leaves them zero, the engine uses the time Run was called plus the
-// warm-up, and the time Run returned.
+// Definition is a scenario as the registry knows it.
+type Definition struct {
+	// Name is what --scenario and a profile's spec.scenario say.
+	Name string
+	// Description is one line for 'kb-bench scenarios' and help text.
+	Description string
+	// Traits says which shared settings the scenario uses.
+	Traits spec.Traits
+	// NewSettings returns the scenario's settings at their zero values: a
+	// pointer to a struct with `json`, `flag` and `help` tags on each field
+	// (flat: no nested structs).
+	NewSettings func() Settings
+	// New builds the scenario for one run. settings is NewSettings' type,
+	// decoded from the spec, defaulted and validated.
+	New func(env *Env, settings Settings) (Scenario, error)
+	// ServerResources are resources ("resourcequotas", "pods/status")
+	// whose requests the server cross-check reports even when kb-bench's
+	// clients did not send them: what the apiserver did on its own behalf,
+	// such as quota admission updating the ResourceQuota's status.
+	ServerResources []string
+}
+
+// Settings are a scenario's own settings.
+type Settings interface {
+	// Default fills the zero fields that have defaults; it may read the
+	// shared settings in s (already defaulted).
+	Default(s *spec.Spec)
+	// Validate checks the defaulted settings; p is their path in a
+	// profile (spec.settings), so errors point at the YAML line.
+	Validate(s *spec.Spec, p *field.Path) field.ErrorList
+	// Describe is the run in a few words, e.g. "8 writers on 1 object".
+	Describe(s *spec.Spec) string
+}
+
+// Scenario is one run of a scenario.
+type Scenario interface {
+	// Setup creates the scenario's objects in Env.Namespace, before the
+	// clock starts.
+	Setup(ctx context.Context) error
+	// Finish runs after the measured window, also after Ctrl-C (ctx is
+	// then not cancelled, only bounded): it reads back what the run left
+	// and returns the scenario's report.
+	Finish(ctx context.Context) (Report, error)
+}
+
+// Driven is a Scenario whose operations the engine's driver runs: Workers
+// goroutines, each calling Do for its next operation, in a closed loop
+// (with think time) or an open loop (at Spec.Rate).
+type Driven interface {
+	Scenario
+	// Workers is how many workers the driver runs; worker w records in
+	// Env.Recorder.Shard(w).
+	Workers() int
+	// Do runs one operation of worker w that was due at intended, and
+	// records it. Calls for one worker never overlap.
+	Do(w int, intended time.Time)
+}
+
+// Continuous is a Scenario that makes its requests from goroutines of its
+// own (client-go's leader election): the engine starts it before the
+// warm-up and stops it at the end of the measured window.
+type Continuous interface {
+	Scenario
+	// Start starts the scenario and returns at once. done ends the run
+	// early; the scenario calls it when Spec.Operations measured
+	// operations have run.
+	Start(ctx context.Context, done func())
+	// Stop stops the scenario's goroutines and returns when they are gone.
+	Stop()
+}
+
+// Report is what a scenario returns from Finish: its verdicts and its own
+// figures. It is marshalled as JSON into the Result's details.
+type Report interface {
+	// Checks are the scenario's correctness verdicts; a check with Lost > 0
+	// counts lost updates.
+	Checks() []results.Check
+	// Rows are the scenario's own summary lines, as name and value.
+	Rows() [][2]string
+}
+
+// Env is what the engine gives a scenario for one run.
 type Env struct {
-	// Config is the target's config with Spec.Client applied (QPS/Burst,
-	// content type, user agent), for scenarios that build their own clients.
-	Config *rest.Config
-	// Clients are Spec.Clients clients, each with its own connections.
-	Clients []kubernetes.Interface
-	// Namespace is the run's namespace, already created.
-	Namespace string
 	// Spec is the defaulted, validated specification.
 	Spec spec.Spec
-	// Recorder has metrics.DefaultShards(Spec.Writers) shards; operations
-	// intended before the end of the warm-up are counted as warm-up only.
+	// RunID names the run; derive random seeds from it (Seed).
+	RunID string
+	// Namespace is the run's namespace, already created; the engine
+	// deletes it at the end.
+	Namespace string
+	// Clients are Spec.Clients clients with connections of their own.
+	// Every request they send is counted for the server cross-check.
+	Clients []kubernetes.Interface
+	// Admin is for Setup and Finish (creating, reading back): requests
+	// apart from the load, on connections of their own, not counted.
+	Admin kubernetes.Interface
+	// Recorder records attempts and operations; operations due before the
+	// measured window are counted as warm-up only.
 	Recorder *metrics.Recorder
-	// Result is the run's result, for the scenario's own fields.
-	Result *results.Result
-	// Log receives warnings and notes; never nil.
+	// Log receives notes; never nil.
 	Log io.Writer
+	// Warn writes a warning and keeps it in the result.
+	Warn func(format string, a ...any)
 }
+
+// Client returns the client worker w uses: the clients round-robin.
+func (e *Env) Client(w int) kubernetes.Interface { return e.Clients[w%len(e.Clients)] }

@@ -1,10 +1,8 @@
-package workload
+package counter
 
 import (
 	"math"
 	"math/rand/v2"
-
-	"github.com/kb-bench/kb-bench/spec"
 )
 
 // chooser picks the object an operation hits, as an index in [0, objects).
@@ -16,7 +14,7 @@ type chooser interface {
 
 // newChooser returns writer's chooser for s (defaulted and validated):
 // fixed groups when s.WritersPerObject > 0, else s.Distribution.
-func newChooser(s spec.Spec, writer int, r *rand.Rand) chooser {
+func newChooser(s *Settings, writer int, r *rand.Rand) chooser {
 	m := s.Objects
 	switch {
 	case m <= 1:
@@ -26,18 +24,17 @@ func newChooser(s spec.Spec, writer int, r *rand.Rand) chooser {
 		// wrapping round when there are more groups than objects.
 		return fixedChooser((writer / s.WritersPerObject) % m)
 	}
-	d := s.Distribution
-	switch d.Kind {
-	case spec.DistZipf:
+	switch s.Distribution {
+	case DistZipf:
 		// P(k) is proportional to (1+k)^-s: object 0 is the hottest.
-		return zipfChooser{rand.NewZipf(r, d.ZipfExponent, 1, uint64(m-1))}
-	case spec.DistHotspot:
-		hot := int(math.Round(d.HotFraction * float64(m)))
+		return zipfChooser{rand.NewZipf(r, s.ZipfExponent, 1, uint64(m-1))}
+	case DistHotspot:
+		hot := int(math.Round(s.HotFraction * float64(m)))
 		hot = min(max(hot, 1), m)
 		if hot == m {
 			return uniformChooser{r: r, n: m}
 		}
-		return hotspotChooser{r: r, hot: hot, cold: m - hot, share: d.HotShare}
+		return hotspotChooser{r: r, hot: hot, cold: m - hot, share: s.HotShare}
 	default:
 		return uniformChooser{r: r, n: m}
 	}

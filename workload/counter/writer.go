@@ -1,22 +1,19 @@
-package workload
+package counter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // strategy is the write a writer makes after reading the object, resolved
@@ -32,6 +29,7 @@ const (
 	strategyApply                         // server-side apply
 )
 
+// strategyOf resolves the writers' strategy from the Spec.
 func strategyOf(s spec.Spec) strategy {
 	switch s.Strategy {
 	case spec.StrategyRetry:
@@ -60,17 +58,11 @@ const (
 func fieldKey(w int) string { return "w-" + strconv.Itoa(w) }
 
 // fieldManager is writer w's server-side apply field manager.
-func fieldManager(s spec.Spec, w int) string {
+func fieldManager(s *spec.Spec, w int) string {
 	if s.FieldManager == spec.ManagerShared {
 		return "kb-bench"
 	}
 	return "kb-bench-w" + strconv.Itoa(w)
-}
-
-// toWaitBackoff maps a parsed --backoff onto client-go's wait.Backoff, where
-// Steps is the number of attempts (not of retries).
-func toWaitBackoff(b spec.Backoff) wait.Backoff {
-	return wait.Backoff{Steps: b.Steps, Duration: b.Duration, Factor: b.Factor, Jitter: b.Jitter}
 }
 
 // writer is one concurrent writer with everything an operation needs: its
@@ -91,14 +83,12 @@ type writer struct {
 
 	patchType    types.PatchType
 	precondition bool
-	backoff      wait.Backoff
+	backoff      spec.Backoff
 	applyOpts    metav1.ApplyOptions
 	apply        *applycorev1.ConfigMapApplyConfiguration
 
 	shared []sharedTally // per object, every writer's (FieldsShared); nil otherwise
 	own    []fieldTally  // per object, this writer's (FieldsDisjoint); nil otherwise
-
-	requests int64 // requests sent; read only while the writer is idle
 }
 
 // do runs one operation that was due at intended and records it.
@@ -124,25 +114,10 @@ func (w *writer) do(intended time.Time) {
 	w.shard.RecordOp(op)
 }
 
-// retry wraps readModifyWrite in retry.RetryOnConflict. RetryOnConflict
-// reports neither attempts nor sleeps, so the wrapped function counts the
-// attempts (readModifyWrite adds each write to op.Attempts) and measures the
-// time between one attempt's end and the next one's start: the backoff
-// actually slept. Its sleeps do not watch ctx, so an operation can overrun
-// OpTimeout by at most one backoff step; the next attempt then fails at once
-// as a timeout.
+// retry wraps readModifyWrite in client-go's retry.RetryOnConflict,
+// counting every attempt and the backoff slept.
 func (w *writer) retry(ctx context.Context, obj int, op *metrics.Op) error {
-	var last time.Time
-	err := retry.RetryOnConflict(w.backoff, func() error {
-		if !last.IsZero() {
-			op.Backoff += time.Since(last)
-		}
-		err := w.readModifyWrite(ctx, obj, op)
-		last = time.Now()
-		return err
-	})
-	op.GaveUp = err != nil && apierrors.IsConflict(err)
-	return err
+	return scenario.RetryOnConflict(w.backoff, op, func() error { return w.readModifyWrite(ctx, obj, op) })
 }
 
 // readModifyWrite reads object obj, adds one to the writer's field and writes
@@ -156,7 +131,6 @@ func (w *writer) readModifyWrite(ctx context.Context, obj int, op *metrics.Op) e
 	// The read's end is taken as the write's start: building the write
 	// takes well under a microsecond, and the clock is read once less.
 	t1 := time.Now()
-	w.countRequest(err)
 	w.shard.RecordAttempt(op.Intended, metrics.Attempt{Kind: metrics.Read, Latency: t1.Sub(t0), Outcome: metrics.Classify(err)})
 	if err != nil {
 		return err
@@ -198,7 +172,6 @@ func (w *writer) readModifyWrite(ctx context.Context, obj int, op *metrics.Op) e
 		_, err = w.cms.Apply(ctx, w.apply, w.applyOpts)
 	}
 	lat := time.Since(t1)
-	w.countRequest(err)
 	outcome := metrics.Classify(err)
 	w.shard.RecordAttempt(op.Intended, metrics.Attempt{Kind: metrics.Write, Latency: lat, Outcome: outcome})
 	op.Attempts++
@@ -206,18 +179,10 @@ func (w *writer) readModifyWrite(ctx context.Context, obj int, op *metrics.Op) e
 	return err
 }
 
-// countRequest counts a request the writer made, unless the client-side rate limiter held it back (it was never sent):
-// clientStats takes requests sent beyond these as client-go's own retries.
-func (w *writer) countRequest(err error) {
-	if err == nil || !errors.Is(err, errHeldBack) {
-		w.requests++
-	}
-}
-
 // count adds one write to the correctness tallies.
 func (w *writer) count(obj int, outcome metrics.Outcome, err error) {
 	success := outcome == metrics.Success
-	unsure := !success && mayHaveLanded(outcome, err)
+	unsure := !success && scenario.MayHaveLanded(outcome, err)
 	switch {
 	case w.shared != nil && success:
 		w.shared[obj].successes.Add(1)
@@ -228,25 +193,6 @@ func (w *writer) count(obj int, outcome metrics.Outcome, err error) {
 	case w.own != nil && unsure:
 		w.own[obj].uncertain++
 	}
-}
-
-// mayHaveLanded reports whether a failed write may still have been applied:
-// a timeout or a 5xx (the apiserver may have committed to etcd before
-// failing), or an error with no answer from the apiserver at all (a broken
-// connection). A 409, 422, 429 or any other answered rejection is certain,
-// and so is a write the client-side rate limiter never let out.
-func mayHaveLanded(outcome metrics.Outcome, err error) bool {
-	if errors.Is(err, errHeldBack) {
-		return false // the request was never sent
-	}
-	switch outcome {
-	case metrics.Timeout, metrics.ServerError:
-		return true
-	case metrics.Other:
-		var status apierrors.APIStatus
-		return !errors.As(err, &status)
-	}
-	return false
 }
 
 // counterValue reads data[key] as a number; an absent key is 0.

@@ -1,4 +1,4 @@
-package workload
+package counter
 
 import (
 	"fmt"
@@ -36,8 +36,8 @@ type fieldTally struct {
 	uncertain int64
 }
 
-// field is one field's final state as read back from the apiserver.
-type field struct {
+// readBack is one field's final state as read back from the apiserver.
+type readBack struct {
 	found    bool   // the object exists
 	raw      string // the value, "" when absent
 	value    int64  // raw as a number (0 when absent)
@@ -46,8 +46,8 @@ type field struct {
 
 // readField returns data[key] of an object as a field. A nil data map with
 // found set means an object without data.
-func readField(data map[string]string, found bool, key string) field {
-	f := field{found: found}
+func readField(data map[string]string, found bool, key string) readBack {
+	f := readBack{found: found}
 	if !found {
 		return f
 	}
@@ -73,7 +73,7 @@ type judgement struct {
 	over   bool  // the field is above every write that was or may have been made
 }
 
-func judge(f field, successes, uncertain int64) judgement {
+func judge(f readBack, successes, uncertain int64) judgement {
 	if !f.found || f.notCount {
 		return judgement{}
 	}

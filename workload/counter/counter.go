@@ -1,0 +1,163 @@
+// Package counter is the counter scenario: writers read-modify-write shared
+// ConfigMaps with a write strategy (update, retry, patch, server-side
+// apply), incrementing a counter field, and every object is read back at
+// the end to find lost updates.
+package counter
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/scenario"
+)
+
+// Definition registers the counter scenario.
+var Definition = scenario.Definition{
+	Name:        "counter",
+	Description: "writers read-modify-write shared ConfigMaps with a write strategy; lost updates are counted",
+	Traits:      spec.Traits{Strategies: true, Driven: true},
+	NewSettings: func() scenario.Settings { return &Settings{} },
+	New: func(env *scenario.Env, settings scenario.Settings) (scenario.Scenario, error) {
+		return newCounter(env, settings.(*Settings)), nil
+	},
+}
+
+// counter is one run of the scenario: its objects, writers and the
+// correctness tallies.
+type counter struct {
+	env     *scenario.Env
+	set     *Settings
+	n       int           // writers
+	names   []string      // object names
+	keys    []string      // the fields the writers increment: counterKey, or one per writer
+	shared  []sharedTally // FieldsShared: per object
+	writers []*writer
+}
+
+var _ scenario.Driven = (*counter)(nil)
+
+func newCounter(env *scenario.Env, set *Settings) *counter {
+	n := env.Spec.Writers
+	if env.Spec.Rate > 0 {
+		// In an open loop the workers that take the arrivals are the
+		// writers, so there are MaxInFlight of them.
+		n = env.Spec.MaxInFlight
+		if n != env.Spec.Writers {
+			fmt.Fprintf(env.Log, "note: open loop: the %d workers allowed in flight (max-in-flight) are the writers\n", n)
+		}
+	}
+	c := &counter{env: env, set: set, n: n, names: objectNames(set.Objects)}
+	if set.Fields == FieldsDisjoint {
+		for w := range n {
+			c.keys = append(c.keys, fieldKey(w))
+		}
+	} else {
+		c.keys = []string{counterKey}
+		c.shared = make([]sharedTally, set.Objects)
+	}
+	if k := set.WritersPerObject; k > 0 {
+		if groups := (n + k - 1) / k; groups != set.Objects {
+			fmt.Fprintf(env.Log, "note: %d writers in groups of %d make %d groups for %d objects: groups wrap round the objects\n", n, k, groups, set.Objects)
+		}
+	}
+	return c
+}
+
+// Workers is the number of writers.
+func (c *counter) Workers() int { return c.n }
+
+// Do runs writer w's next read-modify-write.
+func (c *counter) Do(w int, intended time.Time) { c.writers[w].do(intended) }
+
+// Setup creates the objects and the writers.
+func (c *counter) Setup(ctx context.Context) error {
+	env := c.env
+	seed := scenario.Seed(env.RunID)
+	filler := makeFiller(c.set.ObjectSize, rand.New(rand.NewPCG(seed, 0)))
+	cms := env.Admin.CoreV1().ConfigMaps(env.Namespace)
+	if err := createObjects(ctx, cms, c.names, scenario.Labels(env.RunID), initialData(&env.Spec, c.keys, filler)); err != nil {
+		return err
+	}
+	c.writers = c.newWriters(ctx, seed)
+	return nil
+}
+
+// newWriters builds the writers over the run's clients (round robin) and
+// the recorder's shards.
+func (c *counter) newWriters(ctx context.Context, seed uint64) []*writer {
+	env := c.env
+	s := &env.Spec
+	base := context.WithoutCancel(ctx)
+	strat := strategyOf(*s)
+	patchType := types.MergePatchType
+	if s.PatchType == spec.PatchStrategic {
+		patchType = types.StrategicMergePatchType
+	}
+	writers := make([]*writer, c.n)
+	for i := range writers {
+		w := &writer{
+			id:           i,
+			strategy:     strat,
+			cms:          env.Client(i).CoreV1().ConfigMaps(env.Namespace),
+			shard:        env.Recorder.Shard(i),
+			choose:       newChooser(c.set, i, rand.New(rand.NewPCG(seed, uint64(i)+1))),
+			names:        c.names,
+			key:          counterKey,
+			base:         base,
+			opTimeout:    s.OpTimeout.Duration,
+			patchType:    patchType,
+			precondition: s.PatchPrecondition,
+			shared:       c.shared,
+		}
+		if s.Backoff != nil {
+			w.backoff = *s.Backoff
+		}
+		if c.set.Fields == FieldsDisjoint {
+			w.key = c.keys[i]
+			w.own = make([]fieldTally, len(c.names))
+		}
+		if strat == strategyApply {
+			w.applyOpts = metav1.ApplyOptions{FieldManager: fieldManager(s, i), Force: s.Force}
+			w.apply = applycorev1.ConfigMap(c.names[0], env.Namespace).WithData(map[string]string{w.key: "0"})
+		}
+		writers[i] = w
+	}
+	return writers
+}
+
+// Report is the counter scenario's report: its lost-update checks.
+type Report struct {
+	checks []results.Check
+}
+
+// Checks are one lost-update check per object (or per object and writer).
+func (r *Report) Checks() []results.Check { return r.checks }
+
+// Rows adds nothing: the engine prints the lost updates from the checks.
+func (r *Report) Rows() [][2]string { return nil }
+
+// Finish reads every object back and checks it against the writes.
+func (c *counter) Finish(ctx context.Context) (scenario.Report, error) {
+	env := c.env
+	objects, err := readObjects(ctx, env.Admin.CoreV1().ConfigMaps(env.Namespace), env.RunID, c.keys)
+	if err != nil {
+		env.Warn("%v", err)
+		return &Report{checks: []results.Check{{Name: "objects read back", Detail: err.Error()}}}, nil
+	}
+	if c.shared != nil {
+		return &Report{checks: sharedChecks(c.names, objects, counterKey, c.shared)}, nil
+	}
+	own := make([][]fieldTally, len(c.writers))
+	for i, w := range c.writers {
+		own[i] = w.own
+	}
+	return &Report{checks: disjointChecks(c.names, objects, c.keys, own)}, nil
+}

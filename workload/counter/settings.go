@@ -1,0 +1,148 @@
+package counter
+
+import (
+	"fmt"
+	"math"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// Distribution picks which object an operation hits.
+type Distribution string
+
+// Key distributions.
+const (
+	DistUniform Distribution = "uniform"
+	DistZipf    Distribution = "zipf"
+	DistHotspot Distribution = "hotspot"
+)
+
+// Fields says which fields the writers increment.
+type Fields string
+
+// Field layouts.
+const (
+	FieldsShared   Fields = "shared"   // all writers increment the same counter field
+	FieldsDisjoint Fields = "disjoint" // each writer owns its own field
+)
+
+// maxObjectSize leaves room under etcd's and the apiserver's 1.5 MiB
+// request limit and a ConfigMap's 1 MiB data limit.
+const maxObjectSize = 900 * 1024
+
+// maxObjects bounds the objects created before the run.
+const maxObjects = 10_000
+
+// Settings are the counter scenario's own settings.
+type Settings struct {
+	// Objects is the number of shared objects created before the run.
+	Objects int `json:"objects" flag:"objects" help:"shared objects created before the run (default 1)"`
+	// ObjectSize is the filler, in bytes, added to each object.
+	ObjectSize int `json:"objectSize,omitempty" flag:"object-size" help:"bytes of filler in each object, so writes cost what real objects cost"`
+	// Distribution picks the object each operation hits.
+	Distribution Distribution `json:"distribution" flag:"distribution" help:"which object an operation hits: uniform (default), zipf or hotspot"`
+	// ZipfExponent (s > 1) for DistZipf.
+	ZipfExponent float64 `json:"zipfExponent,omitempty" flag:"zipf-exponent" help:"zipf: exponent s > 1 (default 1.1)"`
+	// HotFraction of the objects that are hot, for DistHotspot.
+	HotFraction float64 `json:"hotFraction,omitempty" flag:"hot-fraction" help:"hotspot: fraction of objects that are hot (default 0.1)"`
+	// HotShare of the traffic that goes to hot objects, for DistHotspot.
+	HotShare float64 `json:"hotShare,omitempty" flag:"hot-share" help:"hotspot: share of traffic to hot objects (default 0.9)"`
+	// WritersPerObject, when > 0, pins fixed groups of K writers to each
+	// object instead of choosing by Distribution.
+	WritersPerObject int `json:"writersPerObject,omitempty" flag:"writers-per-object" help:"pin fixed groups of K writers to each object instead of a distribution"`
+	// Fields is FieldsShared or FieldsDisjoint.
+	Fields Fields `json:"fields" flag:"fields" help:"shared (default: all writers increment one counter) or disjoint (each writer owns a field)"`
+}
+
+// Default fills the zero fields that have defaults.
+func (c *Settings) Default(*spec.Spec) {
+	if c.Objects == 0 {
+		c.Objects = 1
+	}
+	if c.Distribution == "" {
+		c.Distribution = DistUniform
+	}
+	if c.Distribution == DistZipf && c.ZipfExponent == 0 {
+		c.ZipfExponent = 1.1
+	}
+	if c.Distribution == DistHotspot {
+		if c.HotFraction == 0 {
+			c.HotFraction = 0.1
+		}
+		if c.HotShare == 0 {
+			c.HotShare = 0.9
+		}
+	}
+	if c.Fields == "" {
+		c.Fields = FieldsShared
+	}
+}
+
+// Validate checks the defaulted settings.
+func (c *Settings) Validate(_ *spec.Spec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c.Objects < 1 || c.Objects > maxObjects {
+		errs = append(errs, field.Invalid(p.Child("objects"), c.Objects, fmt.Sprintf("use 1 to %d (--objects)", maxObjects)))
+	}
+	if c.ObjectSize < 0 || c.ObjectSize > maxObjectSize {
+		errs = append(errs, field.Invalid(p.Child("objectSize"), c.ObjectSize, fmt.Sprintf("use 0 to %d bytes (--object-size): a ConfigMap holds at most 1 MiB", maxObjectSize)))
+	}
+	errs = append(errs, spec.OneOf(p.Child("distribution"), c.Distribution, []Distribution{DistUniform, DistZipf, DistHotspot}, "distribution")...)
+	for name, v := range map[string]float64{"zipfExponent": c.ZipfExponent, "hotFraction": c.HotFraction, "hotShare": c.HotShare} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			errs = append(errs, field.Invalid(p.Child(name), v, "must be a finite number"))
+		}
+	}
+	if c.Distribution == DistZipf {
+		if c.ZipfExponent <= 1 {
+			errs = append(errs, field.Invalid(p.Child("zipfExponent"), c.ZipfExponent, "must be greater than 1, e.g. 1.1 (--zipf-exponent)"))
+		}
+	} else if c.ZipfExponent != 0 {
+		errs = append(errs, field.Forbidden(p.Child("zipfExponent"), "applies only to distribution zipf: drop --zipf-exponent or set --distribution zipf"))
+	}
+	if c.Distribution == DistHotspot {
+		if f := c.HotFraction; f <= 0 || f >= 1 {
+			errs = append(errs, field.Invalid(p.Child("hotFraction"), f, "use a fraction between 0 and 1, e.g. 0.1 (--hot-fraction)"))
+		}
+		if f := c.HotShare; f <= 0 || f > 1 {
+			errs = append(errs, field.Invalid(p.Child("hotShare"), f, "use a fraction above 0 and at most 1, e.g. 0.9 (--hot-share)"))
+		}
+	} else {
+		for name, v := range map[string]float64{"hotFraction": c.HotFraction, "hotShare": c.HotShare} {
+			if v != 0 {
+				errs = append(errs, field.Forbidden(p.Child(name), "applies only to distribution hotspot: drop it or set --distribution hotspot"))
+			}
+		}
+	}
+	if c.WritersPerObject < 0 {
+		errs = append(errs, field.Invalid(p.Child("writersPerObject"), c.WritersPerObject, "use 0 (use the distribution) or at least 1 (--writers-per-object)"))
+	}
+	if c.WritersPerObject > 0 && c.Distribution != DistUniform {
+		errs = append(errs, field.Forbidden(p.Child("writersPerObject"), fmt.Sprintf("pins writers to objects, so distribution %s cannot apply: set one or the other", c.Distribution)))
+	}
+	errs = append(errs, spec.OneOf(p.Child("fields"), c.Fields, []Fields{FieldsShared, FieldsDisjoint}, "fields")...)
+	return errs
+}
+
+// Describe is the run in a few words.
+func (c *Settings) Describe(s *spec.Spec) string {
+	where := fmt.Sprintf("%s on %s", results.Plural(s.Writers, "writer"), results.Plural(c.Objects, "object"))
+	switch {
+	case c.WritersPerObject > 0:
+		where += fmt.Sprintf(" (%d writers per object)", c.WritersPerObject)
+	case c.Objects > 1 && c.Distribution == DistZipf:
+		where += fmt.Sprintf(" (zipf s=%g)", c.ZipfExponent)
+	case c.Objects > 1 && c.Distribution == DistHotspot:
+		where += fmt.Sprintf(" (hotspot: %g%% of objects get %g%% of writes)", 100*c.HotFraction, 100*c.HotShare)
+	case c.Objects > 1:
+		where += " (" + string(c.Distribution) + ")"
+	}
+	where += ", " + string(c.Fields) + " fields"
+	if c.ObjectSize > 0 {
+		where += fmt.Sprintf(", %d B filler", c.ObjectSize)
+	}
+	return where
+}

@@ -1,0 +1,102 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kb-bench/kb-bench/metrics"
+)
+
+// Labels and field managers on everything kb-bench creates.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelRunID     = "kb-bench.io/run-id"
+	// SetupManager is the field manager of objects created before the run.
+	SetupManager = "kb-bench-setup"
+	// PauseImage is the image of the Pods scenarios create; no node runs
+	// them, so it is never pulled.
+	PauseImage = "registry.k8s.io/pause:3.10"
+)
+
+// Labels are the labels of the run's namespace and objects.
+func Labels(runID string) map[string]string {
+	return map[string]string{LabelManagedBy: "kb-bench", LabelRunID: runID}
+}
+
+// CreateAll calls create for every name, a few at a time, and stops at the
+// first error (returning every error seen).
+func CreateAll(ctx context.Context, names []string, create func(ctx context.Context, name string) error) error {
+	const parallel = 8
+	next := make(chan string)
+	errs := make(chan error, parallel)
+	var wg sync.WaitGroup
+	for range min(parallel, len(names)) {
+		wg.Go(func() {
+			for name := range next {
+				if err := create(ctx, name); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	var err error
+feed:
+	for _, name := range names {
+		select {
+		case next <- name:
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		err = errors.Join(err, e)
+	}
+	return err
+}
+
+// EnsureDefaultServiceAccount creates the namespace's default
+// ServiceAccount, which Pod admission needs and which no controller creates
+// on the local control plane.
+func EnsureDefaultServiceAccount(ctx context.Context, kube kubernetes.Interface, ns string) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	_, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{FieldManager: SetupManager})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating ServiceAccount %s/default, which Pod admission needs: %w (check that kb-bench may create ServiceAccounts there)", ns, err)
+	}
+	return nil
+}
+
+// ErrNotSent marks a request that the client-side rate limiter held back
+// until its operation's deadline: it was never sent, so it cannot have
+// reached the apiserver.
+var ErrNotSent = errors.New("the client-side rate limiter had no token for this request before the operation's deadline, so it was not sent (raise the client QPS and burst, or the operation timeout)")
+
+// MayHaveLanded reports whether a failed write may still have been applied:
+// a timeout or a 5xx (the apiserver may have committed to etcd before
+// failing), or an error with no answer from the apiserver at all (a broken
+// connection). A 409, 422, 429 or any other answered rejection is certain,
+// and so is a write that was never sent.
+func MayHaveLanded(outcome metrics.Outcome, err error) bool {
+	if errors.Is(err, ErrNotSent) {
+		return false
+	}
+	switch outcome {
+	case metrics.Timeout, metrics.ServerError:
+		return true
+	case metrics.Other:
+		var status apierrors.APIStatus
+		return !errors.As(err, &status)
+	}
+	return false
+}
