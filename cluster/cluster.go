@@ -2,7 +2,7 @@
 // control plane of real upstream kube-apiserver and etcd processes on
 // loopback (started per run, or kept by `kb-bench local up`), an existing
 // kind cluster, or any kubeconfig. Open turns a spec.Target into a
-// rest.Config and a results.Target that says what ran.
+// rest.Config and a spec.TargetInfo that says what ran.
 package cluster
 
 import (
@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -47,7 +46,7 @@ type Connection struct {
 	// are the caller's to set.
 	Config *rest.Config
 	// Target describes the apiserver for the result (never credentials).
-	Target results.Target
+	Target spec.TargetInfo
 	// Close releases the target: it stops a control plane that Open
 	// started, and does nothing otherwise.
 	Close func(ctx context.Context) error
@@ -58,7 +57,7 @@ type Connection struct {
 //     control plane when there is one, else a new one that Close stops;
 //   - spec.TargetKubeconfig: the given kubeconfig file and context, or with
 //     a context alone, that context of $KUBECONFIG or ~/.kube/config;
-//   - spec.TargetKind: the existing kind cluster t.KindCluster ("kind").
+//   - spec.TargetKindCluster: the existing kind cluster t.KindCluster ("kind").
 //
 // Unreachable targets and missing binaries are spec.Input errors.
 func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
@@ -73,10 +72,10 @@ func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
 		return openLocal(ctx, t, o)
 	case spec.TargetKubeconfig:
 		return openKubeconfig(ctx, t, o.Getenv)
-	case spec.TargetKind:
+	case spec.TargetKindCluster:
 		return openKind(ctx, t, newKindProvider(o.Getenv))
 	}
-	return nil, spec.Input(fmt.Errorf("target %q is not known (--target): use %s, %s or %s", t.Kind, spec.TargetLocal, spec.TargetKind, spec.TargetKubeconfig))
+	return nil, spec.Input(fmt.Errorf("target %q is not known (--target): use %s, %s or %s", t.Kind, spec.TargetLocal, spec.TargetKindCluster, spec.TargetKubeconfig))
 }
 
 func noClose(context.Context) error { return nil }
@@ -108,7 +107,7 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 		fmt.Fprintf(o.Log, "local control plane: using the one from `kb-bench local up` at %s%s\n", st.Server, note)
 		return &Connection{
 			Config: cfg,
-			Target: results.Target{Kind: spec.TargetLocal, Server: st.Server, ServerVersion: version,
+			Target: spec.TargetInfo{Kind: spec.TargetLocal, Server: st.Server, ServerVersion: version,
 				Storage: st.Storage, EtcdVersion: st.EtcdVersion, Reused: true},
 			Close: noClose,
 		}, nil
@@ -128,7 +127,7 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 	}
 	return &Connection{
 		Config: cp.RESTConfig(),
-		Target: results.Target{Kind: spec.TargetLocal, Server: cp.Server(), ServerVersion: cp.KubeVersion(),
+		Target: spec.TargetInfo{Kind: spec.TargetLocal, Server: cp.Server(), ServerVersion: cp.KubeVersion(),
 			Storage: cp.Storage(), EtcdVersion: cp.EtcdVersion()},
 		Close: cp.Stop,
 	}, nil
@@ -161,7 +160,7 @@ func openKubeconfig(ctx context.Context, t spec.Target, getenv func(string) stri
 	}
 	return &Connection{
 		Config: cfg,
-		Target: results.Target{Kind: spec.TargetKubeconfig, Server: cfg.Host, ServerVersion: version, Context: contextName},
+		Target: spec.TargetInfo{Kind: spec.TargetKubeconfig, Server: cfg.Host, ServerVersion: version, Context: contextName},
 		Close:  noClose,
 	}, nil
 }

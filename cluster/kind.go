@@ -11,7 +11,6 @@ import (
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 	kindexec "sigs.k8s.io/kind/pkg/exec"
 
-	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -87,7 +86,7 @@ func openKind(ctx context.Context, t spec.Target, newProvider func() (kindProvid
 	}
 	return &Connection{
 		Config: cfg,
-		Target: results.Target{Kind: spec.TargetKind, Server: cfg.Host, ServerVersion: version, Context: "kind-" + name},
+		Target: spec.TargetInfo{Kind: spec.TargetKindCluster, Server: cfg.Host, ServerVersion: version, Context: "kind-" + name},
 		Close:  noClose,
 	}, nil
 }

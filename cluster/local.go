@@ -44,7 +44,7 @@ type LocalOptions struct {
 	// Storage is spec.StorageDisk (the default: etcd data in the temp dir,
 	// or under the user's cache dir when the temp dir is a tmpfs; fsync as
 	// usual) or spec.StorageMemory (etcd data under /dev/shm).
-	Storage string
+	Storage spec.Storage
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 	// StartTimeout bounds the wait for /readyz (DefaultStartTimeout when 0).
@@ -64,7 +64,7 @@ type ControlPlane struct {
 	server      string
 	caPEM       []byte
 	token       string
-	storage     string
+	storage     spec.Storage
 	dir         string // temp dir: certs, logs and (disk) etcd data
 	etcdDataDir string
 	etcdURL     string
@@ -460,7 +460,7 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 func (cp *ControlPlane) Server() string { return cp.server }
 
 // Storage is spec.StorageDisk or spec.StorageMemory.
-func (cp *ControlPlane) Storage() string { return cp.storage }
+func (cp *ControlPlane) Storage() spec.Storage { return cp.storage }
 
 // StartupTime is how long StartLocal took until /readyz answered ok.
 func (cp *ControlPlane) StartupTime() time.Duration { return cp.startup }

@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 	case strings.HasPrefix(v, "up="):
 		os.Exit(runChildUp(strings.TrimPrefix(v, "up=")))
 	case v != "":
-		os.Exit(runChild(v))
+		os.Exit(runChild(spec.Storage(v)))
 	}
 	os.Exit(m.Run())
 }
@@ -60,7 +60,7 @@ type childReport struct {
 	Dirs  []string       `json:"dirs"`
 }
 
-func runChild(storage string) int {
+func runChild(storage spec.Storage) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	bins, err := FindBinaries("", os.Getenv)
@@ -108,7 +108,7 @@ func binariesOrSkip(t *testing.T) Binaries {
 }
 
 // startLocal starts a control plane that the test stops at its end.
-func startLocal(t *testing.T, storage string) *ControlPlane {
+func startLocal(t *testing.T, storage spec.Storage) *ControlPlane {
 	t.Helper()
 	cp, err := StartLocal(context.Background(), LocalOptions{Binaries: binariesOrSkip(t), Storage: storage, Log: testLog{t}})
 	if err != nil {
@@ -314,14 +314,14 @@ func TestNothingLeftWhenKbBenchIsInterruptedOrKilled(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		sig     syscall.Signal
-		storage string
+		storage spec.Storage
 	}{
 		{"SIGINT", syscall.SIGINT, spec.StorageDisk},
 		{"SIGKILL", syscall.SIGKILL, spec.StorageMemory},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), childEnv+"="+tc.storage)
+			cmd.Env = append(os.Environ(), childEnv+"="+string(tc.storage))
 			cmd.Stderr = testLog{t}
 			out, err := cmd.StdoutPipe()
 			if err != nil {
@@ -394,11 +394,11 @@ func TestTargetsOverARealControlPlane(t *testing.T) {
 		provider := func() (kindProvider, error) {
 			return fakeKind{clusters: []string{"bench"}, kubeconfig: string(raw)}, nil
 		}
-		conn, err := openKind(ctx, spec.Target{Kind: spec.TargetKind, KindCluster: "bench"}, provider)
+		conn, err := openKind(ctx, spec.Target{Kind: spec.TargetKindCluster, KindCluster: "bench"}, provider)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if conn.Target.Kind != spec.TargetKind || conn.Target.Server != cp.Server() || conn.Target.Context != "kind-bench" || conn.Target.ServerVersion == "" {
+		if conn.Target.Kind != spec.TargetKindCluster || conn.Target.Server != cp.Server() || conn.Target.Context != "kind-bench" || conn.Target.ServerVersion == "" {
 			t.Errorf("target %+v", conn.Target)
 		}
 	})

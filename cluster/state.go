@@ -46,7 +46,7 @@ type LocalState struct {
 	// EtcdDataDir is etcd's data dir (under /dev/shm with memory storage).
 	EtcdDataDir string `json:"etcdDataDir"`
 	// Storage is spec.StorageDisk or spec.StorageMemory.
-	Storage string `json:"storage"`
+	Storage spec.Storage `json:"storage"`
 	// KubeVersion and EtcdVersion are what the servers reported.
 	KubeVersion string `json:"kubeVersion"`
 	EtcdVersion string `json:"etcdVersion"`
@@ -94,7 +94,7 @@ type UpOptions struct {
 	// Binaries are the kube-apiserver and etcd to run.
 	Binaries Binaries
 	// Storage is spec.StorageDisk (default) or spec.StorageMemory.
-	Storage string
+	Storage spec.Storage
 	// StateDir holds state.json, the kubeconfig and the control plane's dir.
 	StateDir string
 	// Log receives progress lines; nil discards them.

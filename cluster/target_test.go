@@ -154,7 +154,7 @@ func TestOpenKindErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			newProvider := func() (kindProvider, error) { return tc.provider, tc.provErr }
-			_, err := openKind(context.Background(), spec.Target{Kind: spec.TargetKind, KindCluster: tc.cluster}, newProvider)
+			_, err := openKind(context.Background(), spec.Target{Kind: spec.TargetKindCluster, KindCluster: tc.cluster}, newProvider)
 			if err == nil {
 				t.Fatal("openKind succeeded, want an error")
 			}
@@ -180,7 +180,7 @@ func TestOpenKindOnThisMachine(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(env["KIND_EXPERIMENTAL_PROVIDER"]), func(t *testing.T) {
 			start := time.Now()
-			_, err := Open(context.Background(), spec.Target{Kind: spec.TargetKind, KindCluster: "kb-bench-test-no-such-cluster"}, Options{Getenv: envOf(env)})
+			_, err := Open(context.Background(), spec.Target{Kind: spec.TargetKindCluster, KindCluster: "kb-bench-test-no-such-cluster"}, Options{Getenv: envOf(env)})
 			if err == nil || !spec.IsInput(err) {
 				t.Fatalf("Open(kind) = %v, want a spec.Input error", err)
 			}

@@ -33,8 +33,10 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload"
 )
 
 // Document identity of a profile.
@@ -109,9 +111,8 @@ func parse(source string, data []byte) (*Profile, error) {
 	if err := decodeStrict(source, data, &check); err != nil {
 		return nil, err
 	}
-	check.Spec.Defaults()
-	if err := check.Spec.Validate(); err != nil {
-		return nil, locate(source, specNode(root), err)
+	if _, _, errs := workload.Resolve(&check.Spec); len(errs) > 0 {
+		return nil, locate(source, specNode(root), errs)
 	}
 	return &Profile{Name: doc.Name, Description: doc.Description, Spec: doc.Spec}, nil
 }
@@ -217,40 +218,32 @@ func lookupKey(m *yaml.Node, key string) (k, v *yaml.Node) {
 // specNode returns the spec mapping of a profile, or nil.
 func specNode(root *yaml.Node) *yaml.Node { return lookup(root, "spec") }
 
-// locate prefixes each validation problem with the source and, when the
-// problem starts with a field path found in the spec ("writers is 0 ...",
-// "distribution.zipfExponent is 1 ..."), that field's line.
-func locate(source string, specMap *yaml.Node, err error) error {
-	var list []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		list = j.Unwrap()
-	} else {
-		list = []error{err}
-	}
-	var out []error
-	for _, e := range list {
-		msg := e.Error()
+// locate prefixes each validation error with the profile's file and the
+// line of the field it names (spec.writers, spec.settings.hard, ...).
+func locate(source string, specMap *yaml.Node, errs field.ErrorList) error {
+	out := make([]error, len(errs))
+	for i, e := range errs {
 		where := source
-		field, _, _ := strings.Cut(msg, " ")
-		if line := fieldLine(specMap, field); line > 0 {
+		if line := fieldLine(specMap, e.Field); line > 0 {
 			where += ":" + strconv.Itoa(line)
 		}
-		out = append(out, fmt.Errorf("%s: %w", where, e))
+		out[i] = fmt.Errorf("%s: spec.%w", where, e)
 	}
 	return errors.Join(out...)
 }
 
-// fieldLine returns the line of the key at the dotted path under mapping m,
-// or 0 when there is no such key.
+// fieldLine returns the line of the deepest key of the dotted path found
+// under mapping m, or 0 when not even the first is there.
 func fieldLine(m *yaml.Node, path string) int {
-	var k *yaml.Node
+	line := 0
 	for part := range strings.SplitSeq(path, ".") {
-		k, m = lookupKey(m, part)
+		k, v := lookupKey(m, part)
+		if k == nil {
+			break
+		}
+		line, m = k.Line, v
 	}
-	if k == nil {
-		return 0
-	}
-	return k.Line
+	return line
 }
 
 // describe names a node's value for a message: "\"v2\"", "a mapping", "a list".

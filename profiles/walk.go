@@ -23,15 +23,15 @@ func (w *walker) fail(n *yaml.Node, format string, a ...any) {
 	w.errs = append(w.errs, fmt.Errorf("%s:%d: %s", w.source, n.Line, fmt.Sprintf(format, a...)))
 }
 
-// field is one YAML field of a struct.
-type field struct {
+// yamlField is one YAML field of a struct.
+type yamlField struct {
 	name string
 	typ  reflect.Type
 }
 
 // fieldsOf lists the YAML fields of struct type t in declaration order.
-func fieldsOf(t reflect.Type) []field {
-	var out []field
+func fieldsOf(t reflect.Type) []yamlField {
+	var out []yamlField
 	for f := range t.Fields() {
 		if !f.IsExported() {
 			continue
@@ -43,7 +43,7 @@ func fieldsOf(t reflect.Type) []field {
 		case "":
 			name = strings.ToLower(f.Name) // yaml.v3's default
 		}
-		out = append(out, field{name: name, typ: f.Type})
+		out = append(out, yamlField{name: name, typ: f.Type})
 	}
 	return out
 }
@@ -142,13 +142,13 @@ func expects(t reflect.Type) string {
 	return "a single value"
 }
 
-func find(fields []field, name string) (field, bool) {
+func find(fields []yamlField, name string) (yamlField, bool) {
 	for _, f := range fields {
 		if f.name == name {
 			return f, true
 		}
 	}
-	return field{}, false
+	return yamlField{}, false
 }
 
 func join(path, name string) string {
@@ -165,7 +165,7 @@ func where(path string) string {
 	return "in " + path
 }
 
-func names(fields []field) string {
+func names(fields []yamlField) string {
 	s := make([]string, len(fields))
 	for i, f := range fields {
 		s[i] = f.name
@@ -174,7 +174,7 @@ func names(fields []field) string {
 }
 
 // hint suggests the field the user probably meant, or lists the fields.
-func hint(name string, fields []field) string {
+func hint(name string, fields []yamlField) string {
 	if s := suggest(name, fields); s != "" {
 		return fmt.Sprintf("(did you mean %q?)", s)
 	}
@@ -184,7 +184,7 @@ func hint(name string, fields []field) string {
 // suggest returns the known field closest to name: the same word in another
 // spelling (think-time, think_time, ThinkTime for thinkTime) or one within a
 // small edit distance; "" when nothing is close.
-func suggest(name string, fields []field) string {
+func suggest(name string, fields []yamlField) string {
 	norm := func(s string) string {
 		return strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(s))
 	}

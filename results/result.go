@@ -44,7 +44,7 @@ type Result struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 
 	// Target says which apiserver ran it (never credentials).
-	Target Target `json:"target"`
+	Target spec.TargetInfo `json:"target"`
 	// Spec is the fully resolved specification.
 	Spec spec.Spec `json:"spec"`
 	// Namespace the run wrote in.
@@ -69,23 +69,6 @@ type Result struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// Target describes the apiserver a run used.
-type Target struct {
-	// Kind is local, kind or kubeconfig.
-	Kind string `json:"kind"`
-	// Server is the apiserver URL.
-	Server string `json:"server"`
-	// ServerVersion is what /version reported, e.g. v1.37.1.
-	ServerVersion string `json:"serverVersion"`
-	// Context is the kubeconfig context, for kubeconfig targets.
-	Context string `json:"context,omitempty"`
-	// Storage is the local control plane's etcd storage (disk or memory).
-	Storage string `json:"storage,omitempty"`
-	// EtcdVersion is the local control plane's etcd version.
-	EtcdVersion string `json:"etcdVersion,omitempty"`
-	// Reused is set when a `kb-bench local up` control plane was reused.
-	Reused bool `json:"reused,omitempty"`
-}
 
 // Measurements is the raw data of a run; Merge adds two of them exactly.
 type Measurements struct {

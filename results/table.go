@@ -85,8 +85,8 @@ func WriteTable(w io.Writer, r *Result, scenarioRows [][2]string) error {
 	return tw.Flush()
 }
 
-func describeTarget(t Target) string {
-	d := t.Kind
+func describeTarget(t spec.TargetInfo) string {
+	d := string(t.Kind)
 	if t.Server != "" {
 		d += " " + t.Server
 	}
@@ -103,7 +103,7 @@ func describeTarget(t Target) string {
 			e += " " + t.EtcdVersion
 		}
 		if t.Storage != "" {
-			e += " on " + t.Storage
+			e += " on " + string(t.Storage)
 		}
 		parts = append(parts, e)
 	}

@@ -102,7 +102,7 @@ var ContentTypes = []ContentType{ContentDefault, ContentJSON, ContentProtobuf}
 // default"; Defaults fills them in, Validate checks the result.
 type Spec struct {
 	// Scenario names the registered scenario that runs.
-	Scenario string `json:"scenario" yaml:"scenario" flag:"scenario" help:"what the writers do (see 'kb-bench scenarios')"`
+	Scenario string `json:"scenario" yaml:"scenario" flag:"scenario" help:"what the writers do: counter (the default), leader-election, quota, controller-status (see 'kb-bench scenarios')"`
 	// Writers is the number of concurrent writers.
 	Writers int `json:"writers" yaml:"writers" flag:"writers" help:"concurrent writers"`
 	// Clients is the number of separate client-go clients (connections);
@@ -175,7 +175,7 @@ type Target struct {
 	// KindCluster names the kind cluster, for TargetKindCluster.
 	KindCluster string `json:"kindCluster,omitempty" yaml:"kindCluster" flag:"kind-cluster" help:"kind cluster name for --target kind (default kind)"`
 	// Storage is where the local control plane keeps etcd's data.
-	Storage Storage `json:"storage,omitempty" yaml:"storage" flag:"storage" help:"local control plane etcd storage: disk (the default) or memory (/dev/shm)"`
+	Storage Storage `json:"storage,omitempty" yaml:"storage" flag:"storage" help:"local control plane etcd storage: disk or memory (/dev/shm)"`
 	// ControlPlaneBin is a directory holding kube-apiserver and etcd.
 	ControlPlaneBin string `json:"controlPlaneBin,omitempty" yaml:"controlPlaneBin" flag:"control-plane-bin" help:"directory holding kube-apiserver and etcd"`
 }
@@ -214,4 +214,23 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	}
 	d.Duration = v
 	return nil
+}
+
+// TargetInfo is the apiserver a run used, as found when it was opened;
+// every result records it.
+type TargetInfo struct {
+	// Kind is local, kind or kubeconfig.
+	Kind TargetKind `json:"kind"`
+	// Server is the apiserver URL.
+	Server string `json:"server"`
+	// ServerVersion is what /version reported, e.g. v1.37.1.
+	ServerVersion string `json:"serverVersion"`
+	// Context is the kubeconfig context, for kubeconfig targets.
+	Context string `json:"context,omitempty"`
+	// Storage is the local control plane's etcd storage (disk or memory).
+	Storage Storage `json:"storage,omitempty"`
+	// EtcdVersion is the local control plane's etcd version.
+	EtcdVersion string `json:"etcdVersion,omitempty"`
+	// Reused is set when a `kb-bench local up` control plane was reused.
+	Reused bool `json:"reused,omitempty"`
 }

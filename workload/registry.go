@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/counter"
 	"github.com/kb-bench/kb-bench/workload/scenario"
@@ -71,4 +72,17 @@ func resolve(registry []scenario.Definition, s *spec.Spec) (scenario.Definition,
 	}
 	s.Settings = m
 	return def, settings, errs
+}
+
+// Describe is the resolved spec s in words, as a Result's Workload says it.
+func Describe(s spec.Spec) string {
+	def, settings, errs := Resolve(&s)
+	if len(errs) > 0 {
+		return s.Scenario + " (invalid: " + spec.Describe(errs) + ")"
+	}
+	return describe(def, settings, &s)
+}
+
+func describe(def scenario.Definition, settings scenario.Settings, s *spec.Spec) string {
+	return results.Describe(*s, settings.Describe(s), def.Traits.Driven)
 }

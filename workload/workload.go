@@ -114,7 +114,7 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 		Version:    o.Version,
 		Spec:       s,
 		Namespace:  "kb-bench-" + o.RunID,
-		Workload:   results.Describe(s, settings.Describe(&s), def.Traits.Driven),
+		Workload:   describe(def, settings, &s),
 	}
 	cfg := restConfig(o.Config, s.Client, o.Version)
 	clients, note, err := newClients(cfg, s.Clients, r.gate)

@@ -12,30 +12,20 @@
 // and when the binaries are missing, unless KB_BENCH_REQUIRE_CONTROL_PLANE is
 // set (make test sets it), in which case they fail: CI must not pass by
 // skipping everything that needs a cluster.
-//
-// Tests of a scenario package call NewEnv to get the scenario.Env the engine
-// would hand the scenario, in a namespace of its own.
 package clustertest
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/cluster"
-	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // RequireEnv names the variable that turns a missing control plane from a
@@ -107,42 +97,4 @@ func (s *Shared) Config(t testing.TB) *rest.Config {
 	cfg := s.ControlPlane(t).RESTConfig()
 	cfg.QPS, cfg.Burst = -1, 0
 	return cfg
-}
-
-// NewEnv defaults and validates s, creates a namespace of its own on cfg's
-// cluster, and returns the scenario.Env the engine would hand a scenario
-// running s there: s.Clients clients, a recorder whose warm-up ends s.Warmup
-// from now, an empty Result, and log (io.Discard when nil). The namespace is
-// not deleted: it goes with the test's control plane.
-func NewEnv(t testing.TB, cfg *rest.Config, s spec.Spec, log io.Writer) scenario.Env {
-	t.Helper()
-	s.Defaults()
-	if err := s.Validate(); err != nil {
-		t.Fatalf("spec: %v", err)
-	}
-	if log == nil {
-		log = io.Discard
-	}
-	clients := make([]kubernetes.Interface, s.Clients)
-	for i := range clients {
-		c, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
-		if err != nil {
-			t.Fatalf("client: %v", err)
-		}
-		clients[i] = c
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("kb-bench-test-%d", time.Now().UnixNano())}}
-	if _, err := clients[0].CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace %s: %v", ns.Name, err)
-	}
-	start := time.Now().Add(s.Warmup.Duration)
-	return scenario.Env{
-		Config:    cfg,
-		Clients:   clients,
-		Namespace: ns.Name,
-		Spec:      s,
-		Recorder:  metrics.NewRecorder(start, metrics.DefaultShards(s.Writers), s.Rate > 0),
-		Result:    &results.Result{},
-		Log:       log,
-	}
 }

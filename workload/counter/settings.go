@@ -39,11 +39,11 @@ const maxObjects = 10_000
 // Settings are the counter scenario's own settings.
 type Settings struct {
 	// Objects is the number of shared objects created before the run.
-	Objects int `json:"objects" flag:"objects" help:"shared objects created before the run (default 1)"`
+	Objects int `json:"objects" flag:"objects" help:"shared objects created before the run"`
 	// ObjectSize is the filler, in bytes, added to each object.
 	ObjectSize int `json:"objectSize,omitempty" flag:"object-size" help:"bytes of filler in each object, so writes cost what real objects cost"`
 	// Distribution picks the object each operation hits.
-	Distribution Distribution `json:"distribution" flag:"distribution" help:"which object an operation hits: uniform (default), zipf or hotspot"`
+	Distribution Distribution `json:"distribution" flag:"distribution" help:"which object an operation hits: uniform, zipf or hotspot"`
 	// ZipfExponent (s > 1) for DistZipf.
 	ZipfExponent float64 `json:"zipfExponent,omitempty" flag:"zipf-exponent" help:"zipf: exponent s > 1 (default 1.1)"`
 	// HotFraction of the objects that are hot, for DistHotspot.
@@ -54,7 +54,7 @@ type Settings struct {
 	// object instead of choosing by Distribution.
 	WritersPerObject int `json:"writersPerObject,omitempty" flag:"writers-per-object" help:"pin fixed groups of K writers to each object instead of a distribution"`
 	// Fields is FieldsShared or FieldsDisjoint.
-	Fields Fields `json:"fields" flag:"fields" help:"shared (default: all writers increment one counter) or disjoint (each writer owns a field)"`
+	Fields Fields `json:"fields" flag:"fields" help:"shared (all writers increment one counter) or disjoint (each writer owns a field)"`
 }
 
 // Default fills the zero fields that have defaults.

@@ -92,6 +92,7 @@ one with --kubeconfig or --context.`,
 		newRunCommand(s, version, getenv),
 		newLocalCommand(s, getenv),
 		newProfilesCommand(s),
+		newScenariosCommand(s),
 		newVersionCommand(s, version),
 	)
 	return root

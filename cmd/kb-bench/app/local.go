@@ -13,7 +13,7 @@ import (
 // localFlags are the flags of the local command group.
 type localFlags struct {
 	bin      string
-	storage  string
+	storage  spec.Storage
 	stateDir string
 }
 
@@ -55,7 +55,7 @@ use it instead of starting their own. 'local down' stops it.`,
 		},
 	}
 	up.Flags().StringVar(&f.bin, "control-plane-bin", "", "directory holding kube-apiserver and etcd")
-	up.Flags().StringVar(&f.storage, "storage", spec.StorageDisk, "etcd storage: disk or memory (/dev/shm)")
+	up.Flags().StringVar((*string)(&f.storage), "storage", string(spec.StorageDisk), "etcd storage: disk or memory (/dev/shm)")
 
 	status := &cobra.Command{
 		Use:   "status",

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -60,7 +59,9 @@ given on the command line overrides the profile.`,
 		},
 	}
 	fs := cmd.Flags()
-	f.spec.register(fs)
+	if err := f.spec.register(fs); err != nil {
+		panic(err) // a tag declares a flag twice: caught by every test
+	}
 	fs.StringVarP(&f.file, "file", "f", "", "profile YAML file to run")
 	fs.StringVar(&f.profile, "profile", "", "shipped profile to run (see 'kb-bench profiles list')")
 	fs.StringVar(&f.out, "out", "", "directory for the result files (default ./kb-bench-results/<run-id>)")
@@ -102,14 +103,9 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) (spec.Spec, error) {
 		return base, spec.Input(fmt.Errorf("%s names an existing cluster (target %q, kubeconfig %q, context %q): kb-bench sends load only to a cluster named on the command line; pass --kubeconfig PATH and --context NAME, or --target",
 			source, t.Kind, t.Kubeconfig, t.Context))
 	}
-	// Zero means "default" in a Spec, so an explicit zero count would
-	// silently become the default: refuse it here.
-	for _, name := range []string{"writers", "objects", "clients"} {
-		if fl := fs.Lookup(name); fl != nil && fl.Changed && (fl.Value.String() == "0" || strings.HasPrefix(fl.Value.String(), "-")) {
-			return base, spec.Input(fmt.Errorf("--%s %s: use at least 1", name, fl.Value))
-		}
+	if err := f.spec.apply(fs, &base); err != nil {
+		return base, err
 	}
-	f.spec.apply(fs, &base)
 	if fs.Changed("kubeconfig") || fs.Changed("context") {
 		switch {
 		case !fs.Changed("target"):
@@ -119,11 +115,13 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) (spec.Spec, error) {
 		}
 	}
 	// Asked-for storage or binaries need a control plane that has them, not
-	// whatever `kb-bench local up` is running (Defaults would hide this).
+	// whatever `kb-bench local up` is running (the defaults would hide this).
 	f.privateControlPlane = base.Target.Storage != "" || base.Target.ControlPlaneBin != ""
-	base.Defaults()
-	if err := base.Validate(); err != nil {
-		return base, spec.Input(fmt.Errorf("invalid settings from %s:\n%w", source, err))
+	if _, _, errs := workload.Resolve(&base); len(errs) > 0 {
+		return base, spec.Input(fmt.Errorf("invalid settings from %s:\n%s", source, spec.Describe(errs)))
+	}
+	if err := f.spec.zeroOverridden(fs, &base); err != nil {
+		return base, err
 	}
 	return base, nil
 }
@@ -169,10 +167,10 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 		}
 	}()
 	fmt.Fprintf(info, "target: %s %s (server %s)\n", conn.Target.Kind, conn.Target.Server, conn.Target.ServerVersion)
-	fmt.Fprintf(info, "run %s: %s\n", runID, describe(sp))
+	fmt.Fprintf(info, "run %s: %s\n", runID, workload.Describe(sp))
 
 	progress := newProgress(info, s.Err, sp.Warmup.Duration+sp.Duration.Duration, f.quiet)
-	r, err := workload.Run(ctx, sp, workload.Options{
+	out, err := workload.Run(ctx, sp, workload.Options{
 		Config:   conn.Config,
 		RunID:    runID,
 		Version:  version,
@@ -185,6 +183,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	if err != nil {
 		return err
 	}
+	r := out.Result
 	r.Target = conn.Target
 	if err := results.Write(outDir, r); err != nil {
 		return fmt.Errorf("saving the result: %w", err)
@@ -197,7 +196,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 			return err
 		}
 	case !f.quiet:
-		if err := results.WriteTable(s.Out, r); err != nil {
+		if err := results.WriteTable(s.Out, r, out.Report.Rows()); err != nil {
 			return err
 		}
 	}
@@ -236,28 +235,6 @@ func prepareOutDir(dir string) (remove func(), err error) {
 	}
 	probe.Close()
 	return remove, os.Remove(probe.Name())
-}
-
-// describe is the one-line spec shown before the run starts.
-func describe(s spec.Spec) string {
-	d := fmt.Sprintf("scenario %s, %s, %s, strategy %s", s.Scenario, plural(s.Writers, "writer"), plural(s.Objects, "object"), s.Strategy)
-	if s.Rate > 0 {
-		d += fmt.Sprintf(", open loop at %g ops/s", s.Rate)
-	}
-	if s.Duration.Duration > 0 {
-		d += ", " + s.Duration.String()
-	}
-	if s.Operations > 0 {
-		d += fmt.Sprintf(", %d operations", s.Operations)
-	}
-	return d
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // newRunID returns a sortable, unique, DNS-label-safe run id.
