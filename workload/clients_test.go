@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -26,7 +28,7 @@ func tlsServer(t *testing.T) (*rest.Config, *atomic.Int64, *[]http.Header) {
 	var conns atomic.Int64
 	var mu sync.Mutex
 	var headers []http.Header
-	cm := cannedConfigMap(t, "kb-bench-0", "1", map[string]string{"counter": "0"})
+	cm := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kb-bench-0","resourceVersion":"1"},"data":{"counter":"0"}}`)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		headers = append(headers, r.Header.Clone())
@@ -72,7 +74,7 @@ func TestClientsHaveTheirOwnConnections(t *testing.T) {
 	for _, n := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d clients", n), func(t *testing.T) {
 			base, conns, _ := tlsServer(t)
-			clients, note, err := newClients(restConfig(base, spec.Default().Client, "test"), n)
+			clients, note, err := newClients(restConfig(base, spec.Client{ContentType: spec.ContentJSON}, "test"), n, newGate())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,9 +89,11 @@ func TestClientsHaveTheirOwnConnections(t *testing.T) {
 			if got := conns.Load(); got != int64(n) {
 				t.Errorf("%d clients made %d connections, want %d", n, got, n)
 			}
+			get := metrics.RequestKey{EndpointKey: metrics.EndpointKey{Verb: "GET", Resource: "configmaps"}, Code: "200"}
 			for _, c := range clients {
-				if got := c.trips.Load(); got != 2 {
-					t.Errorf("client counted %d requests, want 2", got)
+				var r clientReading = readClients([]*client{c})
+				if got := r.requests[get]; got != 2 || len(r.requests) != 1 {
+					t.Errorf("client counted %v, want 2 GET configmaps 200", r.requests)
 				}
 			}
 		})
@@ -103,13 +107,14 @@ func TestClientSettingsReachTheWire(t *testing.T) {
 		wantUA     string
 		wantAccept string
 	}{
-		{"defaults", spec.Client{ContentType: spec.ContentJSON}, "kb-bench/v9.9.9", "application/json"},
+		{"client-go's default: protobuf for built-in types", spec.Client{ContentType: spec.ContentDefault}, "kb-bench/v9.9.9", "application/vnd.kubernetes.protobuf,application/json"},
+		{"json", spec.Client{ContentType: spec.ContentJSON}, "kb-bench/v9.9.9", "application/json"},
 		{"protobuf and own agent", spec.Client{ContentType: spec.ContentProtobuf, UserAgent: "bench-ci"}, "bench-ci", "application/vnd.kubernetes.protobuf,application/json"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			base, _, headers := tlsServer(t)
-			clients, _, err := newClients(restConfig(base, tt.client, "v9.9.9"), 1)
+			clients, _, err := newClients(restConfig(base, tt.client, "v9.9.9"), 1, newGate())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,18 +133,85 @@ func TestRateLimiterWaitIsMeasured(t *testing.T) {
 	// 5 QPS, burst 1: after the first, each request waits about 200ms, far
 	// longer than a request takes even on a loaded machine, so the count of
 	// held-back requests is exact.
-	clients, _, err := newClients(restConfig(base, spec.Client{QPS: 5, Burst: 1, ContentType: spec.ContentJSON}, "test"), 1)
+	clients, _, err := newClients(restConfig(base, spec.Client{QPS: 5, Burst: 1, ContentType: spec.ContentJSON}, "test"), 1, newGate())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 3 {
+	get(t, clients[0].kube) // before the window: takes the one token
+	before := readClients(clients)
+	for range 2 {
 		get(t, clients[0].kube)
 	}
-	n := readClientCounts(clients)
+	n := readClients(clients).since(before)
 	if n.waited < 300*time.Millisecond || n.limited != 2 {
-		t.Errorf("limiter wait = %v over %d requests for 3 requests at 5 QPS burst 1, want about 400ms over 2", n.waited, n.limited)
+		t.Errorf("limiter wait = %v over %d requests for 2 requests at 5 QPS burst 1 after the burst, want about 400ms over 2", n.waited, n.limited)
 	}
-	if n := readClientCounts(nil); n != (clientCounts{}) {
-		t.Errorf("no clients, counts %+v", n)
+	if got := n.requests[metrics.RequestKey{EndpointKey: metrics.EndpointKey{Verb: "GET", Resource: "configmaps"}, Code: "200"}]; got != 2 {
+		t.Errorf("%d requests in the window, want the 2 after the first reading", got)
 	}
+}
+
+// Requests are named as apiserver_request_total names them.
+func TestEndpointOf(t *testing.T) {
+	tests := []struct {
+		method, url, contentType string
+		want                     metrics.EndpointKey
+		watch                    bool
+	}{
+		{"GET", "/api/v1/namespaces/ns/configmaps/kb-bench-0", "", metrics.EndpointKey{Verb: "GET", Resource: "configmaps"}, false},
+		{"GET", "/api/v1/namespaces/ns/configmaps?limit=20", "", metrics.EndpointKey{Verb: "LIST", Resource: "configmaps"}, false},
+		{"GET", "/apis/coordination.k8s.io/v1/namespaces/ns/leases?watch=true", "", metrics.EndpointKey{Verb: "WATCH", Group: "coordination.k8s.io", Resource: "leases"}, true},
+		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l", "", metrics.EndpointKey{Verb: "PUT", Group: "coordination.k8s.io", Resource: "leases"}, false},
+		{"PATCH", "/api/v1/namespaces/ns/pods/p/status", "application/merge-patch+json", metrics.EndpointKey{Verb: "PATCH", Resource: "pods", Subresource: "status"}, false},
+		{"PATCH", "/api/v1/namespaces/ns/configmaps/c", "application/apply-patch+yaml", metrics.EndpointKey{Verb: "APPLY", Resource: "configmaps"}, false},
+		{"POST", "/api/v1/namespaces/ns/configmaps", "application/json", metrics.EndpointKey{Verb: "POST", Resource: "configmaps"}, false},
+		{"DELETE", "/api/v1/namespaces/ns/configmaps", "", metrics.EndpointKey{Verb: "DELETECOLLECTION", Resource: "configmaps"}, false},
+		{"GET", "/api/v1/namespaces/ns", "", metrics.EndpointKey{Verb: "GET", Resource: "namespaces"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.url, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, tt.url, nil)
+			r.Header.Set("Content-Type", tt.contentType)
+			got, watch := endpointOf(r)
+			if got.EndpointKey != tt.want || watch != tt.watch {
+				t.Errorf("endpointOf = %+v watch %v, want %+v watch %v", got.EndpointKey, watch, tt.want, tt.watch)
+			}
+		})
+	}
+}
+
+// The gate holds new requests while the engine scrapes, and waits for
+// those in flight: hold returns only when the one in flight has left, and
+// a new request waits for release.
+func TestGateWaitsForRequestsInFlight(t *testing.T) {
+	g := newGate()
+	g.enter() // a request in flight
+	returned := make(chan int)
+	go func() { returned <- g.hold(time.Hour) }()
+	for !isHeld(g) {
+		runtime.Gosched() // until hold has begun
+	}
+	select {
+	case <-returned:
+		t.Fatal("hold returned while a request was in flight")
+	default:
+	}
+	g.leave() // the request in flight ends: hold returns
+	if n := <-returned; n != 0 {
+		t.Errorf("hold returned with %d in flight, want 0", n)
+	}
+	entered := make(chan struct{})
+	go func() {
+		g.enter()
+		close(entered)
+		g.leave()
+	}()
+	g.release()
+	<-entered
+}
+
+func isHeld(g *gate) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held
 }

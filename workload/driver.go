@@ -66,6 +66,8 @@ func closedLoop(ctx context.Context, p plan, n int, do opFunc) {
 				select {
 				case <-stop:
 					return
+				case <-ctx.Done(): // at once, not when stop catches up
+					return
 				default:
 				}
 				now := time.Now()
@@ -118,7 +120,12 @@ func openLoop(ctx context.Context, p plan, n int, pace pacer, rec arrivals, do o
 	for i := range n {
 		wg.Go(func() {
 			for due := range ticks {
-				do(i, due)
+				switch {
+				case ctx.Err() == nil:
+					do(i, due)
+				case !due.Before(p.measureFrom):
+					rec.Dropped() // handed over as Ctrl-C came: never started
+				}
 				busy.Add(-1)
 			}
 		})
@@ -166,6 +173,21 @@ func openLoop(ctx context.Context, p plan, n int, pace pacer, rec arrivals, do o
 		// arrival. A worker that has finished but not yet come back for
 		// the next one counts as free: the send waits a moment for it,
 		// and that is not lateness.
+		// dropAll counts this arrival and every one that fell due since,
+		// up to the stop: they never started.
+		dropAll := func() {
+			at := time.Now()
+			if !p.deadline.IsZero() && p.deadline.Before(at) {
+				at = p.deadline
+			}
+			for range dueIn(pace, hits, warmup, at.Sub(p.start), budget-measured) {
+				rec.Dropped()
+			}
+		}
+		if ctx.Err() != nil { // at once, not when stop catches up
+			dropAll()
+			return
+		}
 		full := busy.Add(1) > int64(n)
 		late := full || due.Before(caughtUp)
 		if !full {
@@ -175,15 +197,7 @@ func openLoop(ctx context.Context, p plan, n int, pace pacer, rec arrivals, do o
 			case ticks <- due:
 				caughtUp = time.Now()
 			case <-stop:
-				// This arrival and every one that fell due since, up
-				// to the stop, never started.
-				at := time.Now()
-				if !p.deadline.IsZero() && p.deadline.Before(at) {
-					at = p.deadline
-				}
-				for range dueIn(pace, hits, warmup, at.Sub(p.start), budget-measured) {
-					rec.Dropped()
-				}
+				dropAll()
 				return
 			}
 		}

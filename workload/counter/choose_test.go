@@ -5,12 +5,10 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
-
-	"github.com/kb-bench/kb-bench/spec"
 )
 
 // draw returns how often each object was picked in n draws.
-func draw(t *testing.T, s spec.Spec, writer, n int) []float64 {
+func draw(t *testing.T, s *Settings, writer, n int) []float64 {
 	t.Helper()
 	c := newChooser(s, writer, rand.New(rand.NewPCG(1, uint64(writer))))
 	freq := make([]float64, s.Objects)
@@ -30,7 +28,7 @@ func draw(t *testing.T, s spec.Spec, writer, n int) []float64 {
 func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
 
 func TestUniformChooserIsFlat(t *testing.T) {
-	s := spec.Spec{Objects: 10, Distribution: spec.Distribution{Kind: spec.DistUniform}}
+	s := &Settings{Objects: 10, Distribution: DistUniform}
 	for i, f := range draw(t, s, 0, 200_000) {
 		if !within(f, 0.1, 0.005) {
 			t.Errorf("object %d picked %.4f of the time, want 0.1 ± 0.005", i, f)
@@ -42,7 +40,7 @@ func TestZipfChooserFollowsPowerLaw(t *testing.T) {
 	for _, exp := range []float64{1.1, 1.5, 2} {
 		t.Run("s="+strconv.FormatFloat(exp, 'g', -1, 64), func(t *testing.T) {
 			const m = 50
-			s := spec.Spec{Objects: m, Distribution: spec.Distribution{Kind: spec.DistZipf, ZipfExponent: exp}}
+			s := &Settings{Objects: m, Distribution: DistZipf, ZipfExponent: exp}
 			freq := draw(t, s, 3, 400_000)
 			// P(k) = (1+k)^-s / sum over j of (1+j)^-s.
 			var norm float64
@@ -80,7 +78,7 @@ func TestHotspotChooserSendsHotShareToHotObjects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := spec.Spec{Objects: tt.objects, Distribution: spec.Distribution{Kind: spec.DistHotspot, HotFraction: tt.fraction, HotShare: tt.share}}
+			s := &Settings{Objects: tt.objects, Distribution: DistHotspot, HotFraction: tt.fraction, HotShare: tt.share}
 			freq := draw(t, s, 1, 200_000)
 			var hot float64
 			for _, f := range freq[:tt.wantHot] {
@@ -117,7 +115,7 @@ func TestFixedGroupsPinWritersToObjects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := spec.Spec{Objects: tt.objects, WritersPerObject: tt.writersPerObject, Distribution: spec.Distribution{Kind: spec.DistUniform}}
+			s := &Settings{Objects: tt.objects, WritersPerObject: tt.writersPerObject, Distribution: DistUniform}
 			for w, want := range tt.want {
 				c := newChooser(s, w, rand.New(rand.NewPCG(1, 2)))
 				for range 10 {
@@ -131,7 +129,7 @@ func TestFixedGroupsPinWritersToObjects(t *testing.T) {
 }
 
 func TestChoosersAreIndependentPerWriter(t *testing.T) {
-	s := spec.Spec{Objects: 1000, Distribution: spec.Distribution{Kind: spec.DistZipf, ZipfExponent: 1.1}}
+	s := &Settings{Objects: 1000, Distribution: DistZipf, ZipfExponent: 1.1}
 	a := newChooser(s, 0, rand.New(rand.NewPCG(7, 1)))
 	b := newChooser(s, 1, rand.New(rand.NewPCG(7, 2)))
 	same := 0

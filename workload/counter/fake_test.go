@@ -12,11 +12,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // Unit tests of the writer's own logic (what it sends, how it counts) run
@@ -108,26 +111,29 @@ func (f *fakeAPI) writes() []sent {
 	return w
 }
 
-// fakeRun returns a counter run of s over rt, with one writer per
-// writerCount(s), recording from now.
-func fakeRun(t testing.TB, s spec.Spec, rt http.RoundTripper) (*counterRun, *run, *metrics.Recorder) {
+// fakeRun returns a counter run of s and set over rt, with its writers
+// built and recording from now. limiter, when not nil, is the client's
+// rate limiter.
+func fakeRun(t testing.TB, s spec.Spec, set Settings, rt http.RoundTripper, limiter flowcontrol.RateLimiter) (*counter, *metrics.Recorder) {
 	t.Helper()
-	s.Defaults()
-	if err := s.Validate(); err != nil {
-		t.Fatal(err)
+	s.Defaults(Definition.Traits)
+	set.Default(&s)
+	if errs := append(s.Validate(Definition.Traits), set.Validate(&s, field.NewPath("settings"))...); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
 	}
-	r := &run{spec: s, opts: Options{RunID: "test", Version: "test"}, log: io.Discard, ns: "kb-bench-test", result: &results.Result{}}
-	r.cfg = restConfig(&rest.Config{Host: "http://fake.invalid", Transport: rt}, s.Client, "test")
-	clients, _, err := newClients(r.cfg, s.Clients)
+	// JSON, so the tests can read what was sent.
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: "http://fake.invalid", Transport: rt, QPS: -1, RateLimiter: limiter,
+		ContentConfig: rest.ContentConfig{ContentType: "application/json"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.clients = clients
-	n := writerCount(s)
-	c := newCounterRun(s, n)
-	rec := metrics.NewRecorder(time.Now(), metrics.DefaultShards(n), s.Rate > 0)
-	c.writers = c.newWriters(context.Background(), r, n, rec, 1)
-	return c, r, rec
+	env := &scenario.Env{Spec: s, RunID: "test", Namespace: "kb-bench-test", Clients: []kubernetes.Interface{kube}, Admin: kube,
+		Log: io.Discard, Warn: func(format string, a ...any) { t.Logf("warning: "+format, a...) }}
+	c := newCounter(env, &set)
+	rec := metrics.NewRecorder(time.Now(), metrics.DefaultShards(c.n), s.Rate > 0)
+	env.Recorder = rec
+	c.writers = c.newWriters(context.Background(), 1)
+	return c, rec
 }
 
 func always(code int, body []byte) func(int) (int, []byte) {

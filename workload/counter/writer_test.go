@@ -1,6 +1,8 @@
 package counter
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // Each strategy sends the write the Kubernetes semantics call for.
@@ -18,6 +21,7 @@ func TestStrategiesSendTheRightWrite(t *testing.T) {
 	tests := []struct {
 		name        string
 		spec        spec.Spec
+		set         Settings
 		method      string
 		contentType string
 		body        []string // substrings the body must hold
@@ -76,7 +80,8 @@ func TestStrategiesSendTheRightWrite(t *testing.T) {
 		},
 		{
 			name:   "disjoint fields write the writer's own",
-			spec:   spec.Spec{Strategy: spec.StrategyPatch, PatchType: spec.PatchMerge, Fields: spec.FieldsDisjoint},
+			spec:   spec.Spec{Strategy: spec.StrategyPatch, PatchType: spec.PatchMerge},
+			set:    Settings{Fields: FieldsDisjoint},
 			method: http.MethodPatch, contentType: "application/merge-patch+json",
 			body: []string{`{"data":{"w-0":"3"}}`},
 		},
@@ -88,7 +93,7 @@ func TestStrategiesSendTheRightWrite(t *testing.T) {
 				write: always(http.StatusOK, cannedConfigMap(t, "kb-bench-0", "101", map[string]string{"counter": "6"})),
 			}
 			tt.spec.Writers = 1
-			c, _, rec := fakeRun(t, tt.spec, f)
+			c, rec := fakeRun(t, tt.spec, tt.set, f, nil)
 			c.writers[0].do(time.Now())
 			w := f.writes()
 			if len(w) != 1 {
@@ -159,7 +164,7 @@ func TestWriteOutcomes(t *testing.T) {
 			tt.spec.Writers = 1
 			// client-go retries a 5xx carrying Retry-After; these answers
 			// carry none, so each is one request.
-			c, _, rec := fakeRun(t, tt.spec, f)
+			c, rec := fakeRun(t, tt.spec, Settings{}, f, nil)
 			c.writers[0].do(time.Now())
 			snap := rec.Snapshot(time.Now())
 			if snap.Outcomes[tt.want] != 1 {
@@ -205,7 +210,11 @@ func TestRetryCountsAttemptsAndBackoff(t *testing.T) {
 					return 200, ok
 				},
 			}
-			c, _, rec := fakeRun(t, spec.Spec{Writers: 1, Strategy: spec.StrategyRetry, Backoff: tt.backoff}, f)
+			b, err := spec.ParseBackoff(tt.backoff)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, rec := fakeRun(t, spec.Spec{Writers: 1, Strategy: spec.StrategyRetry, Backoff: &b}, Settings{}, f, nil)
 			c.writers[0].do(time.Now())
 			snap := rec.Snapshot(time.Now())
 			if len(snap.Attempts) <= tt.wantAttempts || snap.Attempts[tt.wantAttempts] != 1 {
@@ -235,7 +244,7 @@ func TestRetryCountsAttemptsAndBackoff(t *testing.T) {
 // silently reset.
 func TestCorruptCounterIsAnError(t *testing.T) {
 	f := &fakeAPI{get: cannedConfigMap(t, "kb-bench-0", "100", map[string]string{"counter": "five"}), write: always(200, nil)}
-	c, _, rec := fakeRun(t, spec.Spec{Writers: 1}, f)
+	c, rec := fakeRun(t, spec.Spec{Writers: 1}, Settings{}, f, nil)
 	c.writers[0].do(time.Now())
 	snap := rec.Snapshot(time.Now())
 	if snap.Outcomes[metrics.Other] != 1 || len(snap.Errors) != 1 || !strings.Contains(snap.Errors[0], "not a number") {
@@ -248,16 +257,13 @@ func TestCorruptCounterIsAnError(t *testing.T) {
 
 // A write the client-side rate limiter holds back past the operation's
 // deadline never leaves the client: the operation timed out, but the write
-// is certain not to have landed, and it is no request sent.
+// is certain not to have landed.
 func TestWriteHeldBackByTheRateLimiter(t *testing.T) {
 	f := &fakeAPI{get: cannedConfigMap(t, "kb-bench-0", "100", map[string]string{"counter": "5"}), write: always(200, nil)}
-	// One token: the read takes it, and the next comes a second later,
-	// well after the operation's 100ms deadline.
-	s := spec.Spec{Writers: 1, OpTimeout: spec.D(100 * time.Millisecond), Client: spec.Client{QPS: 1, Burst: 1}}
-	c, r, rec := fakeRun(t, s, f)
-	counts0 := readClientCounts(r.clients)
-	w := c.writers[0]
-	w.do(time.Now())
+	// One token: the read takes it; the write is held back as the
+	// engine's limiter holds one back past its deadline.
+	c, rec := fakeRun(t, spec.Spec{Writers: 1}, Settings{}, f, &oneToken{})
+	c.writers[0].do(time.Now())
 	snap := rec.Snapshot(time.Now())
 	if len(f.writes()) != 0 {
 		t.Fatalf("the write was sent: the limiter did not hold it back")
@@ -268,41 +274,20 @@ func TestWriteHeldBackByTheRateLimiter(t *testing.T) {
 	if u := c.shared[0].uncertain.Load(); u != 0 {
 		t.Errorf("%d uncertain writes, want 0: a write that was never sent cannot have landed", u)
 	}
-	if w.requests != 1 {
-		t.Errorf("%d requests counted, want 1 (the read; the write was never sent)", w.requests)
-	}
-	if st := clientStats(counts0, readClientCounts(r.clients), w.requests); st.Retries != 0 {
-		t.Errorf("%d hidden client-go retries, want 0", st.Retries)
-	}
 }
 
-// Warm-up requests are left out of client-go's figures (requests sent,
-// hidden retries, rate-limiter wait) as from every other figure: the run
-// reads the counters when the warm-up has drained and keeps the difference.
-func TestWarmupIsLeftOutOfClientStats(t *testing.T) {
-	f := &fakeAPI{get: cannedConfigMap(t, "kb-bench-0", "100", map[string]string{"counter": "5"}), write: always(200, cannedConfigMap(t, "kb-bench-0", "101", map[string]string{"counter": "6"}))}
-	// Burst 1 at 20 QPS: after the first request each one waits about
-	// 50ms for its token, so every request but the first is held back.
-	s := spec.Spec{Writers: 1, Client: spec.Client{QPS: 20, Burst: 1}}
-	c, r, rec := fakeRun(t, s, f)
-	measureFrom := time.Now()
-	rec.MeasureFrom(measureFrom)
-	w := c.writers[0]
-	w.do(measureFrom.Add(-time.Second)) // warm-up: 2 requests, 1 held back
-	counts0, requests0 := readClientCounts(r.clients), c.requests()
-	w.do(measureFrom) // measured: 2 requests, both held back
-	if len(f.reqs) != 4 {
-		t.Fatalf("%d requests reached the server, want 4", len(f.reqs))
+// oneToken is a rate limiter with one token, that then refuses as the
+// engine's limiter does when no token comes before the deadline.
+type oneToken struct{ used bool }
+
+func (l *oneToken) Wait(context.Context) error {
+	if !l.used {
+		l.used = true
+		return nil
 	}
-	requests := c.requests() - requests0
-	st := clientStats(counts0, readClientCounts(r.clients), requests)
-	if requests != 2 || st.Retries != 0 {
-		t.Errorf("%d requests counted and %d hidden retries, want the measured operation's 2 and none", requests, st.Retries)
-	}
-	if st.RateLimited != 2 {
-		t.Errorf("%d requests held back by the rate limiter, want the measured operation's 2 (the warm-up's one left out)", st.RateLimited)
-	}
-	if snap := rec.Snapshot(time.Now()); snap.Ops != 1 || snap.WarmupOps != 1 {
-		t.Errorf("%d ops and %d warm-up ops recorded, want 1 and 1", snap.Ops, snap.WarmupOps)
-	}
+	return fmt.Errorf("%w: %w", scenario.ErrNotSent, context.DeadlineExceeded)
 }
+func (l *oneToken) TryAccept() bool { return false }
+func (l *oneToken) Accept()         {}
+func (l *oneToken) Stop()           {}
+func (l *oneToken) QPS() float32    { return 1 }
