@@ -99,17 +99,19 @@ func waitClean(t *testing.T, tmp string) {
 }
 
 // start runs kb-bench with TMPDIR (and HOME) set to a dir of its own and
-// waits until it prints the line that precedes the first write.
-func start(t *testing.T, bin, cpBin, tmp, out string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+// waits until it prints the line that precedes the first write. lines
+// receives its later lines on stderr.
+func start(t *testing.T, bin, cpBin, tmp, out string, args ...string) (cmd *exec.Cmd, stdout *bytes.Buffer, lines <-chan string) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"run", "--control-plane-bin", cpBin, "--out", out}, args...)...)
+	cmd = exec.Command(bin, append([]string{"run", "--control-plane-bin", cpBin, "--out", out}, args...)...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "HOME="+tmp, "XDG_STATE_HOME="+tmp)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
+	stdout = new(bytes.Buffer)
+	cmd.Stdout = stdout
+	later := make(chan string, 1000)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +126,11 @@ func start(t *testing.T, bin, cpBin, tmp, out string, args ...string) (*exec.Cmd
 			if !closed && strings.HasPrefix(sc.Text(), "run ") {
 				close(ready)
 				closed = true
+			} else if closed {
+				select {
+				case later <- sc.Text():
+				default:
+				}
 			}
 		}
 	}()
@@ -134,17 +141,17 @@ func start(t *testing.T, bin, cpBin, tmp, out string, args ...string) (*exec.Cmd
 	case <-time.After(90 * time.Second):
 		t.Fatal("kb-bench did not start its run within 90s")
 	}
-	return cmd, &stdout
+	return cmd, stdout, later
 }
 
 func TestRunEndToEnd(t *testing.T) {
 	bin, cpBin := binary(t)
 	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
-	cmd, stdout := start(t, bin, cpBin, tmp, out, "--writers", "8", "--strategy", "update", "--duration", "3s")
+	cmd, stdout, _ := start(t, bin, cpBin, tmp, out, "--writers", "8", "--strategy", "update", "--duration", "3s")
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("kb-bench run: %v\n%s", err, stdout)
 	}
-	for _, want := range []string{"throughput", "conflicts", "latency", "lost updates  none", "same as kb-bench"} {
+	for _, want := range []string{"throughput", "conflicts", "latency", "lost updates  none", "apiserver counted the same"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, stdout)
 		}
@@ -170,8 +177,13 @@ func TestRunEndToEnd(t *testing.T) {
 func TestInterruptKeepsFiguresAndLeavesNothing(t *testing.T) {
 	bin, cpBin := binary(t)
 	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
-	cmd, stdout := start(t, bin, cpBin, tmp, out, "--writers", "4", "--duration", "5m")
-	time.Sleep(2 * time.Second)
+	cmd, stdout, lines := start(t, bin, cpBin, tmp, out, "--writers", "4", "--duration", "5m")
+	// Interrupt once the measured window shows progress.
+	for line := range lines {
+		if strings.HasPrefix(line, "[") {
+			break
+		}
+	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +214,7 @@ func TestInterruptKeepsFiguresAndLeavesNothing(t *testing.T) {
 func TestKillLeavesNothing(t *testing.T) {
 	bin, cpBin := binary(t)
 	tmp := t.TempDir()
-	cmd, _ := start(t, bin, cpBin, tmp, filepath.Join(t.TempDir(), "result"), "--writers", "4", "--duration", "5m")
+	cmd, _, _ := start(t, bin, cpBin, tmp, filepath.Join(t.TempDir(), "result"), "--writers", "4", "--duration", "5m")
 	if procs := controlPlaneProcs(t, tmp); len(procs) != 2 {
 		t.Fatalf("want etcd and kube-apiserver running, found %v", procs)
 	}

@@ -71,6 +71,7 @@ spec:
     context: prod
 `)
 	badProfile := writeFile(t, "bad.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Profile\nspec:\n  writerz: 3\n")
+	badSetting := writeFile(t, "bad-setting.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Profile\nspec:\n  writers: 3\n  settings:\n    objects: -2\n")
 	notADir := writeFile(t, "file", "")
 	cases := []struct {
 		name string
@@ -79,13 +80,19 @@ spec:
 	}{
 		{"unknown flag", []string{"run", "--writerz", "3"}, "unknown flag: --writerz"},
 		{"stray argument", []string{"run", "now"}, "takes no arguments"},
-		{"unknown strategy", []string{"run", "--strategy", "put"}, `strategy "put" is not known`},
-		{"zero writers", []string{"run", "--writers", "0"}, "--writers 0: use at least 1"},
-		{"negative objects", []string{"run", "--objects", "-1"}, "--objects -1: use at least 1"},
+		{"unknown strategy", []string{"run", "--strategy", "put"}, `strategy: Unsupported value: "put": supported values: "update", "retry", "patch", "ssa" (--strategy)`},
+		{"zero writers", []string{"run", "--writers", "0"}, "--writers 0 would mean its default (8) here"},
+		{"negative objects", []string{"run", "--objects", "-1"}, "settings.objects: Invalid value: -1: use 1 to 10000 (--objects)"},
+		{"zero duration", []string{"run", "--duration", "0"}, "--duration 0s would mean its default (10s) here"},
 		{"bad duration", []string{"run", "--duration", "soon"}, `"soon" is not a duration`},
-		{"rate with think time", []string{"run", "--rate", "10", "--think-time", "1ms"}, "rate and thinkTime both set"},
+		{"rate with think time", []string{"run", "--rate", "10", "--think-time", "1ms"}, "an open loop (--rate) schedules arrivals itself"},
+		{"zipf exponent without zipf", []string{"run", "--zipf-exponent", "1.5"}, "settings.zipfExponent: Forbidden: applies only to distribution zipf"},
+		{"another scenario's setting", []string{"run", "--quota-hard", "5"}, "--quota-hard is a setting of scenario quota, not counter"},
+		{"op timeout below a millisecond", []string{"run", "--op-timeout", "1ns"}, "opTimeout: Invalid value"},
+		{"far too many writers", []string{"run", "--writers", "100000000"}, "writers: Invalid value: 100000000: use 1 to 100000"},
 		{"unknown profile", []string{"run", "--profile", "nope"}, "nope"},
 		{"bad profile file", []string{"run", "-f", badProfile}, `unknown field "writerz"`},
+		{"bad setting in a profile", []string{"run", "-f", badSetting}, "bad-setting.yaml:6: spec.settings.objects: Invalid value: -2"},
 		{"profile and file", []string{"run", "-f", badProfile, "--profile", "counter"}, "choose one profile"},
 		{"profile names a cluster", []string{"run", "-f", remoteProfile}, "sends load only to a cluster named on the command line"},
 		// The user names the kubeconfig, the profile would pick its context.
@@ -105,7 +112,6 @@ spec:
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			start := time.Now()
 			code, _, stderr := run(t, map[string]string{"HOME": t.TempDir()}, c.args...)
 			if code != ExitInput {
 				t.Fatalf("exit status %d, want %d; stderr:\n%s", code, ExitInput, stderr)
@@ -116,9 +122,6 @@ spec:
 			if strings.Contains(stderr, "secret-token") {
 				t.Fatalf("stderr leaks the kubeconfig token:\n%s", stderr)
 			}
-			if d := time.Since(start); d > 10*time.Second {
-				t.Fatalf("took %s to fail; bad input must fail within seconds", d)
-			}
 		})
 	}
 }
@@ -126,7 +129,9 @@ spec:
 func TestFlagsOverrideProfile(t *testing.T) {
 	f := &runFlags{}
 	cmd := &cobra.Command{}
-	f.spec.register(cmd.Flags())
+	if err := f.spec.register(cmd.Flags()); err != nil {
+		t.Fatal(err)
+	}
 	cmd.Flags().StringVar(&f.profile, "profile", "", "")
 	if err := cmd.Flags().Parse([]string{"--profile", "hot-key", "--writers", "3", "--duration", "2s"}); err != nil {
 		t.Fatal(err)
@@ -138,8 +143,8 @@ func TestFlagsOverrideProfile(t *testing.T) {
 	if s.Writers != 3 || s.Duration.Duration != 2*time.Second {
 		t.Errorf("flags did not override the profile: writers %d, duration %s", s.Writers, s.Duration)
 	}
-	if s.Distribution.Kind != spec.DistZipf || s.Objects != 100 {
-		t.Errorf("the profile's own settings were lost: %+v, objects %d", s.Distribution, s.Objects)
+	if s.Settings["distribution"] != "zipf" || s.Settings["objects"] != float64(100) {
+		t.Errorf("the profile's own settings were lost: %v", s.Settings)
 	}
 	if s.Target.Kind != spec.TargetLocal {
 		t.Errorf("target %q, want local", s.Target.Kind)
@@ -149,7 +154,9 @@ func TestFlagsOverrideProfile(t *testing.T) {
 func TestContextAloneSelectsKubeconfigTarget(t *testing.T) {
 	f := &runFlags{}
 	cmd := &cobra.Command{}
-	f.spec.register(cmd.Flags())
+	if err := f.spec.register(cmd.Flags()); err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Flags().Parse([]string{"--context", "staging"}); err != nil {
 		t.Fatal(err)
 	}
@@ -252,5 +259,24 @@ func TestVersion(t *testing.T) {
 	// As its help says: also the control-plane versions it builds.
 	if !strings.Contains(rest, "kube-apiserver v1.") || !strings.Contains(rest, "etcd v3.") {
 		t.Errorf("version does not show the control-plane versions:\n%s", out)
+	}
+}
+
+// Every flag has one default in --help, the field's own (issue: durations
+// showed "(default 10s) (default 0s)").
+func TestHelpShowsOneDefaultPerFlag(t *testing.T) {
+	code, out, _ := run(t, nil, "run", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Count(line, "(default") > 1 {
+			t.Errorf("two defaults: %s", line)
+		}
+	}
+	for _, want := range []string{"--writers int", "(default 8)", "--duration duration", "(default 10s)", "--objects int", "--lease-duration"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("help does not show %q", want)
+		}
 	}
 }

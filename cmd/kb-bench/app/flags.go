@@ -166,7 +166,7 @@ func (f *specFlags) zeroOverridden(fs *pflag.FlagSet, resolved *spec.Spec) error
 		if b, ok := got.(*spec.Backoff); ok {
 			got = b.String()
 		}
-		err = spec.Input(fmt.Errorf("--%s %s would mean its default (%v) here: give the value you want", pf.Name, pf.Value, got))
+		err = spec.Input(fmt.Errorf("--%s %v would mean its default (%v) here: give the value you want", pf.Name, fl.value.v.Interface(), got))
 	})
 	return err
 }
