@@ -93,10 +93,14 @@ const (
 	ContentDefault  ContentType = "default"
 	ContentJSON     ContentType = "json"
 	ContentProtobuf ContentType = "protobuf"
+	// ContentCBOR asks for CBOR, falling back to JSON where the apiserver
+	// does not serve it (feature gate CBORServingAndStorage, alpha and off
+	// by default in 1.37).
+	ContentCBOR ContentType = "cbor"
 )
 
 // ContentTypes lists every content type.
-var ContentTypes = []ContentType{ContentDefault, ContentJSON, ContentProtobuf}
+var ContentTypes = []ContentType{ContentDefault, ContentJSON, ContentProtobuf, ContentCBOR}
 
 // Spec is everything that decides what a run does. Zero values mean "use the
 // default"; Defaults fills them in, Validate checks the result.
@@ -159,7 +163,7 @@ type Client struct {
 	// Burst is the client-side burst.
 	Burst int `json:"burst" yaml:"burst" flag:"burst" help:"client-side burst per client"`
 	// ContentType is what the clients send and ask for.
-	ContentType ContentType `json:"contentType" yaml:"contentType" flag:"content-type" help:"default (client-go's own: protobuf for built-in types, JSON for apply patches), json or protobuf"`
+	ContentType ContentType `json:"contentType" yaml:"contentType" flag:"content-type" help:"default (client-go's own: protobuf for built-in types, JSON for apply patches), json, protobuf or cbor; the result records what was negotiated"`
 	// UserAgent sent with every request (default kb-bench/<version>).
 	UserAgent string `json:"userAgent,omitempty" yaml:"userAgent" flag:"user-agent" help:"user agent (default kb-bench/<version>)"`
 }

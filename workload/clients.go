@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -40,6 +41,10 @@ func restConfig(base *rest.Config, c spec.Client, version string) *rest.Config {
 	case spec.ContentJSON:
 		cfg.ContentType = runtime.ContentTypeJSON
 		cfg.AcceptContentTypes = runtime.ContentTypeJSON
+	case spec.ContentCBOR:
+		allowCBOR()
+		cfg.ContentType = runtime.ContentTypeCBOR
+		cfg.AcceptContentTypes = runtime.ContentTypeCBOR + "," + runtime.ContentTypeJSON
 	default:
 		cfg.ContentType, cfg.AcceptContentTypes = "", ""
 	}
@@ -48,6 +53,17 @@ func restConfig(base *rest.Config, c spec.Client, version string) *rest.Config {
 		cfg.UserAgent = "kb-bench/" + version
 	}
 	return cfg
+}
+
+// allowCBOR turns on client-go's ClientsAllowCBOR gate (alpha, off by
+// default), without which client-go silently sends JSON for a CBOR config.
+// It is process-wide, and only allows: each config still chooses.
+func allowCBOR() {
+	if g, ok := clientfeatures.FeatureGates().(interface {
+		Set(clientfeatures.Feature, bool) error
+	}); ok {
+		_ = g.Set(clientfeatures.ClientsAllowCBOR, true)
+	}
 }
 
 // client is one client-go clientset with connections of its own, and the

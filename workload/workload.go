@@ -17,6 +17,9 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -125,7 +128,8 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 		r.warn("%s", note)
 	}
 	r.clients = clients
-	if r.admin, err = kubernetes.NewForConfig(cfg); err != nil {
+	// The admin client is not measured: it sends what client-go prefers.
+	if r.admin, err = kubernetes.NewForConfig(restConfig(o.Config, spec.Client{QPS: s.Client.QPS, Burst: s.Client.Burst}, o.Version)); err != nil {
 		return nil, fmt.Errorf("building the setup client: %w (check the target's kubeconfig)", err)
 	}
 	kubes := make([]kubernetes.Interface, len(clients))
@@ -181,6 +185,9 @@ func (r *run) run(ctx context.Context, sc scenario.Scenario) (scenario.Report, e
 	r.env.Recorder = rec
 	if err := sc.Setup(ctx); err != nil {
 		return nil, err
+	}
+	if s.Client.ContentType == spec.ContentCBOR {
+		r.probeCBOR(ctx)
 	}
 
 	// The warm-up is a phase of its own. At its end the gate holds new
@@ -238,6 +245,29 @@ func (r *run) run(ctx context.Context, sc scenario.Scenario) (scenario.Report, e
 	after := r.takeReading(ctx)
 	r.gate.release()
 	return r.finish(ctx, sc, rec, started, ended, &before, &after)
+}
+
+// probeCBOR sends each client's first CBOR request body before the clock
+// starts: a dry-run create. An apiserver that does not take CBOR answers
+// 415, and client-go then sends that client's bodies as JSON, so the
+// measured window holds no 415s; the result's content-type counts show
+// what was sent.
+func (r *run) probeCBOR(ctx context.Context) {
+	refused := 0
+	for i, c := range r.env.Clients {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kb-bench-cbor-probe"}}
+		pctx, cancel := context.WithTimeout(ctx, r.spec.OpTimeout.Duration)
+		_, err := c.CoreV1().ConfigMaps(r.env.Namespace).Create(pctx, cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		cancel()
+		if apierrors.IsUnsupportedMediaType(err) {
+			refused++
+		} else if err != nil {
+			r.warn("client %d: probing CBOR: %v", i+1, err)
+		}
+	}
+	if refused > 0 {
+		r.warn("the apiserver does not take CBOR request bodies (its feature gate CBORServingAndStorage is alpha and off by default): the clients send JSON bodies instead")
+	}
 }
 
 // reading is what the engine reads at each edge of the measured window.
