@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kb-bench/kb-bench/internal/atomicfile"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -432,28 +433,7 @@ func (cp *ControlPlane) WriteKubeconfig(path string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, b, 0o600)
-}
-
-// writeFileAtomic writes data to a temp file next to path and renames it.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // fails harmlessly after the rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.WriteFile(path, b, 0o600)
 }
 
 // Server is the apiserver URL, https://127.0.0.1:PORT.
@@ -461,9 +441,6 @@ func (cp *ControlPlane) Server() string { return cp.server }
 
 // Storage is spec.StorageDisk or spec.StorageMemory.
 func (cp *ControlPlane) Storage() spec.Storage { return cp.storage }
-
-// StartupTime is how long StartLocal took until /readyz answered ok.
-func (cp *ControlPlane) StartupTime() time.Duration { return cp.startup }
 
 // KubeVersion is the version the apiserver reports, e.g. v1.37.1.
 func (cp *ControlPlane) KubeVersion() string { return cp.kubeVersion }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kb-bench/kb-bench/internal/atomicfile"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -287,7 +288,7 @@ func writeState(stateDir string, st *LocalState) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(stateDir, stateFile), append(b, '\n'), 0o600)
+	return atomicfile.WriteFile(filepath.Join(stateDir, stateFile), append(b, '\n'), 0o600)
 }
 
 // lockStateDir takes an exclusive lock on the state dir so that two

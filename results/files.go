@@ -15,6 +15,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/kb-bench/kb-bench/internal/atomicfile"
 	"github.com/kb-bench/kb-bench/metrics"
 )
 
@@ -51,7 +52,7 @@ func Write(dir string, r *Result) error {
 		name string
 		data []byte
 	}{{ResultFile, doc}, {HlogFile, hlog.Bytes()}, {SeriesFile, series.Bytes()}} {
-		if err := writeAtomic(filepath.Join(dir, f.name), f.data); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
 			return err
 		}
 	}
@@ -68,37 +69,6 @@ func Encode(r *Result) ([]byte, error) {
 		return nil, fmt.Errorf("encoding the result: %w", err)
 	}
 	return append(b, '\n'), nil
-}
-
-// writeAtomic writes data to path through a synced temporary file in the
-// same directory and a rename.
-func writeAtomic(path string, data []byte) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }
 
 // syncDir makes the renames durable. Some filesystems cannot sync a
