@@ -115,7 +115,7 @@ func startLocal(t *testing.T, storage spec.Storage) *ControlPlane {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cp.Stop(context.Background()) })
-	t.Logf("control plane (storage %s) started in %s", storage, cp.StartupTime().Round(time.Millisecond))
+	t.Logf("control plane (storage %s) started in %s", storage, cp.startup.Round(time.Millisecond))
 	return cp
 }
 
