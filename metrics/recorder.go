@@ -172,6 +172,15 @@ func (r *Recorder) MeasureFrom(t time.Time) {
 	}
 }
 
+// Measured reports whether an operation due at intended falls in the
+// measured window (as RecordOp and RecordAttempt decide), for scenarios
+// that keep figures of their own.
+func (s *Shard) Measured(intended time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !intended.Before(s.measureFrom)
+}
+
 // Dropped counts an open-loop arrival that found no free slot and was not run.
 func (r *Recorder) Dropped() {
 	r.mu.Lock()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/controllerstatus"
 	"github.com/kb-bench/kb-bench/workload/counter"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -20,6 +21,7 @@ const DefaultScenario = "counter"
 func Scenarios() []scenario.Definition {
 	return []scenario.Definition{
 		counter.Definition,
+		controllerstatus.Definition,
 	}
 }
 

@@ -197,6 +197,7 @@ func (r *run) run(ctx context.Context, sc scenario.Scenario) (scenario.Report, e
 	// the measured window's requests.
 	start := time.Now()
 	warmupEnd := start.Add(s.Warmup.Duration)
+	rec.MeasureFrom(warmupEnd) // until the window starts: Setup took time
 	loop := func(plan) {}
 	done := make(chan struct{})
 	if isDriven {

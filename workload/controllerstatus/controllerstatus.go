@@ -11,7 +11,6 @@ package controllerstatus
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -20,10 +19,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/spec"
@@ -32,95 +28,46 @@ import (
 
 // Names and labels the scenario puts on what it creates.
 const (
+	// Name is the scenario's name, as --scenario says it.
+	Name = "controller-status"
 	// ConditionPrefix + the controller's index is the type of the condition
 	// each controller writes, e.g. kb-bench.io/controller-0.
 	ConditionPrefix = "kb-bench.io/controller-"
-	// LabelScenario marks the Pods of this scenario (value "controller-status").
+	// LabelScenario marks the Pods of this scenario (value Name).
 	LabelScenario = "kb-bench.io/scenario"
 	// SchedulingGate keeps the Pods Pending on clusters that have a scheduler.
 	SchedulingGate = "kb-bench.io/never-schedule"
 )
 
-// Run runs the controller-status scenario on env. It creates a `default`
-// ServiceAccount (as kube-controller-manager would; Pod admission needs it)
-// and Controllers x ObjectsPerController owned Pods plus SharedObjects shared
-// ones, then lets each controller's Spec.Writers workers reconcile: write
-// the controller's condition with a new message on one Pod after another.
-// A controller's Pods are split among its workers so that, as with a
+// Definition registers the controller-status scenario.
+//
+// Setup creates a `default` ServiceAccount (as kube-controller-manager
+// would; Pod admission needs it) and Controllers x ObjectsPerController
+// owned Pods plus SharedObjects shared ones. Each controller runs
+// Spec.Writers workers, among which its Pods are split so that, as with a
 // client-go work queue, no two workers of one controller handle the same
-// Pod at once.
+// Pod at once. An operation is one reconcile: write the controller's
+// condition with a new message on the worker's next Pod.
 //
 // How a write is made follows Spec.Strategy: update PUTs /status from the
 // controller's last view of the Pod (its "cache"), and after a 409 re-reads
-// it the next time round; retry re-reads and retries at once with
-// Spec.Backoff; patch sends a merge or strategic patch of the condition
-// (with PatchPrecondition, carrying the resourceVersion); ssa applies the
-// condition with a field manager per controller (or one shared manager).
+// it the next time round; retry re-reads and retries at once inside
+// client-go's retry.RetryOnConflict with Spec.Backoff; patch sends a merge
+// or strategic patch of the condition (with PatchPrecondition, carrying the
+// resourceVersion); ssa applies the condition with a field manager per
+// controller (or one shared manager). Controller c sends its requests
+// through client c (the Spec.Clients clients round-robin).
 //
-// Every request is recorded in env.Recorder (one shard per controller) and
-// every reconcile is one operation. The run ends after the warm-up plus
-// Spec.Duration, after Spec.Operations measured reconciles, or when ctx is
-// cancelled; env.Result.Started and Ended are set to that measured window,
-// without the setup and the verification. Then each Pod's conditions are compared with what every
-// controller last wrote successfully; the verdicts go into env.Result.Checks.
-func Run(ctx context.Context, env scenario.Env) error {
-	_, err := run(ctx, env)
-	return err
-}
-
-// stats are the measured writes and 409s, split between owned and shared
-// Pods, which the common figures cannot tell apart.
-type stats struct {
-	ownedWrites, ownedConflicts   int64
-	sharedWrites, sharedConflicts int64
-}
-
-func run(ctx context.Context, env scenario.Env) (stats, error) {
-	if err := check(env); err != nil {
-		return stats{}, err
-	}
-	r := newRunner(env)
-	cs := env.Spec.Controller
-	fmt.Fprintf(env.Log, "controller status: %d controllers x %d workers; %d owned Pods each, %d shared; strategy %s\n",
-		cs.Controllers, env.Spec.Writers, cs.ObjectsPerController, cs.SharedObjects, r.strategyName())
-	if err := r.setup(ctx); err != nil {
-		return stats{}, err
-	}
-	// The measured window is the engine's throughput denominator: it
-	// leaves out the setup above and the verification below.
-	ended := r.drive(ctx)
-	env.Result.Started, env.Result.Ended = r.measureFrom, ended
-	st := r.stats()
-	fmt.Fprintf(env.Log, "controller status: owned Pods: %d writes, %d conflicts; shared Pods: %d writes, %d conflicts\n",
-		st.ownedWrites, st.ownedConflicts, st.sharedWrites, st.sharedConflicts)
-
-	// Verify also after Ctrl-C: the figures of a partial run still count.
-	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*env.Spec.OpTimeout.Duration)
-	defer cancel()
-	if err := r.verify(vctx); err != nil {
-		return st, err
-	}
-	return st, nil
-}
-
-// check refuses settings this scenario cannot honour.
-func check(env scenario.Env) error {
-	s := env.Spec
-	if s.Controller == nil {
-		return spec.Input(errors.New("the controller-status scenario needs its controller settings: run with --scenario controller-status so they are defaulted"))
-	}
-	if len(env.Clients) == 0 {
-		return errors.New("controller status: the engine passed no clients (a bug in kb-bench: please report it)")
-	}
-	if s.Strategy == spec.StrategyPatch && s.PatchType == spec.PatchJSON {
-		return spec.Input(errors.New("controller-status patches a condition in a list keyed by type, which a json patch cannot address: use --patch-type merge or strategic"))
-	}
-	if s.Strategy == spec.StrategyRetry {
-		if _, err := spec.ParseBackoff(s.Backoff); err != nil {
-			return spec.Input(err)
-		}
-	}
-	return nil
+// Finish compares each Pod's conditions with what every controller last
+// wrote successfully.
+var Definition = scenario.Definition{
+	Name:        Name,
+	Description: "controllers keep a status condition of their own on the Pods they own and on Pods they share; 409s and lost status updates are counted",
+	Traits:      spec.Traits{Strategies: true, Driven: true},
+	NewSettings: func() scenario.Settings { return &Settings{} },
+	New: func(env *scenario.Env, settings scenario.Settings) (scenario.Scenario, error) {
+		return newRun(env, settings.(*Settings)), nil
+	},
 }
 
 // object is one Pod the scenario writes.
@@ -130,48 +77,59 @@ type object struct {
 }
 
 // view is one controller's state for one Pod. Only the worker that owns the
-// pair touches it while the run goes; verify reads it afterwards.
+// pair touches it while the run goes; Finish reads it afterwards.
 type view struct {
 	obj *object
 	// cached is the controller's last view of the Pod; nil means it must be
 	// read before the next write that needs a resourceVersion.
 	cached *corev1.Pod
 	// seq is the last sequence number written (or tried); lastOK the last
-	// one the apiserver accepted; unsure those whose fate is unknown
+	// one the apiserver accepted; unsure those that may have landed
 	// (timeouts, 5xx) since lastOK.
 	seq, lastOK int64
 	unsure      []int64
 }
 
-// runner is one execution of the scenario.
-type runner struct {
-	env     scenario.Env
-	objects []*object
-	views   [][]*view // views[c] are controller c's views: owned Pods, then shared
-	backoff spec.Backoff
+// worker is one worker of controller c: it reconciles its views in turn.
+type worker struct {
+	c     int
+	views []*view
+	next  int // index in views of the next reconcile
+}
 
-	measureFrom time.Time
-	measured    atomic.Int64 // measured operations started (for Spec.Operations)
-	stopOnce    sync.Once
-	stop        chan struct{}
-
+// tally counts the measured write attempts and 409s on owned and shared
+// Pods, which the engine's figures cannot tell apart.
+type tally struct {
 	ownedWrites, ownedConflicts   atomic.Int64
 	sharedWrites, sharedConflicts atomic.Int64
 }
 
-func newRunner(env scenario.Env) *runner {
-	cs := env.Spec.Controller
-	r := &runner{env: env, stop: make(chan struct{})}
-	if env.Spec.Strategy == spec.StrategyRetry {
-		r.backoff, _ = spec.ParseBackoff(env.Spec.Backoff) // checked by check
-	}
+// run is one run of the scenario.
+type run struct {
+	env     *scenario.Env
+	objects []*object
+	views   [][]*view // views[c] are controller c's views: owned Pods, then shared
+	workers []*worker
+	base    context.Context // Setup's, never cancelled: a reconcile in flight outlives Ctrl-C
+
+	tally tally
+}
+
+var _ scenario.Driven = (*run)(nil)
+
+// newRun lays out the Pods, every controller's views of them and the
+// workers: worker c*n+w (n workers per controller) owns view i of
+// controller c when i%n == w.
+func newRun(env *scenario.Env, set *Settings) *run {
+	r := &run{env: env}
 	var shared []*object
-	for j := range cs.SharedObjects {
+	for j := range set.SharedObjects {
 		shared = append(shared, &object{name: fmt.Sprintf("shared-%d", j), shared: true})
 	}
-	r.views = make([][]*view, cs.Controllers)
-	for c := range cs.Controllers {
-		for i := range cs.ObjectsPerController {
+	n := set.workers(&env.Spec)
+	r.views = make([][]*view, set.Controllers)
+	for c := range set.Controllers {
+		for i := range set.ObjectsPerController {
 			o := &object{name: fmt.Sprintf("controller-%d-pod-%d", c, i)}
 			r.objects = append(r.objects, o)
 			r.views[c] = append(r.views[c], &view{obj: o})
@@ -179,225 +137,141 @@ func newRunner(env scenario.Env) *runner {
 		for _, o := range shared {
 			r.views[c] = append(r.views[c], &view{obj: o})
 		}
+		for w := range n {
+			wk := &worker{c: c}
+			for i := w; i < len(r.views[c]); i += n {
+				wk.views = append(wk.views, r.views[c][i])
+			}
+			r.workers = append(r.workers, wk)
+		}
 	}
 	r.objects = append(r.objects, shared...)
+	if n < env.Spec.Writers {
+		fmt.Fprintf(env.Log, "note: %d writers per controller for %d Pods each: %d workers per controller run\n", env.Spec.Writers, len(r.views[0]), n)
+	}
 	return r
 }
 
-func (r *runner) client(c int) kubernetes.Interface { return r.env.Clients[c%len(r.env.Clients)] }
+// Workers is Controllers x the workers each runs.
+func (r *run) Workers() int { return len(r.workers) }
 
-func (r *runner) strategyName() string {
-	s := r.env.Spec
-	switch s.Strategy {
-	case spec.StrategyPatch:
-		if s.PatchPrecondition {
-			return s.PatchType + " patch with resourceVersion"
-		}
-		return s.PatchType + " patch"
-	case spec.StrategySSA:
-		name := "ssa, " + s.FieldManager + " field managers"
-		if s.Force {
-			name += ", force"
-		}
-		return name
-	case spec.StrategyUpdate:
-		if s.Unconditional {
-			return "unconditional update"
-		}
-	}
-	return s.Strategy
-}
-
-// setup creates the ServiceAccount and the Pods, and primes every
+// Setup creates the ServiceAccount and the Pods, and primes every
 // controller's cache with the created Pods as an informer would.
-func (r *runner) setup(ctx context.Context) error {
+func (r *run) Setup(ctx context.Context) error {
 	env := r.env
-	ns := env.Namespace
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	if _, err := r.client(0).CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("controller status: creating ServiceAccount %s/default, which Pod admission needs: %w (check that kb-bench may create ServiceAccounts there)", ns, err)
+	if err := scenario.EnsureDefaultServiceAccount(ctx, env.Admin, env.Namespace); err != nil {
+		return err
 	}
-
+	pods := env.Admin.CoreV1().Pods(env.Namespace)
 	created := make(map[string]*corev1.Pod, len(r.objects))
 	var mu sync.Mutex
-	work := make(chan *object)
-	errs := make(chan error, len(r.objects))
-	var wg sync.WaitGroup
-	for w := range min(8, len(r.objects)) {
-		wg.Go(func() {
-			for o := range work {
-				pod, err := r.client(w).CoreV1().Pods(ns).Create(ctx, newPod(o.name), metav1.CreateOptions{})
-				if err != nil {
-					errs <- fmt.Errorf("controller status: creating Pod %s/%s: %w", ns, o.name, err)
-					continue
-				}
-				mu.Lock()
-				created[o.name] = pod
-				mu.Unlock()
-			}
-		})
+	names := make([]string, len(r.objects))
+	for i, o := range r.objects {
+		names[i] = o.name
 	}
-	for _, o := range r.objects {
-		work <- o
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return err
+	err := scenario.CreateAll(ctx, names, func(ctx context.Context, name string) error {
+		pod, err := pods.Create(ctx, newPod(name, env.RunID), metav1.CreateOptions{FieldManager: scenario.SetupManager})
+		if err != nil {
+			return fmt.Errorf("creating Pod %s/%s: %w", env.Namespace, name, err)
+		}
+		mu.Lock()
+		created[name] = pod
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (the Pods are created before the run; check the credentials and the apiserver)", err)
 	}
 	for _, views := range r.views {
 		for _, v := range views {
 			v.cached = created[v.obj.name].DeepCopy()
 		}
 	}
+	r.base = context.WithoutCancel(ctx)
 	return nil
 }
 
 // newPod is a Pod that never runs: it has a scheduling gate, and the local
 // control plane has no nodes anyway.
-func newPod(name string) *corev1.Pod {
+func newPod(name, runID string) *corev1.Pod {
+	labels := scenario.Labels(runID)
+	labels[LabelScenario] = Name
 	no := false
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelScenario: spec.ScenarioControllerStatus}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec: corev1.PodSpec{
-			Containers:                   []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}},
+			Containers:                   []corev1.Container{{Name: "main", Image: scenario.PauseImage}},
 			SchedulingGates:              []corev1.PodSchedulingGate{{Name: SchedulingGate}},
 			AutomountServiceAccountToken: &no,
 		},
 	}
 }
 
-// drive runs every controller's workers until the run ends, and returns
-// when the last one stopped.
-func (r *runner) drive(ctx context.Context) time.Time {
-	s := r.env.Spec
-	t0 := time.Now()
-	r.measureFrom = t0.Add(s.Warmup.Duration)
-	// The setup above is not warm-up: measure from here.
-	r.env.Recorder.MeasureFrom(r.measureFrom)
-	if d := s.Duration.Duration; d > 0 {
-		timer := time.AfterFunc(time.Until(r.measureFrom.Add(d)), r.end)
-		defer timer.Stop()
-	}
-	// Cancelling ctx stops the workers between reconciles; a reconcile in
-	// flight finishes (within OpTimeout) so that it is counted and verified
-	// like any other, not as a spurious error.
-	stopOnCancel := context.AfterFunc(ctx, r.end)
-	defer stopOnCancel()
-	ctx = context.WithoutCancel(ctx)
-
-	workers := len(r.views) * s.Writers
-	var wg sync.WaitGroup
-	for c, views := range r.views {
-		for w := range s.Writers {
-			var mine []*view
-			for i, v := range views {
-				if i%s.Writers == w {
-					mine = append(mine, v)
-				}
-			}
-			if len(mine) == 0 {
-				continue // more workers than Pods
-			}
-			p := newPacer(t0, s.Rate, s.ThinkTime.Duration, c*s.Writers+w, workers)
-			wg.Go(func() { r.work(ctx, c, mine, p) })
-		}
-	}
-	wg.Wait()
-	return time.Now()
-}
-
-func (r *runner) end() { r.stopOnce.Do(func() { close(r.stop) }) }
-
-// work is one worker of controller c: it reconciles its Pods in turn.
-func (r *runner) work(ctx context.Context, c int, views []*view, p *pacer) {
-	shard := r.env.Recorder.Shard(c)
-	for k := 0; ; k++ {
-		intended, late, ok := p.next(r.stop)
-		if !ok {
-			return
-		}
-		measured := !intended.Before(r.measureFrom)
-		if measured && r.env.Spec.Operations > 0 && r.measured.Add(1) > r.env.Spec.Operations {
-			r.end()
-			return
-		}
-		if measured && late {
-			r.env.Recorder.Late()
-		}
-		op := r.reconcile(ctx, c, views[k%len(views)], intended, shard)
-		shard.RecordOp(op)
-	}
+// Do reconciles worker w's next Pod and records the operation.
+func (r *run) Do(w int, intended time.Time) {
+	wk := r.workers[w]
+	v := wk.views[wk.next]
+	wk.next = (wk.next + 1) % len(wk.views)
+	shard := r.env.Recorder.Shard(w)
+	shard.RecordOp(r.reconcile(wk.c, v, intended, shard))
 }
 
 // reconcile writes controller c's condition on v's Pod: one operation, with
 // the reads and write attempts its strategy makes.
-func (r *runner) reconcile(ctx context.Context, c int, v *view, intended time.Time, shard *metrics.Shard) metrics.Op {
-	s := r.env.Spec
+func (r *run) reconcile(c int, v *view, intended time.Time, shard *metrics.Shard) metrics.Op {
+	s := &r.env.Spec
 	op := metrics.Op{Intended: intended, Start: time.Now()}
-	ctx, cancel := context.WithTimeout(ctx, s.OpTimeout.Duration)
+	ctx, cancel := context.WithTimeout(r.base, s.OpTimeout.Duration)
 	defer cancel()
-	b := wait.Backoff{Steps: 1}
+	attempt := func() error { return r.attempt(ctx, c, v, &op, shard) }
+	var err error
 	if s.Strategy == spec.StrategyRetry {
-		b = wait.Backoff{Steps: r.backoff.Steps, Duration: r.backoff.Duration, Factor: r.backoff.Factor, Jitter: r.backoff.Jitter}
-	}
-	for {
-		if v.cached == nil && r.needsView() {
-			start := time.Now()
-			pod, err := r.client(c).CoreV1().Pods(r.env.Namespace).Get(ctx, v.obj.name, metav1.GetOptions{})
-			out := metrics.Classify(err)
-			shard.RecordAttempt(intended, metrics.Attempt{Kind: metrics.Read, Latency: time.Since(start), Outcome: out})
-			if err != nil {
-				op.Outcome, op.Err = out, err
-				break
-			}
-			v.cached = pod
-		}
-
-		v.seq++
-		start := time.Now()
-		pod, err := r.write(ctx, c, v)
-		out := metrics.Classify(err)
-		shard.RecordAttempt(intended, metrics.Attempt{Kind: metrics.Write, Latency: time.Since(start), Outcome: out})
-		op.Attempts++
-		op.Outcome, op.Err = out, err
-		r.count(v.obj.shared, out, intended)
-		conflict := out == metrics.VersionConflict || out == metrics.FieldManagerConflict
-		switch {
-		case out == metrics.Success:
-			v.cached, v.lastOK, v.unsure = pod, v.seq, nil
-		case conflict:
-			v.cached = nil // stale: read it again, as a requeue would
-		case out == metrics.Throttled:
-			// Refused before anything was written.
-		default:
-			// A timeout or server error may or may not have written.
-			v.unsure = append(v.unsure, v.seq)
-			v.cached = nil
-		}
-		if out != metrics.VersionConflict || s.Strategy != spec.StrategyRetry {
-			break
-		}
-		if b.Steps <= 1 {
-			op.GaveUp = true
-			break
-		}
-		d := b.Step()
-		op.Backoff += d
-		if !sleep(ctx, d) {
-			op.Outcome, op.Err = metrics.Timeout, ctx.Err()
-			break
-		}
+		err = scenario.RetryOnConflict(*s.Backoff, &op, attempt)
+	} else {
+		err = attempt()
 	}
 	op.End = time.Now()
+	op.Outcome, op.Err = metrics.Classify(err), err
 	return op
+}
+
+// attempt makes one write of controller c's condition on v's Pod, reading
+// the Pod first when the controller's view of it is stale.
+func (r *run) attempt(ctx context.Context, c int, v *view, op *metrics.Op, shard *metrics.Shard) error {
+	if v.cached == nil && r.needsView() {
+		start := time.Now()
+		pod, err := r.env.Client(c).CoreV1().Pods(r.env.Namespace).Get(ctx, v.obj.name, metav1.GetOptions{})
+		shard.RecordAttempt(op.Intended, metrics.Attempt{Kind: metrics.Read, Latency: time.Since(start), Outcome: metrics.Classify(err)})
+		if err != nil {
+			return err
+		}
+		v.cached = pod
+	}
+
+	v.seq++
+	start := time.Now()
+	pod, err := r.write(ctx, c, v)
+	out := metrics.Classify(err)
+	shard.RecordAttempt(op.Intended, metrics.Attempt{Kind: metrics.Write, Latency: time.Since(start), Outcome: out})
+	op.Attempts++
+	r.count(shard, v.obj.shared, out, op.Intended)
+	switch {
+	case err == nil:
+		v.cached, v.lastOK, v.unsure = pod, v.seq, nil
+	case scenario.MayHaveLanded(out, err):
+		v.unsure = append(v.unsure, v.seq)
+		v.cached = nil
+	case out != metrics.Throttled:
+		// Stale (a 409) or refused: read it again, as a requeue would.
+		v.cached = nil
+	}
+	return err
 }
 
 // needsView reports whether writes carry a resourceVersion (or the whole
 // Pod) and so need the controller's view of the Pod.
-func (r *runner) needsView() bool {
-	s := r.env.Spec
+func (r *run) needsView() bool {
+	s := &r.env.Spec
 	switch s.Strategy {
 	case spec.StrategyUpdate, spec.StrategyRetry:
 		return true
@@ -408,25 +282,17 @@ func (r *runner) needsView() bool {
 }
 
 // count adds a measured write attempt to the owned or shared tally.
-func (r *runner) count(shared bool, out metrics.Outcome, intended time.Time) {
-	if intended.Before(r.measureFrom) {
+func (r *run) count(shard *metrics.Shard, shared bool, out metrics.Outcome, intended time.Time) {
+	if !shard.Measured(intended) {
 		return
 	}
-	conflict := out == metrics.VersionConflict || out == metrics.FieldManagerConflict
-	writes, conflicts := &r.ownedWrites, &r.ownedConflicts
+	writes, conflicts := &r.tally.ownedWrites, &r.tally.ownedConflicts
 	if shared {
-		writes, conflicts = &r.sharedWrites, &r.sharedConflicts
+		writes, conflicts = &r.tally.sharedWrites, &r.tally.sharedConflicts
 	}
 	writes.Add(1)
-	if conflict {
+	if out == metrics.VersionConflict || out == metrics.FieldManagerConflict {
 		conflicts.Add(1)
-	}
-}
-
-func (r *runner) stats() stats {
-	return stats{
-		ownedWrites: r.ownedWrites.Load(), ownedConflicts: r.ownedConflicts.Load(),
-		sharedWrites: r.sharedWrites.Load(), sharedConflicts: r.sharedConflicts.Load(),
 	}
 }
 
@@ -452,16 +318,4 @@ func seqOf(pod *corev1.Pod, c int) int64 {
 		}
 	}
 	return 0
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -1,63 +1,96 @@
 package controllerstatus
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 
+	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
-func TestCheck(t *testing.T) {
-	clients := []kubernetes.Interface{fake.NewClientset()}
-	defaulted := func(f func(s *spec.Spec)) spec.Spec {
-		s := spec.Spec{Scenario: spec.ScenarioControllerStatus}
-		f(&s)
-		s.Defaults()
-		return s
+func TestSettingsDefault(t *testing.T) {
+	var set Settings
+	set.Default(nil)
+	if want := (Settings{Controllers: 4, ObjectsPerController: 10, SharedObjects: 2}); set != want {
+		t.Errorf("defaults %+v, want %+v", set, want)
 	}
+	set = Settings{Controllers: 3, SharedObjects: 5}
+	set.Default(nil)
+	if want := (Settings{Controllers: 3, ObjectsPerController: 10, SharedObjects: 5}); set != want {
+		t.Errorf("defaulted %+v, want %+v: values that were set must stay", set, want)
+	}
+}
+
+func TestSettingsValidate(t *testing.T) {
+	good := Settings{Controllers: 4, ObjectsPerController: 10, SharedObjects: 2}
 	tests := []struct {
-		name    string
-		env     scenario.Env
-		want    string // "" for no error
-		isInput bool
+		name string
+		set  Settings
+		spec func(s *spec.Spec)
+		want map[string]string // field path -> part of the message
 	}{
-		{"defaulted", scenario.Env{Clients: clients, Spec: defaulted(func(*spec.Spec) {})}, "", false},
-		{"no controller settings", scenario.Env{Clients: clients, Spec: spec.Spec{}},
-			"the controller-status scenario needs its controller settings: run with --scenario controller-status so they are defaulted", true},
-		{"json patch", scenario.Env{Clients: clients, Spec: defaulted(func(s *spec.Spec) { s.Strategy, s.PatchType = spec.StrategyPatch, spec.PatchJSON })},
-			"controller-status patches a condition in a list keyed by type, which a json patch cannot address: use --patch-type merge or strategic", true},
-		{"no clients", scenario.Env{Spec: defaulted(func(*spec.Spec) {})},
-			"controller status: the engine passed no clients (a bug in kb-bench: please report it)", false},
+		{"defaults", good, func(*spec.Spec) {}, nil},
+		{"no controller", Settings{ObjectsPerController: 1}, func(*spec.Spec) {},
+			map[string]string{"settings.controllers": "use at least 1 (--controllers)"}},
+		{"negative counts", Settings{Controllers: 1, ObjectsPerController: -1, SharedObjects: -2}, func(*spec.Spec) {},
+			map[string]string{"settings.objectsPerController": "--objects-per-controller", "settings.sharedObjects": "--shared-objects"}},
+		{"no Pods", Settings{Controllers: 1}, func(*spec.Spec) {},
+			map[string]string{"settings.objectsPerController": "need at least one Pod"}},
+		{"only shared Pods", Settings{Controllers: 2, SharedObjects: 1}, func(*spec.Spec) {}, nil},
+		{"json patch", good, func(s *spec.Spec) { s.Strategy, s.PatchType = spec.StrategyPatch, spec.PatchJSON },
+			map[string]string{"patchType": "a json patch cannot address: use --patch-type merge or strategic"}},
+		{"strategic patch", good, func(s *spec.Spec) { s.Strategy, s.PatchType = spec.StrategyPatch, spec.PatchStrategic }, nil},
+		{"open loop", good, func(s *spec.Spec) { s.Rate = 100 }, nil},
+		{"max in flight", good, func(s *spec.Spec) { s.Rate, s.MaxInFlight = 100, 3 },
+			map[string]string{"maxInFlight": "drop --max-in-flight"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := check(tt.env)
-			got := ""
-			if err != nil {
-				got = err.Error()
+			s := spec.Spec{Writers: 8}
+			tt.spec(&s)
+			s.Defaults(Definition.Traits)
+			errs := tt.set.Validate(&s, field.NewPath("settings"))
+			got := map[string]string{}
+			for _, e := range errs {
+				got[e.Field] = e.Error()
 			}
-			if got != tt.want {
-				t.Fatalf("check: %q, want %q", got, tt.want)
+			if len(got) != len(tt.want) {
+				t.Fatalf("errors %v, want errors at %v", errs, tt.want)
 			}
-			if err != nil && spec.IsInput(err) != tt.isInput {
-				t.Errorf("IsInput = %t, want %t", spec.IsInput(err), tt.isInput)
+			for path, part := range tt.want {
+				if !strings.Contains(got[path], part) {
+					t.Errorf("error at %s: %q, want it to say %q", path, got[path], part)
+				}
 			}
 		})
 	}
 }
 
-func TestNewRunnerLayout(t *testing.T) {
-	s := spec.Spec{Scenario: spec.ScenarioControllerStatus, Controller: &spec.Controller{Controllers: 3, ObjectsPerController: 2, SharedObjects: 2}}
-	s.Defaults()
-	r := newRunner(scenario.Env{Spec: s})
+func TestLayout(t *testing.T) {
+	newLayout := func(writers int) (*run, *strings.Builder) {
+		s := spec.Spec{Writers: writers}
+		s.Defaults(Definition.Traits)
+		var log strings.Builder
+		return newRun(&scenario.Env{Spec: s, Log: &log}, &Settings{Controllers: 3, ObjectsPerController: 2, SharedObjects: 2}), &log
+	}
+	r, _ := newLayout(3)
 	if len(r.objects) != 3*2+2 {
 		t.Fatalf("%d Pods, want 8", len(r.objects))
 	}
@@ -73,10 +106,240 @@ func TestNewRunnerLayout(t *testing.T) {
 			if wantShared && v.obj != r.views[0][i].obj {
 				t.Errorf("controller %d's shared Pod %s is not controller 0's", c, v.obj.name)
 			}
-			if !wantShared && !strings.HasPrefix(v.obj.name, "controller-"+string(rune('0'+c))+"-") {
+			if !wantShared && !strings.HasPrefix(v.obj.name, fmt.Sprintf("controller-%d-", c)) {
 				t.Errorf("controller %d owns %s", c, v.obj.name)
 			}
 		}
+	}
+
+	// Three workers per controller split its four Pods as a work queue
+	// would: each Pod has one worker.
+	names := func(wk *worker) []string {
+		var n []string
+		for _, v := range wk.views {
+			n = append(n, v.obj.name)
+		}
+		return n
+	}
+	if r.Workers() != 9 {
+		t.Fatalf("%d workers, want 3 controllers x 3", r.Workers())
+	}
+	want := [][]string{{"controller-1-pod-0", "shared-1"}, {"controller-1-pod-1"}, {"shared-0"}}
+	for w, names0 := range want {
+		wk := r.workers[3+w]
+		if got := names(wk); wk.c != 1 || !slices.Equal(got, names0) {
+			t.Errorf("worker %d: controller %d, Pods %v; want controller 1, Pods %v", 3+w, wk.c, got, names0)
+		}
+	}
+
+	// More writers than Pods: one worker per Pod, none without work.
+	r, log := newLayout(6)
+	if r.Workers() != 3*4 {
+		t.Errorf("%d workers with 6 writers for 4 Pods each, want 3 x 4", r.Workers())
+	}
+	for w, wk := range r.workers {
+		if len(wk.views) != 1 {
+			t.Errorf("worker %d has %d Pods, want 1", w, len(wk.views))
+		}
+	}
+	if !strings.Contains(log.String(), "4 workers per controller run") {
+		t.Errorf("no note that only 4 of 6 workers per controller run: %q", log.String())
+	}
+	s := r.env.Spec
+	if got, want := (&Settings{Controllers: 3, ObjectsPerController: 2, SharedObjects: 2}).Describe(&s), "3 controllers x 4 workers, 2 owned Pods each, 2 shared"; got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
+}
+
+// fakeAPI answers GETs with a Pod and status writes with write(n), n
+// counting the writes from 0. It imitates no apiserver semantics: what
+// the apiserver does is tested against the real one.
+type fakeAPI struct {
+	t     testing.TB
+	write func(n int) (int, []byte)
+
+	mu           sync.Mutex
+	gets, writes int
+}
+
+func (f *fakeAPI) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	code, body := http.StatusOK, cannedPod(f.t, "100")
+	if r.Method == http.MethodGet {
+		f.gets++
+	} else {
+		code, body = f.write(f.writes)
+		f.writes++
+	}
+	return &http.Response{
+		StatusCode: code,
+		Header:     http.Header{"Content-Type": []string{"application/json"}},
+		Body:       io.NopCloser(bytes.NewReader(body)),
+		Request:    r,
+	}, nil
+}
+
+// cannedPod is the JSON of a Pod at resourceVersion rv.
+func cannedPod(t testing.TB, rv string) []byte {
+	t.Helper()
+	b, err := json.Marshal(corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "controller-0-pod-0", Namespace: "kb-bench-test", ResourceVersion: rv},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// statusBody is the JSON of a metav1.Status error answer.
+func statusBody(t testing.TB, code int32, reason metav1.StatusReason) []byte {
+	t.Helper()
+	b, err := json.Marshal(metav1.Status{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
+		Status:   metav1.StatusFailure, Code: code, Reason: reason, Message: string(reason),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// fakeRun is a run of one controller with one owned and one shared Pod
+// and two workers (worker 0 has the owned Pod), over f, with its caches
+// primed as Setup leaves them.
+func fakeRun(t testing.TB, s spec.Spec, f *fakeAPI) (*run, *metrics.Recorder) {
+	t.Helper()
+	s.Writers = 2
+	s.Defaults(Definition.Traits)
+	set := &Settings{Controllers: 1, ObjectsPerController: 1, SharedObjects: 1}
+	if errs := append(s.Validate(Definition.Traits), set.Validate(&s, field.NewPath("settings"))...); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: "http://fake.invalid", Transport: f, QPS: -1,
+		ContentConfig: rest.ContentConfig{ContentType: "application/json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &scenario.Env{Spec: s, RunID: "test", Namespace: "kb-bench-test", Clients: []kubernetes.Interface{kube}, Admin: kube, Log: io.Discard}
+	r := newRun(env, set)
+	rec := metrics.NewRecorder(time.Now(), metrics.DefaultShards(r.Workers()), false)
+	env.Recorder = rec
+	var pod corev1.Pod
+	if err := json.Unmarshal(cannedPod(t, "1"), &pod); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range r.views[0] {
+		v.cached = pod.DeepCopy()
+	}
+	r.base = context.Background()
+	return r, rec
+}
+
+// Every write attempt is counted, and a 409 makes the controller read the
+// Pod again before its next write: at once with retry, at the next
+// reconcile with update.
+func TestReconcileCountsAttemptsAndRereadsOnConflict(t *testing.T) {
+	conflict := statusBody(t, http.StatusConflict, metav1.StatusReasonConflict)
+	conflicts := func(n int) func(int) (int, []byte) {
+		return func(i int) (int, []byte) {
+			if i < n {
+				return http.StatusConflict, conflict
+			}
+			return http.StatusOK, cannedPod(t, "200")
+		}
+	}
+	backoff := func(s string) *spec.Backoff {
+		b, err := spec.ParseBackoff(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &b
+	}
+	tests := []struct {
+		name         string
+		spec         spec.Spec
+		write        func(int) (int, []byte)
+		reconciles   int
+		wantAttempts []int64 // ops by number of write attempts
+		wantGets     int
+		wantOutcomes map[metrics.Outcome]int64
+		wantGaveUp   int64
+	}{
+		{"retry succeeds on the third attempt", spec.Spec{Strategy: spec.StrategyRetry, Backoff: backoff("5,1ms,1,0")}, conflicts(2),
+			1, []int64{0, 0, 0, 1}, 2, map[metrics.Outcome]int64{metrics.Success: 1}, 0},
+		{"retry runs out of steps", spec.Spec{Strategy: spec.StrategyRetry, Backoff: backoff("3,1ms,1,0")}, conflicts(100),
+			1, []int64{0, 0, 0, 1}, 2, map[metrics.Outcome]int64{metrics.VersionConflict: 1}, 1},
+		{"update: a 409 ends the reconcile, the next one re-reads", spec.Spec{Strategy: spec.StrategyUpdate}, conflicts(1),
+			2, []int64{0, 2}, 1, map[metrics.Outcome]int64{metrics.VersionConflict: 1, metrics.Success: 1}, 0},
+		{"patch without precondition never reads", spec.Spec{Strategy: spec.StrategyPatch}, conflicts(0),
+			2, []int64{0, 2}, 0, map[metrics.Outcome]int64{metrics.Success: 2}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeAPI{t: t, write: tt.write}
+			r, rec := fakeRun(t, tt.spec, f)
+			for range tt.reconciles {
+				r.Do(0, time.Now())
+			}
+			snap := rec.Snapshot(time.Now())
+			if !slices.Equal(snap.Attempts, tt.wantAttempts) {
+				t.Errorf("ops by write attempts %v, want %v", snap.Attempts, tt.wantAttempts)
+			}
+			if f.gets != tt.wantGets || snap.AttemptOutcomes[metrics.Read][metrics.Success] != int64(tt.wantGets) {
+				t.Errorf("%d reads sent, %d recorded; want %d", f.gets, snap.AttemptOutcomes[metrics.Read][metrics.Success], tt.wantGets)
+			}
+			for o, n := range tt.wantOutcomes {
+				if snap.Outcomes[o] != n {
+					t.Errorf("outcomes %v, want %d %s", snap.Outcomes, n, o)
+				}
+			}
+			if snap.GaveUp != tt.wantGaveUp {
+				t.Errorf("%d ops gave up, want %d", snap.GaveUp, tt.wantGaveUp)
+			}
+			conflicts := snap.AttemptOutcomes[metrics.Write][metrics.VersionConflict]
+			if w, c := r.tally.ownedWrites.Load(), r.tally.ownedConflicts.Load(); w != int64(f.writes) || c != conflicts {
+				t.Errorf("owned tally %d writes, %d conflicts; sent %d writes, recorded %d conflicts", w, c, f.writes, conflicts)
+			}
+			if n := r.tally.sharedWrites.Load(); n != 0 {
+				t.Errorf("%d writes counted on shared Pods, but worker 0 has only the owned one", n)
+			}
+		})
+	}
+}
+
+// A write that may have landed (a 5xx) is unsure: the check accepts the
+// Pod showing it or the last accepted write. One answered with a refusal
+// is not.
+func TestWritesOfUnknownFate(t *testing.T) {
+	answers := map[int][]byte{
+		http.StatusInternalServerError: statusBody(t, http.StatusInternalServerError, metav1.StatusReasonInternalError),
+		http.StatusForbidden:           statusBody(t, http.StatusForbidden, metav1.StatusReasonForbidden),
+	}
+	for code, unsure := range map[int]bool{http.StatusInternalServerError: true, http.StatusForbidden: false} {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			f := &fakeAPI{t: t, write: func(n int) (int, []byte) {
+				if n == 0 {
+					return http.StatusOK, cannedPod(t, "200")
+				}
+				return code, answers[code]
+			}}
+			r, _ := fakeRun(t, spec.Spec{Strategy: spec.StrategyUpdate}, f)
+			r.Do(0, time.Now())
+			r.Do(0, time.Now())
+			v := r.views[0][0]
+			if v.lastOK != 1 || v.seq != 2 || v.cached != nil {
+				t.Fatalf("view after a success and a %d: lastOK %d seq %d cached %v; want 1, 2 and a re-read due", code, v.lastOK, v.seq, v.cached != nil)
+			}
+			if got := slices.Equal(v.unsure, []int64{2}); got != unsure {
+				t.Errorf("unsure writes %v after a %d, want the second one unsure: %t", v.unsure, code, unsure)
+			}
+		})
 	}
 }
 
@@ -201,73 +464,6 @@ func TestJudge(t *testing.T) {
 				if got[i] != tt.want[i] {
 					t.Errorf("check %d:\n got %+v\nwant %+v", i, got[i], tt.want[i])
 				}
-			}
-		})
-	}
-}
-
-// fakeClock drives a pacer without real time.
-type fakeClock struct{ now time.Time }
-
-func (f *fakeClock) pacer(p *pacer) *pacer {
-	p.now = func() time.Time { return f.now }
-	p.wait = func(d time.Duration, stop <-chan struct{}) bool {
-		select {
-		case <-stop:
-			return false
-		default:
-		}
-		f.now = f.now.Add(d)
-		return true
-	}
-	return p
-}
-
-func TestPacer(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	type step struct {
-		work     time.Duration // time the previous reconcile took
-		intended time.Duration // since t0
-		late     bool
-	}
-	tests := []struct {
-		name           string
-		rate           float64
-		think          time.Duration
-		index, workers int
-		steps          []step
-	}{
-		{"closed loop starts at once", 0, 0, 0, 1, []step{
-			{0, 0, false}, {30 * time.Millisecond, 30 * time.Millisecond, false}, {5 * time.Millisecond, 35 * time.Millisecond, false},
-		}},
-		{"closed loop thinks between reconciles", 0, 10 * time.Millisecond, 0, 1, []step{
-			{0, 0, false}, {30 * time.Millisecond, 40 * time.Millisecond, false},
-		}},
-		// 100/s over 4 workers: each has a 40ms slot, worker 2 offset by 20ms.
-		{"open loop keeps its schedule", 100, 0, 2, 4, []step{
-			{0, 20 * time.Millisecond, false}, {5 * time.Millisecond, 60 * time.Millisecond, false},
-			{50 * time.Millisecond, 100 * time.Millisecond, true}, // finished at 110ms: late
-			{10 * time.Millisecond, 140 * time.Millisecond, false},
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			clock := &fakeClock{now: t0}
-			p := clock.pacer(newPacer(t0, tt.rate, tt.think, tt.index, tt.workers))
-			stop := make(chan struct{})
-			for i, s := range tt.steps {
-				clock.now = clock.now.Add(s.work)
-				intended, late, ok := p.next(stop)
-				if !ok {
-					t.Fatalf("step %d: stopped", i)
-				}
-				if got := intended.Sub(t0); got != s.intended || late != s.late {
-					t.Errorf("step %d: intended +%s late %t, want +%s late %t", i, got, late, s.intended, s.late)
-				}
-			}
-			close(stop)
-			if _, _, ok := p.next(stop); ok {
-				t.Errorf("next after stop: ok")
 			}
 		})
 	}

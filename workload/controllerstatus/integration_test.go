@@ -1,15 +1,24 @@
-package controllerstatus
+package controllerstatus_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/kb-bench/kb-bench/cluster/clustertest"
 	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload"
+	"github.com/kb-bench/kb-bench/workload/controllerstatus"
+	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // local is the real kube-apiserver and etcd the package's integration tests
@@ -18,20 +27,75 @@ var local clustertest.Shared
 
 func TestMain(m *testing.M) { os.Exit(local.Main(m)) }
 
-func TestRunLocal(t *testing.T) {
-	cfg := local.Config(t)
+var runSeq atomic.Int64
 
-	base := spec.Spec{
-		Scenario:   spec.ScenarioControllerStatus,
-		Writers:    1,
-		Clients:    1,
-		Duration:   spec.D(700 * time.Millisecond),
-		Controller: &spec.Controller{Controllers: 3, ObjectsPerController: 4, SharedObjects: 2},
+// logWriter sends the engine's log to the test log.
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// runScenario runs s as the controller-status scenario through the engine,
+// with opts' Progress, and returns the outcome and the scenario's report.
+func runScenario(ctx context.Context, t *testing.T, cfg *rest.Config, s spec.Spec, progress func(time.Duration, metrics.SeriesPoint)) (*workload.Outcome, *controllerstatus.Report) {
+	t.Helper()
+	s.Scenario = controllerstatus.Name
+	out, err := workload.Run(ctx, s, workload.Options{
+		Config:            cfg,
+		RunID:             fmt.Sprintf("cs-%d-%d", os.Getpid(), runSeq.Add(1)),
+		Version:           "test",
+		Log:               logWriter{t},
+		FinalizeNamespace: true,
+		Progress:          progress,
+		Scenarios:         []scenario.Definition{controllerstatus.Definition},
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	report, ok := out.Report.(*controllerstatus.Report)
+	if !ok {
+		t.Fatalf("report is a %T, want *controllerstatus.Report", out.Report)
+	}
+	return out, report
+}
+
+// settings are the scenario's settings as a profile gives them.
+func settings(controllers, owned, shared int) map[string]any {
+	return map[string]any{"controllers": controllers, "objectsPerController": owned, "sharedObjects": shared}
+}
+
+// assertNoFailures checks that no operation failed other than by a 409.
+func assertNoFailures(t *testing.T, res *results.Result) {
+	t.Helper()
+	for _, o := range []metrics.Outcome{metrics.Other, metrics.ServerError, metrics.Timeout} {
+		if n := res.Measurements.Outcomes[o.String()]; n > 0 {
+			t.Errorf("%d operations ended %s: %v", n, o, res.Measurements.Errors)
+		}
+	}
+}
+
+// statusWrites sums the apiserver's counts of writes to pods/status, and
+// of those answered 409, from the server cross-check.
+func statusWrites(sc *results.ServerCheck) (writes, conflicts int64) {
+	for _, r := range sc.Requests {
+		if r.Resource != "pods/status" || r.Verb == "GET" {
+			continue
+		}
+		writes += r.Server
+		if r.Code == "409" {
+			conflicts += r.Server
+		}
+	}
+	return writes, conflicts
+}
+
+func TestStrategiesOnTheRealAPIServer(t *testing.T) {
+	cfg := local.Config(t)
+	base := spec.Spec{Writers: 1, Clients: 1, Duration: spec.D(700 * time.Millisecond), Settings: settings(3, 4, 2)}
 	with := func(f func(s *spec.Spec)) spec.Spec {
 		s := base
-		c := *base.Controller
-		s.Controller = &c
 		f(&s)
 		return s
 	}
@@ -42,8 +106,10 @@ func TestRunLocal(t *testing.T) {
 		sharedConflicts bool
 		// lost: whether shared Pods must lose status updates (the checks fail).
 		lost bool
+		// table: log the run's summary table.
+		table bool
 	}{
-		{name: "update", spec: with(func(s *spec.Spec) { s.Strategy = spec.StrategyUpdate }), sharedConflicts: true},
+		{name: "update", spec: with(func(s *spec.Spec) { s.Strategy = spec.StrategyUpdate }), sharedConflicts: true, table: true},
 		{name: "update-2-workers-2-clients", spec: with(func(s *spec.Spec) {
 			s.Strategy, s.Writers, s.Clients = spec.StrategyUpdate, 2, 2
 		}), sharedConflicts: true},
@@ -70,40 +136,51 @@ func TestRunLocal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var log strings.Builder
-			env := clustertest.NewEnv(t, cfg, tt.spec, &log)
-			st, err := run(t.Context(), env)
-			if err != nil {
-				t.Fatalf("Run: %v\n%s", err, log.String())
+			out, st := runScenario(t.Context(), t, cfg, tt.spec, nil)
+			res := out.Result
+			if tt.table {
+				var table strings.Builder
+				if err := results.WriteTable(&table, res, out.Report.Rows()); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("\n%s", table.String())
 			}
-			snap := env.Recorder.Snapshot(time.Now())
-			// The window excludes setup and verification; it covers the
-			// duration, give or take the last reconciles finishing.
-			if w := env.Result.Ended.Sub(env.Result.Started); w < tt.spec.Duration.Duration || w > tt.spec.Duration.Duration+time.Second {
-				t.Errorf("measured window %s, want about the %s duration", w, tt.spec.Duration)
+			if w := res.Ended.Sub(res.Started); w < tt.spec.Duration.Duration {
+				t.Errorf("measured window %s, want at least the %s duration", w, tt.spec.Duration)
 			}
-			t.Logf("%s: %d ops in %s (%.0f/s); owned: %d writes, %d conflicts; shared: %d writes, %d conflicts",
-				tt.name, snap.Ops, tt.spec.Duration, float64(snap.Ops)/tt.spec.Duration.Seconds(),
-				st.ownedWrites, st.ownedConflicts, st.sharedWrites, st.sharedConflicts)
+			t.Logf("%s: %d ops (%.0f/s); owned: %d writes, %d conflicts; shared: %d writes, %d conflicts",
+				tt.name, res.Summary.Ops, res.Summary.Throughput, st.OwnedWrites, st.OwnedConflicts, st.SharedWrites, st.SharedConflicts)
 
-			if st.ownedWrites == 0 || st.sharedWrites == 0 {
-				t.Fatalf("no writes on owned (%d) or shared (%d) Pods", st.ownedWrites, st.sharedWrites)
+			if st.OwnedWrites == 0 || st.SharedWrites == 0 {
+				t.Fatalf("no writes on owned (%d) or shared (%d) Pods", st.OwnedWrites, st.SharedWrites)
 			}
-			if st.ownedConflicts != 0 {
-				t.Errorf("%d conflicts on owned Pods, which only their controller writes", st.ownedConflicts)
+			if st.OwnedConflicts != 0 {
+				t.Errorf("%d conflicts on owned Pods, which only their controller writes", st.OwnedConflicts)
 			}
-			if got := st.sharedConflicts > 0; got != tt.sharedConflicts {
-				t.Errorf("conflicts on shared Pods: %d, want some: %t", st.sharedConflicts, tt.sharedConflicts)
+			if got := st.SharedConflicts > 0; got != tt.sharedConflicts {
+				t.Errorf("conflicts on shared Pods: %d, want some: %t", st.SharedConflicts, tt.sharedConflicts)
 			}
-			recorded := snap.AttemptOutcomes[metrics.Write][metrics.VersionConflict] + snap.AttemptOutcomes[metrics.Write][metrics.FieldManagerConflict]
-			if recorded != st.ownedConflicts+st.sharedConflicts {
-				t.Errorf("recorder counts %d conflicting writes, the scenario %d", recorded, st.ownedConflicts+st.sharedConflicts)
+			writes, conflicts := st.OwnedWrites+st.SharedWrites, st.OwnedConflicts+st.SharedConflicts
+			if res.Summary.WriteAttempts != writes || res.Summary.Conflicts != conflicts {
+				t.Errorf("the engine counts %d write attempts and %d conflicts, the scenario %d and %d",
+					res.Summary.WriteAttempts, res.Summary.Conflicts, writes, conflicts)
 			}
-			if snap.Outcomes[metrics.Other]+snap.Outcomes[metrics.ServerError]+snap.Outcomes[metrics.Timeout] > 0 {
-				t.Errorf("unexpected failures: %v %v", snap.Outcomes, snap.Errors)
+			assertNoFailures(t, res)
+
+			// The apiserver saw exactly the status writes and 409s the
+			// scenario counts.
+			if sc := res.Server; sc == nil || !sc.Available || !sc.Match {
+				t.Fatalf("server cross-check %+v, want every count to match the apiserver's", sc)
+			}
+			if w, c := statusWrites(res.Server); w != writes || c != conflicts {
+				t.Errorf("the apiserver counts %d pods/status writes and %d 409s, the scenario %d and %d", w, c, writes, conflicts)
 			}
 
-			checks := env.Result.Checks
+			var details controllerstatus.Report
+			if err := json.Unmarshal(res.Details, &details); err != nil || details.SharedWrites != st.SharedWrites || details.OwnedConflicts != st.OwnedConflicts {
+				t.Errorf("result details %s (%v), want the report's figures", res.Details, err)
+			}
+			checks := res.Checks
 			if want := 3 + 2; len(checks) != want {
 				t.Fatalf("%d checks, want %d (one per controller, one per shared Pod): %+v", len(checks), want, checks)
 			}
@@ -122,76 +199,53 @@ func TestRunLocal(t *testing.T) {
 	}
 }
 
-func TestRunLocalOperations(t *testing.T) {
+func TestOperationsBoundAfterWarmup(t *testing.T) {
 	cfg := local.Config(t)
-	s := spec.Spec{
-		Scenario:   spec.ScenarioControllerStatus,
-		Writers:    2,
-		Operations: 57,
-		Warmup:     spec.D(200 * time.Millisecond),
-		Controller: &spec.Controller{Controllers: 2, ObjectsPerController: 3, SharedObjects: 1},
-	}
-	env := clustertest.NewEnv(t, cfg, s, nil)
-	// Operations is the only bound here (Defaults sets no duration); the
-	// test's own deadline guards against a run that never ends.
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
+	s := spec.Spec{Writers: 2, Operations: 57, Warmup: spec.D(200 * time.Millisecond), Settings: settings(2, 3, 1)}
 	start := time.Now()
-	if _, err := run(ctx, env); err != nil {
-		t.Fatal(err)
+	out, _ := runScenario(t.Context(), t, cfg, s, nil)
+	res := out.Result
+	if res.Started.Sub(start) < 200*time.Millisecond || !res.Ended.After(res.Started) {
+		t.Errorf("measured window from %s to %s after Run began: want it to start after the 200ms warm-up",
+			res.Started.Sub(start), res.Ended.Sub(start))
 	}
-	if ctx.Err() != nil {
-		t.Fatal("the run did not stop at its operations bound")
+	if res.Summary.Ops != 57 {
+		t.Errorf("measured %d operations, want exactly 57", res.Summary.Ops)
 	}
-	snap := env.Recorder.Snapshot(time.Now())
-	if w := env.Result.Ended.Sub(env.Result.Started); w <= 0 || env.Result.Started.Sub(start) < 200*time.Millisecond {
-		t.Errorf("measured window %s from %s after Run began: want it to start after the 200ms warm-up", w, env.Result.Started.Sub(start))
-	}
-	if snap.Ops != 57 {
-		t.Errorf("measured %d operations, want exactly 57", snap.Ops)
-	}
-	if snap.WarmupOps == 0 {
+	if res.Measurements.WarmupOps == 0 {
 		t.Errorf("no warm-up operations recorded in a 200ms warm-up")
 	}
-	for _, c := range env.Result.Checks {
+	if sc := res.Server; sc == nil || !sc.Available || !sc.Match {
+		t.Errorf("server cross-check %+v, want every count to match the apiserver's", sc)
+	}
+	for _, c := range res.Checks {
 		if !c.Passed {
 			t.Errorf("check failed: %+v", c)
 		}
 	}
 }
 
-// TestRunLocalInterrupted stops a long run early, as Ctrl-C does: the run
-// ends promptly, reconciles in flight finish rather than fail, and the Pods
-// are still verified.
-func TestRunLocalInterrupted(t *testing.T) {
+// TestInterrupted stops a long run early, as Ctrl-C does: reconciles in
+// flight finish rather than fail, and the Pods are still verified.
+func TestInterrupted(t *testing.T) {
 	cfg := local.Config(t)
-	s := spec.Spec{
-		Scenario:   spec.ScenarioControllerStatus,
-		Writers:    2,
-		Duration:   spec.D(time.Minute),
-		Controller: &spec.Controller{Controllers: 3, ObjectsPerController: 3, SharedObjects: 1},
-	}
-	env := clustertest.NewEnv(t, cfg, s, nil)
-	ctx, cancel := context.WithTimeout(t.Context(), 800*time.Millisecond)
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	start := time.Now()
-	if _, err := run(ctx, env); err != nil {
-		t.Fatal(err)
+	s := spec.Spec{Writers: 2, Duration: spec.D(time.Hour), Settings: settings(3, 3, 1)}
+	// Ctrl-C once the first second of the measured window has been seen.
+	out, _ := runScenario(ctx, t, cfg, s, func(time.Duration, metrics.SeriesPoint) { cancel() })
+	res := out.Result
+	if !res.Interrupted {
+		t.Errorf("result not marked interrupted")
 	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("the run took %s after an interrupt at 800ms", took)
-	}
-	snap := env.Recorder.Snapshot(time.Now())
-	if snap.Ops == 0 {
+	if res.Summary.Ops == 0 {
 		t.Fatal("no operations before the interrupt")
 	}
-	if n := snap.Outcomes[metrics.Other] + snap.Outcomes[metrics.Timeout]; n > 0 {
-		t.Errorf("%d reconciles failed at the interrupt: %v", n, snap.Errors)
+	assertNoFailures(t, res)
+	if len(res.Checks) != 3+1 {
+		t.Fatalf("%d checks after an interrupt, want 4", len(res.Checks))
 	}
-	if len(env.Result.Checks) != 3+1 {
-		t.Fatalf("%d checks after an interrupt, want 4", len(env.Result.Checks))
-	}
-	for _, c := range env.Result.Checks {
+	for _, c := range res.Checks {
 		if !c.Passed {
 			t.Errorf("check failed: %+v", c)
 		}

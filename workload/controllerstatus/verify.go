@@ -7,30 +7,58 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kb-bench/kb-bench/results"
-	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
-// verify reads every Pod back and adds the verdicts to the Result. When the
-// Pods cannot be read the run's figures still stand: it warns instead.
-func (r *runner) verify(ctx context.Context) error {
+// Report is the controller-status scenario's report: the measured write
+// attempts and 409s on owned and on shared Pods, and the lost-update checks.
+type Report struct {
+	// OwnedWrites and OwnedConflicts count the measured write attempts on
+	// the Pods one controller owns, and the 409s among them.
+	OwnedWrites    int64 `json:"ownedWrites"`
+	OwnedConflicts int64 `json:"ownedConflicts"`
+	// SharedWrites and SharedConflicts count them on the shared Pods.
+	SharedWrites    int64 `json:"sharedWrites"`
+	SharedConflicts int64 `json:"sharedConflicts"`
+
+	checks []results.Check
+}
+
+// Checks are one check per controller over the Pods it owns, and one per
+// shared Pod over every controller.
+func (r *Report) Checks() []results.Check { return r.checks }
+
+// Rows are the writes and conflicts on owned and on shared Pods.
+func (r *Report) Rows() [][2]string {
+	return [][2]string{
+		{"owned Pods", fmt.Sprintf("%d writes, %d conflicts", r.OwnedWrites, r.OwnedConflicts)},
+		{"shared Pods", fmt.Sprintf("%d writes, %d conflicts", r.SharedWrites, r.SharedConflicts)},
+	}
+}
+
+// Finish reads every Pod back and checks it against what each controller
+// last wrote. When the Pods cannot be read the run's figures still stand:
+// it warns and returns no checks.
+func (r *run) Finish(ctx context.Context) (scenario.Report, error) {
 	env := r.env
-	sel := labels.SelectorFromSet(labels.Set{LabelScenario: spec.ScenarioControllerStatus}).String()
-	list, err := r.client(0).CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	t := &r.tally
+	report := &Report{
+		OwnedWrites: t.ownedWrites.Load(), OwnedConflicts: t.ownedConflicts.Load(),
+		SharedWrites: t.sharedWrites.Load(), SharedConflicts: t.sharedConflicts.Load(),
+	}
+	list, err := env.Admin.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: scenario.LabelRunID + "=" + env.RunID})
 	if err != nil {
-		w := fmt.Sprintf("controller status: reading the Pods back failed, so lost status updates were not checked: %v", err)
-		env.Result.Warnings = append(env.Result.Warnings, w)
-		fmt.Fprintln(env.Log, "warning:", w)
-		return nil
+		env.Warn("controller status: reading the Pods back failed, so lost status updates were not checked: %v", err)
+		return report, nil
 	}
 	pods := make(map[string]*corev1.Pod, len(list.Items))
 	for i := range list.Items {
 		pods[list.Items[i].Name] = &list.Items[i]
 	}
-	env.Result.Checks = append(env.Result.Checks, judge(r.views, pods)...)
-	return nil
+	report.checks = judge(r.views, pods)
+	return report, nil
 }
 
 // holds reports whether the Pod shows what v's controller last wrote: the
@@ -86,9 +114,6 @@ func judge(views [][]*view, pods map[string]*corev1.Pod) []results.Check {
 		checks = append(checks, check)
 	}
 
-	if len(views) == 0 {
-		return checks
-	}
 	for i, v0 := range views[0] {
 		if !v0.obj.shared {
 			continue

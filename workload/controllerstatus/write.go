@@ -23,9 +23,9 @@ const (
 
 // write makes one status write of controller c's condition with sequence
 // number v.seq on v's Pod, the way Spec.Strategy says.
-func (r *runner) write(ctx context.Context, c int, v *view) (*corev1.Pod, error) {
-	s := r.env.Spec
-	pods := r.client(c).CoreV1().Pods(r.env.Namespace)
+func (r *run) write(ctx context.Context, c int, v *view) (*corev1.Pod, error) {
+	s := &r.env.Spec
+	pods := r.env.Client(c).CoreV1().Pods(r.env.Namespace)
 	cond := corev1.PodCondition{
 		Type:    conditionType(c),
 		Status:  corev1.ConditionTrue,
