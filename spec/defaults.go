@@ -19,6 +19,9 @@ const (
 	// goroutine with its own state, and far past this one machine runs
 	// out of memory before the apiserver is the bottleneck.
 	MaxWriters = 100_000
+	// MaxRate bounds an open loop's rate: far past what one apiserver
+	// takes, and low enough that the schedule stays cheap to keep.
+	MaxRate = 1e6
 )
 
 // Traits says which of the shared settings a scenario uses. Defaults fills
@@ -155,8 +158,8 @@ func (s *Spec) validateLoad(t Traits) field.ErrorList {
 	switch rate := field.NewPath("rate"); {
 	case math.IsNaN(s.Rate) || math.IsInf(s.Rate, 0):
 		errs = append(errs, field.Invalid(rate, s.Rate, "must be a finite number (--rate)"))
-	case s.Rate < 0:
-		errs = append(errs, field.Invalid(rate, s.Rate, "use 0 for a closed loop or a positive number of operations per second (--rate)"))
+	case s.Rate < 0 || s.Rate > MaxRate:
+		errs = append(errs, field.Invalid(rate, s.Rate, fmt.Sprintf("use 0 for a closed loop or up to %g operations per second (--rate)", MaxRate)))
 	case s.Rate > 0 && s.ThinkTime.Duration > 0:
 		errs = append(errs, field.Forbidden(field.NewPath("thinkTime"), "an open loop (--rate) schedules arrivals itself: drop --think-time or --rate"))
 	}

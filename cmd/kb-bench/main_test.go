@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -191,8 +192,9 @@ func TestInterruptKeepsFiguresAndLeavesNothing(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		if err != nil {
-			t.Fatalf("kb-bench after SIGINT: %v\n%s", err, stdout)
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+			t.Fatalf("kb-bench after SIGINT: %v, want exit status 130 (interrupted)\n%s", err, stdout)
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("kb-bench did not stop within 60s of SIGINT")

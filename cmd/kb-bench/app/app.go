@@ -29,13 +29,18 @@ const (
 	ExitOK    = 0
 	ExitError = 1
 	ExitInput = 2 // bad flags, files or targets: the user can fix it
+	// ExitInterrupted: the run was stopped (Ctrl-C, SIGTERM, a closed
+	// terminal); the result holds the figures of what ran.
+	ExitInterrupted = 130
 )
 
 // Main runs kb-bench with the process's arguments and streams and returns
 // the exit status. The first interrupt cancels the run, which then drains and
 // writes what it has; a second one ends the process at once.
 func Main(version string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A closed terminal or SSH connection (SIGHUP) stops a run like Ctrl-C,
+	// so its result is still written.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		<-ctx.Done()
 		stop() // restore default handling: a second Ctrl-C ends the process
@@ -54,12 +59,19 @@ func Run(ctx context.Context, s Streams, args []string, version string, getenv f
 		return ExitOK
 	}
 	fmt.Fprintf(s.Err, "kb-bench: %v\n", err)
+	if errors.Is(err, errInterrupted) {
+		return ExitInterrupted
+	}
 	var fe *flagError
 	if spec.IsInput(err) || errors.As(err, &fe) {
 		return ExitInput
 	}
 	return ExitError
 }
+
+// errInterrupted ends a run that was stopped before its end, after its
+// result was saved.
+var errInterrupted = errors.New("the run was interrupted: the saved result covers what ran")
 
 // flagError marks a cobra flag or argument parsing error (exit status 2).
 type flagError struct{ error }

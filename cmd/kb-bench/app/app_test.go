@@ -90,6 +90,7 @@ spec:
 		{"another scenario's setting", []string{"run", "--quota-hard", "5"}, "--quota-hard is a setting of scenario quota, not counter"},
 		{"op timeout below a millisecond", []string{"run", "--op-timeout", "1ns"}, "opTimeout: Invalid value"},
 		{"far too many writers", []string{"run", "--writers", "100000000"}, "writers: Invalid value: 100000000: use 1 to 100000"},
+		{"absurd rate", []string{"run", "--rate", "1e12"}, "rate: Invalid value: 1e+12"},
 		{"unknown profile", []string{"run", "--profile", "nope"}, "nope"},
 		{"bad profile file", []string{"run", "-f", badProfile}, `unknown field "writerz"`},
 		{"bad setting in a profile", []string{"run", "-f", badSetting}, "bad-setting.yaml:6: spec.settings.objects: Invalid value: -2"},

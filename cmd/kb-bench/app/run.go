@@ -202,7 +202,12 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	}
 	fmt.Fprintf(info, "result saved in %s\n", outDir)
 	if r.Interrupted {
-		fmt.Fprintln(info, "run was interrupted: the figures cover what ran")
+		return errInterrupted
+	}
+	for _, c := range r.Checks {
+		if !c.Passed && c.Lost == 0 {
+			return fmt.Errorf("check failed: %s: %s (the result is in %s)", c.Name, c.Detail, outDir)
+		}
 	}
 	return nil
 }
