@@ -121,6 +121,45 @@ func TestRecorder(t *testing.T) {
 	}
 }
 
+// MeasureFrom starts the measured window: operations due before it are
+// warm-up, Shard.Measured says so to scenarios that keep figures of their
+// own, and the per-second series counts from it.
+func TestMeasureFrom(t *testing.T) {
+	r := NewRecorder(t0, 2, false)
+	from := t0.Add(10 * time.Second) // the warm-up ended late: Setup took time
+	r.MeasureFrom(from)
+	sh := r.Shard(1)
+	for _, tc := range []struct {
+		at   time.Time
+		want bool
+	}{{t0, false}, {from.Add(-time.Nanosecond), false}, {from, true}, {from.Add(time.Hour), true}} {
+		if got := sh.Measured(tc.at); got != tc.want {
+			t.Errorf("Measured(%v after the start) = %v, want %v", tc.at.Sub(t0), got, tc.want)
+		}
+	}
+	// A warm-up operation that ends inside the window is left out, of the
+	// series too.
+	sh.RecordAttempt(from.Add(-time.Second), Attempt{Kind: Write, Latency: time.Millisecond, Outcome: VersionConflict})
+	sh.RecordOp(op(from.Add(-time.Second), 1500*time.Millisecond, VersionConflict, 1))
+	sh.RecordAttempt(from.Add(100*time.Millisecond), Attempt{Kind: Write, Latency: time.Millisecond})
+	sh.RecordOp(op(from.Add(100*time.Millisecond), 5*time.Millisecond, Success, 1))
+	r.Tick(from.Add(time.Second))
+	s := r.Snapshot(from.Add(1500 * time.Millisecond))
+	if !s.Start.Equal(from) || s.Ops != 1 || s.WarmupOps != 1 {
+		t.Errorf("start %v after t0, ops %d, warm-up %d; want 10s, 1, 1", s.Start.Sub(t0), s.Ops, s.WarmupOps)
+	}
+	if len(s.Series) != 2 {
+		t.Fatalf("%d series points, want 2 (a tick and the closing one): %+v", len(s.Series), s.Series)
+	}
+	first, last := s.Series[0], s.Series[1]
+	if first.At != time.Second || first.Span != time.Second || first.Ops != 1 || first.Writes["success"] != 1 || first.Writes["conflict"] != 0 {
+		t.Errorf("first point %+v: want 1s into the window, 1s long, the measured op and its write only", first)
+	}
+	if last.At != 1500*time.Millisecond || last.Span != 500*time.Millisecond || last.Ops != 0 {
+		t.Errorf("closing point %+v: want at 1.5s, 0.5s long, empty", last)
+	}
+}
+
 // Writers record while the progress display ticks; nothing is lost and the
 // race detector stays quiet.
 func TestRecorderConcurrent(t *testing.T) {

@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,7 +13,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// golden and -update live in scenarios_test.go.
+// golden and -update live in golden_test.go.
 
 func TestWriteReadRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
@@ -21,8 +22,29 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	}{{"closed-loop", false}, {"open-loop", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := simResult(t, tc.openLoop, all, []Check{{Name: "counter kb-bench-0", Passed: true, Expected: 10, Observed: 10}})
+			r.Workload = Describe(r.Spec, simWhat, true)
 			r.Server = UnavailableServerCheck("forbidden")
 			r.Warnings = []string{"the apiserver's /metrics is not readable"}
+			if tc.openLoop {
+				// Every part of an available check, and the scenario's own
+				// figures, survive the file.
+				r.Warnings = nil
+				r.Measurements.Client.SentContent = map[string]int64{"application/apply-patch+yaml": 10}
+				r.Measurements.Client.ReceivedContent = map[string]int64{"application/vnd.kubernetes.protobuf": 10}
+				r.Server = &ServerCheck{
+					Available: true,
+					Requests: []RequestCount{
+						{Verb: "APPLY", Resource: "configmaps", Code: "200", Client: 9, Server: 10},
+						{Verb: "APPLY", Resource: "configmaps", Code: CodeNoResponse, Client: 1},
+					},
+					Mismatch:            "APPLY configmaps 200: apiserver 10, kb-bench 9",
+					Internal:            []RequestCount{{Verb: "PUT", Resource: "resourcequotas/status", Code: "200", Server: 10}},
+					Etcd:                []EtcdRequests{{Resource: "configmaps", Operation: "update", Count: 12, Mean: 2 * time.Millisecond}},
+					Races:               []EtcdRaces{{Resource: "configmaps", Updates: 12, Failed: 2, Absorbed: 2}},
+					FlowControlRejected: 1, FlowControlWaited: 3, FlowControlMeanWait: 250 * time.Microsecond,
+				}
+				r.Details = json.RawMessage(`{"failovers":[{"at":"2s","stopped":"candidate-1"}],"leaderships":4}`)
+			}
 			dir := t.TempDir()
 			if err := Write(dir, r); err != nil {
 				t.Fatal(err)
@@ -30,6 +52,18 @@ func TestWriteReadRoundTrip(t *testing.T) {
 			got, err := Read(dir)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// The details come back indented as the file has them: the
+			// same JSON.
+			if got.Details != nil {
+				var compact bytes.Buffer
+				if err := json.Compact(&compact, got.Details); err != nil {
+					t.Fatal(err)
+				}
+				if compact.String() != string(r.Details) {
+					t.Errorf("details changed in the round trip: %s, want %s", compact.String(), r.Details)
+				}
+				got.Details = r.Details
 			}
 			if !reflect.DeepEqual(got, r) {
 				t.Errorf("result changed in the round trip:\n got %+v\nwant %+v", got, r)

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -52,7 +53,9 @@ func TestMergeHalvesEqualsWhole(t *testing.T) {
 
 func TestMergeOne(t *testing.T) {
 	r := simResult(t, false, all, nil)
-	r.Server = &ServerCheck{Available: true, Resource: "configmaps"}
+	r.Server = &ServerCheck{Available: true, Match: true,
+		Requests: []RequestCount{{Verb: "PUT", Resource: "configmaps", Code: "200", Client: 1141, Server: 1141}}}
+	r.Details = json.RawMessage(`{"objects":1}`)
 	got, err := Merge(r)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +80,8 @@ func TestMergeRefusesAndWarns(t *testing.T) {
 	}
 
 	b := simResult(t, false, all, nil)
-	a.Server = &ServerCheck{Available: true, Resource: "configmaps"}
+	a.Server = &ServerCheck{Available: true, Match: true,
+		Requests: []RequestCount{{Verb: "PUT", Resource: "configmaps", Code: "200", Client: 1141, Server: 1141}}}
 	b.RunID = "20260301-120000-def456"
 	got, err := Merge(a, b)
 	if err != nil {
@@ -91,6 +95,27 @@ func TestMergeRefusesAndWarns(t *testing.T) {
 		if !strings.Contains(joined, want) {
 			t.Errorf("warnings %q do not mention %q", got.Warnings, want)
 		}
+	}
+}
+
+// The scenario's own figures do not merge: the first shard's are kept,
+// and the others' dropped with a warning.
+func TestMergeKeepsTheFirstShardsDetails(t *testing.T) {
+	a := simResult(t, false, all, nil)
+	b := simResult(t, false, all, nil)
+	c := simResult(t, false, all, nil)
+	b.Details = json.RawMessage(`{"failovers":3}`)
+	c.Details = json.RawMessage(`{"failovers":5}`)
+	got, err := Merge(a, b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Details) != `{"failovers":3}` {
+		t.Errorf("details %s, want the first shard that has some: %s", got.Details, b.Details)
+	}
+	joined := strings.Join(got.Warnings, "\n")
+	if !strings.Contains(joined, "figures of shard 3 dropped") || strings.Contains(joined, "shard 2 dropped") {
+		t.Errorf("warnings %q: want one for shard 3's figures only", got.Warnings)
 	}
 }
 
@@ -113,21 +138,22 @@ func TestMergeAlignsShardsThatStartedApart(t *testing.T) {
 	if last.At != bLast.At+later {
 		t.Errorf("merged series ends at %v, want the later shard's end, %v", last.At, bLast.At+later)
 	}
-	// b's last whole second (5s on its clock) is the merged series' 8s,
-	// after a's last point: only b's operations are there.
-	var bAt5, at8 int64 = -1, -1
+	// b's last whole second (4s on its clock: the series counts from the
+	// end of the warm-up) is the merged series' 7s, after a's last point:
+	// only b's operations are there.
+	var bAt4, at7 int64 = -1, -1
 	for _, p := range b.Series {
-		if p.At == 5*time.Second {
-			bAt5 = p.Ops
+		if p.At == 4*time.Second {
+			bAt4 = p.Ops
 		}
 	}
 	for _, p := range got.Series {
-		if p.At == 8*time.Second {
-			at8 = p.Ops
+		if p.At == 7*time.Second {
+			at7 = p.Ops
 		}
 	}
-	if bAt5 <= 0 || at8 != bAt5 {
-		t.Errorf("merged point at 8s holds %d ops, want the later shard's %d from its 5s", at8, bAt5)
+	if bAt4 <= 0 || at7 != bAt4 {
+		t.Errorf("merged point at 7s holds %d ops, want the later shard's %d from its 4s", at7, bAt4)
 	}
 	var total int64
 	for _, p := range got.Series {

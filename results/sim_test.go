@@ -86,9 +86,11 @@ func simulate(seed uint64, writers int, seconds int, openLoop bool) []simOp {
 }
 
 // feed records ops (those keep accepts) into r in the order they end,
-// ticking the series at every whole second, and snapshots at stop.
-func feed(r *metrics.Recorder, ops []simOp, keep func(simOp) bool, stop time.Time) metrics.Snapshot {
-	next := t0.Add(time.Second)
+// ticking the series at every whole second after from (where the measured
+// window, and so the series, starts, as the engine ticks), and snapshots at
+// stop.
+func feed(r *metrics.Recorder, ops []simOp, keep func(simOp) bool, from, stop time.Time) metrics.Snapshot {
+	next := from.Add(time.Second)
 	for _, op := range ops {
 		for !op.end.Before(next) && !next.After(stop) {
 			r.Tick(next)
@@ -119,15 +121,27 @@ func feed(r *metrics.Recorder, ops []simOp, keep func(simOp) bool, stop time.Tim
 	return r.Snapshot(stop.Add(250 * time.Millisecond))
 }
 
-// simSpec is the spec the simulated runs claim to have run.
+// counterTraits are the counter scenario's: it has write strategies and
+// the engine's driver runs it.
+var counterTraits = spec.Traits{Strategies: true, Driven: true}
+
+// simSpec is the spec the simulated runs claim to have run: the counter
+// scenario, its own settings as plain data (JSON values, as the engine
+// stores them) and the shared ones defaulted.
 func simSpec(openLoop bool) spec.Spec {
-	s := spec.Spec{Writers: 6, Strategy: spec.StrategyRetry, Warmup: spec.D(time.Second), Duration: spec.D(4 * time.Second)}
+	s := spec.Spec{
+		Scenario: "counter", Writers: 6, Strategy: spec.StrategyRetry, Warmup: spec.D(time.Second), Duration: spec.D(4 * time.Second),
+		Settings: map[string]any{"objects": float64(1), "distribution": "uniform", "fields": "shared"},
+	}
 	if openLoop {
 		s.Strategy, s.Rate = spec.StrategySSA, 750
 	}
-	s.Defaults()
+	s.Defaults(counterTraits)
 	return s
 }
+
+// simWhat is how the counter scenario describes the simulated runs.
+const simWhat = "6 writers on 1 object, shared fields"
 
 // simResult builds the Result of a simulated run, warm-up (first second)
 // included, recording only the ops keep accepts.
@@ -150,13 +164,13 @@ func simResult(t *testing.T, openLoop bool, keep func(simOp) bool, checks []Chec
 			rec.Late()
 		}
 	}
-	snap := feed(rec, ops, keep, stop)
+	snap := feed(rec, ops, keep, measureFrom, stop)
 	ended := stop.Add(250 * time.Millisecond)
 	r := &Result{
 		APIVersion: APIVersion, Kind: KindResult,
 		RunID: "20260301-120000-abc123", Version: "v0.1.0-test",
 		Started: measureFrom, Ended: ended,
-		Target: Target{Kind: spec.TargetLocal, Server: "https://127.0.0.1:42017", ServerVersion: "v1.37.1",
+		Target: spec.TargetInfo{Kind: spec.TargetLocal, Server: "https://127.0.0.1:42017", ServerVersion: "v1.37.1",
 			Storage: spec.StorageDisk, EtcdVersion: "v3.6.16"},
 		Spec:         sp,
 		Namespace:    "kb-bench-20260301-120000-abc123",

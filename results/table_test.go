@@ -10,59 +10,122 @@ import (
 	"github.com/kb-bench/kb-bench/spec"
 )
 
+// serverCheckOf runs the real check on r's measurements, with scrapes
+// that counted server where the clients sent client.
+func serverCheckOf(t *testing.T, r *Result, client, server, etcd map[string]int64, watch []string) *ServerCheck {
+	t.Helper()
+	before, after := scrapes(t, window{requests: server, etcd: etcd, etcdTook: 2 * time.Millisecond})
+	return NewServerCheck(before, after, reqs(t, client), watch, r.Measurements)
+}
+
+// plus is a copy of counts with more added.
+func plus(counts, more map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for _, m := range []map[string]int64{counts, more} {
+		for k, n := range m {
+			out[k] += n
+		}
+	}
+	return out
+}
+
 func TestWriteTable(t *testing.T) {
 	tests := []struct {
 		name  string
-		build func(t *testing.T) *Result
+		build func(t *testing.T) (*Result, [][2]string)
 	}{
-		{"table-retry-server-match", func(t *testing.T) *Result {
+		{"table-retry-server-match", func(t *testing.T) (*Result, [][2]string) {
 			r := simResult(t, false, all, []Check{{Name: "counter kb-bench-0", Passed: true, Expected: 1141, Observed: 1141}})
+			r.Workload = Describe(r.Spec, simWhat, true)
+			r.Measurements.Client.SentContent = map[string]int64{"application/vnd.kubernetes.protobuf": 1678}
+			r.Measurements.Client.ReceivedContent = map[string]int64{"application/vnd.kubernetes.protobuf": 3339, "application/json": 17}
 			v, fm := r.Measurements.Conflicts()
-			r.Server = &ServerCheck{Available: true, Resource: "configmaps",
-				ServerWrites: r.Summary.Writes, Writes: r.Summary.Writes, WritesMatch: true,
-				ServerConflicts: v + fm, Conflicts: v + fm, ConflictsMatch: true,
-				EtcdUpdates: r.Summary.Writes + 12, EtcdFailedUpdates: 12}
-			return r
+			sent := map[string]int64{
+				"GET configmaps 200": r.Measurements.ReadOutcomes["success"],
+				"PUT configmaps 200": r.Summary.Writes,
+				"PUT configmaps 409": v + fm,
+			}
+			r.Server = serverCheckOf(t, r, sent, sent, map[string]int64{"update configmaps": r.Summary.Writes + 12}, nil)
+			if !r.Server.Match {
+				t.Fatalf("the check does not match: %s", r.Server.Mismatch)
+			}
+			return r, nil
 		}},
-		{"table-lost-updates", func(t *testing.T) *Result {
+		{"table-lost-updates", func(t *testing.T) (*Result, [][2]string) {
 			r := simResult(t, false, all, []Check{
 				{Name: "counter kb-bench-0", Expected: 412, Observed: 375, Lost: 37},
 				{Name: "counter kb-bench-1", Passed: true, Expected: 300, Observed: 300},
 				{Name: "namespace kb-bench-x", Detail: "3 objects left behind"},
 			})
-			r.Spec.Unconditional, r.Spec.Strategy, r.Spec.Backoff = true, spec.StrategyUpdate, ""
+			r.Spec.Unconditional, r.Spec.Strategy, r.Spec.Backoff = true, spec.StrategyUpdate, nil
+			r.Workload = Describe(r.Spec, simWhat, true)
 			r.Server = UnavailableServerCheck("the apiserver's /metrics is not readable (HTTP 403)")
 			r.Warnings = []string{"the apiserver's /metrics is not readable (HTTP 403): server cross-check skipped"}
-			return r
+			return r, nil
 		}},
-		{"table-open-loop-mismatch", func(t *testing.T) *Result {
+		{"table-open-loop-mismatch", func(t *testing.T) (*Result, [][2]string) {
 			r := simResult(t, true, all, nil)
 			r.Spec.Client = spec.Client{QPS: 50, Burst: 100, ContentType: spec.ContentProtobuf}
-			r.Spec.Objects, r.Spec.Distribution = 10, spec.Distribution{Kind: spec.DistZipf, ZipfExponent: 1.1}
-			r.Target = Target{Kind: spec.TargetKubeconfig, Server: "https://127.0.0.1:6443", Context: "kind-kb", ServerVersion: "v1.37.1"}
+			r.Spec.Settings = map[string]any{"objects": float64(10), "distribution": "zipf", "zipfExponent": 1.1, "fields": "shared"}
+			r.Workload = Describe(r.Spec, "6 writers on 10 objects (zipf s=1.1), shared fields", true)
+			r.Target = spec.TargetInfo{Kind: spec.TargetKubeconfig, Server: "https://127.0.0.1:6443", Context: "kind-kb", ServerVersion: "v1.37.1"}
 			r.Interrupted = true
-			r.Server = &ServerCheck{Available: true, Resource: "configmaps", ServerWrites: 1500, Writes: 1498,
-				ServerConflicts: 20, Conflicts: 20, ConflictsMatch: true,
-				Mismatch:    "apiserver 1500 successful writes, kb-bench 1498 (possible causes: 2 write attempts timed out on the client and may have completed on the server)",
-				EtcdUpdates: 1610, EtcdFailedUpdates: 110, AbsorbedConflicts: 90, FlowControlRejected: 4}
-			return r
+			r.Measurements.Client.SentContent = map[string]int64{"application/apply-patch+yaml": 4282}
+			r.Measurements.Client.ReceivedContent = map[string]int64{"application/vnd.kubernetes.protobuf": 4282}
+			v, fm := r.Measurements.Conflicts()
+			timeouts := r.Measurements.WriteOutcomes[metrics.Timeout.String()]
+			// The apiserver completed two of the writes that timed out
+			// on the client.
+			r.Server = serverCheckOf(t, r, map[string]int64{
+				"APPLY configmaps 200":  r.Summary.Writes,
+				"APPLY configmaps 409":  v + fm,
+				"APPLY configmaps none": timeouts,
+			}, map[string]int64{
+				"APPLY configmaps 200": r.Summary.Writes + 2,
+				"APPLY configmaps 409": v + fm,
+			}, map[string]int64{"update configmaps": r.Summary.Writes + 2 + 110}, nil)
+			r.Server.FlowControlRejected = 4
+			if r.Server.Match {
+				t.Fatal("the check matches")
+			}
+			return r, nil
 		}},
-		{"table-nothing-ran", func(t *testing.T) *Result {
+		{"table-scenario-rows", func(t *testing.T) (*Result, [][2]string) {
+			r := simResult(t, false, all, nil)
+			r.Spec.Scenario, r.Spec.Settings = "quota", map[string]any{"resource": "count/configmaps", "hard": float64(50)}
+			r.Spec.Strategy, r.Spec.Backoff = "", nil
+			r.Workload = Describe(r.Spec, "6 writers creating objects under a ResourceQuota of count/configmaps=50", true)
+			sent := map[string]int64{"POST configmaps 201": 50, "POST configmaps 403": 1155}
+			r.Server = serverCheckOf(t, r, sent,
+				plus(sent, map[string]int64{"PUT resourcequotas/status 200": 50, "PUT resourcequotas/status 409": 3}),
+				map[string]int64{"create configmaps": 50, "update resourcequotas": 58}, []string{"resourcequotas"})
+			r.Warnings = []string{"a warning comes last"}
+			// The scenario's own lines come after the server check.
+			return r, [][2]string{
+				{"quota", "count/configmaps hard 50, full after 180ms"},
+				{"", "50 admitted, 1155 rejected"},
+			}
+		}},
+		{"table-nothing-ran", func(t *testing.T) (*Result, [][2]string) {
 			rec := metrics.NewRecorder(t0, 1, false)
-			r := &Result{RunID: "20260301-120000-000000", Version: "v0.1.0-test", Spec: spec.Default(),
-				Target: Target{Kind: spec.TargetLocal}, Interrupted: true}
+			s := spec.Spec{Scenario: "counter", Settings: map[string]any{"objects": float64(1), "distribution": "uniform", "fields": "shared"}}
+			s.Defaults(counterTraits)
+			r := &Result{RunID: "20260301-120000-000000", Version: "v0.1.0-test", Spec: s,
+				Target: spec.TargetInfo{Kind: spec.TargetLocal}, Interrupted: true,
+				Workload: Describe(s, "8 writers on 1 object, shared fields", true)}
 			r.Measurements = FromSnapshot(rec.Snapshot(t0), ClientStats{})
 			var err error
 			if r.Summary, err = Summarize(r.Measurements, 0, nil); err != nil {
 				t.Fatal(err)
 			}
-			return r
+			return r, nil
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			r, rows := tc.build(t)
 			var buf bytes.Buffer
-			if err := WriteTable(&buf, tc.build(t)); err != nil {
+			if err := WriteTable(&buf, r, rows); err != nil {
 				t.Fatal(err)
 			}
 			golden(t, tc.name+".golden", buf.Bytes())
@@ -70,16 +133,68 @@ func TestWriteTable(t *testing.T) {
 	}
 }
 
-// The scenario reports render below the common table.
-func TestWriteTableIncludesScenarioLines(t *testing.T) {
+// The scenario's rows render below the common table and the server
+// check, before errors and warnings.
+func TestWriteTableScenarioRowsOrder(t *testing.T) {
 	r := simResult(t, false, all, nil)
-	r.Quota = &QuotaReport{Resource: "count/configmaps", Hard: 50, Writers: 6}
+	r.Warnings = []string{"last"}
 	var buf bytes.Buffer
-	if err := WriteTable(&buf, r); err != nil {
+	if err := WriteTable(&buf, r, [][2]string{{"quota", "count/configmaps hard 50"}}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), "count/configmaps hard 50") {
-		t.Errorf("quota lines missing:\n%s", buf.String())
+	out := buf.String()
+	server, quota, other, warning := strings.Index(out, "\nserver "), strings.Index(out, "count/configmaps hard 50"), strings.Index(out, "\nother error"), strings.Index(out, "\nwarning")
+	if server < 0 || quota < 0 || other < 0 || warning < 0 || !(server < quota && quota < other && other < warning) {
+		t.Errorf("want server, then the scenario's rows, then errors and warnings:\n%s", out)
+	}
+}
+
+func TestDescribeClient(t *testing.T) {
+	tests := []struct {
+		name    string
+		c       spec.Client
+		clients int
+		stats   ClientStats
+		want    string
+	}{
+		{"defaults, nothing sent", spec.Client{QPS: -1, ContentType: spec.ContentDefault}, 1, ClientStats{},
+			"QPS unlimited, content type default, 1 connection"},
+		{"negotiated types, most used first", spec.Client{QPS: 50, Burst: 100, ContentType: spec.ContentDefault}, 4, ClientStats{
+			SentContent: map[string]int64{"application/vnd.kubernetes.protobuf": 9773, "application/apply-patch+yaml": 12},
+			ReceivedContent: map[string]int64{
+				"application/vnd.kubernetes.protobuf": 9785, "application/json": 3, "application/cbor": 3,
+			},
+		}, "QPS 50 burst 100, content type default, sent protobuf 9773, apply-patch+yaml 12, received protobuf 9785, cbor 3, json 3, 4 connections"},
+		{"no clients recorded counts as one", spec.Client{QPS: -1, ContentType: spec.ContentJSON}, 0, ClientStats{ReceivedContent: map[string]int64{"application/json": 1}},
+			"QPS unlimited, content type json, received json 1, 1 connection"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := describeClient(tc.c, tc.clients, tc.stats); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct{ got, want string }{
+		{Plural(0, "writer"), "0 writers"},
+		{Plural(1, "writer"), "1 writer"},
+		{Plural(2, "check"), "2 checks"},
+		{FormatDuration(0), "0s"},
+		{FormatDuration(1234 * time.Microsecond), "1.23ms"},
+		{FormatDuration(12345 * time.Microsecond), "12.3ms"},
+		{FormatDuration(123456 * time.Microsecond), "123ms"},
+		{FormatDuration(1234 * ms), "1.23s"},
+		{FormatDuration(12345 * ms), "12.3s"},
+		{ShortLatency(Latency{}), "-"},
+		{ShortLatency(Latency{P50: 1200 * time.Microsecond, P90: 5 * ms, P99: 8310 * time.Microsecond, Max: 20100 * time.Microsecond}), "p50 1.20ms  p99 8.31ms  max 20.1ms"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
 	}
 }
 

@@ -36,7 +36,7 @@ func parseFile(t *testing.T, name string) metrics.ServerSample {
 }
 
 // measured records write attempts by outcome through a real Recorder.
-func measured(writes map[metrics.Outcome]int, warmup bool) results.Measurements {
+func measured(writes map[metrics.Outcome]int) results.Measurements {
 	r := metrics.NewRecorder(t0, 2, false)
 	i := 0
 	for out, n := range writes {
@@ -47,11 +47,39 @@ func measured(writes map[metrics.Outcome]int, warmup bool) results.Measurements 
 			i++
 		}
 	}
-	if warmup {
-		r.MeasureFrom(t0.Add(time.Second))
-		r.Shard(0).RecordOp(metrics.Op{Intended: t0, End: t0.Add(time.Millisecond), Attempts: 1})
-	}
 	return results.FromSnapshot(r.Snapshot(t0.Add(time.Second)), results.ClientStats{})
+}
+
+// sent is what kb-bench's clients sent, as the engine's transport counts
+// it: by endpoint and response code.
+func sent(counts map[string]int64) map[metrics.RequestKey]int64 {
+	m := map[metrics.RequestKey]int64{}
+	for s, n := range counts {
+		f := strings.Fields(s) // VERB RESOURCE[/SUBRESOURCE] CODE
+		res, sub, _ := strings.Cut(f[1], "/")
+		m[metrics.RequestKey{EndpointKey: metrics.EndpointKey{Verb: f[0], Resource: res, Subresource: sub}, Code: f[2]}] = n
+	}
+	return m
+}
+
+// row finds the check's row for "VERB RESOURCE CODE".
+func row(rows []results.RequestCount, s string) (results.RequestCount, bool) {
+	for _, r := range rows {
+		if r.Verb+" "+r.Resource+" "+r.Code == s {
+			return r, true
+		}
+	}
+	return results.RequestCount{}, false
+}
+
+// races finds the check's etcd races on resource.
+func races(c *results.ServerCheck, resource string) results.EtcdRaces {
+	for _, r := range c.Races {
+		if r.Resource == resource {
+			return r
+		}
+	}
+	return results.EtcdRaces{Resource: resource}
 }
 
 func TestParse(t *testing.T) {
@@ -91,76 +119,119 @@ func TestParseRefuses(t *testing.T) {
 	}
 }
 
-// The cross-check on fixtures with a known story: on configmaps, 1000
-// PUTs, 200 merge patches and 50 applies succeeded, 300 PUTs and 10 applies
-// got a 409, 4 JSON patches failed their test; etcd saw 35 more update
-// transactions than successful writes. On secrets, 400 patches succeeded
-// with 60 transactions lost to races and no 409 returned.
+// The cross-check on fixtures with a known story: on configmaps, 1300
+// GETs; 1000 PUTs, 200 merge patches and 50 applies succeeded, 300 PUTs
+// and 10 applies got a 409, 4 JSON patches failed their test (422); etcd
+// saw 35 more update transactions than successful writes. On secrets, 400
+// patches succeeded with 60 transactions lost to races and no 409
+// returned, and 3 PUTs were throttled (429). Leases and namespaces saw
+// traffic of their own.
 func TestNewServerCheck(t *testing.T) {
 	before, after := parseFile(t, "before.prom"), parseFile(t, "after.prom")
+	configmapRequests := map[string]int64{
+		"GET configmaps 200": 1300,
+		"PUT configmaps 200": 1000, "PUT configmaps 409": 300,
+		"PATCH configmaps 200": 200, "PATCH configmaps 422": 4,
+		"APPLY configmaps 200": 50, "APPLY configmaps 409": 10,
+	}
 	configmapRun := map[metrics.Outcome]int{
 		metrics.Success: 1250, metrics.VersionConflict: 300, metrics.FieldManagerConflict: 10, metrics.FailedPrecondition: 4,
 	}
 	tests := []struct {
-		name     string
-		resource string
-		writes   map[metrics.Outcome]int
-		warmup   bool
-		check    func(t *testing.T, c *results.ServerCheck)
+		name   string
+		client map[string]int64
+		writes map[metrics.Outcome]int
+		check  func(t *testing.T, c *results.ServerCheck)
 	}{
-		{"counts agree", "configmaps", configmapRun, false, func(t *testing.T, c *results.ServerCheck) {
-			if !c.Available || !c.WritesMatch || !c.ConflictsMatch || c.Mismatch != "" {
+		{"counts agree", configmapRequests, configmapRun, func(t *testing.T, c *results.ServerCheck) {
+			if !c.Available || !c.Match || c.Mismatch != "" || len(c.Internal) != 0 {
 				t.Errorf("want a match, got %+v", c)
 			}
-			if c.ServerWrites != 1250 || c.ServerConflicts != 310 {
-				t.Errorf("server writes %d, conflicts %d; want 1250, 310", c.ServerWrites, c.ServerConflicts)
+			// Every endpoint and code the clients used, and nothing else:
+			// the leases, namespaces and secrets traffic is not theirs.
+			if len(c.Requests) != len(configmapRequests) {
+				t.Errorf("%d rows, want %d: %+v", len(c.Requests), len(configmapRequests), c.Requests)
 			}
-			if c.EtcdUpdates != 1285 || c.EtcdFailedUpdates != 35 || c.AbsorbedConflicts != 0 {
-				t.Errorf("etcd updates %d, failed %d, absorbed %d; want 1285, 35, 0", c.EtcdUpdates, c.EtcdFailedUpdates, c.AbsorbedConflicts)
+			for s, n := range configmapRequests {
+				if r, ok := row(c.Requests, s); !ok || r.Client != n || r.Server != n {
+					t.Errorf("%s: row %+v (found %v), want %d on both sides", s, r, ok, n)
+				}
+			}
+			if r := races(c, "configmaps"); r.Updates != 1285 || r.Failed != 35 || r.Absorbed != 0 {
+				t.Errorf("configmaps etcd races %+v; want 1285 updates, 35 failed, 0 absorbed (the 310 409s cover them)", r)
+			}
+			if len(c.Races) != 1 {
+				t.Errorf("races %+v, want configmaps' only", c.Races)
+			}
+			wantEtcd := []results.EtcdRequests{
+				{Resource: "configmaps", Operation: "get", Count: 1348, Mean: 500 * time.Microsecond},
+				{Resource: "configmaps", Operation: "update", Count: 1285, Mean: 2 * time.Millisecond},
+			}
+			if fmt.Sprint(c.Etcd) != fmt.Sprint(wantEtcd) {
+				t.Errorf("etcd %+v, want %+v", c.Etcd, wantEtcd)
 			}
 			if c.FlowControlRejected != 4 || c.FlowControlWaited != 3004 || c.FlowControlMeanWait != 632*time.Microsecond {
 				t.Errorf("APF rejected %d, waited %d for %v; want 4, 3004, 632µs", c.FlowControlRejected, c.FlowControlWaited, c.FlowControlMeanWait)
 			}
-			want := []results.ServerLatency{{Verb: "APPLY", Count: 60, Mean: 5500 * time.Microsecond}, {Verb: "GET", Count: 1300, Mean: time.Millisecond}, {Verb: "PATCH", Count: 204, Mean: 3971 * time.Microsecond}, {Verb: "PUT", Count: 1300, Mean: 3 * time.Millisecond}}
-			if len(c.Latency) != len(want) {
-				t.Fatalf("latency %+v, want %+v", c.Latency, want)
-			}
-			for i := range want {
-				if c.Latency[i] != want[i] {
-					t.Errorf("latency[%d] = %+v, want %+v", i, c.Latency[i], want[i])
-				}
-			}
 		}},
-		{"one write missing on kb-bench's side", "configmaps", map[metrics.Outcome]int{
-			metrics.Success: 1249, metrics.VersionConflict: 300, metrics.FieldManagerConflict: 10, metrics.Timeout: 1,
-		}, true, func(t *testing.T, c *results.ServerCheck) {
-			if c.WritesMatch || !c.ConflictsMatch {
-				t.Errorf("writes match %v, conflicts match %v; want false, true", c.WritesMatch, c.ConflictsMatch)
+		{"one write missing on kb-bench's side", map[string]int64{
+			"GET configmaps 200": 1300,
+			"PUT configmaps 200": 999, "PUT configmaps 409": 300, "PUT configmaps none": 1,
+			"PATCH configmaps 200": 200, "PATCH configmaps 422": 4,
+			"APPLY configmaps 200": 50, "APPLY configmaps 409": 10,
+		}, map[metrics.Outcome]int{
+			metrics.Success: 1249, metrics.VersionConflict: 300, metrics.FieldManagerConflict: 10, metrics.FailedPrecondition: 4, metrics.Timeout: 1,
+		}, func(t *testing.T, c *results.ServerCheck) {
+			if !c.Available || c.Match {
+				t.Errorf("want a mismatch, got %+v", c)
 			}
-			for _, want := range []string{"apiserver 1250 successful writes, kb-bench 1249", "1 write attempts timed out", "other clients"} {
+			for _, want := range []string{
+				"PUT configmaps 200: apiserver 1000, kb-bench 999", "PUT configmaps none: apiserver 0, kb-bench 1",
+				"got no answer", "1 write attempts timed out", "other clients",
+			} {
 				if !strings.Contains(c.Mismatch, want) {
 					t.Errorf("mismatch %q does not say %q", c.Mismatch, want)
 				}
 			}
-		}},
-		{"patch conflicts absorbed by the apiserver", "secrets", map[metrics.Outcome]int{metrics.Success: 400}, false, func(t *testing.T, c *results.ServerCheck) {
-			if !c.WritesMatch || c.ServerConflicts != 0 || c.EtcdFailedUpdates != 60 || c.AbsorbedConflicts != 60 {
-				t.Errorf("writes match %v, 409s %d, failed %d, absorbed %d; want true, 0, 60, 60", c.WritesMatch, c.ServerConflicts, c.EtcdFailedUpdates, c.AbsorbedConflicts)
+			if strings.Contains(c.Mismatch, "409") || strings.Contains(c.Mismatch, "PATCH") {
+				t.Errorf("mismatch %q names counts that agree", c.Mismatch)
 			}
 		}},
-		{"subresource is a different endpoint", "configmaps/status", map[metrics.Outcome]int{}, false, func(t *testing.T, c *results.ServerCheck) {
-			if c.ServerWrites != 0 || !c.WritesMatch {
-				t.Errorf("configmaps/status: server writes %d, match %v; want 0, true", c.ServerWrites, c.WritesMatch)
+		{"patch conflicts absorbed by the apiserver", map[string]int64{"PATCH secrets 200": 400, "PUT secrets 429": 3}, map[metrics.Outcome]int{
+			metrics.Success: 400, metrics.Throttled: 3,
+		}, func(t *testing.T, c *results.ServerCheck) {
+			if !c.Match {
+				t.Errorf("want a match: %s", c.Mismatch)
+			}
+			if r := races(c, "secrets"); r.Updates != 460 || r.Failed != 60 || r.Absorbed != 60 {
+				t.Errorf("secrets etcd races %+v; want 460 updates, 60 failed, 60 absorbed (no 409 returned)", r)
+			}
+		}},
+		{"others' writes on the same resource", map[string]int64{"PATCH secrets 200": 400}, map[metrics.Outcome]int{metrics.Success: 400}, func(t *testing.T, c *results.ServerCheck) {
+			if r, ok := row(c.Requests, "PUT secrets 429"); c.Match || !ok || r.Client != 0 || r.Server != 3 {
+				t.Errorf("PUT secrets 429 row %+v (found %v), match %v; want the 3 throttled PUTs kb-bench did not send, and a mismatch", r, ok, c.Match)
+			}
+			if !strings.Contains(c.Mismatch, "other clients") {
+				t.Errorf("mismatch %q does not suggest other clients", c.Mismatch)
+			}
+		}},
+		{"subresource is a different endpoint", map[string]int64{"PUT configmaps/status 200": 5}, map[metrics.Outcome]int{metrics.Success: 5}, func(t *testing.T, c *results.ServerCheck) {
+			r, ok := row(c.Requests, "PUT configmaps/status 200")
+			if !ok || r.Client != 5 || r.Server != 0 {
+				t.Errorf("configmaps/status row %+v (found %v); want kb-bench 5, apiserver 0: the object's 1000 PUTs are not the subresource's", r, ok)
+			}
+			if r, ok := row(c.Requests, "PUT configmaps 200"); !ok || r.Client != 0 || r.Server != 1000 {
+				t.Errorf("configmaps row %+v (found %v); want the object's PUTs on a row of their own", r, ok)
 			}
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.check(t, results.NewServerCheck(before, after, tc.resource, measured(tc.writes, tc.warmup)))
+			tc.check(t, results.NewServerCheck(before, after, sent(tc.client), nil, measured(tc.writes)))
 		})
 	}
 	t.Run("apiserver restarted", func(t *testing.T) {
-		c := results.NewServerCheck(after, before, "configmaps", measured(configmapRun, false))
+		c := results.NewServerCheck(after, before, sent(configmapRequests), nil, measured(configmapRun))
 		if c.Available || !strings.Contains(c.Reason, "restarted") {
 			t.Errorf("counters going backwards: available %v, reason %q; want unavailable, restarted", c.Available, c.Reason)
 		}
@@ -171,19 +242,28 @@ func TestNewServerCheck(t *testing.T) {
 // patch, an apply and a conflicting apply (409, FieldManagerConflict).
 func TestNewServerCheckRealExposition(t *testing.T) {
 	before, after := parseFile(t, "real-before.prom"), parseFile(t, "real-after.prom")
-	m := measured(map[metrics.Outcome]int{metrics.Success: 5, metrics.VersionConflict: 1, metrics.FieldManagerConflict: 1}, false)
-	c := results.NewServerCheck(before, after, "configmaps", m)
-	if !c.Available || !c.WritesMatch || !c.ConflictsMatch || c.ServerWrites != 5 || c.ServerConflicts != 2 {
+	m := measured(map[metrics.Outcome]int{metrics.Success: 5, metrics.VersionConflict: 1, metrics.FieldManagerConflict: 1})
+	client := sent(map[string]int64{
+		"APPLY configmaps 200": 1, "APPLY configmaps 409": 1, "PATCH configmaps 200": 1, "PUT configmaps 200": 3, "PUT configmaps 409": 1,
+	})
+	c := results.NewServerCheck(before, after, client, nil, m)
+	if !c.Available || !c.Match {
 		t.Errorf("want 5 writes and 2 conflicts matching, got %+v", c)
+	}
+	want := []results.RequestCount{
+		{Verb: "APPLY", Resource: "configmaps", Code: "200", Client: 1, Server: 1},
+		{Verb: "APPLY", Resource: "configmaps", Code: "409", Client: 1, Server: 1},
+		{Verb: "PATCH", Resource: "configmaps", Code: "200", Client: 1, Server: 1},
+		{Verb: "PUT", Resource: "configmaps", Code: "200", Client: 3, Server: 3},
+		{Verb: "PUT", Resource: "configmaps", Code: "409", Client: 1, Server: 1},
+	}
+	if fmt.Sprint(c.Requests) != fmt.Sprint(want) {
+		t.Errorf("requests %+v, want %+v", c.Requests, want)
 	}
 	// Every successful write is one etcd update; the stale PUT failed its
 	// precondition before reaching etcd.
-	if c.EtcdUpdates != 5 || c.EtcdFailedUpdates != 0 {
-		t.Errorf("etcd updates %d, failed %d; want 5, 0", c.EtcdUpdates, c.EtcdFailedUpdates)
-	}
-	want := []results.ServerRequests{{Verb: "APPLY", Code: "200", Count: 1}, {Verb: "APPLY", Code: "409", Count: 1}, {Verb: "PATCH", Code: "200", Count: 1}, {Verb: "PUT", Code: "200", Count: 3}, {Verb: "PUT", Code: "409", Count: 1}}
-	if fmt.Sprint(c.Requests) != fmt.Sprint(want) {
-		t.Errorf("requests %v, want %v", c.Requests, want)
+	if r := races(c, "configmaps"); r.Updates != 5 || r.Failed != 0 || r.Absorbed != 0 {
+		t.Errorf("configmaps etcd races %+v; want 5 updates, none failed", r)
 	}
 }
 
