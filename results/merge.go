@@ -36,6 +36,7 @@ func Merge(rs ...*Result) (*Result, error) {
 		RunID:      first.RunID,
 		Version:    first.Version,
 		Target:     first.Target,
+		Workload:   first.Workload,
 		Spec:       first.Spec,
 		Namespace:  first.Namespace,
 		Started:    first.Started,
@@ -143,6 +144,17 @@ func MergeMeasurements(ms ...Measurements) (Measurements, error) {
 		out.Client.Retries += m.Client.Retries
 		out.Client.RateLimiterWait += m.Client.RateLimiterWait
 		out.Client.RateLimited += m.Client.RateLimited
+		for _, c := range []struct {
+			dst *map[string]int64
+			src map[string]int64
+		}{
+			{&out.Client.SentContent, m.Client.SentContent}, {&out.Client.ReceivedContent, m.Client.ReceivedContent},
+		} {
+			if len(c.src) > 0 && *c.dst == nil {
+				*c.dst = map[string]int64{}
+			}
+			addCounts(*c.dst, c.src)
+		}
 		if !m.SeriesStart.IsZero() && (out.SeriesStart.IsZero() || m.SeriesStart.Before(out.SeriesStart)) {
 			out.SeriesStart = m.SeriesStart
 		}

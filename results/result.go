@@ -69,7 +69,6 @@ type Result struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-
 // Measurements is the raw data of a run; Merge adds two of them exactly.
 type Measurements struct {
 	// Ops counts measured operations; WarmupOps the excluded warm-up ones.

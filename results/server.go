@@ -97,7 +97,11 @@ func resourceName(k metrics.EndpointKey) string {
 }
 
 func isWriteVerb(verb string) bool {
-	return verb == "PUT" || verb == "PATCH" || verb == "APPLY" || verb == "POST"
+	switch verb {
+	case "PUT", "PATCH", "APPLY", "POST", "DELETE", "DELETECOLLECTION":
+		return true
+	}
+	return false
 }
 
 // NewServerCheck compares the clients' requests (client) with the two

@@ -269,9 +269,12 @@ func describeServer(c *ServerCheck) [][2]string {
 		total += r.Client
 	}
 	rows := [][2]string{}
-	if c.Match {
+	switch {
+	case c.Match && total == 0:
+		rows = append(rows, [2]string{"server", "no requests in the measured window, and the apiserver counted none either"})
+	case c.Match:
 		rows = append(rows, [2]string{"server", fmt.Sprintf("apiserver counted the same %d requests as kb-bench: %s", total, describeCounts(c.Requests))})
-	} else {
+	default:
 		rows = append(rows, [2]string{"server", "MISMATCH: " + c.Mismatch})
 	}
 	if len(c.Internal) > 0 {

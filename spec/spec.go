@@ -62,9 +62,9 @@ type TargetKind string
 
 // Target kinds.
 const (
-	TargetLocal      TargetKind = "local"
+	TargetLocal       TargetKind = "local"
 	TargetKindCluster TargetKind = "kind"
-	TargetKubeconfig TargetKind = "kubeconfig"
+	TargetKubeconfig  TargetKind = "kubeconfig"
 )
 
 // TargetKinds lists every target kind.

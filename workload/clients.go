@@ -279,7 +279,8 @@ func endpointOf(r *http.Request) (k metrics.RequestKey, watch bool) {
 			segs = nil
 		}
 	}
-	if len(segs) >= 3 && segs[0] == "namespaces" {
+	isNamespaceSub := len(segs) == 3 && (segs[2] == "status" || segs[2] == "finalize")
+	if len(segs) >= 3 && segs[0] == "namespaces" && !isNamespaceSub {
 		segs = segs[2:] // namespaces/NS/RESOURCE/...
 	}
 	named := false

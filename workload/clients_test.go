@@ -167,6 +167,7 @@ func TestEndpointOf(t *testing.T) {
 		{"POST", "/api/v1/namespaces/ns/configmaps", "application/json", metrics.EndpointKey{Verb: "POST", Resource: "configmaps"}, false},
 		{"DELETE", "/api/v1/namespaces/ns/configmaps", "", metrics.EndpointKey{Verb: "DELETECOLLECTION", Resource: "configmaps"}, false},
 		{"GET", "/api/v1/namespaces/ns", "", metrics.EndpointKey{Verb: "GET", Resource: "namespaces"}, false},
+		{"PUT", "/api/v1/namespaces/ns/finalize", "", metrics.EndpointKey{Verb: "PUT", Resource: "namespaces", Subresource: "finalize"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.url, func(t *testing.T) {
