@@ -144,17 +144,8 @@ func MergeMeasurements(ms ...Measurements) (Measurements, error) {
 		out.Client.Retries += m.Client.Retries
 		out.Client.RateLimiterWait += m.Client.RateLimiterWait
 		out.Client.RateLimited += m.Client.RateLimited
-		for _, c := range []struct {
-			dst *map[string]int64
-			src map[string]int64
-		}{
-			{&out.Client.SentContent, m.Client.SentContent}, {&out.Client.ReceivedContent, m.Client.ReceivedContent},
-		} {
-			if len(c.src) > 0 && *c.dst == nil {
-				*c.dst = map[string]int64{}
-			}
-			addCounts(*c.dst, c.src)
-		}
+		out.Client.SentContent = sumCounts(out.Client.SentContent, m.Client.SentContent)
+		out.Client.ReceivedContent = sumCounts(out.Client.ReceivedContent, m.Client.ReceivedContent)
 		if !m.SeriesStart.IsZero() && (out.SeriesStart.IsZero() || m.SeriesStart.Before(out.SeriesStart)) {
 			out.SeriesStart = m.SeriesStart
 		}
@@ -257,6 +248,18 @@ func mergeSeries(all [][]metrics.SeriesPoint, offsets []time.Duration) ([]metric
 		out = append(out, a.p)
 	}
 	return out, nil
+}
+
+// sumCounts adds src to dst, making dst when there is something to add.
+func sumCounts(dst, src map[string]int64) map[string]int64 {
+	if len(src) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = map[string]int64{}
+	}
+	addCounts(dst, src)
+	return dst
 }
 
 func addCounts(dst, src map[string]int64) {
