@@ -133,6 +133,11 @@ func subSeries[K comparable, V any](d, after, before map[K]V, sub func(a, b V) V
 
 func (c CountSum) count() int64 { return c.Count }
 
+// Add returns c plus b.
+func (c CountSum) Add(b CountSum) CountSum {
+	return CountSum{Count: c.Count + b.Count, Sum: c.Sum + b.Sum}
+}
+
 func (c CountSum) sub(b CountSum) CountSum {
 	return CountSum{Count: c.Count - b.Count, Sum: c.Sum - b.Sum}
 }

@@ -220,8 +220,7 @@ func NewServerCheck(before, after metrics.ServerSample, client map[metrics.Reque
 	}
 	var wait metrics.CountSum
 	for _, cs := range delta.FlowWait {
-		wait.Count += cs.Count
-		wait.Sum += cs.Sum
+		wait = wait.Add(cs)
 	}
 	c.FlowControlWaited, c.FlowControlMeanWait = wait.Count, wait.Mean().Round(time.Microsecond)
 	return c

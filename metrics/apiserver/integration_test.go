@@ -266,7 +266,7 @@ func testScrapeForbidden(t *testing.T, cfg *rest.Config) {
 		t.Fatal(err)
 	}
 	_, err = apiserver.Scrape(ctx, cs.Discovery().RESTClient())
-	if !apiserver.IsUnavailable(err) {
+	if !isUnavailable(err) {
 		t.Fatalf("scrape as a user without RBAC for /metrics: err = %v, want an UnavailableError", err)
 	}
 	t.Log(err)

@@ -4,7 +4,7 @@
 //
 // Scrape once before and once after the measured window, then hand both
 // samples to results.NewServerCheck. When the endpoint cannot be read
-// (IsUnavailable: 401, 403 or 404, e.g. RBAC without the nonResourceURL
+// (UnavailableError: 401, 403 or 404, e.g. RBAC without the nonResourceURL
 // /metrics), the caller warns once, records ServerCheck{Available: false}
 // and carries on: the benchmark's own figures do not depend on it.
 package apiserver
@@ -12,7 +12,6 @@ package apiserver
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -39,8 +38,7 @@ const (
 )
 
 // UnavailableError says /metrics cannot be read with these credentials (or
-// is not served). It is the one scrape error a caller should warn about
-// and carry on from.
+// is not served), and what to grant.
 type UnavailableError struct {
 	// Code is the HTTP status (401, 403 or 404).
 	Code int
@@ -54,13 +52,6 @@ func (e *UnavailableError) Error() string {
 
 // Unwrap returns the underlying request error.
 func (e *UnavailableError) Unwrap() error { return e.Err }
-
-// IsUnavailable reports whether err (from Scrape) means /metrics cannot be
-// read at all, as opposed to a transient or parse failure.
-func IsUnavailable(err error) bool {
-	var u *UnavailableError
-	return errors.As(err, &u)
-}
 
 // Scrape reads /metrics through c (for example
 // clientset.Discovery().RESTClient() or CoreV1().RESTClient()).
@@ -99,14 +90,14 @@ func Parse(r io.Reader, at time.Time) (metrics.ServerSample, error) {
 	}
 	for _, m := range family(fams, requestDuration) {
 		k := endpoint(labels(m))
-		s.Durations[k] = add(s.Durations[k], histogram(m))
+		s.Durations[k] = s.Durations[k].Add(histogram(m))
 	}
 	for _, m := range family(fams, etcdTotal) {
 		s.Etcd[etcdKey(labels(m))] += counter(m)
 	}
 	for _, m := range family(fams, etcdDuration) {
 		k := etcdKey(labels(m))
-		s.EtcdDurations[k] = add(s.EtcdDurations[k], histogram(m))
+		s.EtcdDurations[k] = s.EtcdDurations[k].Add(histogram(m))
 	}
 	for _, m := range family(fams, flowRejected) {
 		l := labels(m)
@@ -115,7 +106,7 @@ func Parse(r io.Reader, at time.Time) (metrics.ServerSample, error) {
 	for _, m := range family(fams, flowWait) {
 		l := labels(m)
 		k := metrics.FlowWaitKey{PriorityLevel: l["priority_level"], FlowSchema: l["flow_schema"], Executed: l["execute"] == "true"}
-		s.FlowWait[k] = add(s.FlowWait[k], histogram(m))
+		s.FlowWait[k] = s.FlowWait[k].Add(histogram(m))
 	}
 	return s, nil
 }
@@ -154,8 +145,4 @@ func counter(m *dto.Metric) int64 {
 func histogram(m *dto.Metric) metrics.CountSum {
 	h := m.GetHistogram()
 	return metrics.CountSum{Count: int64(h.GetSampleCount()), Sum: h.GetSampleSum()}
-}
-
-func add(a, b metrics.CountSum) metrics.CountSum {
-	return metrics.CountSum{Count: a.Count + b.Count, Sum: a.Sum + b.Sum}
 }

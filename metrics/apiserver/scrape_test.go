@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -307,12 +308,18 @@ func TestScrape(t *testing.T) {
 				t.Fatal(err)
 			}
 			s, err := apiserver.Scrape(context.Background(), cs.Discovery().RESTClient())
-			if (err != nil) != tc.wantErr || apiserver.IsUnavailable(err) != tc.wantUnavailable {
-				t.Fatalf("err = %v (unavailable %v); want error %v, unavailable %v", err, apiserver.IsUnavailable(err), tc.wantErr, tc.wantUnavailable)
+			if (err != nil) != tc.wantErr || isUnavailable(err) != tc.wantUnavailable {
+				t.Fatalf("err = %v (unavailable %v); want error %v, unavailable %v", err, isUnavailable(err), tc.wantErr, tc.wantUnavailable)
 			}
 			if err == nil && s.Requests[metrics.RequestKey{EndpointKey: metrics.EndpointKey{Verb: "PUT", Resource: "configmaps"}, Code: "409"}] != 303 {
 				t.Errorf("scraped sample lacks the PUT 409 count: %v", s.Requests)
 			}
 		})
 	}
+}
+
+// isUnavailable reports whether err says /metrics cannot be read at all.
+func isUnavailable(err error) bool {
+	var u *apiserver.UnavailableError
+	return errors.As(err, &u)
 }

@@ -6,14 +6,13 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
-// client-go's own retries and rate-limiter waits, which the engine never
-// sees, show up in the counters as per-run deltas.
+// client-go's own retries, which the engine never sees, show up in the
+// counters as per-run deltas.
 func TestInstallCountsHiddenWork(t *testing.T) {
 	c, err := Install()
 	if err != nil {
@@ -40,21 +39,16 @@ func TestInstallCountsHiddenWork(t *testing.T) {
 
 	tests := []struct {
 		name        string
-		qps         float32
-		burst       int
 		path        string
 		requests    int
 		wantRetries int64
-		minLimited  int64
-		minWait     time.Duration
 	}{
-		{"retried 429s", -1, 0, "/throttled", 1, 2, 0, 0},
-		// 20 QPS with burst 1: four back-to-back requests wait ~50ms each after the first.
-		{"rate limiter", 20, 1, "/limited", 4, 0, 3, 120 * time.Millisecond},
+		{"retried 429s", "/throttled", 1, 2},
+		{"no retries", "/ok", 3, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: tc.qps, Burst: tc.burst})
+			cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,12 +61,6 @@ func TestInstallCountsHiddenWork(t *testing.T) {
 			d := c.Read().Sub(before)
 			if d.Retries != tc.wantRetries {
 				t.Errorf("retries = %d, want %d", d.Retries, tc.wantRetries)
-			}
-			if d.RateLimited < tc.minLimited || d.RateLimiterWait < tc.minWait {
-				t.Errorf("rate limited %d requests for %v, want at least %d for %v", d.RateLimited, d.RateLimiterWait, tc.minLimited, tc.minWait)
-			}
-			if tc.minLimited == 0 && d.RateLimited != 0 {
-				t.Errorf("%d requests counted as rate limited without a limiter", d.RateLimited)
 			}
 		})
 	}
