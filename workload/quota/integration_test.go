@@ -1,10 +1,24 @@
-package quota
+package quota_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"os"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/cluster/clustertest"
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload"
+	"github.com/kb-bench/kb-bench/workload/quota"
+	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // local is the real kube-apiserver and etcd the package's integration tests
@@ -12,3 +26,185 @@ import (
 var local clustertest.Shared
 
 func TestMain(m *testing.M) { os.Exit(local.Main(m)) }
+
+var runSeq atomic.Int64
+
+// logWriter sends the engine's log to the test log.
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// runQuota runs s as the quota scenario through the engine and returns the
+// outcome and the scenario's report.
+func runQuota(ctx context.Context, t *testing.T, cfg *rest.Config, s spec.Spec, progress func(time.Duration, metrics.SeriesPoint)) (*workload.Outcome, *quota.Report) {
+	t.Helper()
+	s.Scenario = quota.Definition.Name
+	out, err := workload.Run(ctx, s, workload.Options{
+		Config:            cfg,
+		RunID:             fmt.Sprintf("quota-%d-%d", os.Getpid(), runSeq.Add(1)),
+		Version:           "test",
+		Log:               logWriter{t},
+		FinalizeNamespace: true,
+		Progress:          progress,
+		Scenarios:         []scenario.Definition{quota.Definition},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, ok := out.Report.(*quota.Report)
+	if !ok {
+		t.Fatalf("report is a %T, want *quota.Report", out.Report)
+	}
+	return out, report
+}
+
+// assertChecksPass checks that the run has the quota's three checks and
+// that they passed.
+func assertChecksPass(t *testing.T, res *results.Result) {
+	t.Helper()
+	if len(res.Checks) != 3 {
+		t.Errorf("%d checks, want 3: %+v", len(res.Checks), res.Checks)
+	}
+	for _, c := range res.Checks {
+		if !c.Passed {
+			t.Errorf("check %q failed: %s", c.Name, c.Detail)
+		}
+	}
+}
+
+// assertServerMatch checks that the apiserver counted exactly the creates
+// the clients sent.
+func assertServerMatch(t *testing.T, res *results.Result) {
+	t.Helper()
+	if sc := res.Server; sc == nil || !sc.Available || !sc.Match {
+		t.Errorf("server cross-check %+v, want every count to match the apiserver's", sc)
+	}
+}
+
+func TestQuotaOnLocalControlPlane(t *testing.T) {
+	cfg := local.Config(t)
+	const hard = 25
+	for i, res := range []string{quota.ResourceConfigMaps, quota.ResourceGPU} {
+		t.Run(res, func(t *testing.T) {
+			out, r := runQuota(t.Context(), t, cfg, spec.Spec{
+				Writers:  8,
+				Duration: spec.D(time.Second),
+				Settings: map[string]any{"resource": res, "hard": hard},
+			}, nil)
+			result := out.Result
+			if i == 0 {
+				var table strings.Builder
+				if err := results.WriteTable(&table, result, out.Report.Rows()); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("\n%s", table.String())
+			}
+			assertChecksPass(t, result)
+			// The writers go on after the quota is full: exactly H admitted,
+			// the rest refused.
+			if r.InitialUsed+r.Admitted != hard || r.ExistingAtEnd != hard || r.UsedAtEnd != hard {
+				t.Errorf("initial %d + admitted %d, existing %d, used %d: want all %d", r.InitialUsed, r.Admitted, r.ExistingAtEnd, r.UsedAtEnd, hard)
+			}
+			if r.Rejected == 0 || r.FullAt == 0 || r.RejectedLatency.Max == 0 {
+				t.Errorf("rejected %d, full at %s, rejected latency %+v: want the quota to fill and refuse", r.Rejected, r.FullAt, r.RejectedLatency)
+			}
+			if !r.StatusInitialized || len(result.Warnings) == 0 || !strings.Contains(result.Warnings[0], "constrains nothing") {
+				t.Errorf("status initialised %t, warnings %q: want the initialisation said", r.StatusInitialized, result.Warnings)
+			}
+
+			// The engine's figures are the scenario's: each create one
+			// operation of one write attempt, a rejection a failed precondition.
+			sum, m := result.Summary, result.Measurements
+			if sum.Ops != r.Creates || sum.WriteAttempts != r.Creates ||
+				m.Outcomes[metrics.FailedPrecondition.String()] != r.Rejected || m.Outcomes[metrics.Success.String()] != r.Admitted {
+				t.Errorf("engine: %d ops, %d write attempts, outcomes %v; report: %d creates, %d rejected, %d admitted",
+					sum.Ops, sum.WriteAttempts, m.Outcomes, r.Creates, r.Rejected, r.Admitted)
+			}
+
+			// The apiserver counted the same creates, and its own writes of
+			// the quota's status: at most one per admitted create (admission
+			// batches concurrent creates into one status update).
+			assertServerMatch(t, result)
+			var statusOK, statusConflicts int64
+			for _, rc := range result.Server.Internal {
+				if rc.Verb == "PUT" && rc.Resource == "resourcequotas/status" {
+					switch rc.Code {
+					case "200":
+						statusOK += rc.Server
+					case "409":
+						statusConflicts += rc.Server
+					}
+				}
+			}
+			if statusOK < 1 || statusOK > r.Admitted {
+				t.Errorf("the apiserver's own PUT resourcequotas/status: %d (200), want 1 to the %d admitted creates; internal %+v",
+					statusOK, r.Admitted, result.Server.Internal)
+			}
+			t.Logf("%s: %d creates (%.0f/s): %d admitted, %d rejected, %d conflicts, full after %s; quota status writes %d (200), %d (409); etcd %+v",
+				res, r.Creates, sum.Throughput, r.Admitted, r.Rejected, r.Conflicts, r.FullAt, statusOK, statusConflicts, result.Server.Races)
+
+			var details quota.Report
+			if err := json.Unmarshal(result.Details, &details); err != nil || details.Admitted != r.Admitted || details.Rejected != r.Rejected {
+				t.Errorf("result details %s (%v), want the report's figures", result.Details, err)
+			}
+		})
+	}
+}
+
+// The engine's driver bounds the run: operations after a warm-up, an open
+// loop's rate, Ctrl-C. Counts cover the warm-up, since every admitted
+// object counts against the quota.
+func TestQuotaDriven(t *testing.T) {
+	cfg := local.Config(t)
+	const hard = 10
+	settings := map[string]any{"hard": hard}
+
+	t.Run("operations after warm-up", func(t *testing.T) {
+		s := spec.Spec{Writers: 4, Operations: 40, Warmup: spec.D(200 * time.Millisecond), Settings: settings}
+		out, r := runQuota(t.Context(), t, cfg, s, nil)
+		res := out.Result
+		if res.Summary.Ops != 40 || res.Measurements.WarmupOps == 0 || r.Creates != 40+res.Measurements.WarmupOps {
+			t.Errorf("%d measured ops after %d warm-up ops, %d creates: want 40 measured, and creates to count both",
+				res.Summary.Ops, res.Measurements.WarmupOps, r.Creates)
+		}
+		if r.Admitted != hard || r.Rejected == 0 {
+			t.Errorf("admitted %d, rejected %d: want %d and some", r.Admitted, r.Rejected, hard)
+		}
+		assertChecksPass(t, res)
+		assertServerMatch(t, res)
+	})
+
+	t.Run("open loop", func(t *testing.T) {
+		const rate = 300
+		s := spec.Spec{Writers: 4, Rate: rate, Duration: spec.D(time.Second), Settings: settings}
+		out, r := runQuota(t.Context(), t, cfg, s, nil)
+		res := out.Result
+		if res.Summary.Ops == 0 || res.Summary.Ops > rate || r.Creates != res.Summary.Ops {
+			t.Errorf("%d ops in 1s at %d/s, %d creates: want at most the %d due, each one create", res.Summary.Ops, rate, r.Creates, rate)
+		}
+		if r.Admitted != hard || r.Rejected == 0 {
+			t.Errorf("admitted %d, rejected %d: want %d and some", r.Admitted, r.Rejected, hard)
+		}
+		assertChecksPass(t, res)
+		assertServerMatch(t, res)
+	})
+
+	t.Run("interrupted", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		s := spec.Spec{Writers: 4, Duration: spec.D(time.Hour), Settings: settings}
+		// Ctrl-C once the first second of the measured window has been seen.
+		out, r := runQuota(ctx, t, cfg, s, func(time.Duration, metrics.SeriesPoint) { cancel() })
+		res := out.Result
+		if !res.Interrupted {
+			t.Errorf("result not marked interrupted")
+		}
+		if r.Admitted != hard || r.Rejected == 0 {
+			t.Errorf("admitted %d, rejected %d: want %d and some", r.Admitted, r.Rejected, hard)
+		}
+		assertChecksPass(t, res)
+	})
+}

@@ -1,32 +1,117 @@
 package quota
 
 import (
-	"context"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/kb-bench/kb-bench/cluster/clustertest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/scenario"
 )
+
+func TestSettingsDefault(t *testing.T) {
+	var set Settings
+	set.Default(nil)
+	if want := (Settings{Resource: ResourceConfigMaps, Hard: 50}); set != want {
+		t.Errorf("defaults %+v, want %+v", set, want)
+	}
+	set = Settings{Resource: ResourceGPU, Hard: 3}
+	set.Default(nil)
+	if want := (Settings{Resource: ResourceGPU, Hard: 3}); set != want {
+		t.Errorf("defaulted %+v, want %+v: values that were set must stay", set, want)
+	}
+}
+
+func TestSettingsValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		set  Settings
+		want map[string]string // field path -> part of the message
+	}{
+		{"configmaps", Settings{Resource: ResourceConfigMaps, Hard: 1, ObjectSize: maxObjectSize}, nil},
+		{"gpu", Settings{Resource: ResourceGPU, Hard: 50}, nil},
+		{"unsupported resource", Settings{Resource: "count/secrets", Hard: 50},
+			map[string]string{"settings.resource": "--quota-resource"}},
+		{"negative hard", Settings{Resource: ResourceConfigMaps, Hard: -1},
+			map[string]string{"settings.hard": "use at least 1 (--quota-hard)"}},
+		{"object too big", Settings{Resource: ResourceConfigMaps, Hard: 50, ObjectSize: maxObjectSize + 1},
+			map[string]string{"settings.objectSize": "use 0 to 921600 bytes (--object-size)"}},
+		{"filler on Pods", Settings{Resource: ResourceGPU, Hard: 50, ObjectSize: 10},
+			map[string]string{"settings.objectSize": "drop --object-size"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := tt.set.Validate(&spec.Spec{}, field.NewPath("settings"))
+			got := map[string]string{}
+			for _, e := range errs {
+				got[e.Field] = e.Error()
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("errors %v, want errors at %v", errs, tt.want)
+			}
+			for path, part := range tt.want {
+				if !strings.Contains(got[path], part) {
+					t.Errorf("error at %s: %q, want it to say %q", path, got[path], part)
+				}
+			}
+		})
+	}
+}
+
+func TestSharedSettingsRefused(t *testing.T) {
+	s := spec.Spec{Strategy: spec.StrategyRetry}
+	s.Defaults(Definition.Traits)
+	errs := s.Validate(Definition.Traits)
+	if len(errs) != 1 || errs[0].Field != "strategy" {
+		t.Errorf("errors %v, want strategy refused: the quota scenario has no write strategies", errs)
+	}
+	s = spec.Spec{Rate: 100}
+	s.Defaults(Definition.Traits)
+	if errs := s.Validate(Definition.Traits); len(errs) > 0 {
+		t.Errorf("errors %v for an open loop, want none: the scenario is driven", errs)
+	}
+	set := Settings{Resource: ResourceConfigMaps, Hard: 50, ObjectSize: 1024}
+	s.MaxInFlight = 3
+	if got, want := set.Describe(&s), "3 writers creating ConfigMaps under a ResourceQuota of count/configmaps=50, 1024 B filler"; got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
+}
 
 func TestChecks(t *testing.T) {
 	tests := []struct {
 		name   string
-		rep    results.QuotaReport
+		rep    Report
 		passed [3]bool
 	}{
-		{"full and consistent", results.QuotaReport{Hard: 10, InitialUsed: 2, Admitted: 8, ExistingAtEnd: 10, UsedAtEnd: 10}, [3]bool{true, true, true}},
-		{"not full", results.QuotaReport{Hard: 10, Admitted: 3, ExistingAtEnd: 3, UsedAtEnd: 3}, [3]bool{true, true, true}},
-		{"over-admitted by creates", results.QuotaReport{Hard: 10, InitialUsed: 1, Admitted: 10, ExistingAtEnd: 11, UsedAtEnd: 11}, [3]bool{false, false, true}},
-		{"timed-out create exists beyond hard", results.QuotaReport{Hard: 10, Admitted: 10, ExistingAtEnd: 11, UsedAtEnd: 10}, [3]bool{true, false, false}},
-		{"used drifted above what exists", results.QuotaReport{Hard: 10, Admitted: 9, ExistingAtEnd: 9, UsedAtEnd: 10}, [3]bool{true, true, false}},
+		{"full and consistent", Report{Hard: 10, InitialUsed: 2, Admitted: 8, ExistingAtEnd: 10, UsedAtEnd: 10}, [3]bool{true, true, true}},
+		{"not full", Report{Hard: 10, Admitted: 3, ExistingAtEnd: 3, UsedAtEnd: 3}, [3]bool{true, true, true}},
+		{"over-admitted by creates", Report{Hard: 10, InitialUsed: 1, Admitted: 10, ExistingAtEnd: 11, UsedAtEnd: 11}, [3]bool{false, false, true}},
+		{"timed-out create exists beyond hard", Report{Hard: 10, Admitted: 10, ExistingAtEnd: 11, UsedAtEnd: 10}, [3]bool{true, false, false}},
+		{"used drifted above what exists", Report{Hard: 10, Admitted: 9, ExistingAtEnd: 9, UsedAtEnd: 10}, [3]bool{true, true, false}},
+		{"end not read", Report{Hard: 10, Admitted: 9, endErr: errors.New("connection refused")}, [3]bool{true, false, false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cs := checks(&tt.rep)
+			cs := tt.rep.Checks()
+			if len(cs) != 3 {
+				t.Fatalf("%d checks, want 3", len(cs))
+			}
 			for i, c := range cs {
 				if c.Passed != tt.passed[i] {
 					t.Errorf("%s: passed = %t, want %t (%+v)", c.Name, c.Passed, tt.passed[i], c)
@@ -34,124 +119,177 @@ func TestChecks(t *testing.T) {
 				if !c.Passed && c.Detail == "" {
 					t.Errorf("%s failed without a detail", c.Name)
 				}
-			}
-		})
-	}
-}
-
-func TestKindFor(t *testing.T) {
-	for _, res := range []string{ResourceConfigMaps, ResourceGPU} {
-		if _, err := kindFor(res); err != nil {
-			t.Errorf("kindFor(%q): %v", res, err)
-		}
-	}
-	if _, err := kindFor("count/secrets"); !spec.IsInput(err) {
-		t.Errorf("kindFor(count/secrets) = %v, want an input error", err)
-	}
-}
-
-func TestQuotaOnLocalControlPlane(t *testing.T) {
-	cfg := local.Config(t)
-	const hard = 25
-	for _, res := range []string{ResourceConfigMaps, ResourceGPU} {
-		t.Run(res, func(t *testing.T) {
-			env := clustertest.NewEnv(t, cfg, spec.Spec{
-				Scenario: spec.ScenarioQuota,
-				Writers:  8,
-				Duration: spec.D(2 * time.Second),
-				Quota:    &spec.Quota{Resource: res, Hard: hard},
-			}, nil)
-			if err := Run(context.Background(), env); err != nil {
-				t.Fatal(err)
-			}
-			r := env.Result.Quota
-			if r == nil {
-				t.Fatal("no Quota report")
-			}
-			var b strings.Builder
-			_ = r.WriteTable(&b)
-			t.Logf("\n%s", b.String())
-
-			for _, c := range env.Result.Checks {
-				if !c.Passed {
-					t.Errorf("check %q failed: %s", c.Name, c.Detail)
+				if c.Lost != 0 {
+					t.Errorf("%s counts %d lost updates: the quota checks find none", c.Name, c.Lost)
 				}
 			}
-			if len(env.Result.Checks) != 3 {
-				t.Errorf("%d checks, want 3", len(env.Result.Checks))
-			}
-			// The writers go on after the quota is full: exactly H admitted,
-			// the rest refused.
-			if r.InitialUsed+r.Admitted != hard || r.ExistingAtEnd != hard || r.UsedAtEnd != hard {
-				t.Errorf("initial %d + admitted %d, existing %d, used %d: want all %d", r.InitialUsed, r.Admitted, r.ExistingAtEnd, r.UsedAtEnd, hard)
-			}
-			if r.Rejected == 0 || r.FullAt == 0 {
-				t.Errorf("rejected %d, full at %s: want the quota to fill and refuse", r.Rejected, r.FullAt)
-			}
-			if !r.StatusInitialized || len(env.Result.Warnings) == 0 || !strings.Contains(env.Result.Warnings[0], "constrains nothing") {
-				t.Errorf("status initialised %t, warnings %q: want the initialisation said", r.StatusInitialized, env.Result.Warnings)
-			}
-			if env.Result.Started.IsZero() || !env.Result.Ended.After(env.Result.Started) {
-				t.Errorf("measured window %s .. %s, want it set", env.Result.Started, env.Result.Ended)
-			}
-			snap := env.Recorder.Snapshot(time.Now())
-			if snap.Ops != r.Creates || snap.Outcomes[metrics.FailedPrecondition] != r.Rejected || snap.Outcomes[metrics.Success] != r.Admitted {
-				t.Errorf("recorder: %d ops, %d failed-precondition, %d success; report: %d creates, %d rejected, %d admitted",
-					snap.Ops, snap.Outcomes[metrics.FailedPrecondition], snap.Outcomes[metrics.Success], r.Creates, r.Rejected, r.Admitted)
-			}
 		})
 	}
 }
 
-// TestQuotaBoundsOnLocalControlPlane checks that an operations bound and
-// Ctrl-C both end the run with its figures and checks.
-func TestQuotaBoundsOnLocalControlPlane(t *testing.T) {
-	cfg := local.Config(t)
+func TestRows(t *testing.T) {
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	full := &Report{Resource: ResourceConfigMaps, Hard: 50, Writers: 8, StatusInitialized: true,
+		Creates: 1200, Admitted: 50, Rejected: 1149, Errors: 1, FullAt: ms(180), ExistingAtEnd: 50, UsedAtEnd: 50,
+		AdmittedLatency: results.Latency{P50: ms(4), P99: ms(21), Max: ms(30)},
+		RejectedLatency: results.Latency{P50: ms(0.9), P99: ms(3), Max: ms(5)}}
+	notFull := &Report{Resource: ResourceGPU, Hard: 1000, Writers: 1, InitialUsed: 3,
+		Creates: 20, Admitted: 20, ExistingAtEnd: 23, UsedAtEnd: 23,
+		AdmittedLatency: results.Latency{P50: ms(6), P99: ms(150), Max: ms(151)}}
 	tests := []struct {
-		name        string
-		operations  int64
-		cancelAfter time.Duration
+		name string
+		rep  *Report
+		want [][2]string
 	}{
-		{"operations bound", 40, 0},
-		{"interrupted", 0, 500 * time.Millisecond},
+		{"full", full, [][2]string{
+			{"quota", "count/configmaps hard 50, 8 writers, status initialised by kb-bench"},
+			{"", "creates 1200: admitted 50  rejected 1149 (exceeded quota)  conflicts 0  errors 1"},
+			{"", "full after 180ms"},
+			{"", "at the end: existing 50  status.used 50  (before the run: 0)"},
+			{"", "admitted latency p50 4.00ms  p99 21.0ms  max 30.0ms"},
+			{"", "rejected latency p50 0.90ms  p99 3.00ms  max 5.00ms"},
+		}},
+		{"not full", notFull, [][2]string{
+			{"quota", "requests.nvidia.com/gpu hard 1000, 1 writer"},
+			{"", "creates 20: admitted 20  rejected 0 (exceeded quota)  conflicts 0  errors 0"},
+			{"", "at the end: existing 23  status.used 23  (before the run: 3)"},
+			{"", "admitted latency p50 6.00ms  p99 150ms  max 151ms"},
+			{"", "rejected latency -"},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := spec.Spec{Scenario: spec.ScenarioQuota, Writers: 4, Operations: tt.operations, Quota: &spec.Quota{Hard: 10}}
-			if tt.cancelAfter > 0 {
-				s.Duration = spec.D(time.Minute)
-			}
-			env := clustertest.NewEnv(t, cfg, s, nil)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			if tt.cancelAfter > 0 {
-				time.AfterFunc(tt.cancelAfter, cancel)
-			}
-			start := time.Now()
-			if err := Run(ctx, env); err != nil {
-				t.Fatal(err)
-			}
-			if took := time.Since(start); took > 10*time.Second {
-				t.Errorf("Run took %s, want it to stop promptly", took)
-			}
-			r := env.Result.Quota
-			if r == nil {
-				t.Fatal("no Quota report")
-			}
-			if tt.operations > 0 && r.Creates != tt.operations {
-				t.Errorf("%d creates, want exactly the %d operations", r.Creates, tt.operations)
-			}
-			if r.Admitted != 10 || r.Rejected == 0 {
-				t.Errorf("admitted %d, rejected %d: want 10 and some", r.Admitted, r.Rejected)
-			}
-			if len(env.Result.Checks) != 3 {
-				t.Fatalf("%d checks, want 3", len(env.Result.Checks))
-			}
-			for _, c := range env.Result.Checks {
-				if !c.Passed {
-					t.Errorf("check %q failed: %s", c.Name, c.Detail)
-				}
+			if got := tt.rep.Rows(); !slices.Equal(got, tt.want) {
+				t.Errorf("rows\n%q\nwant\n%q", got, tt.want)
 			}
 		})
+	}
+}
+
+// fakeAPI answers the n-th create (from 0) with answer(n), keeps the
+// names created, and answers every read with a 500. It imitates no
+// apiserver semantics: what the apiserver does is tested against the real
+// one (integration_test.go).
+type fakeAPI struct {
+	t      testing.TB
+	answer func(n int) (int, []byte)
+
+	mu    sync.Mutex
+	names []string
+}
+
+func (f *fakeAPI) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet {
+		return f.respond(r, http.StatusInternalServerError, statusBody(f.t, 500, metav1.StatusReasonInternalError, "etcd is down"))
+	}
+	var cm corev1.ConfigMap
+	if err := json.NewDecoder(r.Body).Decode(&cm); err != nil {
+		f.t.Errorf("%s %s: reading the body: %v", r.Method, r.URL.Path, err)
+	}
+	r.Body.Close()
+	f.mu.Lock()
+	code, body := f.answer(len(f.names))
+	f.names = append(f.names, cm.Name)
+	f.mu.Unlock()
+	return f.respond(r, code, body)
+}
+
+func (f *fakeAPI) respond(r *http.Request, code int, body []byte) (*http.Response, error) {
+	return &http.Response{
+		StatusCode: code,
+		Header:     http.Header{"Content-Type": []string{"application/json"}},
+		Body:       io.NopCloser(bytes.NewReader(body)),
+		Request:    r,
+	}, nil
+}
+
+// statusBody is the JSON of a metav1.Status error answer.
+func statusBody(t testing.TB, code int32, reason metav1.StatusReason, message string) []byte {
+	t.Helper()
+	b, err := json.Marshal(metav1.Status{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
+		Status:   metav1.StatusFailure, Code: code, Reason: reason, Message: message,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Each create is one operation of one write attempt, named after its
+// writer; the quota's 403 is a failed precondition, any other 403 an error.
+func TestDoRecordsEachCreate(t *testing.T) {
+	created, err := json.Marshal(corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := []struct {
+		code int
+		body []byte
+	}{
+		{http.StatusCreated, created},
+		{http.StatusForbidden, statusBody(t, 403, metav1.StatusReasonForbidden, `configmaps "w0-1" is forbidden: exceeded quota: kb-bench-quota, requested: count/configmaps=1, used: count/configmaps=1, limited: count/configmaps=1`)},
+		{http.StatusConflict, statusBody(t, 409, metav1.StatusReasonConflict, "conflict")},
+		{http.StatusForbidden, statusBody(t, 403, metav1.StatusReasonForbidden, `configmaps is forbidden: User "x" cannot create resource "configmaps"`)},
+		{http.StatusInternalServerError, statusBody(t, 500, metav1.StatusReasonInternalError, "etcd is down")},
+	}
+	f := &fakeAPI{t: t, answer: func(n int) (int, []byte) { return answers[n].code, answers[n].body }}
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: "http://fake.invalid", Transport: f, QPS: -1,
+		ContentConfig: rest.ContentConfig{ContentType: "application/json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := spec.Spec{Writers: 2}
+	s.Defaults(Definition.Traits)
+	set := &Settings{}
+	set.Default(&s)
+	var warnings []string
+	env := &scenario.Env{Spec: s, RunID: "test", Namespace: "kb-bench-test", Clients: []kubernetes.Interface{kube}, Admin: kube, Log: io.Discard,
+		Warn: func(format string, a ...any) { warnings = append(warnings, fmt.Sprintf(format, a...)) }}
+	r := newRun(env, set)
+	start := time.Now()
+	env.Recorder = metrics.NewRecorder(start, metrics.DefaultShards(r.Workers()), false)
+	r.base = t.Context()
+
+	for _, w := range []int{0, 0, 1, 0, 1} {
+		r.Do(w, time.Now())
+	}
+	if want := []string{"w0-0", "w0-1", "w1-0", "w0-2", "w1-1"}; !slices.Equal(f.names, want) {
+		t.Errorf("created %v, want %v: each writer numbers its own objects", f.names, want)
+	}
+
+	// The end cannot be read back: the figures stand, the end-state
+	// checks fail and say why.
+	rep, err := r.Finish(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := rep.(*Report)
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "were not checked") {
+		t.Errorf("warnings %q, want one that the end was not checked", warnings)
+	}
+	if cs := q.Checks(); !cs[0].Passed || cs[1].Passed || cs[2].Passed || !strings.Contains(cs[2].Detail, "etcd is down") {
+		t.Errorf("checks %+v: want creates within hard, the end-state checks failed with the reason", cs)
+	}
+	if q.Creates != 5 || q.Admitted != 1 || q.Rejected != 1 || q.Conflicts != 1 || q.Errors != 2 {
+		t.Errorf("creates %d: admitted %d, rejected %d, conflicts %d, errors %d; want 5: 1, 1, 1, 2",
+			q.Creates, q.Admitted, q.Rejected, q.Conflicts, q.Errors)
+	}
+	if q.FullAt <= 0 || q.FullAt > time.Since(start) {
+		t.Errorf("full after %s, want the time of the rejection after the first create", q.FullAt)
+	}
+	if q.AdmittedLatency.Max == 0 || q.RejectedLatency.Max == 0 {
+		t.Errorf("latencies admitted %+v, rejected %+v: want one of each", q.AdmittedLatency, q.RejectedLatency)
+	}
+
+	snap := env.Recorder.Snapshot(time.Now())
+	want := map[metrics.Outcome]int64{metrics.Success: 1, metrics.FailedPrecondition: 1, metrics.VersionConflict: 1, metrics.Other: 1, metrics.ServerError: 1}
+	for o, n := range want {
+		if snap.Outcomes[o] != n {
+			t.Errorf("%d operations %s, want %d", snap.Outcomes[o], o, n)
+		}
+	}
+	if snap.Ops != 5 || len(snap.Attempts) != 2 || snap.Attempts[1] != 5 {
+		t.Errorf("%d ops, attempts per op %v: want 5 ops of one attempt each", snap.Ops, snap.Attempts)
 	}
 }

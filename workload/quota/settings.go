@@ -1,0 +1,78 @@
+package quota
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// The quota'd resources the scenario supports.
+const (
+	// ResourceConfigMaps counts ConfigMaps.
+	ResourceConfigMaps = "count/configmaps"
+	// ResourceGPU sums the nvidia.com/gpu requests of Pods; each Pod asks
+	// for one. Without nodes the Pods stay Pending, which is fine here.
+	ResourceGPU = "requests.nvidia.com/gpu"
+)
+
+// maxObjectSize leaves room under etcd's and the apiserver's 1.5 MiB
+// request limit and a ConfigMap's 1 MiB data limit (as the counter's).
+const maxObjectSize = 900 * 1024
+
+// Settings are the quota scenario's own settings.
+type Settings struct {
+	// Resource is the quota'd resource: ResourceConfigMaps or ResourceGPU.
+	Resource string `json:"resource" flag:"quota-resource" help:"the quota'd resource: count/configmaps (the writers create ConfigMaps) or requests.nvidia.com/gpu (Pods asking for one GPU each)"`
+	// Hard is the quota's hard limit H.
+	Hard int64 `json:"hard" flag:"quota-hard" help:"the ResourceQuota's hard limit"`
+	// ObjectSize is the filler, in bytes, in each created ConfigMap.
+	ObjectSize int `json:"objectSize,omitempty" flag:"object-size" help:"bytes of filler in each object, so writes cost what real objects cost"`
+}
+
+// Default fills the zero fields with their defaults.
+func (c *Settings) Default(*spec.Spec) {
+	if c.Resource == "" {
+		c.Resource = ResourceConfigMaps
+	}
+	if c.Hard == 0 {
+		c.Hard = 50
+	}
+}
+
+// Validate checks the defaulted settings.
+func (c *Settings) Validate(_ *spec.Spec, p *field.Path) field.ErrorList {
+	errs := spec.OneOf(p.Child("resource"), c.Resource, []string{ResourceConfigMaps, ResourceGPU}, "quota-resource")
+	if c.Hard < 1 {
+		errs = append(errs, field.Invalid(p.Child("hard"), c.Hard, "use at least 1 (--quota-hard)"))
+	}
+	switch {
+	case c.ObjectSize < 0 || c.ObjectSize > maxObjectSize:
+		errs = append(errs, field.Invalid(p.Child("objectSize"), c.ObjectSize, fmt.Sprintf("use 0 to %d bytes (--object-size): a ConfigMap holds at most 1 MiB", maxObjectSize)))
+	case c.ObjectSize > 0 && c.Resource != ResourceConfigMaps:
+		errs = append(errs, field.Forbidden(p.Child("objectSize"), "is the filler of the ConfigMaps created under count/configmaps; the Pods have none: drop --object-size"))
+	}
+	return errs
+}
+
+// Describe is the run in a few words, e.g. "8 writers creating ConfigMaps
+// under a ResourceQuota of count/configmaps=50".
+func (c *Settings) Describe(s *spec.Spec) string {
+	kind, _ := kindFor(c.Resource)
+	d := fmt.Sprintf("%s creating %s under a ResourceQuota of %s=%d", results.Plural(workers(s), "writer"), kind.plural, c.Resource, c.Hard)
+	if c.ObjectSize > 0 {
+		d += fmt.Sprintf(", %d B filler", c.ObjectSize)
+	}
+	return d
+}
+
+// workers is how many writers create: Spec.Writers, or in an open loop
+// the MaxInFlight workers that take the arrivals.
+func workers(s *spec.Spec) int {
+	if s.Rate > 0 {
+		return s.MaxInFlight
+	}
+	return s.Writers
+}
