@@ -9,6 +9,7 @@ import (
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/controllerstatus"
 	"github.com/kb-bench/kb-bench/workload/counter"
+	"github.com/kb-bench/kb-bench/workload/leaderelection"
 	"github.com/kb-bench/kb-bench/workload/quota"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -22,6 +23,7 @@ const DefaultScenario = "counter"
 func Scenarios() []scenario.Definition {
 	return []scenario.Definition{
 		counter.Definition,
+		leaderelection.Definition,
 		quota.Definition,
 		controllerstatus.Definition,
 	}

@@ -181,7 +181,10 @@ func (r *run) run(ctx context.Context, sc scenario.Scenario) (scenario.Report, e
 	case !isContinuous:
 		return nil, fmt.Errorf("scenario %s is neither Driven nor Continuous (a bug in kb-bench: please report it)", r.def.Name)
 	}
-	rec := metrics.NewRecorder(time.Now().Add(s.Warmup.Duration), metrics.DefaultShards(workers), s.Rate > 0)
+	// Nothing is measured until the window starts (MeasureFrom(started)):
+	// not the warm-up, nor what a Continuous scenario does while the
+	// engine reads its counters at the window's edge.
+	rec := metrics.NewRecorder(notYet, metrics.DefaultShards(workers), s.Rate > 0)
 	r.env.Recorder = rec
 	if err := sc.Setup(ctx); err != nil {
 		return nil, err
@@ -198,7 +201,6 @@ func (r *run) run(ctx context.Context, sc scenario.Scenario) (scenario.Report, e
 	// the measured window's requests.
 	start := time.Now()
 	warmupEnd := start.Add(s.Warmup.Duration)
-	rec.MeasureFrom(warmupEnd) // until the window starts: Setup took time
 	loop := func(plan) {}
 	done := make(chan struct{})
 	if isDriven {
@@ -311,6 +313,10 @@ func (r *run) takeReading(ctx context.Context) reading {
 	rd.server, rd.err = apiserver.Scrape(sctx, r.admin.CoreV1().RESTClient())
 	return rd
 }
+
+// notYet is a time no operation is due at: the measured window's start
+// until the engine knows it.
+var notYet = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // scrapeTimeout bounds one /metrics scrape.
 const scrapeTimeout = 10 * time.Second

@@ -1,10 +1,27 @@
-package leaderelection
+package leaderelection_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"os"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/cluster/clustertest"
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload"
+	"github.com/kb-bench/kb-bench/workload/leaderelection"
+	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // local is the real kube-apiserver and etcd the package's integration tests
@@ -12,3 +29,271 @@ import (
 var local clustertest.Shared
 
 func TestMain(m *testing.M) { os.Exit(local.Main(m)) }
+
+var runSeq atomic.Int64
+
+// logWriter sends the engine's log to the test log.
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// runScenario runs s as the leader-election scenario through the engine
+// and returns the outcome and the scenario's report.
+func runScenario(ctx context.Context, t *testing.T, cfg *rest.Config, s spec.Spec, progress func(time.Duration, metrics.SeriesPoint)) (*workload.Outcome, *leaderelection.Report) {
+	t.Helper()
+	awaitQuietLeases(ctx, t, cfg)
+	s.Scenario = leaderelection.Name
+	out, err := workload.Run(ctx, s, workload.Options{
+		Config:            cfg,
+		RunID:             fmt.Sprintf("le-%d-%d", os.Getpid(), runSeq.Add(1)),
+		Version:           "test",
+		Log:               logWriter{t},
+		FinalizeNamespace: true,
+		Progress:          progress,
+		Scenarios:         []scenario.Definition{leaderelection.Definition},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, ok := out.Report.(*leaderelection.Report)
+	if !ok {
+		t.Fatalf("report is a %T, want *leaderelection.Report", out.Report)
+	}
+	return out, report
+}
+
+// identityLeases selects the Lease kube-apiserver renews in kube-system
+// every 10s to announce itself (feature APIServerIdentity).
+const identityLeases = "apiserver.kubernetes.io/identity"
+
+// awaitQuietLeases returns when the apiserver will not renew its identity
+// Lease for a while: its renewals are Lease writes too, and the server
+// cross-check, which counts every Lease request of the apiserver, would
+// see them beside the candidates'. It waits for the next renewal unless
+// the last one was under 3s ago, which leaves at least 7s, more than a
+// run of these tests takes.
+func awaitQuietLeases(ctx context.Context, t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases := client.CoordinationV1().Leases(metav1.NamespaceSystem)
+	list, err := leases.List(ctx, metav1.ListOptions{LabelSelector: identityLeases})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := true
+	for _, l := range list.Items {
+		if l.Spec.RenewTime == nil || time.Since(l.Spec.RenewTime.Time) >= 3*time.Second {
+			quiet = false
+		}
+	}
+	if quiet {
+		return
+	}
+	w, err := leases.Watch(ctx, metav1.ListOptions{LabelSelector: identityLeases, ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Modified {
+			return
+		}
+	}
+	t.Fatal("the watch on the apiserver's identity Lease ended before it was renewed")
+}
+
+// leaseRequests sums the apiserver's counts of requests on Leases with
+// the given verbs whose code passes code.
+func leaseRequests(sc *results.ServerCheck, code func(string) bool, verbs ...string) int64 {
+	var n int64
+	for _, r := range sc.Requests {
+		if r.Resource != "leases.coordination.k8s.io" || !code(r.Code) {
+			continue
+		}
+		for _, v := range verbs {
+			if r.Verb == v {
+				n += r.Server
+			}
+		}
+	}
+	return n
+}
+
+func anyCode(string) bool          { return true }
+func success(code string) bool     { return strings.HasPrefix(code, "2") }
+func conflict(code string) bool    { return code == "409" }
+func notConflict(code string) bool { return code != "409" }
+
+// assertServerAgrees checks that the apiserver counted, in the measured
+// window, exactly the Lease requests the report counts, and that the
+// recorder measured the same writes.
+func assertServerAgrees(t *testing.T, res *results.Result, r *leaderelection.Report) {
+	t.Helper()
+	sc := res.Server
+	if sc == nil || !sc.Available || !sc.Match {
+		t.Fatalf("server cross-check %+v, want every count to match the apiserver's", sc)
+	}
+	reads := r.Acquire.Reads + r.Renew.Reads + r.Release.Reads
+	conflicts := r.Acquire.Conflicts + r.Renew.Conflicts + r.Release.Conflicts
+	errs := r.Acquire.Errors + r.Renew.Errors + r.Release.Errors
+	if errs != 0 {
+		t.Errorf("%d Lease requests failed other than by a 409", errs)
+	}
+	if got := leaseRequests(sc, success, "PUT", "POST"); got != r.LeaseWrites()-conflicts {
+		t.Errorf("the apiserver answered %d Lease writes with 2xx, the report counts %d writes of which %d conflicted", got, r.LeaseWrites(), conflicts)
+	}
+	if got := leaseRequests(sc, conflict, "PUT", "POST"); got != conflicts {
+		t.Errorf("the apiserver answered %d Lease writes with 409, the report counts %d", got, conflicts)
+	}
+	if got := leaseRequests(sc, anyCode, "GET"); got != reads {
+		t.Errorf("the apiserver counted %d Lease reads, the report %d", got, reads)
+	}
+	if res.Summary.Ops != r.LeaseWrites() {
+		t.Errorf("the recorder measured %d operations, the report counts %d Lease writes", res.Summary.Ops, r.LeaseWrites())
+	}
+}
+
+// timings are the settings of a quick run: a 2s lease keeps failover with
+// and without release apart. client-go compares Lease records with their
+// times cut to the second, so a standby's last sight of a change may be up
+// to about a second old, and failover without release lands anywhere from
+// about lease-1s to lease+2.2 retry periods.
+func timings(failoverEvery time.Duration, release bool) map[string]any {
+	return map[string]any{
+		"leaseDuration": "2s", "renewDeadline": "1s", "retryPeriod": "200ms",
+		"failoverEvery": failoverEvery.String(), "releaseOnCancel": release,
+	}
+}
+
+func TestLeaderElectionOnLocalControlPlane(t *testing.T) {
+	cfg := local.Config(t)
+	const lease = 2 * time.Second
+	tests := []struct {
+		name    string
+		release bool
+		table   bool
+	}{
+		{"release on cancel", true, true},
+		{"lease kept on stop", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, r := runScenario(t.Context(), t, cfg, spec.Spec{
+				Writers: 3, Clients: 2, Warmup: spec.D(300 * time.Millisecond), Duration: spec.D(3 * time.Second),
+				Settings: timings(time.Second, tt.release),
+			}, nil)
+			res := out.Result
+			if tt.table {
+				var b strings.Builder
+				if err := results.WriteTable(&b, res, out.Report.Rows()); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("\n%s", b.String())
+			}
+
+			if r.FirstLeader == "" {
+				t.Errorf("no candidate was elected")
+			}
+			if len(res.Checks) != 1 || res.Checks[0].Name != leaderelection.CheckOneLeader || !res.Checks[0].Passed {
+				t.Errorf("checks = %+v, want %q passed", res.Checks, leaderelection.CheckOneLeader)
+			}
+			if len(r.Overlaps) != 0 {
+				t.Errorf("overlapping leadership: %+v", r.Overlaps)
+			}
+			f := r.FailoverTime
+			if f.Resolved < 1 {
+				t.Fatalf("%d failovers resolved of %d, want at least 1: %+v", f.Resolved, f.Count, r.Failovers)
+			}
+			if tt.release {
+				// A released Lease is free at once: a standby takes it at its
+				// next retry (at most 2.2 retry periods), well within half a lease.
+				if f.Resolved < 2 {
+					t.Errorf("%d failovers resolved of %d, want at least 2: %+v", f.Resolved, f.Count, r.Failovers)
+				}
+				if f.Max >= lease/2 {
+					t.Errorf("failover max %s with release on cancel, want under half the lease duration %s", f.Max, lease)
+				}
+				if r.Release.Writes < 1 {
+					t.Errorf("no release writes in the window after %d stops", f.Count)
+				}
+			} else {
+				// Standbys wait out the lease from their last sight of a
+				// change, which is at most about a second old.
+				if f.Min < lease/4 {
+					t.Errorf("failover min %s without release, want about the lease duration %s", f.Min, lease)
+				}
+				if r.Release.Writes != 0 {
+					t.Errorf("%d release writes without release on cancel", r.Release.Writes)
+				}
+			}
+			if r.Transitions < f.Resolved || r.LeaseTransitions < f.Resolved {
+				t.Errorf("transitions %d (Lease says %d), want at least the %d resolved failovers", r.Transitions, r.LeaseTransitions, f.Resolved)
+			}
+			if r.Acquire.Writes < 1 || r.Renew.Writes < 1 {
+				t.Errorf("acquire writes %d, renew writes %d: want both", r.Acquire.Writes, r.Renew.Writes)
+			}
+			assertServerAgrees(t, res, r)
+
+			var details leaderelection.Report
+			if err := json.Unmarshal(res.Details, &details); err != nil || details.FailoverTime != r.FailoverTime || details.LeaseWrites() != r.LeaseWrites() {
+				t.Errorf("result details %s (%v), want the report's figures", res.Details, err)
+			}
+		})
+	}
+}
+
+// TestLeaderElectionInterrupted stops a long run once the leader has been
+// renewing for a while, as Ctrl-C does: the run ends with its figures, and
+// the releasing leader gives the Lease up on the way out, inside the
+// measured window.
+func TestLeaderElectionInterrupted(t *testing.T) {
+	cfg := local.Config(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	s := spec.Spec{Writers: 2, Duration: spec.D(time.Hour), Settings: map[string]any{
+		"leaseDuration": "2s", "renewDeadline": "1s", "retryPeriod": "200ms", "releaseOnCancel": true,
+	}}
+	// Ctrl-C after the first second of the window in which Leases were written.
+	out, r := runScenario(ctx, t, cfg, s, func(_ time.Duration, p metrics.SeriesPoint) {
+		if p.Ops > 0 {
+			cancel()
+		}
+	})
+	if !out.Result.Interrupted {
+		t.Errorf("result not marked interrupted")
+	}
+	if r.FirstLeader == "" || r.Renew.Writes == 0 {
+		t.Fatalf("report %+v, want a leader that renewed", r)
+	}
+	if r.Release.Writes != 1 || r.Release.Conflicts != 0 {
+		t.Errorf("%d release writes (%d conflicts), want the last leader's one, successful", r.Release.Writes, r.Release.Conflicts)
+	}
+	assertServerAgrees(t, out.Result, r)
+}
+
+// TestLeaderElectionOperationsBound ends a run by its operations: the
+// run stops soon after the 20th measured Lease write, long before its
+// duration would.
+func TestLeaderElectionOperationsBound(t *testing.T) {
+	cfg := local.Config(t)
+	s := spec.Spec{Writers: 2, Operations: 20, Duration: spec.D(time.Hour), Settings: map[string]any{
+		"leaseDuration": "1s", "renewDeadline": "500ms", "retryPeriod": "100ms",
+	}}
+	out, r := runScenario(t.Context(), t, cfg, s, nil)
+	res := out.Result
+	if res.Interrupted {
+		t.Errorf("result marked interrupted")
+	}
+	// After the 20th write the engine stops the candidates: each may have
+	// one write in flight.
+	if ops := res.Summary.Ops; ops < 20 || ops > 20+int64(s.Writers) {
+		t.Errorf("measured %d operations, want 20 and at most one more per candidate", ops)
+	}
+	assertServerAgrees(t, res, r)
+}

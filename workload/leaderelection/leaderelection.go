@@ -2,7 +2,6 @@ package leaderelection
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -19,86 +18,56 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/klog/v2"
 
-	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
+// Name is the scenario's name, as --scenario says it.
+const Name = "leader-election"
+
 // LeaseName is the Lease the candidates compete for, in the run's namespace.
 const LeaseName = "kb-bench-leader"
 
-// CheckOneLeader names the check that no two candidates led at once.
-const CheckOneLeader = "leader election: exactly one leader at a time"
+// Definition registers the leader-election scenario.
+var Definition = scenario.Definition{
+	Name:        Name,
+	Description: "candidates run client-go's leader election on one Lease; failover times and overlapping leaders are measured",
+	Traits:      spec.Traits{Strategies: false, Driven: false},
+	NewSettings: func() scenario.Settings { return &Settings{} },
+	New: func(env *scenario.Env, settings scenario.Settings) (scenario.Scenario, error) {
+		return newRun(env, settings.(*Settings)), nil
+	},
+}
 
-// Run runs the leader-election scenario: Spec.Writers candidates campaign
-// for one Lease with client-go's leader election. Every
-// Spec.LeaderElection.FailoverEvery after the warm-up the current leader is
-// stopped (its context cancelled, which releases the Lease when
-// ReleaseOnCancel is set); it rejoins as a new candidate under a new
-// identity once another candidate leads. The failover time is from the stop
-// to the next OnStartedLeading anywhere. A leader that loses the Lease on
-// its own rejoins at once, under a new identity too.
+// run is one run of the scenario: Spec.Writers candidates campaign for one
+// Lease with client-go's leader election. Every FailoverEvery after the
+// warm-up the current leader is stopped (its context cancelled, which
+// releases the Lease when ReleaseOnCancel is set); it rejoins as a new
+// candidate under a new identity once another candidate leads. The
+// failover time is from the stop to the next OnStartedLeading anywhere. A
+// leader that loses the Lease on its own rejoins at once, under a new
+// identity too.
 //
-// Every Lease request is recorded in env.Recorder: each write (create or
+// Every Lease request is recorded in Env.Recorder: each write (create or
 // update) is one operation of one write attempt, each read a read attempt.
-// The run ends after the warm-up plus Spec.Duration, after Spec.Operations
-// measured writes, or when ctx is cancelled; the figures gathered so far go
-// into env.Result.LeaderElection and env.Result.Checks either way.
-func Run(ctx context.Context, env scenario.Env) error {
-	if env.Spec.LeaderElection == nil {
-		return spec.Input(errors.New("the leader-election scenario needs its leaderElection settings: run with --scenario leader-election so they are defaulted"))
-	}
-	if len(env.Clients) == 0 {
-		return errors.New("leader election: the engine passed no clients (a bug in kb-bench: please report it)")
-	}
-	le := *env.Spec.LeaderElection
-	leaseSeconds, warning := leaseSecondsOf(le)
-	if warning != "" {
-		env.Result.Warnings = append(env.Result.Warnings, warning)
-		fmt.Fprintln(env.Log, "warning:", warning)
-	}
-
-	// client-go's leader election logs through klog; a discarding logger in
-	// the context keeps it quiet without touching klog's global state.
-	ctx = klog.NewContext(ctx, logr.Discard())
-	r := &run{
-		env:          env,
-		le:           le,
-		leaseSeconds: leaseSeconds,
-		opsDone:      make(chan struct{}),
-		changed:      make(chan struct{}, 1),
-		leading:      map[int]int{},
-		gens:         make([]int, env.Spec.Writers),
-	}
-	return r.run(ctx)
-}
-
-// leaseSecondsOf returns the lease duration as the Lease records it (whole
-// seconds; spec.Validate has checked the timings against client-go's rules)
-// and a warning when that differs from what was asked.
-func leaseSecondsOf(le spec.LeaderElection) (int, string) {
-	secs := int(le.LeaseDuration.Duration / time.Second)
-	warning := ""
-	if le.LeaseDuration.Duration%time.Second != 0 {
-		warning = fmt.Sprintf("leaderElection.leaseDuration %s is recorded in the Lease as %ds (whole seconds): followers wait %ds before taking over",
-			le.LeaseDuration, secs, secs)
-	}
-	return secs, warning
-}
-
-// run is one execution of the scenario.
 type run struct {
-	env          scenario.Env
-	le           spec.LeaderElection
+	env          *scenario.Env
+	set          *Settings
 	leaseSeconds int
 	counts       phaseCounters
 
-	t0, measureFrom time.Time
-	measuredWrites  atomic.Int64
-	opsDone         chan struct{}
-	opsOnce         sync.Once
-	// changed is poked whenever a candidate starts leading.
-	changed chan struct{}
+	// From Setup to Finish: the Lease watch.
+	stopWatch context.CancelFunc
+	watchDone chan struct{}
+	seen      chan struct{} // poked after each watch event
+
+	// From Start to Stop: the candidates and the failover loop.
+	t0, warmupEnd  time.Time
+	done           func()
+	cancel         context.CancelFunc
+	loops          sync.WaitGroup
+	measuredWrites atomic.Int64
+	changed        chan struct{} // poked whenever a candidate starts leading
 
 	mu          sync.Mutex
 	leaderships []leadership
@@ -108,6 +77,74 @@ type run struct {
 	gens        []int // per slot: the next identity's generation
 	holders     []string
 	lastRV      string
+	electorErr  error
+}
+
+var _ scenario.Continuous = (*run)(nil)
+
+func newRun(env *scenario.Env, set *Settings) *run {
+	r := &run{
+		env:          env,
+		set:          set,
+		leaseSeconds: set.leaseSeconds(),
+		seen:         make(chan struct{}, 1),
+		changed:      make(chan struct{}, 1),
+		leading:      map[int]int{},
+		gens:         make([]int, env.Spec.Writers),
+	}
+	if set.LeaseDuration.Duration%time.Second != 0 {
+		env.Warn("leader election: settings.leaseDuration %s is recorded in the Lease as %ds (whole seconds): followers wait %ds before taking over",
+			set.LeaseDuration, r.leaseSeconds, r.leaseSeconds)
+	}
+	return r
+}
+
+// Setup starts watching the Lease, on the admin client: the watch is
+// observation, not load.
+func (r *run) Setup(ctx context.Context) error {
+	env := r.env
+	fmt.Fprintf(env.Log, "leader election: %d candidates on Lease %s/%s (lease %ds, renew deadline %s, retry %s, release on cancel %t)\n",
+		env.Spec.Writers, env.Namespace, LeaseName, r.leaseSeconds, r.set.RenewDeadline, r.set.RetryPeriod, r.set.ReleaseOnCancel)
+	sel := fields.OneTermEqualSelector("metadata.name", LeaseName).String()
+	listCtx, cancel := context.WithTimeout(ctx, env.Spec.OpTimeout.Duration)
+	defer cancel()
+	list, err := env.Admin.CoordinationV1().Leases(env.Namespace).List(listCtx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		return fmt.Errorf("leader election: listing Leases in %s to start watching %s: %w (check that kb-bench may list and watch Leases)", env.Namespace, LeaseName, err)
+	}
+	for _, l := range list.Items {
+		r.holders = append(r.holders, holderOf(&l))
+	}
+	// The watch outlives Ctrl-C, until Finish has read the final Lease.
+	watchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	w, err := watchtools.NewRetryWatcherWithContext(watchCtx, list.ResourceVersion, leaseWatcher{env.Admin, env.Namespace})
+	if err != nil {
+		stop()
+		return fmt.Errorf("leader election: watching Lease %s: %w", LeaseName, err)
+	}
+	r.stopWatch, r.watchDone = stop, make(chan struct{})
+	go r.watch(watchCtx, w)
+	return nil
+}
+
+// Start starts the candidates and the failover loop and returns at once.
+func (r *run) Start(ctx context.Context, done func()) {
+	r.t0 = time.Now()
+	r.warmupEnd = r.t0.Add(r.env.Spec.Warmup.Duration)
+	r.done = done
+	// client-go's leader election logs through klog; a discarding logger in
+	// the context keeps it quiet without touching klog's global state.
+	ctx, r.cancel = context.WithCancel(klog.NewContext(ctx, logr.Discard()))
+	r.loops.Go(func() { r.failoverLoop(ctx) })
+}
+
+// Stop stops the candidates (a releasing leader releases the Lease) and
+// the failover loop, and returns when they are gone.
+func (r *run) Stop() {
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.loops.Wait()
 }
 
 // slotRun is one candidate process occupying a slot.
@@ -116,67 +153,43 @@ type slotRun struct {
 	done   chan struct{}
 }
 
-func (r *run) run(ctx context.Context) error {
-	env := r.env
-	n := env.Spec.Writers
-	fmt.Fprintf(env.Log, "leader election: %d candidates on Lease %s/%s (lease %ds, renew deadline %s, retry %s, release on cancel %t)\n",
-		n, env.Namespace, LeaseName, r.leaseSeconds, r.le.RenewDeadline, r.le.RetryPeriod, r.le.ReleaseOnCancel)
-
-	// The watch outlives Ctrl-C until it has caught up with the final Lease.
-	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopWatch()
-	watched, err := r.watchLease(watchCtx)
-	if err != nil {
-		return err
-	}
-
-	r.t0 = time.Now()
-	r.measureFrom = r.t0.Add(env.Spec.Warmup.Duration)
-	// Setting up the watch is not warm-up: measure from here.
-	env.Recorder.MeasureFrom(r.measureFrom)
-	env.Result.Started = r.measureFrom
-	candCtx, stopCandidates := context.WithCancel(ctx)
-	defer stopCandidates()
+// failoverLoop starts a candidate in every slot and owns them until ctx
+// ends. Failovers start after the warm-up: the leader is stopped once it
+// has led for FailoverEvery (or at the end of the warm-up, if it led
+// before). The stopped candidate rejoins under a new identity once
+// another has taken over, as a restarted process would some time later;
+// rejoining at once would let it grab a released Lease before the
+// standbys' next retry and hide what failover costs them. A lone candidate
+// rejoins at once.
+func (r *run) failoverLoop(ctx context.Context) {
+	n := r.env.Spec.Writers
 	slots := make([]*slotRun, n)
 	for i := range slots {
-		slots[i] = r.startSlot(candCtx, i)
+		slots[i] = r.startSlot(ctx, i)
 	}
-
-	var endC <-chan time.Time
-	if d := env.Spec.Duration.Duration; d > 0 {
-		end := time.NewTimer(time.Until(r.measureFrom.Add(d)))
-		defer end.Stop()
-		endC = end.C
-	}
-	// The main loop owns slots. Failovers start after the warm-up: the
-	// leader is stopped once it has led for FailoverEvery (or at the end of
-	// the warm-up, if it led before). The stopped candidate rejoins under a
-	// new identity once another has taken over, as a restarted process
-	// would some time later; rejoining at once would let it grab a released
-	// Lease before the standbys' next retry and hide what failover costs
-	// them. A lone candidate rejoins at once.
-	every := r.le.FailoverEvery.Duration
+	defer func() {
+		for _, s := range slots {
+			s.cancel()
+			<-s.done
+		}
+	}()
+	every := r.set.FailoverEvery.Duration
 	failover := time.NewTimer(time.Hour)
 	failover.Stop()
 	defer failover.Stop()
 	armedFor := "" // the leader the failover timer is set for
 	restart := -1  // the slot waiting to rejoin
 	var due <-chan time.Time
-loop:
 	for {
 		select {
 		case <-ctx.Done():
-			break loop
-		case <-endC:
-			break loop
-		case <-r.opsDone:
-			break loop
+			return
 		case <-due:
 			due = nil
 			if slot, id, ok := r.currentLeader(); ok && id == armedFor {
 				r.stopLeader(slots, slot, id)
 				if n == 1 {
-					slots[slot] = r.startSlot(candCtx, slot)
+					slots[slot] = r.startSlot(ctx, slot)
 				} else {
 					restart = slot
 				}
@@ -189,42 +202,19 @@ loop:
 			continue
 		}
 		if restart >= 0 {
-			slots[restart] = r.startSlot(candCtx, restart)
+			slots[restart] = r.startSlot(ctx, restart)
 			restart = -1
 		}
 		if every > 0 && id != armedFor {
 			armedFor = id
 			since := r.leaderSince(slot)
-			if since.Before(r.measureFrom) {
-				since = r.measureFrom.Add(-every)
+			if since.Before(r.warmupEnd) {
+				since = r.warmupEnd.Add(-every)
 			}
 			failover.Reset(time.Until(since.Add(every)))
 			due = failover.C
 		}
 	}
-
-	end := time.Now()
-	env.Result.Ended = end
-	stopCandidates()
-	for _, s := range slots {
-		<-s.done
-	}
-
-	// Read the final Lease (also after Ctrl-C) and let the watch catch up
-	// with it, so the holder history is complete.
-	finalCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), env.Spec.OpTimeout.Duration)
-	defer cancel()
-	lease, err := env.Clients[0].CoordinationV1().Leases(env.Namespace).Get(finalCtx, LeaseName, metav1.GetOptions{})
-	if err != nil {
-		fmt.Fprintf(env.Log, "warning: leader election: reading the final Lease: %v\n", err)
-		lease = nil
-	} else {
-		r.waitWatched(finalCtx, watched, lease.ResourceVersion)
-	}
-	stopWatch()
-
-	r.report(lease, end)
-	return nil
 }
 
 // stopLeader stops the candidate in slot, which leads as id, and waits for
@@ -269,7 +259,7 @@ func (r *run) nextID(slot int) string {
 // Run returns, and the candidate starts over under a new identity.
 func (r *run) campaign(ctx context.Context, slot int) {
 	env := r.env
-	client := env.Clients[slot%len(env.Clients)]
+	client := env.Client(slot)
 	for ctx.Err() == nil {
 		id := r.nextID(slot)
 		lock := &meteredLock{
@@ -279,7 +269,7 @@ func (r *run) campaign(ctx context.Context, slot int) {
 				LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 			},
 			runCtx:          ctx,
-			releaseOnCancel: r.le.ReleaseOnCancel,
+			releaseOnCancel: r.set.ReleaseOnCancel,
 			timeout:         env.Spec.OpTimeout.Duration,
 			shard:           env.Recorder.Shard(slot),
 			counts:          &r.counts,
@@ -289,10 +279,10 @@ func (r *run) campaign(ctx context.Context, slot int) {
 		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock:            lock,
 			Name:            LeaseName,
-			LeaseDuration:   r.le.LeaseDuration.Duration,
-			RenewDeadline:   r.le.RenewDeadline.Duration,
-			RetryPeriod:     r.le.RetryPeriod.Duration,
-			ReleaseOnCancel: r.le.ReleaseOnCancel,
+			LeaseDuration:   r.set.LeaseDuration.Duration,
+			RenewDeadline:   r.set.RenewDeadline.Duration,
+			RetryPeriod:     r.set.RetryPeriod.Duration,
+			ReleaseOnCancel: r.set.ReleaseOnCancel,
 			Callbacks: leaderelection.LeaderCallbacks{
 				// The candidate believes it leads from here until client-go
 				// cancels the context it hands over: that is when the work a
@@ -307,8 +297,10 @@ func (r *run) campaign(ctx context.Context, slot int) {
 			},
 		})
 		if err != nil {
-			// spec.Validate checked everything NewLeaderElector checks.
-			fmt.Fprintf(env.Log, "warning: leader election: candidate %s: %v\n", id, err)
+			// Settings.Validate checks everything NewLeaderElector checks.
+			r.mu.Lock()
+			r.electorErr = fmt.Errorf("candidate %s: %w (a bug in kb-bench: please report it)", id, err)
+			r.mu.Unlock()
 			return
 		}
 		elector.Run(ctx)
@@ -326,13 +318,10 @@ func (r *run) campaign(ctx context.Context, slot int) {
 	}
 }
 
-// wrote counts a Lease write for the Operations bound.
-func (r *run) wrote(intended time.Time) {
-	if intended.Before(r.measureFrom) {
-		return
-	}
-	if n := r.measuredWrites.Add(1); r.env.Spec.Operations > 0 && n >= r.env.Spec.Operations {
-		r.opsOnce.Do(func() { close(r.opsDone) })
+// wrote counts a measured Lease write, and ends the run at Spec.Operations.
+func (r *run) wrote() {
+	if ops := r.env.Spec.Operations; r.measuredWrites.Add(1) == ops {
+		r.done()
 	}
 }
 
@@ -384,53 +373,35 @@ func (w leaseWatcher) WatchWithContext(ctx context.Context, o metav1.ListOptions
 	return w.client.CoordinationV1().Leases(w.namespace).Watch(ctx, o)
 }
 
-// watchLease records every holder the Lease has, as a watcher sees it. The
-// returned channel is poked after each event.
-func (r *run) watchLease(ctx context.Context) (<-chan struct{}, error) {
-	env := r.env
-	sel := fields.OneTermEqualSelector("metadata.name", LeaseName).String()
-	listCtx, cancel := context.WithTimeout(ctx, env.Spec.OpTimeout.Duration)
-	defer cancel()
-	list, err := env.Clients[0].CoordinationV1().Leases(env.Namespace).List(listCtx, metav1.ListOptions{FieldSelector: sel})
-	if err != nil {
-		return nil, fmt.Errorf("leader election: listing Leases in %s to start watching %s: %w (check that the namespace exists and kb-bench may list Leases)", env.Namespace, LeaseName, err)
-	}
-	for _, l := range list.Items {
-		r.holders = append(r.holders, holderOf(&l))
-	}
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, leaseWatcher{env.Clients[0], env.Namespace})
-	if err != nil {
-		return nil, fmt.Errorf("leader election: watching Lease %s: %w", LeaseName, err)
-	}
-	seen := make(chan struct{}, 1)
-	go func() {
-		defer w.Stop()
-		for {
-			select {
-			case <-ctx.Done():
+// watch records every holder the Lease has, as a watcher sees it, until
+// ctx ends.
+func (r *run) watch(ctx context.Context, w *watchtools.RetryWatcher) {
+	defer close(r.watchDone)
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.ResultChan():
+			if !ok {
 				return
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					return
-				}
-				l, isLease := ev.Object.(*coordinationv1.Lease)
-				if !isLease {
-					continue
-				}
-				r.mu.Lock()
-				if ev.Type != watch.Deleted {
-					r.holders = append(r.holders, holderOf(l))
-				}
-				r.lastRV = l.ResourceVersion
-				r.mu.Unlock()
-				select {
-				case seen <- struct{}{}:
-				default:
-				}
+			}
+			l, isLease := ev.Object.(*coordinationv1.Lease)
+			if !isLease {
+				continue
+			}
+			r.mu.Lock()
+			if ev.Type != watch.Deleted {
+				r.holders = append(r.holders, holderOf(l))
+			}
+			r.lastRV = l.ResourceVersion
+			r.mu.Unlock()
+			select {
+			case r.seen <- struct{}{}:
+			default:
 			}
 		}
-	}()
-	return seen, nil
+	}
 }
 
 func holderOf(l *coordinationv1.Lease) string {
@@ -440,8 +411,9 @@ func holderOf(l *coordinationv1.Lease) string {
 	return *l.Spec.HolderIdentity
 }
 
-// waitWatched waits until the watch has seen resourceVersion rv, or ctx ends.
-func (r *run) waitWatched(ctx context.Context, seen <-chan struct{}, rv string) {
+// waitWatched waits until the watch has seen resourceVersion rv, or ctx
+// ends.
+func (r *run) waitWatched(ctx context.Context, rv string) {
 	for {
 		r.mu.Lock()
 		last := r.lastRV
@@ -451,20 +423,51 @@ func (r *run) waitWatched(ctx context.Context, seen <-chan struct{}, rv string) 
 		}
 		select {
 		case <-ctx.Done():
-			fmt.Fprintf(r.env.Log, "warning: leader election: the Lease watch did not catch up with resourceVersion %s; transitions may be undercounted\n", rv)
+			r.env.Warn("leader election: the Lease watch did not catch up with resourceVersion %s; transitions may be undercounted", rv)
 			return
-		case <-seen:
+		case <-r.seen:
 		}
 	}
 }
 
-// report fills the Result from what the run recorded.
-func (r *run) report(lease *coordinationv1.Lease, end time.Time) {
+// Finish reads the final Lease, lets the watch catch up with it so that
+// the holder history is complete, and builds the report.
+func (r *run) Finish(ctx context.Context) (scenario.Report, error) {
+	env := r.env
+	r.Stop()
+	end := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, env.Spec.OpTimeout.Duration)
+	defer cancel()
+	lease, err := env.Admin.CoordinationV1().Leases(env.Namespace).Get(ctx, LeaseName, metav1.GetOptions{})
+	if err != nil {
+		env.Warn("leader election: reading the final Lease: %v; leaseTransitions is not reported and transitions may be undercounted", err)
+		lease = nil
+	} else {
+		r.waitWatched(ctx, lease.ResourceVersion)
+	}
+	r.stopWatch()
+	<-r.watchDone
+
+	rep := r.report(lease, end)
+	r.mu.Lock()
+	electorErr := r.electorErr
+	r.mu.Unlock()
+	if electorErr != nil {
+		env.Warn("leader election: %v", electorErr)
+	}
+	if rep.FirstLeader == "" {
+		env.Warn("leader election: no candidate became leader during the run; if another holder keeps the Lease, lengthen --duration past its lease duration")
+	}
+	return rep, nil
+}
+
+// report builds the report from what the run recorded.
+func (r *run) report(lease *coordinationv1.Lease, end time.Time) *Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rep := &results.LeaderElectionReport{
+	rep := &Report{
 		Candidates:           r.env.Spec.Writers,
-		ReleaseOnCancel:      r.le.ReleaseOnCancel,
+		ReleaseOnCancel:      r.set.ReleaseOnCancel,
 		LeaseDurationSeconds: r.leaseSeconds,
 		Leaderships:          len(r.leaderships),
 		Transitions:          transitions(r.holders),
@@ -488,15 +491,5 @@ func (r *run) report(lease *coordinationv1.Lease, end time.Time) {
 	for _, o := range rep.Overlaps {
 		rep.OverlapTotal += o.Duration
 	}
-	r.env.Result.LeaderElection = rep
-
-	check := results.Check{Name: CheckOneLeader, Passed: len(rep.Overlaps) == 0, Expected: 0, Observed: int64(len(rep.Overlaps))}
-	if !check.Passed {
-		check.Detail = fmt.Sprintf("%d spans, %s in total, in which two or more candidates believed they led at once", len(rep.Overlaps), rep.OverlapTotal)
-	}
-	r.env.Result.Checks = append(r.env.Result.Checks, check)
-	if rep.FirstLeader == "" {
-		r.env.Result.Warnings = append(r.env.Result.Warnings,
-			"leader election: no candidate became leader during the run; if another holder keeps the Lease, lengthen --duration past its lease duration")
-	}
+	return rep
 }

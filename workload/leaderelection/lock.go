@@ -2,7 +2,7 @@ package leaderelection
 
 import (
 	"context"
-	"errors"
+	"net/http/httptrace"
 	"sync/atomic"
 	"time"
 
@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/results"
 )
 
 // phase says what a candidate was doing when it sent a Lease request.
@@ -23,13 +22,14 @@ const (
 	numPhases
 )
 
-// phaseCounters counts Lease requests by phase, shared by every candidate.
+// phaseCounters counts the measured window's Lease requests by phase,
+// shared by every candidate.
 type phaseCounters [numPhases]struct {
 	reads, writes, conflicts, errors atomic.Int64
 }
 
-func (c *phaseCounters) report(p phase) results.LeasePhase {
-	return results.LeasePhase{
+func (c *phaseCounters) report(p phase) LeasePhase {
+	return LeasePhase{
 		Reads:     c[p].reads.Load(),
 		Writes:    c[p].writes.Load(),
 		Conflicts: c[p].conflicts.Load(),
@@ -40,9 +40,12 @@ func (c *phaseCounters) report(p phase) results.LeasePhase {
 // meteredLock wraps client-go's LeaseLock so that every Get, Create and
 // Update the leader-election code makes (its internal retries included) is
 // timed, classified and counted by phase. Each run of a candidate gets its
-// own meteredLock. A request cut off because the scenario stopped the
-// candidate (context canceled) is not counted: it measures the stop, not
-// the apiserver.
+// own meteredLock.
+//
+// Stopping a candidate does not cut its request in flight off: the request
+// keeps client-go's deadline but not its cancellation, so every request
+// sent gets its answer and is counted on both sides of the server
+// cross-check.
 type meteredLock struct {
 	inner *resourcelock.LeaseLock
 	// runCtx is the candidate's run context: once it is done, the requests of
@@ -52,8 +55,8 @@ type meteredLock struct {
 	timeout         time.Duration
 	shard           *metrics.Shard
 	counts          *phaseCounters
-	// onWrite is told of every write, with when it was due.
-	onWrite func(intended time.Time)
+	// onWrite is told of every measured write.
+	onWrite func()
 
 	held     atomic.Bool // this candidate's last successful write named it holder
 	acquired atomic.Bool // it held the Lease at some point
@@ -75,33 +78,64 @@ func (l *meteredLock) phase(holder *string) phase {
 	return phaseRenew
 }
 
-// stoppedByUs reports whether err only says that the scenario stopped the
-// candidate while the request was in flight.
-func (l *meteredLock) stoppedByUs(err error) bool {
-	return errors.Is(err, context.Canceled) && l.runCtx.Err() != nil
+// request is one Lease request as the recorder sees it: when it was due
+// (the zero time when it falls outside the measured window), when it ended.
+type request struct {
+	intended, end time.Time
+	measured      bool
+}
+
+// send runs do with ctx's deadline (and the operation timeout) but not its
+// cancellation. The request is due when it started; but one that waited at
+// the engine's gate across the start of the measured window is due when it
+// left the gate (when it got its connection), which is when the apiserver
+// saw it: so the window holds exactly the requests the apiserver counted in
+// it.
+func (l *meteredLock) send(ctx context.Context, do func(context.Context) error) (request, error) {
+	rctx := context.WithoutCancel(ctx)
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithDeadline(rctx, deadline)
+		defer cancel()
+	}
+	rctx, cancel := context.WithTimeout(rctx, l.timeout)
+	defer cancel()
+	var sent atomic.Pointer[time.Time]
+	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
+		now := time.Now()
+		sent.CompareAndSwap(nil, &now)
+	}})
+	start := time.Now()
+	err := do(rctx)
+	rq := request{intended: start, end: time.Now()}
+	if s := sent.Load(); s != nil && !l.shard.Measured(start) {
+		rq.intended = *s
+	}
+	rq.measured = l.shard.Measured(rq.intended)
+	return rq, err
 }
 
 // Get reads the Lease. NotFound is a successful read: the Lease does not
 // exist yet and the candidate will create it.
 func (l *meteredLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	p := l.phase(nil)
-	ctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
-	start := time.Now()
-	rec, raw, err := l.inner.Get(ctx)
-	lat := time.Since(start)
-	if l.stoppedByUs(err) {
-		return rec, raw, err
-	}
+	var rec *resourcelock.LeaderElectionRecord
+	var raw []byte
+	rq, err := l.send(ctx, func(ctx context.Context) (err error) {
+		rec, raw, err = l.inner.Get(ctx)
+		return err
+	})
 	out := metrics.Classify(err)
 	if apierrors.IsNotFound(err) {
 		out = metrics.Success
 	}
-	l.counts[p].reads.Add(1)
-	if out != metrics.Success {
-		l.counts[p].errors.Add(1)
+	if rq.measured {
+		l.counts[p].reads.Add(1)
+		if out != metrics.Success {
+			l.counts[p].errors.Add(1)
+		}
 	}
-	l.shard.RecordAttempt(start, metrics.Attempt{Kind: metrics.Read, Latency: lat, Outcome: out})
+	l.shard.RecordAttempt(rq.intended, metrics.Attempt{Kind: metrics.Read, Latency: rq.end.Sub(rq.intended), Outcome: out})
 	return rec, raw, err
 }
 
@@ -116,40 +150,37 @@ func (l *meteredLock) Update(ctx context.Context, ler resourcelock.LeaderElectio
 	return l.write(ctx, ler, l.inner.Update)
 }
 
+// write runs one Lease write: one operation of one write attempt.
 func (l *meteredLock) write(ctx context.Context, ler resourcelock.LeaderElectionRecord, do func(context.Context, resourcelock.LeaderElectionRecord) error) error {
 	p := l.phase(&ler.HolderIdentity)
-	ctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
-	start := time.Now()
-	err := do(ctx, ler)
-	end := time.Now()
-	if l.stoppedByUs(err) {
-		return err
-	}
-
+	rq, err := l.send(ctx, func(ctx context.Context) error { return do(ctx, ler) })
 	out := metrics.Classify(err)
 	// A create that loses the race for a new Lease answers 409
 	// AlreadyExists: the same lost compare-and-swap as a stale update.
 	if apierrors.IsAlreadyExists(err) {
 		out = metrics.VersionConflict
 	}
-	c := &l.counts[p]
-	c.writes.Add(1)
-	switch out {
-	case metrics.Success:
+	if out == metrics.Success {
 		mine := ler.HolderIdentity == l.inner.Identity()
 		l.held.Store(mine)
 		if mine {
 			l.acquired.Store(true)
 		}
-	case metrics.VersionConflict:
-		c.conflicts.Add(1)
-	default:
-		c.errors.Add(1)
 	}
-	l.shard.RecordAttempt(start, metrics.Attempt{Kind: metrics.Write, Latency: end.Sub(start), Outcome: out})
-	l.shard.RecordOp(metrics.Op{Intended: start, Start: start, End: end, Outcome: out, Err: err, Attempts: 1})
-	l.onWrite(start)
+	if rq.measured {
+		c := &l.counts[p]
+		c.writes.Add(1)
+		switch out {
+		case metrics.Success:
+		case metrics.VersionConflict:
+			c.conflicts.Add(1)
+		default:
+			c.errors.Add(1)
+		}
+		l.onWrite()
+	}
+	l.shard.RecordAttempt(rq.intended, metrics.Attempt{Kind: metrics.Write, Latency: rq.end.Sub(rq.intended), Outcome: out})
+	l.shard.RecordOp(metrics.Op{Intended: rq.intended, Start: rq.intended, End: rq.end, Outcome: out, Err: err, Attempts: 1})
 	return err
 }
 

@@ -1,10 +1,22 @@
 package leaderelection
 
-// Moved from results/scenarios.go: port to scenario.Report (Rows instead of WriteTable).
+import (
+	"fmt"
+	"strings"
+	"time"
 
-// LeaderElectionReport holds the leader-election scenario's figures. Times
-// ("At") are offsets from the moment the candidates were started.
-type LeaderElectionReport struct {
+	"github.com/kb-bench/kb-bench/results"
+)
+
+// CheckOneLeader names the check that no two candidates led at once.
+const CheckOneLeader = "leader election: exactly one leader at a time"
+
+// Report holds the leader-election scenario's figures. Times ("At") are
+// offsets from the moment the candidates were started (Start). The
+// leaderships, transitions and failovers cover the whole run, warm-up
+// included; the Lease requests by phase cover the measured window, as the
+// server cross-check does.
+type Report struct {
 	// Candidates is the number of candidates running at any time.
 	Candidates int `json:"candidates"`
 	// ReleaseOnCancel says whether a stopped leader released the Lease.
@@ -35,9 +47,10 @@ type LeaderElectionReport struct {
 	// FailoverTime summarises the resolved failovers.
 	FailoverTime FailoverStats `json:"failoverTime"`
 
-	// Acquire, Renew and Release count Lease requests by phase: acquire
-	// while a candidate does not hold the Lease, renew while it does,
-	// release when a stopped leader gives it up (ReleaseOnCancel).
+	// Acquire, Renew and Release count the measured window's Lease
+	// requests by phase: acquire while a candidate does not hold the Lease,
+	// renew while it does, release when a stopped leader gives it up
+	// (ReleaseOnCancel).
 	Acquire LeasePhase `json:"acquire"`
 	Renew   LeasePhase `json:"renew"`
 	Release LeasePhase `json:"release"`
@@ -49,8 +62,9 @@ type LeaderElectionReport struct {
 	OverlapTotal time.Duration `json:"overlapTotal"`
 }
 
-// LeaseWrites is the number of Lease writes (creates and updates) in every phase.
-func (r *LeaderElectionReport) LeaseWrites() int64 {
+// LeaseWrites is the number of Lease writes (creates and updates) in every
+// phase, 409s and errors included.
+func (r *Report) LeaseWrites() int64 {
 	return r.Acquire.Writes + r.Renew.Writes + r.Release.Writes
 }
 
@@ -101,48 +115,52 @@ type Overlap struct {
 	Leaders []string `json:"leaders"`
 }
 
-// WriteTable writes the leader-election lines of the summary table.
-func (r *LeaderElectionReport) WriteTable(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+// Checks is the one-leader check: no span in which two candidates
+// believed they led.
+func (r *Report) Checks() []results.Check {
+	c := results.Check{Name: CheckOneLeader, Passed: len(r.Overlaps) == 0, Observed: int64(len(r.Overlaps))}
+	if !c.Passed {
+		c.Detail = fmt.Sprintf("%d spans, %s in total, in which two or more candidates believed they led at once",
+			len(r.Overlaps), results.FormatDuration(r.OverlapTotal))
+	}
+	return []results.Check{c}
+}
+
+// Rows are the leader-election lines of the summary.
+func (r *Report) Rows() [][2]string {
+	ms := results.FormatDuration
 	release := "lease kept on stop"
 	if r.ReleaseOnCancel {
 		release = "release on cancel"
 	}
-	scenarioRow(tw, "leader election", fmt.Sprintf("%d candidates, lease %ds, %s", r.Candidates, r.LeaseDurationSeconds, release))
+	rows := [][2]string{{"leader election", fmt.Sprintf("%d candidates, lease %ds, %s", r.Candidates, r.LeaseDurationSeconds, release)}}
+	add := func(name, format string, a ...any) { rows = append(rows, [2]string{name, fmt.Sprintf(format, a...)}) }
 	if r.FirstLeader == "" {
-		scenarioRow(tw, "  first leader", "none elected")
+		add("  first leader", "none elected")
 	} else {
-		scenarioRow(tw, "  first leader", fmt.Sprintf("%s after %s", r.FirstLeader, scenarioMillis(r.TimeToFirstLeader)))
+		add("  first leader", "%s after %s", r.FirstLeader, ms(r.TimeToFirstLeader))
 	}
-	scenarioRow(tw, "  transitions", fmt.Sprintf("%d seen on the Lease (leaseTransitions %d), %d leaderships, %d lost on renew",
-		r.Transitions, r.LeaseTransitions, r.Leaderships, r.LostLeadership))
-	f := r.FailoverTime
-	switch {
+	add("  transitions", "%d seen on the Lease (leaseTransitions %d), %d leaderships, %d lost on renew",
+		r.Transitions, r.LeaseTransitions, r.Leaderships, r.LostLeadership)
+	switch f := r.FailoverTime; {
 	case f.Count == 0:
-		scenarioRow(tw, "  failovers", "none (no leader was stopped)")
+		add("  failovers", "none (no leader was stopped)")
 	case f.Resolved == 0:
-		scenarioRow(tw, "  failovers", fmt.Sprintf("%d, none resolved before the end", f.Count))
+		add("  failovers", "%d, none resolved before the end", f.Count)
 	default:
-		scenarioRow(tw, "  failovers", fmt.Sprintf("%d (%d resolved): min %s  p50 %s  max %s",
-			f.Count, f.Resolved, scenarioMillis(f.Min), scenarioMillis(f.P50), scenarioMillis(f.Max)))
+		add("  failovers", "%d (%d resolved): min %s  p50 %s  max %s", f.Count, f.Resolved, ms(f.Min), ms(f.P50), ms(f.Max))
 	}
-	scenarioRow(tw, "  lease writes", fmt.Sprintf("%d: acquire %d (409: %d)  renew %d (409: %d)  release %d (409: %d)",
-		r.LeaseWrites(), r.Acquire.Writes, r.Acquire.Conflicts, r.Renew.Writes, r.Renew.Conflicts, r.Release.Writes, r.Release.Conflicts))
-	reads := r.Acquire.Reads + r.Renew.Reads + r.Release.Reads
-	errs := r.Acquire.Errors + r.Renew.Errors + r.Release.Errors
-	scenarioRow(tw, "  lease reads", fmt.Sprintf("%d (other errors: %d)", reads, errs))
+	add("  lease writes", "%d: acquire %d (409: %d)  renew %d (409: %d)  release %d (409: %d)",
+		r.LeaseWrites(), r.Acquire.Writes, r.Acquire.Conflicts, r.Renew.Writes, r.Renew.Conflicts, r.Release.Writes, r.Release.Conflicts)
+	add("  lease reads", "%d (other errors: %d)",
+		r.Acquire.Reads+r.Renew.Reads+r.Release.Reads, r.Acquire.Errors+r.Renew.Errors+r.Release.Errors)
 	if len(r.Overlaps) == 0 {
-		scenarioRow(tw, "  overlap", "none: exactly one leader at a time")
-	} else {
-		spans := "spans"
-		if len(r.Overlaps) == 1 {
-			spans = "span"
-		}
-		scenarioRow(tw, "  overlap", fmt.Sprintf("%d %s, %s in total: TWO LEADERS AT ONCE", len(r.Overlaps), spans, scenarioMillis(r.OverlapTotal)))
-		for _, o := range r.Overlaps {
-			scenarioRow(tw, "", fmt.Sprintf("at %s for %s: %s", scenarioMillis(o.At), scenarioMillis(o.Duration), strings.Join(o.Leaders, ", ")))
-		}
+		add("  overlap", "none: exactly one leader at a time")
+		return rows
 	}
-	return tw.Flush()
+	add("  overlap", "%s, %s in total: TWO LEADERS AT ONCE", results.Plural(len(r.Overlaps), "span"), ms(r.OverlapTotal))
+	for _, o := range r.Overlaps {
+		add("", "at %s for %s: %s", ms(o.At), ms(o.Duration), strings.Join(o.Leaders, ", "))
+	}
+	return rows
 }
-

@@ -3,8 +3,6 @@ package leaderelection
 import (
 	"sort"
 	"time"
-
-	"github.com/kb-bench/kb-bench/results"
 )
 
 // leadership is one candidate's own belief that it led: from its
@@ -25,7 +23,7 @@ type stop struct {
 // at once, with offsets from base. Leaderships still open are taken to end at
 // end. Two leaderships that merely touch (one ends the instant the other
 // starts) do not overlap.
-func overlaps(ls []leadership, base, end time.Time) []results.Overlap {
+func overlaps(ls []leadership, base, end time.Time) []Overlap {
 	type edge struct {
 		at    time.Time
 		id    string
@@ -50,7 +48,7 @@ func overlaps(ls []leadership, base, end time.Time) []results.Overlap {
 		return !edges[i].start && edges[j].start
 	})
 
-	var out []results.Overlap
+	var out []Overlap
 	active := map[string]int{} // id -> open leaderships (an id may lead twice in a row)
 	open := 0
 	var spanStart time.Time
@@ -81,7 +79,7 @@ func overlaps(ls []leadership, base, end time.Time) []results.Overlap {
 				leaders = append(leaders, id)
 			}
 			sort.Strings(leaders)
-			out = append(out, results.Overlap{At: spanStart.Sub(base), Duration: e.at.Sub(spanStart), Leaders: leaders})
+			out = append(out, Overlap{At: spanStart.Sub(base), Duration: e.at.Sub(spanStart), Leaders: leaders})
 		}
 	}
 	return out
@@ -90,14 +88,14 @@ func overlaps(ls []leadership, base, end time.Time) []results.Overlap {
 // failovers pairs each stop with the first leadership that started at or
 // after it, anywhere: the failover time is the gap between the two. A stop
 // with no later leadership is unresolved.
-func failovers(stops []stop, ls []leadership, base time.Time) []results.Failover {
+func failovers(stops []stop, ls []leadership, base time.Time) []Failover {
 	starts := make([]leadership, len(ls))
 	copy(starts, ls)
 	sort.SliceStable(starts, func(i, j int) bool { return starts[i].start.Before(starts[j].start) })
 
-	out := make([]results.Failover, 0, len(stops))
+	out := make([]Failover, 0, len(stops))
 	for _, s := range stops {
-		f := results.Failover{At: s.at.Sub(base), Stopped: s.id}
+		f := Failover{At: s.at.Sub(base), Stopped: s.id}
 		i := sort.Search(len(starts), func(i int) bool { return !starts[i].start.Before(s.at) })
 		if i < len(starts) {
 			f.Resolved = true
@@ -111,8 +109,8 @@ func failovers(stops []stop, ls []leadership, base time.Time) []results.Failover
 
 // failoverStats summarises the resolved failovers: min, median (nearest
 // rank) and max. There are few of them, so sorting is fine here.
-func failoverStats(fs []results.Failover) results.FailoverStats {
-	st := results.FailoverStats{Count: len(fs)}
+func failoverStats(fs []Failover) FailoverStats {
+	st := FailoverStats{Count: len(fs)}
 	var ds []time.Duration
 	for _, f := range fs {
 		if f.Resolved {

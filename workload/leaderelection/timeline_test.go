@@ -4,8 +4,6 @@ import (
 	"reflect"
 	"testing"
 	"time"
-
-	"github.com/kb-bench/kb-bench/results"
 )
 
 var base = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -20,7 +18,7 @@ func TestOverlaps(t *testing.T) {
 	tests := []struct {
 		name string
 		ls   []leadership
-		want []results.Overlap
+		want []Overlap
 	}{
 		{"none", nil, nil},
 		{"one leader after another", []leadership{
@@ -35,28 +33,28 @@ func TestOverlaps(t *testing.T) {
 		{"two leaders for 50ms", []leadership{
 			{"a", at(0), at(1050)},
 			{"b", at(1000), at(2000)},
-		}, []results.Overlap{{At: ms(1000), Duration: ms(50), Leaders: []string{"a", "b"}}}},
+		}, []Overlap{{At: ms(1000), Duration: ms(50), Leaders: []string{"a", "b"}}}},
 		{"unsorted input, contained interval", []leadership{
 			{"b", at(200), at(300)},
 			{"a", at(0), at(1000)},
-		}, []results.Overlap{{At: ms(200), Duration: ms(100), Leaders: []string{"a", "b"}}}},
+		}, []Overlap{{At: ms(200), Duration: ms(100), Leaders: []string{"a", "b"}}}},
 		{"three leaders in one span", []leadership{
 			{"a", at(0), at(500)},
 			{"b", at(100), at(600)},
 			{"c", at(450), at(700)},
-		}, []results.Overlap{{At: ms(100), Duration: ms(500), Leaders: []string{"a", "b", "c"}}}},
+		}, []Overlap{{At: ms(100), Duration: ms(500), Leaders: []string{"a", "b", "c"}}}},
 		{"two separate spans", []leadership{
 			{"a", at(0), at(110)},
 			{"b", at(100), at(500)},
 			{"c", at(490), at(900)},
-		}, []results.Overlap{
+		}, []Overlap{
 			{At: ms(100), Duration: ms(10), Leaders: []string{"a", "b"}},
 			{At: ms(490), Duration: ms(10), Leaders: []string{"b", "c"}},
 		}},
 		{"open leadership runs to the end", []leadership{
 			{"a", at(9000), time.Time{}},
 			{"b", at(9900), at(9950)},
-		}, []results.Overlap{{At: ms(9900), Duration: ms(50), Leaders: []string{"a", "b"}}}},
+		}, []Overlap{{At: ms(9900), Duration: ms(50), Leaders: []string{"a", "b"}}}},
 		{"empty leadership is ignored", []leadership{
 			{"a", at(0), at(1000)},
 			{"b", at(500), at(500)},
@@ -81,17 +79,17 @@ func TestFailovers(t *testing.T) {
 	tests := []struct {
 		name  string
 		stops []stop
-		want  []results.Failover
+		want  []Failover
 	}{
-		{"no stops", nil, []results.Failover{}},
-		{"each stop is followed by the next leader", []stop{{"a", at(2000)}, {"b", at(4000)}}, []results.Failover{
+		{"no stops", nil, []Failover{}},
+		{"each stop is followed by the next leader", []stop{{"a", at(2000)}, {"b", at(4000)}}, []Failover{
 			{At: ms(2000), Stopped: "a", NewLeader: "b", Resolved: true, Duration: ms(400)},
 			{At: ms(4000), Stopped: "b", NewLeader: "c", Resolved: true, Duration: ms(800)},
 		}},
-		{"a stop with no later leader is unresolved", []stop{{"c", at(6000)}}, []results.Failover{
+		{"a stop with no later leader is unresolved", []stop{{"c", at(6000)}}, []Failover{
 			{At: ms(6000), Stopped: "c"},
 		}},
-		{"a leader starting the same instant counts", []stop{{"a", at(2400)}}, []results.Failover{
+		{"a leader starting the same instant counts", []stop{{"a", at(2400)}}, []Failover{
 			{At: ms(2400), Stopped: "a", NewLeader: "b", Resolved: true},
 		}},
 	}
@@ -108,19 +106,19 @@ func TestFailovers(t *testing.T) {
 func TestFailoverStats(t *testing.T) {
 	tests := []struct {
 		name string
-		fs   []results.Failover
-		want results.FailoverStats
+		fs   []Failover
+		want FailoverStats
 	}{
-		{"none", nil, results.FailoverStats{}},
-		{"only unresolved", []results.Failover{{}}, results.FailoverStats{Count: 1}},
-		{"one", []results.Failover{{Resolved: true, Duration: ms(300)}},
-			results.FailoverStats{Count: 1, Resolved: 1, Min: ms(300), P50: ms(300), Max: ms(300)}},
-		{"odd count, unresolved left out", []results.Failover{
+		{"none", nil, FailoverStats{}},
+		{"only unresolved", []Failover{{}}, FailoverStats{Count: 1}},
+		{"one", []Failover{{Resolved: true, Duration: ms(300)}},
+			FailoverStats{Count: 1, Resolved: 1, Min: ms(300), P50: ms(300), Max: ms(300)}},
+		{"odd count, unresolved left out", []Failover{
 			{Resolved: true, Duration: ms(900)}, {}, {Resolved: true, Duration: ms(100)}, {Resolved: true, Duration: ms(400)},
-		}, results.FailoverStats{Count: 4, Resolved: 3, Min: ms(100), P50: ms(400), Max: ms(900)}},
-		{"even count takes the lower median", []results.Failover{
+		}, FailoverStats{Count: 4, Resolved: 3, Min: ms(100), P50: ms(400), Max: ms(900)}},
+		{"even count takes the lower median", []Failover{
 			{Resolved: true, Duration: ms(4)}, {Resolved: true, Duration: ms(1)}, {Resolved: true, Duration: ms(3)}, {Resolved: true, Duration: ms(2)},
-		}, results.FailoverStats{Count: 4, Resolved: 4, Min: ms(1), P50: ms(2), Max: ms(4)}},
+		}, FailoverStats{Count: 4, Resolved: 4, Min: ms(1), P50: ms(2), Max: ms(4)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
