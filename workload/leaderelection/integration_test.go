@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/cluster/clustertest"
@@ -44,7 +41,6 @@ func (w logWriter) Write(p []byte) (int, error) {
 // and returns the outcome and the scenario's report.
 func runScenario(ctx context.Context, t *testing.T, cfg *rest.Config, s spec.Spec, progress func(time.Duration, metrics.SeriesPoint)) (*workload.Outcome, *leaderelection.Report) {
 	t.Helper()
-	awaitQuietLeases(ctx, t, cfg)
 	s.Scenario = leaderelection.Name
 	out, err := workload.Run(ctx, s, workload.Options{
 		Config:            cfg,
@@ -63,49 +59,6 @@ func runScenario(ctx context.Context, t *testing.T, cfg *rest.Config, s spec.Spe
 		t.Fatalf("report is a %T, want *leaderelection.Report", out.Report)
 	}
 	return out, report
-}
-
-// identityLeases selects the Lease kube-apiserver renews in kube-system
-// every 10s to announce itself (feature APIServerIdentity).
-const identityLeases = "apiserver.kubernetes.io/identity"
-
-// awaitQuietLeases returns when the apiserver will not renew its identity
-// Lease for a while: its renewals are Lease writes too, and the server
-// cross-check, which counts every Lease request of the apiserver, would
-// see them beside the candidates'. It waits for the next renewal unless
-// the last one was under 3s ago, which leaves at least 7s, more than a
-// run of these tests takes.
-func awaitQuietLeases(ctx context.Context, t *testing.T, cfg *rest.Config) {
-	t.Helper()
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leases := client.CoordinationV1().Leases(metav1.NamespaceSystem)
-	list, err := leases.List(ctx, metav1.ListOptions{LabelSelector: identityLeases})
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet := true
-	for _, l := range list.Items {
-		if l.Spec.RenewTime == nil || time.Since(l.Spec.RenewTime.Time) >= 3*time.Second {
-			quiet = false
-		}
-	}
-	if quiet {
-		return
-	}
-	w, err := leases.Watch(ctx, metav1.ListOptions{LabelSelector: identityLeases, ResourceVersion: list.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	for ev := range w.ResultChan() {
-		if ev.Type == watch.Modified {
-			return
-		}
-	}
-	t.Fatal("the watch on the apiserver's identity Lease ended before it was renewed")
 }
 
 // leaseRequests sums the apiserver's counts of requests on Leases with
