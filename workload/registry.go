@@ -29,9 +29,7 @@ func Scenarios() []scenario.Definition {
 	}
 }
 
-// Lookup returns the registered scenario called name.
-func Lookup(name string) (scenario.Definition, bool) { return lookup(Scenarios(), name) }
-
+// lookup returns the scenario called name in registry.
 func lookup(registry []scenario.Definition, name string) (scenario.Definition, bool) {
 	for _, d := range registry {
 		if d.Name == name {
