@@ -6,11 +6,13 @@ import (
 	"testing"
 
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload"
 )
 
 // FuzzParse feeds the loader arbitrary bytes. No input may panic it; every
 // rejection must be an input error (exit status 2); and whatever it accepts
-// must validate once defaulted, since the loader promises it checked that.
+// must resolve (defaults and validation of the shared spec and of the
+// scenario's settings), since the loader promises it checked that.
 //
 // Run it for a while with:
 //
@@ -46,9 +48,8 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		s := p.Spec
-		s.Defaults()
-		if err := s.Validate(); err != nil {
-			t.Fatalf("Parse accepted a profile whose spec does not validate: %v", err)
+		if _, _, errs := workload.Resolve(&s); len(errs) > 0 {
+			t.Fatalf("Parse accepted a profile whose spec does not resolve:\n%s", spec.Describe(errs))
 		}
 	})
 }

@@ -3,6 +3,7 @@ package profiles
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -61,19 +62,27 @@ func TestShippedRunLocal(t *testing.T) {
 			}
 			s := p.Spec
 			s.Duration = spec.D(1500 * time.Millisecond)
-			s.Defaults()
-			if err := s.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			res, err := workload.Run(t.Context(), s, workload.Options{
+			// Run resolves the spec (defaults and validation) itself.
+			out, err := workload.Run(t.Context(), s, workload.Options{
 				Config: cfg,
-				// A new namespace each run: the shared control plane has
-				// no namespace controller to finish deleting the last.
-				RunID: fmt.Sprintf("profile-%s-%d", name, time.Now().UnixNano()),
-				Log:   testLog{t},
+				// A new namespace each run, finalized at the end: the
+				// shared control plane has no namespace controller.
+				RunID:             fmt.Sprintf("profile-%s-%d", name, time.Now().UnixNano()),
+				Log:               testLog{t},
+				FinalizeNamespace: true,
 			})
 			if err != nil {
 				t.Fatalf("run: %v", err)
+			}
+			res := out.Result
+			// The result records the scenario and its settings as they ran:
+			// the profile's, resolved.
+			resolved := s
+			if _, _, errs := workload.Resolve(&resolved); len(errs) > 0 {
+				t.Fatal(spec.Describe(errs))
+			}
+			if res.Spec.Scenario != p.Spec.Scenario || !reflect.DeepEqual(res.Spec.Settings, resolved.Settings) {
+				t.Errorf("result records %s %v, want %s %v", res.Spec.Scenario, res.Spec.Settings, p.Spec.Scenario, resolved.Settings)
 			}
 			if res.Measurements.Ops == 0 {
 				t.Errorf("no operations measured")

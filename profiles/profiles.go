@@ -106,7 +106,7 @@ func parse(source string, data []byte) (*Profile, error) {
 	}
 
 	// Check a defaulted copy. A second decode gives a copy that shares no
-	// pointers (LeaderElection, Quota, Controller) with the raw Spec.
+	// pointers or maps (Backoff, Settings) with the raw Spec.
 	var check document
 	if err := decodeStrict(source, data, &check); err != nil {
 		return nil, err

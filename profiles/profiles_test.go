@@ -4,58 +4,117 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload"
 )
+
+// registered lists the registered scenarios as an unknown one's error does.
+func registered() string {
+	var names []string
+	for _, d := range workload.Scenarios() {
+		names = append(names, strconv.Quote(d.Name))
+	}
+	return strings.Join(names, ", ")
+}
 
 func TestLoadInvalid(t *testing.T) {
 	tests := []struct {
 		file string
 		want string
+		// prefix: want is the start of the error (the file and line);
+		// the rest is yaml.v3's own wording.
+		prefix bool
 	}{
-		{"invalid-unknown-field.yaml", `testdata/invalid-unknown-field.yaml:6: unknown field "writerz" in spec (did you mean "writers"?)`},
-		{"invalid-unknown-nested.yaml", `testdata/invalid-unknown-nested.yaml:6: unknown field "exponent" in spec.distribution (fields here: kind, zipfExponent, hotFraction, hotShare)`},
-		{"invalid-unknown-top.yaml", `testdata/invalid-unknown-top.yaml:3: unknown field "specs" at the top level (did you mean "spec"?)`},
-		{"invalid-kebab-case.yaml", `testdata/invalid-kebab-case.yaml:4: unknown field "think-time" in spec (did you mean "thinkTime"?)`},
-		{"invalid-no-suggestion.yaml", `testdata/invalid-no-suggestion.yaml:5: unknown field "cluster" in spec.target (fields here: kind, kubeconfig, context, kindCluster, storage, controlPlaneBin)`},
-		{"invalid-api-version.yaml", `testdata/invalid-api-version.yaml:1: apiVersion is "kb-bench.io/v1": this kb-bench reads kb-bench.io/v1alpha1 profiles`},
-		{"invalid-no-api-version.yaml", `testdata/invalid-no-api-version.yaml: apiVersion is missing: a profile begins with "apiVersion: kb-bench.io/v1alpha1" and "kind: Profile"`},
-		{"invalid-kind.yaml", `testdata/invalid-kind.yaml:2: kind is "Result", not Profile: this file is not a profile`},
-		{"invalid-no-kind.yaml", `testdata/invalid-no-kind.yaml: kind is missing: a profile begins with "apiVersion: kb-bench.io/v1alpha1" and "kind: Profile"`},
-		{"invalid-empty.yaml", `testdata/invalid-empty.yaml: the profile is empty: it begins with "apiVersion: kb-bench.io/v1alpha1" and "kind: Profile"`},
-		{"invalid-list.yaml", `testdata/invalid-list.yaml:1: a profile is a mapping of fields (apiVersion, kind, name, description, spec), not a list`},
-		{"invalid-two-documents.yaml", `testdata/invalid-two-documents.yaml:4: a second YAML document starts here: put one profile per file`},
-		{"invalid-syntax.yaml", `testdata/invalid-syntax.yaml:3: did not find expected ',' or ']'`},
-		{"invalid-duplicate.yaml", `testdata/invalid-duplicate.yaml:6: field "writers" in spec is set twice (first on line 4): keep one`},
+		// The document and its YAML.
+		{"invalid-api-version.yaml", `testdata/invalid-api-version.yaml:1: apiVersion is "kb-bench.io/v1": this kb-bench reads kb-bench.io/v1alpha1 profiles`, false},
+		{"invalid-no-api-version.yaml", `testdata/invalid-no-api-version.yaml: apiVersion is missing: a profile begins with "apiVersion: kb-bench.io/v1alpha1" and "kind: Profile"`, false},
+		{"invalid-kind.yaml", `testdata/invalid-kind.yaml:2: kind is "Result", not Profile: this file is not a profile`, false},
+		{"invalid-no-kind.yaml", `testdata/invalid-no-kind.yaml: kind is missing: a profile begins with "apiVersion: kb-bench.io/v1alpha1" and "kind: Profile"`, false},
+		{"invalid-empty.yaml", `testdata/invalid-empty.yaml: the profile is empty: it begins with "apiVersion: kb-bench.io/v1alpha1" and "kind: Profile"`, false},
+		{"invalid-list.yaml", `testdata/invalid-list.yaml:1: a profile is a mapping of fields (apiVersion, kind, name, description, spec), not a list`, false},
+		{"invalid-two-documents.yaml", `testdata/invalid-two-documents.yaml:4: a second YAML document starts here: put one profile per file`, false},
+		{"invalid-syntax.yaml", `testdata/invalid-syntax.yaml:3: did not find expected ',' or ']'`, false},
+
+		// Unknown, repeated and mistyped fields of the shared spec: the
+		// walker names them with their line, before anything is validated.
+		{"invalid-unknown-field.yaml", `testdata/invalid-unknown-field.yaml:6: unknown field "writerz" in spec (did you mean "writers"?)`, false},
+		{"invalid-unknown-nested.yaml", `testdata/invalid-unknown-nested.yaml:6: unknown field "limit" in spec.client (fields here: qps, burst, contentType, userAgent)`, false},
+		{"invalid-unknown-top.yaml", `testdata/invalid-unknown-top.yaml:3: unknown field "specs" at the top level (did you mean "spec"?)`, false},
+		{"invalid-kebab-case.yaml", `testdata/invalid-kebab-case.yaml:4: unknown field "think-time" in spec (did you mean "thinkTime"?)`, false},
+		{"invalid-no-suggestion.yaml", `testdata/invalid-no-suggestion.yaml:5: unknown field "cluster" in spec.target (fields here: kind, kubeconfig, context, kindCluster, storage, controlPlaneBin)`, false},
+		{"invalid-duplicate.yaml", `testdata/invalid-duplicate.yaml:6: field "writers" in spec is set twice (first on line 4): keep one`, false},
 		{"invalid-types.yaml", strings.Join([]string{
 			`testdata/invalid-types.yaml:4: spec.writers is "eight": use a whole number`,
 			`testdata/invalid-types.yaml:5: spec.rate is "fast": use a number`,
 			`testdata/invalid-types.yaml:6: spec.keep is "maybe": use true or false`,
-			`testdata/invalid-types.yaml:7: spec.distribution is a group of fields (kind, zipfExponent, hotFraction, hotShare), not "zipf"`,
-			`testdata/invalid-types.yaml:8: spec.objects takes a whole number, not a mapping`,
-		}, "\n")},
+			`testdata/invalid-types.yaml:7: spec.client is a group of fields (qps, burst, contentType, userAgent), not "protobuf"`,
+			`testdata/invalid-types.yaml:8: spec.operations takes a whole number, not a mapping`,
+		}, "\n"), false},
 		{"invalid-fraction.yaml", strings.Join([]string{
 			`testdata/invalid-fraction.yaml:4: spec.writers is "1.5": use a whole number`,
 			`testdata/invalid-fraction.yaml:5: spec.operations is "lots": use a whole number`,
-		}, "\n")},
+		}, "\n"), false},
 		{"invalid-duration.yaml", strings.Join([]string{
-			`testdata/invalid-duration.yaml:4: spec.duration: invalid duration "10" (use e.g. "500ms", "10s", "2m")`,
-			`testdata/invalid-duration.yaml:5: spec.warmup: invalid duration "2 seconds" (use e.g. "500ms", "10s", "2m")`,
-		}, "\n")},
-		{"invalid-rate-think-time.yaml", `testdata/invalid-rate-think-time.yaml:4: rate and thinkTime both set: an open loop (--rate) schedules arrivals itself; drop --think-time or --rate`},
-		{"invalid-zipf-exponent.yaml", `testdata/invalid-zipf-exponent.yaml:7: distribution.zipfExponent is 1 (--zipf-exponent): it must be greater than 1, e.g. 1.1`},
-		{"invalid-writers.yaml", strings.Join([]string{
-			`testdata/invalid-writers.yaml:4: writers is -2 (--writers): it must be at least 1`,
-		}, "\n")},
+			`testdata/invalid-duration.yaml:4: spec.duration: "10" is not a duration (use e.g. 500ms, 10s, 2m)`,
+			`testdata/invalid-duration.yaml:5: spec.warmup: "2 seconds" is not a duration (use e.g. 500ms, 10s, 2m)`,
+		}, "\n"), false},
+		// The backoff is parsed where it is read, with the parser's message.
+		{"invalid-backoff.yaml", `testdata/invalid-backoff.yaml:5: spec.backoff: "3,x,1,0" is not a backoff: use default-retry, default-backoff or STEPS,DURATION,FACTOR,JITTER such as 10,5ms,1.5,0.1 (DURATION must be a duration such as 10ms)`, false},
+
+		// Validation of the shared spec: each error on the line of the
+		// field its path names, nested ones included.
+		{"invalid-scenario.yaml", `testdata/invalid-scenario.yaml:4: spec.scenario: Unsupported value: "countr": supported values: ` + registered() + ` (--scenario)`, false},
+		{"invalid-writers.yaml", `testdata/invalid-writers.yaml:4: spec.writers: Invalid value: -2: use 1 to 100000 (--writers)`, false},
 		{"invalid-strategy.yaml", strings.Join([]string{
-			`testdata/invalid-strategy.yaml:4: strategy "optimistic" is not known (--strategy): use one of update, retry, patch, ssa`,
-			`testdata/invalid-strategy.yaml:5: force applies only to strategy ssa: drop --force`,
-		}, "\n")},
-		{"invalid-rate-nan.yaml", `testdata/invalid-rate-nan.yaml:4: rate is NaN (--rate): it must be a finite number`},
-		{"invalid-leader-election.yaml", `testdata/invalid-leader-election.yaml:6: leaderElection.leaseDuration 2s is recorded as 2s in the Lease, which is not longer than renewDeadline 3s: raise --lease-duration or lower --renew-deadline`},
+			`testdata/invalid-strategy.yaml:4: spec.strategy: Unsupported value: "optimistic": supported values: "update", "retry", "patch", "ssa" (--strategy)`,
+			`testdata/invalid-strategy.yaml:5: spec.force: Forbidden: applies only to strategy ssa, not optimistic: drop it`,
+		}, "\n"), false},
+		{"invalid-rate-think-time.yaml", `testdata/invalid-rate-think-time.yaml:5: spec.thinkTime: Forbidden: an open loop (--rate) schedules arrivals itself: drop --think-time or --rate`, false},
+		{"invalid-rate-nan.yaml", `testdata/invalid-rate-nan.yaml:4: spec.rate: Invalid value: NaN: must be a finite number (--rate)`, false},
+		{"invalid-client-target.yaml", strings.Join([]string{
+			`testdata/invalid-client-target.yaml:7: spec.client.burst: Invalid value: 0: a client-side limit (--qps) needs --burst of at least 1`,
+			`testdata/invalid-client-target.yaml:11: spec.target.storage: Forbidden: applies only to the local control plane: drop --storage`,
+		}, "\n"), false},
+		// A scenario without strategies refuses them (quota's traits).
+		{"invalid-quota.yaml", strings.Join([]string{
+			`testdata/invalid-quota.yaml:5: spec.strategy: Forbidden: this scenario has no write strategies: drop it`,
+			`testdata/invalid-quota.yaml:6: spec.backoff: Forbidden: this scenario has no write strategies: drop it`,
+			`testdata/invalid-quota.yaml:9: spec.settings.hard: Invalid value: -1: use at least 1 (--quota-hard)`,
+		}, "\n"), false},
+		// A scenario that paces itself refuses a rate and strategies
+		// (leader-election's traits).
+		{"invalid-self-paced.yaml", strings.Join([]string{
+			`testdata/invalid-self-paced.yaml:7: spec.strategy: Forbidden: this scenario has no write strategies: drop it`,
+			`testdata/invalid-self-paced.yaml:6: spec.rate: Forbidden: this scenario paces its own requests (client-go's timers), so there is no loop to set: drop it`,
+		}, "\n"), false},
+
+		// The scenario's settings: each error on the line of its key
+		// inside settings:.
+		{"invalid-zipf-exponent.yaml", `testdata/invalid-zipf-exponent.yaml:7: spec.settings.zipfExponent: Invalid value: 1: must be greater than 1, e.g. 1.1 (--zipf-exponent)`, false},
+		{"invalid-zipf-without-zipf.yaml", `testdata/invalid-zipf-without-zipf.yaml:7: spec.settings.zipfExponent: Forbidden: applies only to distribution zipf: drop --zipf-exponent or set --distribution zipf`, false},
+		{"invalid-unknown-setting.yaml", `testdata/invalid-unknown-setting.yaml:7: spec.settings.exponent: Forbidden: this scenario has no setting of that name: use objects, objectSize, distribution, zipfExponent, hotFraction, hotShare, writersPerObject, fields`, false},
+		{"invalid-settings-types.yaml", strings.Join([]string{
+			`testdata/invalid-settings-types.yaml:7: spec.settings.distribution: Invalid value: 3: must be a string`,
+			`testdata/invalid-settings-types.yaml:5: spec.settings.objects: Invalid value: "many": must be a whole number`,
+			`testdata/invalid-settings-types.yaml:6: spec.settings.writersPerObject: Invalid value: 1.5: must be a whole number`,
+		}, "\n"), false},
+		// settings that is not a mapping: the line is right, the words are
+		// the YAML decoder's.
+		{"invalid-settings-shape.yaml", `testdata/invalid-settings-shape.yaml:5: `, true},
+		// A scenario's settings may refuse a shared setting it cannot
+		// honour: the error points at the top-level field.
+		{"invalid-controller-status.yaml", strings.Join([]string{
+			`testdata/invalid-controller-status.yaml:8: spec.settings.controllers: Invalid value: -1: use at least 1 (--controllers)`,
+			`testdata/invalid-controller-status.yaml:6: spec.patchType: Invalid value: "json": controller-status patches a condition in a list keyed by type, which a json patch cannot address: use --patch-type merge or strategic`,
+		}, "\n"), false},
+		{"invalid-leader-election.yaml", `testdata/invalid-leader-election.yaml:6: spec.settings.leaseDuration: Invalid value: "2s": is recorded as 2s in the Lease, which is not longer than renewDeadline 3s: raise --lease-duration or lower --renew-deadline`, false},
 	}
 
 	covered := map[string]bool{}
@@ -66,7 +125,11 @@ func TestLoadInvalid(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Load succeeded (%+v), want error:\n%s", p, tt.want)
 			}
-			if got := err.Error(); got != tt.want {
+			got := err.Error()
+			if tt.prefix && (!strings.HasPrefix(got, tt.want) || strings.Contains(got, "\n")) {
+				t.Errorf("error:\n%s\nwant one line starting:\n%s", got, tt.want)
+			}
+			if !tt.prefix && got != tt.want {
 				t.Errorf("error:\n%s\nwant:\n%s", got, tt.want)
 			}
 			if !spec.IsInput(err) {
@@ -95,55 +158,58 @@ func TestLoadValid(t *testing.T) {
 			Name:        "everything",
 			Description: "Sets every field a profile can hold.",
 			Spec: spec.Spec{
-				Scenario:     spec.ScenarioCounter,
-				Writers:      12,
-				Objects:      3,
-				ObjectSize:   2048,
-				Distribution: spec.Distribution{Kind: spec.DistHotspot, HotFraction: 0.2, HotShare: 0.8},
-				Fields:       spec.FieldsDisjoint,
-				Clients:      4,
-				Strategy:     spec.StrategyRetry,
-				Backoff:      "10,5ms,1.5,0.1",
-				Rate:         200,
-				MaxInFlight:  32,
-				Duration:     spec.D(90 * time.Second),
-				Operations:   5000,
-				Warmup:       spec.D(2 * time.Second),
-				OpTimeout:    spec.D(3 * time.Second),
-				Client:       spec.Client{QPS: 100, Burst: 200, ContentType: spec.ContentProtobuf, UserAgent: "my-bench/1"},
-				Target:       spec.Target{Kind: spec.TargetLocal, Storage: spec.StorageMemory, ControlPlaneBin: "/opt/kb/bin"},
-				Keep:         true,
+				Scenario:    "counter",
+				Writers:     12,
+				Clients:     4,
+				Strategy:    spec.StrategyRetry,
+				Backoff:     &spec.Backoff{Steps: 10, Duration: 5 * time.Millisecond, Factor: 1.5, Jitter: 0.1},
+				Rate:        200,
+				MaxInFlight: 32,
+				Duration:    spec.D(90 * time.Second),
+				Operations:  5000,
+				Warmup:      spec.D(2 * time.Second),
+				OpTimeout:   spec.D(3 * time.Second),
+				Client:      spec.Client{QPS: 100, Burst: 200, ContentType: spec.ContentProtobuf, UserAgent: "my-bench/1"},
+				Target:      spec.Target{Kind: spec.TargetLocal, Storage: spec.StorageMemory, ControlPlaneBin: "/opt/kb/bin"},
+				Keep:        true,
+				Settings: map[string]any{
+					"objects": 3, "objectSize": 2048, "distribution": "hotspot", "hotFraction": 0.2, "hotShare": 0.8, "fields": "disjoint",
+				},
 			},
 		}},
 		{"valid-zipf.yaml", Profile{Name: "zipf", Spec: spec.Spec{
-			Objects:      50,
-			Distribution: spec.Distribution{Kind: spec.DistZipf, ZipfExponent: 1.5},
-			Strategy:     spec.StrategyPatch,
-			PatchType:    spec.PatchJSON,
-			ThinkTime:    spec.D(20 * time.Millisecond),
+			Strategy:  spec.StrategyPatch,
+			PatchType: spec.PatchJSON,
+			ThinkTime: spec.D(20 * time.Millisecond),
+			Settings:  map[string]any{"objects": 50, "distribution": "zipf", "zipfExponent": 1.5},
 		}}},
 		{"valid-ssa.yaml", Profile{Name: "ssa", Spec: spec.Spec{
 			Strategy: spec.StrategySSA, FieldManager: spec.ManagerShared, Force: true, Operations: 100,
 		}}},
+		{"valid-quota.yaml", Profile{Name: "quota", Spec: spec.Spec{
+			Scenario: "quota", Writers: 4, Rate: 100,
+			Settings: map[string]any{"resource": "requests.nvidia.com/gpu", "hard": 7},
+		}}},
+		{"valid-controller-status.yaml", Profile{Name: "cs", Spec: spec.Spec{
+			Scenario: "controller-status", Strategy: spec.StrategyPatch, PatchType: spec.PatchStrategic,
+			Settings: map[string]any{"controllers": 2, "objectsPerController": 1, "sharedObjects": 3},
+		}}},
 		{"valid-leader-election.yaml", Profile{Name: "le", Spec: spec.Spec{
-			Scenario: spec.ScenarioLeaderElection,
+			Scenario: "leader-election",
 			Writers:  3,
-			LeaderElection: &spec.LeaderElection{
-				LeaseDuration:   spec.D(6 * time.Second),
-				RenewDeadline:   spec.D(4 * time.Second),
-				RetryPeriod:     spec.D(time.Second),
-				FailoverEvery:   spec.D(2 * time.Second),
-				ReleaseOnCancel: true,
+			Settings: map[string]any{
+				"leaseDuration": "6s", "renewDeadline": "4s", "retryPeriod": "1s", "failoverEvery": "2s", "releaseOnCancel": true,
 			},
 		}}},
-		// The loader checks a defaulted copy; the raw spec must keep the
-		// unset fields unset, pointers included, so flags can still fill them.
+		// The loader checks a resolved copy; the raw spec must keep the
+		// unset fields unset (the backoff pointer, the settings the
+		// scenario defaults) so flags can still fill them.
 		{"valid-partial-pointers.yaml", Profile{
 			Name:        "partial",
-			Description: "Only failoverEvery set; the rest must stay unset in the raw spec.",
+			Description: "Only the strategy and the distribution set; the rest must stay unset in the raw spec.",
 			Spec: spec.Spec{
-				Scenario:       spec.ScenarioLeaderElection,
-				LeaderElection: &spec.LeaderElection{FailoverEvery: spec.D(5 * time.Second)},
+				Strategy: spec.StrategyRetry,
+				Settings: map[string]any{"distribution": "hotspot"},
 			},
 		}},
 		{"valid-anchors.yaml", Profile{Name: "anchors", Spec: spec.Spec{
@@ -161,6 +227,11 @@ func TestLoadValid(t *testing.T) {
 			if !reflect.DeepEqual(*got, tt.want) {
 				t.Errorf("got  %+v\nwant %+v", *got, tt.want)
 			}
+			// What the loader accepted resolves: it checked that.
+			s := got.Spec
+			if _, _, errs := workload.Resolve(&s); len(errs) > 0 {
+				t.Errorf("loaded spec does not resolve:\n%s", spec.Describe(errs))
+			}
 		})
 	}
 	files, err := filepath.Glob("testdata/valid-*.yaml")
@@ -171,6 +242,71 @@ func TestLoadValid(t *testing.T) {
 		if !covered[filepath.Base(f)] {
 			t.Errorf("%s has no case in this table", f)
 		}
+	}
+}
+
+// Resolving the loaded spec fills in the defaults the raw spec left out,
+// the scenario's settings included, without touching the profile.
+func TestLoadThenResolve(t *testing.T) {
+	p, err := Load("testdata/valid-partial-pointers.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.Spec
+	if _, _, errs := workload.Resolve(&s); len(errs) > 0 {
+		t.Fatal(spec.Describe(errs))
+	}
+	if s.Backoff == nil || *s.Backoff != spec.DefaultRetry {
+		t.Errorf("resolved backoff %v, want default-retry", s.Backoff)
+	}
+	want := map[string]any{"objects": 1.0, "distribution": "hotspot", "hotFraction": 0.1, "hotShare": 0.9, "fields": "shared"}
+	if !reflect.DeepEqual(s.Settings, want) {
+		t.Errorf("resolved settings %v, want %v", s.Settings, want)
+	}
+	if p.Spec.Backoff != nil || !reflect.DeepEqual(p.Spec.Settings, map[string]any{"distribution": "hotspot"}) {
+		t.Errorf("resolving a copy changed the profile: %+v", p.Spec)
+	}
+}
+
+// locate points each error at the line of the deepest key of its path
+// found in the spec: the key itself, else its closest parent, else only the
+// file.
+func TestLocate(t *testing.T) {
+	data := []byte(`apiVersion: kb-bench.io/v1alpha1
+kind: Profile
+spec:
+  writers: 4
+  client:
+    qps: 5
+  settings:
+    distribution: zipf
+`)
+	root, err := parseNode("p.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		err  *field.Error
+		want string
+	}{
+		{field.Invalid(field.NewPath("writers"), 4, "x"), "p.yaml:4: spec.writers: Invalid value: 4: x"},
+		{field.Invalid(field.NewPath("client", "qps"), 5, "x"), "p.yaml:6: spec.client.qps: Invalid value: 5: x"},
+		{field.Invalid(field.NewPath("client", "burst"), 0, "x"), "p.yaml:5: spec.client.burst: Invalid value: 0: x"},
+		{field.Forbidden(field.NewPath("settings", "distribution"), "x"), "p.yaml:8: spec.settings.distribution: Forbidden: x"},
+		{field.Invalid(field.NewPath("settings", "zipfExponent"), 1, "x"), "p.yaml:7: spec.settings.zipfExponent: Invalid value: 1: x"},
+		{field.Required(field.NewPath("duration"), "x"), "p.yaml: spec.duration: Required value: x"},
+		{field.Forbidden(field.NewPath("target", "storage"), "x"), "p.yaml: spec.target.storage: Forbidden: x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.err.Field, func(t *testing.T) {
+			if got := locate("p.yaml", specNode(root), field.ErrorList{tt.err}).Error(); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+	// A profile without a spec has no lines to point at.
+	if got := locate("p.yaml", nil, field.ErrorList{field.Required(field.NewPath("duration"), "x")}).Error(); got != "p.yaml: spec.duration: Required value: x" {
+		t.Errorf("without a spec: got %s", got)
 	}
 }
 
@@ -190,13 +326,13 @@ func TestShipped(t *testing.T) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
 	scenario := map[string]string{
-		"controller-status": spec.ScenarioControllerStatus,
-		"counter":           spec.ScenarioCounter,
-		"hot-key":           spec.ScenarioCounter,
-		"leader-election":   spec.ScenarioLeaderElection,
-		"quota":             spec.ScenarioQuota,
-		"ssa-disjoint":      spec.ScenarioCounter,
-		"ssa-shared":        spec.ScenarioCounter,
+		"controller-status": "controller-status",
+		"counter":           "counter",
+		"hot-key":           "counter",
+		"leader-election":   "leader-election",
+		"quota":             "quota",
+		"ssa-disjoint":      "counter",
+		"ssa-shared":        "counter",
 	}
 	for _, name := range want {
 		t.Run(name, func(t *testing.T) {
@@ -210,13 +346,14 @@ func TestShipped(t *testing.T) {
 			if p.Description == "" || strings.Contains(p.Description, "\n") {
 				t.Errorf("description %q must be one non-empty line", p.Description)
 			}
-			s := p.Spec
-			s.Defaults()
-			if err := s.Validate(); err != nil {
-				t.Errorf("defaulted spec does not validate: %v", err)
+			// Shipped profiles name their scenario: they do not rely on
+			// the default.
+			if p.Spec.Scenario != scenario[name] {
+				t.Errorf("scenario is %q, want %q", p.Spec.Scenario, scenario[name])
 			}
-			if s.Scenario != scenario[name] {
-				t.Errorf("scenario is %q, want %q", s.Scenario, scenario[name])
+			s := p.Spec
+			if _, _, errs := workload.Resolve(&s); len(errs) > 0 {
+				t.Errorf("spec does not resolve:\n%s", spec.Describe(errs))
 			}
 			// Shipped profiles run as shipped, so they must stay short.
 			if s.Duration.Duration == 0 || s.Duration.Duration > 10*time.Second {
@@ -235,30 +372,38 @@ func TestShipped(t *testing.T) {
 }
 
 func TestShippedSettings(t *testing.T) {
+	// The checks read the resolved spec, as a result records it: the
+	// scenario's settings as plain data (numbers are float64).
 	tests := []struct {
 		name  string
-		check func(s spec.Spec) bool
+		check func(s spec.Spec, set map[string]any) bool
 	}{
-		{"counter", func(s spec.Spec) bool {
-			return s.Writers == 8 && s.Objects == 1 && s.Strategy == spec.StrategyUpdate && s.Fields == spec.FieldsShared
+		{"counter", func(s spec.Spec, set map[string]any) bool {
+			return s.Writers == 8 && s.Strategy == spec.StrategyUpdate && set["objects"] == 1.0 && set["fields"] == "shared"
 		}},
-		{"hot-key", func(s spec.Spec) bool {
-			return s.Objects == 100 && s.Distribution.Kind == spec.DistZipf && s.Distribution.ZipfExponent > 1
+		{"hot-key", func(s spec.Spec, set map[string]any) bool {
+			e, ok := set["zipfExponent"].(float64)
+			return set["objects"] == 100.0 && set["distribution"] == "zipf" && ok && e > 1
 		}},
-		{"ssa-disjoint", func(s spec.Spec) bool {
-			return s.Strategy == spec.StrategySSA && s.Fields == spec.FieldsDisjoint && s.FieldManager == spec.ManagerPerWriter
+		{"ssa-disjoint", func(s spec.Spec, set map[string]any) bool {
+			return s.Strategy == spec.StrategySSA && set["fields"] == "disjoint" && s.FieldManager == spec.ManagerPerWriter
 		}},
-		{"ssa-shared", func(s spec.Spec) bool {
-			return s.Strategy == spec.StrategySSA && s.Fields == spec.FieldsShared && s.FieldManager == spec.ManagerPerWriter && !s.Force
+		{"ssa-shared", func(s spec.Spec, set map[string]any) bool {
+			return s.Strategy == spec.StrategySSA && set["fields"] == "shared" && s.FieldManager == spec.ManagerPerWriter && !s.Force
 		}},
-		{"leader-election", func(s spec.Spec) bool {
-			return s.Writers == 5 && s.LeaderElection != nil && s.LeaderElection.FailoverEvery.Duration > 0
+		{"leader-election", func(s spec.Spec, set map[string]any) bool {
+			every, _ := set["failoverEvery"].(string)
+			d, err := time.ParseDuration(every)
+			return s.Writers == 5 && s.Strategy == "" && s.Rate == 0 && err == nil && d > 0
 		}},
-		{"quota", func(s spec.Spec) bool {
-			return s.Writers == 16 && s.Quota != nil && s.Quota.Resource == "count/configmaps" && s.Quota.Hard == 50
+		{"quota", func(s spec.Spec, set map[string]any) bool {
+			return s.Writers == 16 && s.Strategy == "" && set["resource"] == "count/configmaps" && set["hard"] == 50.0
 		}},
-		{"controller-status", func(s spec.Spec) bool {
-			return s.Controller != nil && s.Controller.Controllers > 1 && s.Controller.SharedObjects > 0 && s.Controller.ObjectsPerController > 0
+		{"controller-status", func(s spec.Spec, set map[string]any) bool {
+			c, _ := set["controllers"].(float64)
+			own, _ := set["objectsPerController"].(float64)
+			shared, _ := set["sharedObjects"].(float64)
+			return c > 1 && own > 0 && shared > 0
 		}},
 	}
 	for _, tt := range tests {
@@ -267,8 +412,12 @@ func TestShippedSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !tt.check(p.Spec) {
-				t.Errorf("profile %s does not say what its name promises: %+v", tt.name, p.Spec)
+			s := p.Spec
+			if _, _, errs := workload.Resolve(&s); len(errs) > 0 {
+				t.Fatal(spec.Describe(errs))
+			}
+			if !tt.check(s, s.Settings) {
+				t.Errorf("profile %s does not say what its name promises: %+v", tt.name, s)
 			}
 		})
 	}
@@ -312,8 +461,13 @@ func TestSuggest(t *testing.T) {
 		{"think_time", "thinkTime"},
 		{"op-timeout", "opTimeout"},
 		{"stratgy", "strategy"},
-		{"objectsize", "objectSize"},
+		{"patch_type", "patchType"},
+		{"max-in-flight", "maxInFlight"},
+		{"setings", "settings"},
+		{"Settings", "settings"},
 		{"warmpu", "warmup"},
+		// Moved into settings: no longer a field of spec.
+		{"objects", ""},
 		{"bananas", ""},
 		{"x", ""},
 	}

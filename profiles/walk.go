@@ -93,7 +93,7 @@ func (w *walker) value(k, n *yaml.Node, t reflect.Type, path string) {
 		}
 		w.mapping(n, t, path)
 	case t.Kind() == reflect.Slice || t.Kind() == reflect.Map:
-		// No profile field has this shape today; the decoder checks it.
+		// spec.settings: its keys are the scenario's to check (scenario.Decode).
 	default:
 		if n.Kind != yaml.ScalarNode {
 			w.fail(k, "%s takes %s, not %s", path, expects(t), describe(n))

@@ -149,9 +149,12 @@ func (s *Spec) validateStrategy(t Traits) field.ErrorList {
 func (s *Spec) validateLoad(t Traits) field.ErrorList {
 	var errs field.ErrorList
 	if !t.Driven {
-		for name, set := range map[string]bool{"rate": s.Rate != 0, "maxInFlight": s.MaxInFlight != 0, "thinkTime": s.ThinkTime.Duration != 0} {
-			if set {
-				errs = append(errs, field.Forbidden(field.NewPath(name), "this scenario paces its own requests (client-go's timers), so there is no loop to set: drop it"))
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"rate", s.Rate != 0}, {"maxInFlight", s.MaxInFlight != 0}, {"thinkTime", s.ThinkTime.Duration != 0}} {
+			if f.set {
+				errs = append(errs, field.Forbidden(field.NewPath(f.name), "this scenario paces its own requests (client-go's timers), so there is no loop to set: drop it"))
 			}
 		}
 	}
@@ -169,9 +172,12 @@ func (s *Spec) validateLoad(t Traits) field.ErrorList {
 	if s.MaxInFlight < 0 || s.MaxInFlight > MaxWriters {
 		errs = append(errs, field.Invalid(field.NewPath("maxInFlight"), s.MaxInFlight, fmt.Sprintf("use 1 to %d (--max-in-flight)", MaxWriters)))
 	}
-	for name, d := range map[string]Duration{"thinkTime": s.ThinkTime, "duration": s.Duration, "warmup": s.Warmup} {
-		if d.Duration < 0 {
-			errs = append(errs, field.Invalid(field.NewPath(name), d.String(), "cannot be negative"))
+	for _, f := range []struct {
+		name string
+		d    Duration
+	}{{"thinkTime", s.ThinkTime}, {"duration", s.Duration}, {"warmup", s.Warmup}} {
+		if f.d.Duration < 0 {
+			errs = append(errs, field.Invalid(field.NewPath(f.name), f.d.String(), "cannot be negative"))
 		}
 	}
 	if s.Operations < 0 {

@@ -9,7 +9,7 @@
 //
 // Each field's struct tags say everything about it once: `json`/`yaml` its
 // name in results and profiles, `flag` its command-line flag and `help` the
-// flag's usage (see flags.go).
+// flag's usage (cmd/kb-bench/app binds the flags from them).
 package spec
 
 import (

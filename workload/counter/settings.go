@@ -91,9 +91,13 @@ func (c *Settings) Validate(_ *spec.Spec, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(p.Child("objectSize"), c.ObjectSize, fmt.Sprintf("use 0 to %d bytes (--object-size): a ConfigMap holds at most 1 MiB", maxObjectSize)))
 	}
 	errs = append(errs, spec.OneOf(p.Child("distribution"), c.Distribution, []Distribution{DistUniform, DistZipf, DistHotspot}, "distribution")...)
-	for name, v := range map[string]float64{"zipfExponent": c.ZipfExponent, "hotFraction": c.HotFraction, "hotShare": c.HotShare} {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			errs = append(errs, field.Invalid(p.Child(name), v, "must be a finite number"))
+	numbers := []struct {
+		name string
+		v    float64
+	}{{"zipfExponent", c.ZipfExponent}, {"hotFraction", c.HotFraction}, {"hotShare", c.HotShare}}
+	for _, n := range numbers {
+		if math.IsNaN(n.v) || math.IsInf(n.v, 0) {
+			errs = append(errs, field.Invalid(p.Child(n.name), n.v, "must be a finite number"))
 		}
 	}
 	if c.Distribution == DistZipf {
@@ -111,9 +115,9 @@ func (c *Settings) Validate(_ *spec.Spec, p *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("hotShare"), f, "use a fraction above 0 and at most 1, e.g. 0.9 (--hot-share)"))
 		}
 	} else {
-		for name, v := range map[string]float64{"hotFraction": c.HotFraction, "hotShare": c.HotShare} {
-			if v != 0 {
-				errs = append(errs, field.Forbidden(p.Child(name), "applies only to distribution hotspot: drop it or set --distribution hotspot"))
+		for _, n := range numbers[1:] {
+			if n.v != 0 {
+				errs = append(errs, field.Forbidden(p.Child(n.name), "applies only to distribution hotspot: drop it or set --distribution hotspot"))
 			}
 		}
 	}
