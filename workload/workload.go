@@ -203,7 +203,16 @@ func (r *run) run(ctx context.Context, sc scenario.Scenario) (scenario.Report, e
 	warmupEnd := start.Add(s.Warmup.Duration)
 	loop := func(plan) {}
 	done := make(chan struct{})
-	if isDriven {
+	var before reading
+	var started time.Time
+	beginWindow := func() {
+		before = r.takeReading(ctx)
+		started = time.Now()
+		rec.MeasureFrom(started)
+		r.gate.release()
+	}
+	switch {
+	case isDriven:
 		loop = func(p plan) {
 			if s.Rate > 0 {
 				openLoop(ctx, p, workers, constantPacer{rate: s.Rate}, rec, driven.Do)
@@ -214,11 +223,16 @@ func (r *run) run(ctx context.Context, sc scenario.Scenario) (scenario.Report, e
 		if s.Warmup.Duration > 0 {
 			loop(plan{start: start, measureFrom: warmupEnd, deadline: warmupEnd, thinkTime: s.ThinkTime.Duration})
 		}
-	} else {
+	case s.Warmup.Duration == 0:
+		// Read before the scenario starts, so that its first requests
+		// do not wait for the scrape.
+		beginWindow()
+		continuous.Start(ctx, sync.OnceFunc(func() { close(done) }))
+	default:
 		continuous.Start(ctx, sync.OnceFunc(func() { close(done) }))
 		sleepUntil(ctx, warmupEnd, done)
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && started.IsZero() {
 		if isContinuous {
 			continuous.Stop()
 		}
@@ -227,10 +241,9 @@ func (r *run) run(ctx context.Context, sc scenario.Scenario) (scenario.Report, e
 		r.result.Server = results.UnavailableServerCheck("the run stopped before the warm-up ended, so there is no measured window to compare")
 		return r.finish(ctx, sc, rec, now, now, nil, nil)
 	}
-	before := r.takeReading(ctx)
-	started := time.Now()
-	rec.MeasureFrom(started)
-	r.gate.release()
+	if started.IsZero() {
+		beginWindow()
+	}
 
 	stopTicks := tick(rec, started, r.opts.Progress)
 	var deadline time.Time
