@@ -87,6 +87,12 @@ func TestShippedRunLocal(t *testing.T) {
 			if res.Measurements.Ops == 0 {
 				t.Errorf("no operations measured")
 			}
+			// Every profile's requests match the apiserver's own counts.
+			if sc := res.Server; sc == nil || !sc.Available || !sc.Match {
+				t.Errorf("server cross-check %+v, want the apiserver's counts to equal kb-bench's", sc)
+			} else if name == "quota" && len(sc.Internal) == 0 {
+				t.Errorf("the apiserver's own ResourceQuota status updates were not reported")
+			}
 			for _, c := range res.Checks {
 				switch {
 				case c.Passed:
