@@ -128,6 +128,9 @@ func (s *Spec) validateStrategy(t Traits) field.ErrorList {
 			errs = append(errs, field.Forbidden(field.NewPath(name), fmt.Sprintf("applies only to strategy %s, not %s: drop it", want, s.Strategy)))
 		}
 	}
+	if b := s.Backoff; s.Strategy == StrategyRetry && b != nil && (b.Steps < 1 || b.Duration < 0 || !(b.Factor >= 0) || !(b.Jitter >= 0)) {
+		errs = append(errs, field.Invalid(field.NewPath("backoff"), b.String(), "needs at least 1 step and no negative duration, factor or jitter (--backoff)"))
+	}
 	only("unconditional", s.Unconditional, StrategyUpdate)
 	only("backoff", s.Backoff != nil, StrategyRetry)
 	only("patchType", s.PatchType != "", StrategyPatch)

@@ -191,6 +191,8 @@ func TestValidate(t *testing.T) {
 			[]fieldErr{{"unconditional", "unconditional: Forbidden: applies only to strategy update, not patch: drop it"}}},
 		{"backoff on update", strategiesDriven, func(s *Spec) { b := DefaultRetry; s.Backoff = &b },
 			[]fieldErr{{"backoff", "applies only to strategy retry, not update"}}},
+		{"backoff built with no steps", strategiesDriven, func(s *Spec) { s.Strategy, s.Backoff = StrategyRetry, &Backoff{} },
+			[]fieldErr{{"backoff", "needs at least 1 step"}}},
 		{"patch options on ssa", strategiesDriven, func(s *Spec) {
 			s.Strategy, s.FieldManager, s.PatchType, s.PatchPrecondition = StrategySSA, ManagerShared, PatchJSON, true
 		}, []fieldErr{
