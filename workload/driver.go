@@ -34,17 +34,7 @@ func stopSignal(ctx context.Context, deadline time.Time) (stop <-chan struct{}, 
 	ch := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
-		var at <-chan time.Time
-		if !deadline.IsZero() {
-			t := time.NewTimer(time.Until(deadline))
-			defer t.Stop()
-			at = t.C
-		}
-		select {
-		case <-ctx.Done():
-		case <-at:
-		case <-done:
-		}
+		sleepUntil(ctx, deadline, done)
 		close(ch)
 	}()
 	return ch, func() { close(done) }
