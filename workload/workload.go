@@ -128,8 +128,12 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 		r.warn("%s", note)
 	}
 	r.clients = clients
-	// The admin client is not measured: it sends what client-go prefers.
-	if r.admin, err = kubernetes.NewForConfig(restConfig(o.Config, spec.Client{QPS: s.Client.QPS, Burst: s.Client.Burst}, o.Version)); err != nil {
+	// The admin client is not measured: it sends what client-go prefers,
+	// and no request of its own (setup, read-back, scrape, clean-up) waits
+	// longer than an operation may: a hung apiserver cannot hold the run.
+	adminCfg := restConfig(o.Config, spec.Client{QPS: s.Client.QPS, Burst: s.Client.Burst}, o.Version)
+	adminCfg.Timeout = s.OpTimeout.Duration
+	if r.admin, err = kubernetes.NewForConfig(adminCfg); err != nil {
 		return nil, fmt.Errorf("building the setup client: %w (check the target's kubeconfig)", err)
 	}
 	kubes := make([]kubernetes.Interface, len(clients))

@@ -12,7 +12,9 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 
 	"github.com/kb-bench/kb-bench/cluster"
 	"github.com/kb-bench/kb-bench/spec"
@@ -46,6 +48,9 @@ func Main(version string) int {
 		stop() // restore default handling: a second Ctrl-C ends the process
 	}()
 	defer stop()
+	// client-go logs through klog; kb-bench reports every error itself,
+	// so its lines would only interleave with the summary.
+	klog.SetLogger(logr.Discard())
 	streams := Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
 	return Run(ctx, streams, os.Args[1:], resolveVersion(version), os.Getenv)
 }
