@@ -235,12 +235,25 @@ func TestLocalControlPlaneIsARealCluster(t *testing.T) {
 		}
 		// No kube-controller-manager here: the status a quota controller
 		// would fill is set by hand; admission then does the counting.
-		q.Status = corev1.ResourceQuotaStatus{
-			Hard: corev1.ResourceList{"count/configmaps": resource.MustParse("1")},
-			Used: corev1.ResourceList{"count/configmaps": resource.MustParse("0")},
+		// Admission reads quotas from its informer, so each status is
+		// waited for: a dry-run create must be refused while the status
+		// says full, then admitted once it says empty.
+		dryRun := func() error {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}
+			_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
 		}
-		if _, err := cs.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
+		for _, used := range []string{"1", "0"} {
+			q.Status = corev1.ResourceQuotaStatus{
+				Hard: corev1.ResourceList{"count/configmaps": resource.MustParse("1")},
+				Used: corev1.ResourceList{"count/configmaps": resource.MustParse(used)},
+			}
+			if q, err = cs.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			for (dryRun() == nil) != (used == "0") {
+				time.Sleep(10 * time.Millisecond) // until admission sees this status
+			}
 		}
 		for i, wantOK := range []bool{true, false} {
 			_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("cm", i)}}, metav1.CreateOptions{})
