@@ -291,8 +291,12 @@ func (cp *ControlPlane) waitEtcd(ctx context.Context) (string, error) {
 	}
 }
 
+// settledConfigMap is the ConfigMap the apiserver writes once after start.
+const settledConfigMap = "/api/v1/namespaces/kube-system/configmaps/kube-apiserver-legacy-service-account-token-tracking"
+
 // waitReady polls the apiserver's /readyz with the admin token until it
-// answers ok, and returns the version /version reports.
+// answers ok and it has written its own ConfigMap, and returns the version
+// /version reports.
 func (cp *ControlPlane) waitReady(ctx context.Context) (string, error) {
 	client, err := rest.HTTPClientFor(cp.RESTConfig())
 	if err != nil {
@@ -304,8 +308,13 @@ func (cp *ControlPlane) waitReady(ctx context.Context) (string, error) {
 		if !cp.apiserver.running() {
 			return "", fmt.Errorf("kube-apiserver %s", cp.apiserver.exitStatus())
 		}
+		// Ready, and settled: right after start the apiserver creates a
+		// ConfigMap of its own (legacy token tracking). Waiting for it
+		// keeps that write out of a first run's server cross-check.
 		if err := getOK(ctx, client, cp.server+"/readyz"); err != nil {
 			last = err
+		} else if err := getOK(ctx, client, cp.server+settledConfigMap); err != nil {
+			last = fmt.Errorf("ready, but the apiserver has not yet written its own ConfigMap: %w", err)
 		} else {
 			var v struct {
 				GitVersion string `json:"gitVersion"`
