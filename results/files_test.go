@@ -144,13 +144,13 @@ func TestReadRefuses(t *testing.T) {
 		doc  []byte
 		want string
 	}{
-		{"newer version", swap(`"apiVersion": "kb-bench.io/v1alpha1"`, `"apiVersion": "kb-bench.io/v1beta1"`), "upgrade kb-bench"},
-		{"newer major", swap(`"apiVersion": "kb-bench.io/v1alpha1"`, `"apiVersion": "kb-bench.io/v2"`), "upgrade kb-bench"},
-		{"older version", swap(`"apiVersion": "kb-bench.io/v1alpha1"`, `"apiVersion": "kb-bench.io/v1alpha0"`), "not supported"},
-		{"foreign group", swap(`"apiVersion": "kb-bench.io/v1alpha1"`, `"apiVersion": "apps/v1"`), "not supported"},
+		{"newer version", swap(`"apiVersion": "kb-bench.io/v1alpha2"`, `"apiVersion": "kb-bench.io/v1beta1"`), "upgrade kb-bench"},
+		{"newer major", swap(`"apiVersion": "kb-bench.io/v1alpha2"`, `"apiVersion": "kb-bench.io/v2"`), "upgrade kb-bench"},
+		{"older version", swap(`"apiVersion": "kb-bench.io/v1alpha2"`, `"apiVersion": "kb-bench.io/v1alpha0"`), "not supported"},
+		{"foreign group", swap(`"apiVersion": "kb-bench.io/v1alpha2"`, `"apiVersion": "apps/v1"`), "not supported"},
 		{"wrong kind", swap(`"kind": "Result"`, `"kind": "Profile"`), "not a kb-bench result"},
 		{"unknown field", swap(`"runID"`, `"runId2": 1, "runID"`), "unknown field"},
-		{"not JSON", []byte("apiVersion: kb-bench.io/v1alpha1\n"), "invalid JSON"},
+		{"not JSON", []byte("apiVersion: kb-bench.io/v1alpha2\n"), "invalid JSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), ResultFile)

@@ -13,7 +13,7 @@ import (
 
 // Document identity. Bump APIVersion when a field changes meaning.
 const (
-	APIVersion = "kb-bench.io/v1alpha1"
+	APIVersion = "kb-bench.io/v1alpha2"
 	KindResult = "Result"
 )
 

@@ -110,6 +110,7 @@ one with --kubeconfig or --context.`,
 		newLocalCommand(s, getenv),
 		newProfilesCommand(s),
 		newScenariosCommand(s),
+		newCompareCommand(s),
 		newVersionCommand(s, version),
 	)
 	return root

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -278,6 +280,45 @@ func TestHelpShowsOneDefaultPerFlag(t *testing.T) {
 	for _, want := range []string{"--writers int", "(default 8)", "--duration duration", "(default 10s)", "--objects int", "--lease-duration"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help does not show %q", want)
+		}
+	}
+}
+
+// compare reads results from the paths a user has, and refuses what it
+// cannot compare with exit status 2.
+func TestCompareCommand(t *testing.T) {
+	dir := t.TempDir()
+	save := func(path string, ops float64) {
+		r := &results.Result{RunID: filepath.Base(path), Workload: "counter: 8 writers on 1 object"}
+		r.Summary.Throughput = ops
+		b, err := results.Encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(path, results.ResultFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, ops := range []float64{100, 101, 99, 102} {
+		save(filepath.Join(dir, "before", fmt.Sprint("run-", i)), ops)
+		save(filepath.Join(dir, "after", fmt.Sprint("run-", i)), ops*1.5)
+	}
+	single := filepath.Join(dir, "before", "run-0")
+	code, out, stderr := run(t, nil, "compare", filepath.Join(dir, "before"), filepath.Join(dir, "after"), single)
+	if code != 0 || !strings.Contains(out, "before (n=4)") || !strings.Contains(out, "+50.0% (p=0.029)") || !strings.Contains(out, "run-0 (n=1)") {
+		t.Errorf("compare: exit %d\n%s%s", code, out, stderr)
+	}
+	for _, args := range [][]string{
+		{"compare", single},
+		{"compare", single, filepath.Join(dir, "nowhere")},
+		{"compare", single, dir + "/before", "--format", "yaml"},
+		{"compare", single, t.TempDir()},
+	} {
+		if code, _, stderr := run(t, nil, args...); code != ExitInput {
+			t.Errorf("%v: exit %d, want %d\n%s", args, code, ExitInput, stderr)
 		}
 	}
 }

@@ -1,0 +1,294 @@
+package results
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Alpha is the significance level of a comparison: a change whose
+// Mann-Whitney p-value is above it is shown as "~" (no significant change).
+const Alpha = 0.05
+
+// Side is one column of a comparison: the samples of one configuration.
+type Side struct {
+	// Label names the side (the path it was read from).
+	Label string
+	// Results are its samples, one result each.
+	Results []*Result
+}
+
+// metric is one figure compared, read from a result.
+type metric struct {
+	name, unit string
+	// higherIsBetter says which way is an improvement.
+	higherIsBetter bool
+	value          func(r *Result) float64
+}
+
+// compared are the figures a comparison shows, in order.
+var compared = []metric{
+	{"ops/s", "/s", true, func(r *Result) float64 { return r.Summary.Throughput }},
+	{"successful writes/s", "/s", true, func(r *Result) float64 { return r.Summary.WriteThroughput }},
+	{"conflict rate", "%", false, func(r *Result) float64 { return 100 * r.Summary.ConflictRate }},
+	{"attempts p99", "", false, func(r *Result) float64 { return float64(r.Summary.AttemptsP99) }},
+	{"gave up", "", false, func(r *Result) float64 { return float64(r.Summary.GaveUp) }},
+	{"latency p50", "ms", false, func(r *Result) float64 { return millis(r.Summary.Latency.P50) }},
+	{"latency p99", "ms", false, func(r *Result) float64 { return millis(r.Summary.Latency.P99) }},
+	{"latency p99.9", "ms", false, func(r *Result) float64 { return millis(r.Summary.Latency.P999) }},
+	{"lost updates", "", false, func(r *Result) float64 { return float64(r.Summary.LostUpdates) }},
+	{"server match", "", true, func(r *Result) float64 {
+		if r.Server != nil && r.Server.Available && r.Server.Match {
+			return 1
+		}
+		return 0
+	}},
+}
+
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Comparison is the key figures of several sides, each against the first.
+type Comparison struct {
+	// Sides are the labels and sample counts, in column order.
+	Sides []ComparedSide `json:"sides"`
+	// Rows are one per figure.
+	Rows []ComparedRow `json:"rows"`
+	// Workloads are the sides' workload lines, when they differ.
+	Workloads []string `json:"workloads,omitempty"`
+}
+
+// ComparedSide is one column's label and sample count.
+type ComparedSide struct {
+	Label   string `json:"label"`
+	Samples int    `json:"samples"`
+}
+
+// ComparedRow is one figure across the sides.
+type ComparedRow struct {
+	Metric string         `json:"metric"`
+	Unit   string         `json:"unit,omitempty"`
+	Cells  []ComparedCell `json:"cells"`
+}
+
+// ComparedCell is one figure of one side: the median of its samples with
+// their range, and, for every side but the first, the change of the median
+// against the first side's and the Mann-Whitney p-value of the difference.
+type ComparedCell struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	// Delta is the relative change of the median against the first side
+	// (0.1 is +10%); NaN (omitted) when the first side's median is 0.
+	Delta *float64 `json:"delta,omitempty"`
+	// P is the Mann-Whitney U test's p-value; Significant is P <= Alpha.
+	P           *float64 `json:"p,omitempty"`
+	Significant bool     `json:"significant"`
+	// Better says the change goes the good way (only when Significant).
+	Better bool `json:"better,omitempty"`
+}
+
+// Compare compares every side with the first. It needs two sides or more,
+// each with at least one sample.
+func Compare(sides []Side) (*Comparison, error) {
+	if len(sides) < 2 {
+		return nil, fmt.Errorf("compare needs two sides or more, got %d", len(sides))
+	}
+	c := &Comparison{}
+	workloads := map[string]bool{}
+	for _, s := range sides {
+		if len(s.Results) == 0 {
+			return nil, fmt.Errorf("%s holds no results", s.Label)
+		}
+		c.Sides = append(c.Sides, ComparedSide{Label: s.Label, Samples: len(s.Results)})
+		for _, r := range s.Results {
+			if !workloads[r.Workload] {
+				workloads[r.Workload] = true
+				c.Workloads = append(c.Workloads, r.Workload)
+			}
+		}
+	}
+	if len(c.Workloads) == 1 {
+		c.Workloads = nil
+	}
+	for _, m := range compared {
+		row := ComparedRow{Metric: m.name, Unit: m.unit}
+		var base []float64
+		for i, s := range sides {
+			values := make([]float64, len(s.Results))
+			for j, r := range s.Results {
+				values[j] = m.value(r)
+			}
+			cell := ComparedCell{Median: median(values), Min: slices.Min(values), Max: slices.Max(values)}
+			if i == 0 {
+				base = values
+			} else {
+				if b := median(base); b != 0 {
+					d := cell.Median/b - 1
+					cell.Delta = &d
+				}
+				p := MannWhitney(base, values)
+				cell.P = &p
+				cell.Significant = p <= Alpha
+				cell.Better = cell.Significant && (cell.Median > median(base)) == m.higherIsBetter
+			}
+			row.Cells = append(row.Cells, cell)
+		}
+		c.Rows = append(c.Rows, row)
+	}
+	return c, nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// value formats a cell's median with its range when samples differ.
+func (c ComparedCell) value(unit string, samples int) string {
+	v := formatFigure(c.Median, unit)
+	if samples > 1 && c.Max != c.Min {
+		v += fmt.Sprintf(" (%s-%s)", formatFigure(c.Min, unit), formatFigure(c.Max, unit))
+	}
+	return v
+}
+
+// change is the cell's change against the first side: "+12.3% (p=0.008)",
+// "~ (p=0.400)", or "+12.3% (too few samples to test: ~)" where even the
+// most extreme difference could not be significant.
+func (c ComparedCell) change(samples, baseSamples int) string {
+	if c.P == nil {
+		return ""
+	}
+	d := "changed"
+	if c.Delta != nil {
+		d = fmt.Sprintf("%+.1f%%", 100**c.Delta)
+	}
+	switch {
+	case minP(baseSamples, samples) > Alpha:
+		if c.Median == c.Min && c.Max == c.Min && c.Delta != nil && *c.Delta == 0 {
+			return "~"
+		}
+		return d + " (too few samples to test: ~)"
+	case !c.Significant:
+		return fmt.Sprintf("~ (p=%.3f)", *c.P)
+	}
+	return fmt.Sprintf("%s (p=%.3f)", d, *c.P)
+}
+
+// minP is the smallest two-sided p-value samples of n1 and n2 can give.
+func minP(n1, n2 int) float64 {
+	a, b := make([]float64, n1), make([]float64, n2)
+	for i := range a {
+		a[i] = float64(i)
+	}
+	for i := range b {
+		b[i] = float64(n1 + i)
+	}
+	return MannWhitney(a, b)
+}
+
+func formatFigure(v float64, unit string) string {
+	switch unit {
+	case "ms":
+		return FormatDuration(time.Duration(v * float64(time.Millisecond)))
+	case "%":
+		return fmt.Sprintf("%.1f%%", v)
+	case "/s":
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// Formats a comparison is written in.
+var CompareFormats = []string{"text", "markdown", "csv", "json"}
+
+// WriteComparison writes c in format (one of CompareFormats).
+func WriteComparison(w io.Writer, c *Comparison, format string) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(c)
+	case "csv":
+		cw := csv.NewWriter(w)
+		header := []string{"metric"}
+		for _, s := range c.Sides {
+			header = append(header, s.Label+" median", s.Label+" min", s.Label+" max", s.Label+" delta", s.Label+" p")
+		}
+		_ = cw.Write(header)
+		for _, row := range c.Rows {
+			rec := []string{row.Metric}
+			for _, cell := range row.Cells {
+				delta, p := "", ""
+				if cell.Delta != nil {
+					delta = strconv.FormatFloat(*cell.Delta, 'g', 6, 64)
+				}
+				if cell.P != nil {
+					p = strconv.FormatFloat(*cell.P, 'g', 6, 64)
+				}
+				rec = append(rec, fmt.Sprint(cell.Median), fmt.Sprint(cell.Min), fmt.Sprint(cell.Max), delta, p)
+			}
+			_ = cw.Write(rec)
+		}
+		cw.Flush()
+		return cw.Error()
+	case "text", "markdown":
+		md := format == "markdown"
+		var lines [][]string
+		head := []string{"metric"}
+		for i, s := range c.Sides {
+			label := fmt.Sprintf("%s (n=%d)", s.Label, s.Samples)
+			head = append(head, label)
+			if i > 0 {
+				head = append(head, "vs "+c.Sides[0].Label)
+			}
+		}
+		lines = append(lines, head)
+		for _, row := range c.Rows {
+			line := []string{row.Metric}
+			for i, cell := range row.Cells {
+				line = append(line, cell.value(row.Unit, c.Sides[i].Samples))
+				if i > 0 {
+					line = append(line, cell.change(c.Sides[i].Samples, c.Sides[0].Samples))
+				}
+			}
+			lines = append(lines, line)
+		}
+		if md {
+			for i, l := range lines {
+				fmt.Fprintf(w, "| %s |\n", strings.Join(l, " | "))
+				if i == 0 {
+					fmt.Fprintf(w, "|%s\n", strings.Repeat("---|", len(l)))
+				}
+			}
+		} else {
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			for _, l := range lines {
+				fmt.Fprintln(tw, strings.Join(l, "\t"))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+		if len(c.Workloads) > 0 {
+			fmt.Fprintf(w, "\nnote: the sides ran different workloads:\n")
+			for _, wl := range c.Workloads {
+				fmt.Fprintf(w, "  %s\n", wl)
+			}
+		}
+		fmt.Fprintf(w, "\nmedians (range); changes against %s by Mann-Whitney U, ~ where p > %g\n", c.Sides[0].Label, Alpha)
+		return nil
+	}
+	return fmt.Errorf("format %q is not known: use %s", format, strings.Join(CompareFormats, ", "))
+}
