@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kb-bench/kb-bench/internal/atomicfile"
 )
 
 // Alpha is the significance level of a comparison: a change whose
@@ -43,7 +46,7 @@ var compared = []metric{
 	{"latency p99", "ms", false, func(r *Result) float64 { return millis(r.Summary.Latency.P99) }},
 	{"latency p99.9", "ms", false, func(r *Result) float64 { return millis(r.Summary.Latency.P999) }},
 	{"lost updates", "", false, func(r *Result) float64 { return float64(r.Summary.LostUpdates) }},
-	{"server match", "", true, func(r *Result) float64 {
+	{"server match", "yes/no", true, func(r *Result) float64 {
 		if r.Server != nil && r.Server.Available && r.Server.Match {
 			return 1
 		}
@@ -93,11 +96,11 @@ type ComparedCell struct {
 	Better bool `json:"better,omitempty"`
 }
 
-// Compare compares every side with the first. It needs two sides or more,
-// each with at least one sample.
+// Compare compares every side with the first (one side alone gives its
+// medians and ranges). Each side needs at least one sample.
 func Compare(sides []Side) (*Comparison, error) {
-	if len(sides) < 2 {
-		return nil, fmt.Errorf("compare needs two sides or more, got %d", len(sides))
+	if len(sides) == 0 {
+		return nil, fmt.Errorf("nothing to compare")
 	}
 	c := &Comparison{}
 	workloads := map[string]bool{}
@@ -206,6 +209,14 @@ func formatFigure(v float64, unit string) string {
 		return fmt.Sprintf("%.1f%%", v)
 	case "/s":
 		return strconv.FormatFloat(v, 'f', 1, 64)
+	case "yes/no":
+		switch v {
+		case 1:
+			return "yes"
+		case 0:
+			return "no"
+		}
+		return fmt.Sprintf("%.0f%% of samples", 100*v)
 	}
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
@@ -287,8 +298,50 @@ func WriteComparison(w io.Writer, c *Comparison, format string) error {
 				fmt.Fprintf(w, "  %s\n", wl)
 			}
 		}
-		fmt.Fprintf(w, "\nmedians (range); changes against %s by Mann-Whitney U, ~ where p > %g\n", c.Sides[0].Label, Alpha)
+		if len(c.Sides) > 1 {
+			fmt.Fprintf(w, "\nmedians (range); changes against %s by Mann-Whitney U, ~ where p > %g\n", c.Sides[0].Label, Alpha)
+		}
 		return nil
 	}
 	return fmt.Errorf("format %q is not known: use %s", format, strings.Join(CompareFormats, ", "))
+}
+
+// KindResultSet is the kind of a set.json document.
+const KindResultSet = "ResultSet"
+
+// SetFile is the file that lists a result set's samples.
+const SetFile = "set.json"
+
+// ResultSet lists the samples of one run of several (run --count): each
+// is a result directory below the set's.
+type ResultSet struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	RunID      string   `json:"runID"`
+	Samples    []string `json:"samples"`
+}
+
+// WriteSet saves s as dir/set.json, atomically.
+func WriteSet(dir string, s *ResultSet) error {
+	c := *s
+	c.APIVersion, c.Kind = APIVersion, KindResultSet
+	b, err := json.MarshalIndent(&c, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding the result set: %w", err)
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, SetFile), append(b, '\n'), 0o644)
+}
+
+// OneLine is a result's headline figures on one line.
+func OneLine(r *Result) string {
+	s := r.Summary
+	server := "server not checked"
+	if c := r.Server; c != nil && c.Available {
+		server = "server match"
+		if !c.Match {
+			server = "server MISMATCH"
+		}
+	}
+	return fmt.Sprintf("%.1f ops/s, %.1f successful writes/s, %s conflicts, p99 %s, %d lost updates, %s",
+		s.Throughput, s.WriteThroughput, percent(s.ConflictRate), FormatDuration(s.Latency.P99), s.LostUpdates, server)
 }

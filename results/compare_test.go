@@ -119,7 +119,11 @@ func TestCompare(t *testing.T) {
 	if !strings.Contains(out.String(), "ran different workloads") {
 		t.Errorf("different workloads not said:\n%s", out.String())
 	}
-	if _, err := Compare([]Side{base}); err == nil {
-		t.Error("one side compared")
+	if _, err := Compare(nil); err == nil {
+		t.Error("nothing compared without an error")
+	}
+	alone, err := Compare([]Side{base})
+	if err != nil || len(alone.Rows[0].Cells) != 1 || alone.Rows[0].Cells[0].Median != 100 {
+		t.Errorf("one side: %+v, %v; want its medians", alone, err)
 	}
 }

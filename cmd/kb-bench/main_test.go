@@ -175,6 +175,38 @@ func TestRunEndToEnd(t *testing.T) {
 	waitClean(t, tmp)
 }
 
+// --count runs samples on one control plane into one set that compare
+// reads as one side.
+func TestCountWritesASet(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "set")
+	cmd, stdout, _ := start(t, bin, cpBin, tmp, out, "--writers", "2", "--duration", "1s", "--count", "2")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kb-bench run --count 2: %v\n%s", err, stdout)
+	}
+	var set results.ResultSet
+	b, err := os.ReadFile(filepath.Join(out, results.SetFile))
+	if err == nil {
+		err = json.Unmarshal(b, &set)
+	}
+	if err != nil || len(set.Samples) != 2 {
+		t.Fatalf("set.json: %+v, %v; want 2 samples", set, err)
+	}
+	for _, sample := range set.Samples {
+		if _, err := results.Read(filepath.Join(out, sample)); err != nil {
+			t.Error(err)
+		}
+	}
+	if !strings.Contains(stdout.String(), "sample 2: ") || !strings.Contains(stdout.String(), "set (n=2)") {
+		t.Errorf("summary of the set:\n%s", stdout)
+	}
+	compare := exec.Command(bin, "compare", out, filepath.Join(out, set.Samples[0]))
+	if b, err := compare.CombinedOutput(); err != nil || !strings.Contains(string(b), "set (n=2)") {
+		t.Errorf("compare the set with a sample: %v\n%s", err, b)
+	}
+	waitClean(t, tmp)
+}
+
 func TestInterruptKeepsFiguresAndLeavesNothing(t *testing.T) {
 	bin, cpBin := binary(t)
 	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")

@@ -22,6 +22,7 @@ import (
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
+	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // runFlags are the run command's own flags; the spec flags live in specFlags.
@@ -36,6 +37,7 @@ type runFlags struct {
 	output              string
 	quiet               bool
 	stateDir            string
+	count               int
 }
 
 func newRunCommand(s Streams, version string, getenv func(string) string) *cobra.Command {
@@ -64,6 +66,7 @@ given on the command line overrides the profile.`,
 	fs.StringVar(&f.out, "out", "", "directory for the result files (default ./kb-bench-results/<run-id>)")
 	fs.StringVarP(&f.output, "output", "o", "table", "what to print at the end: table or json (the result document)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
+	fs.IntVar(&f.count, "count", 1, "run this many samples of the same spec on one control plane, each in a fresh namespace (sample-N/ in the result directory; compare sets with 'kb-bench compare')")
 	fs.StringVar(&f.stateDir, "state-dir", "", "where 'kb-bench local up' keeps its state (default $XDG_STATE_HOME/kb-bench/local)")
 	_ = fs.MarkHidden("state-dir")
 	// After the command's own flags, so that a setting that would shadow
@@ -132,6 +135,9 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	if f.output != "table" && f.output != "json" {
 		return spec.Input(fmt.Errorf("--output %q is not known: use table or json", f.output))
 	}
+	if f.count < 1 || f.count > 1000 {
+		return spec.Input(fmt.Errorf("--count %d: use 1 to 1000 samples", f.count))
+	}
 	sp, err := f.resolve(fs)
 	if err != nil {
 		return err
@@ -171,6 +177,65 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	fmt.Fprintf(info, "target: %s %s (server %s)\n", conn.Target.Kind, conn.Target.Server, conn.Target.ServerVersion)
 	fmt.Fprintf(info, "run %s: %s\n", runID, workload.Describe(sp))
 
+	var set *results.ResultSet
+	if f.count > 1 {
+		set = &results.ResultSet{RunID: runID}
+	}
+	var failed error
+	for i := 1; i <= f.count; i++ {
+		id, dir := runID, outDir
+		if set != nil {
+			name := fmt.Sprintf("sample-%d", i)
+			id, dir = fmt.Sprintf("%s-s%d", runID, i), filepath.Join(outDir, name)
+			fmt.Fprintf(info, "sample %d of %d\n", i, f.count)
+		}
+		r, report, err := f.runOnce(ctx, sp, conn, id, dir, s, info, version)
+		if err != nil {
+			return err
+		}
+		if set != nil {
+			set.Samples = append(set.Samples, filepath.Base(dir))
+			if err := results.WriteSet(outDir, set); err != nil {
+				return err
+			}
+		}
+		switch {
+		case f.output == "json":
+			enc := json.NewEncoder(s.Out)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		case f.quiet:
+		case set != nil:
+			fmt.Fprintf(s.Out, "sample %d: %s\n", i, results.OneLine(r))
+		default:
+			if err := results.WriteTable(s.Out, r, report.Rows()); err != nil {
+				return err
+			}
+		}
+		if r.Interrupted {
+			fmt.Fprintf(info, "result saved in %s\n", outDir)
+			return errInterrupted
+		}
+		for _, c := range r.Checks {
+			if !c.Passed && c.Lost == 0 && failed == nil {
+				failed = fmt.Errorf("check failed: %s: %s (the result is in %s)", c.Name, c.Detail, dir)
+			}
+		}
+	}
+	if set != nil && f.output != "json" && !f.quiet {
+		fmt.Fprintln(s.Out)
+		if err := summarizeSet(s.Out, outDir); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(info, "result saved in %s\n", outDir)
+	return failed
+}
+
+// runOnce runs one sample and saves it in dir.
+func (f *runFlags) runOnce(ctx context.Context, sp spec.Spec, conn *cluster.Connection, runID, dir string, s Streams, info io.Writer, version string) (*results.Result, scenario.Report, error) {
 	progress := newProgress(info, s.Err, sp.Warmup.Duration+sp.Duration.Duration, f.quiet)
 	out, err := workload.Run(ctx, sp, workload.Options{
 		Config:   conn.Config,
@@ -183,35 +248,26 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	})
 	progress.done()
 	if err != nil {
+		return nil, nil, err
+	}
+	out.Result.Target = conn.Target
+	if err := results.Write(dir, out.Result); err != nil {
+		return nil, nil, fmt.Errorf("saving the result: %w", err)
+	}
+	return out.Result, out.Report, nil
+}
+
+// summarizeSet prints the medians and ranges of a set's samples.
+func summarizeSet(w io.Writer, dir string) error {
+	rs, err := readSide(dir)
+	if err != nil {
 		return err
 	}
-	r := out.Result
-	r.Target = conn.Target
-	if err := results.Write(outDir, r); err != nil {
-		return fmt.Errorf("saving the result: %w", err)
+	c, err := results.Compare([]results.Side{{Label: filepath.Base(dir), Results: rs}})
+	if err != nil {
+		return err
 	}
-	switch {
-	case f.output == "json":
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
-			return err
-		}
-	case !f.quiet:
-		if err := results.WriteTable(s.Out, r, out.Report.Rows()); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(info, "result saved in %s\n", outDir)
-	if r.Interrupted {
-		return errInterrupted
-	}
-	for _, c := range r.Checks {
-		if !c.Passed && c.Lost == 0 {
-			return fmt.Errorf("check failed: %s: %s (the result is in %s)", c.Name, c.Detail, outDir)
-		}
-	}
-	return nil
+	return results.WriteComparison(w, c, "text")
 }
 
 // prepareOutDir creates the result directory and checks that files can be
