@@ -111,6 +111,7 @@ one with --kubeconfig or --context.`,
 		newProfilesCommand(s),
 		newScenariosCommand(s),
 		newCompareCommand(s),
+		newGateCommand(s),
 		newVersionCommand(s, version),
 	)
 	return root

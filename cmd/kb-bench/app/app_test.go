@@ -322,3 +322,49 @@ func TestCompareCommand(t *testing.T) {
 		}
 	}
 }
+
+// gate's exit status is its verdict: 0 all hold, 1 one fails, 2 bad input.
+func TestGateCommand(t *testing.T) {
+	dir := t.TempDir()
+	save := func(path string, p99 time.Duration) string {
+		r := &results.Result{RunID: filepath.Base(path)}
+		r.Summary.Latency.P99 = p99
+		r.Server = &results.ServerCheck{Available: true, Match: true}
+		b, err := results.Encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(path, results.ResultFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for i := range 5 {
+		save(filepath.Join(dir, "base", fmt.Sprint(i)), time.Duration(20+i)*time.Millisecond)
+		save(filepath.Join(dir, "slow", fmt.Sprint(i)), time.Duration(40+i)*time.Millisecond)
+	}
+	gate := writeFile(t, "gate.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds:\n- p99 <= baseline +10%\n- serverMatch == true\n")
+	base, slow := filepath.Join(dir, "base"), filepath.Join(dir, "slow")
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"gate", "--baseline", base, base, "--thresholds", gate}, ExitOK, "pass"},
+		{[]string{"gate", "--baseline", base, slow, "--thresholds", gate}, ExitError, "FAIL"},
+		{[]string{"gate", "--baseline", base, slow}, ExitError, "p99 <= baseline +10%"},
+		{[]string{"gate", slow}, ExitOK, "serverMatch == true"},
+		{[]string{"gate", slow, "--thresholds", gate}, ExitInput, "pass --baseline"},
+		{[]string{"gate", "--baseline", base, slow, "--thresholds", "/no/such/gate.yaml"}, ExitInput, "reading the thresholds"},
+		{[]string{"gate", "--baseline", base, slow, "--format", "yaml"}, ExitInput, "not known"},
+	}
+	for _, c := range cases {
+		code, out, stderr := run(t, nil, c.args...)
+		if code != c.code || !strings.Contains(out+stderr, c.want) {
+			t.Errorf("%v: exit %d, want %d and %q:\n%s%s", c.args, code, c.code, c.want, out, stderr)
+		}
+	}
+}

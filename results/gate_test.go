@@ -1,0 +1,120 @@
+package results
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseThreshold(t *testing.T) {
+	tests := []struct {
+		text    string
+		want    Threshold
+		wantErr string
+	}{
+		{"p99 < 50ms", Threshold{Metric: "p99", Op: "<", Value: float64(50 * time.Millisecond)}, ""},
+		{"writeThroughput > 100/s", Threshold{Metric: "writeThroughput", Op: ">", Value: 100}, ""},
+		{"conflictRate < 50%", Threshold{Metric: "conflictRate", Op: "<", Value: 0.5}, ""},
+		{"conflictRate < 0.5", Threshold{Metric: "conflictRate", Op: "<", Value: 0.5}, ""},
+		{"lostUpdates == 0", Threshold{Metric: "lostUpdates", Op: "==", Value: 0}, ""},
+		{"serverMatch == true", Threshold{Metric: "serverMatch", Op: "==", Value: 1}, ""},
+		{"p99 <= baseline +10%", Threshold{Metric: "p99", Op: "<=", Value: 0.1, Relative: true}, ""},
+		{"throughput >= baseline -5%", Threshold{Metric: "throughput", Op: ">=", Value: -0.05, Relative: true}, ""},
+		{"lostUpdates <= baseline", Threshold{Metric: "lostUpdates", Op: "<=", Relative: true}, ""},
+		{"latency < 5ms", Threshold{}, `metric "latency" is not known`},
+		{"p99 < fast", Threshold{}, `"fast" is not a duration`},
+		{"serverMatch == baseline", Threshold{}, "true or false, not relative"},
+		{"p99 about 5ms", Threshold{}, "write METRIC OP VALUE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			got, err := ParseThreshold(tt.text)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			tt.want.Text = tt.text
+			if err != nil || got != tt.want {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseGate(t *testing.T) {
+	ok := "apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds:\n- p99 < 50ms\n"
+	if g, err := ParseGate("gate.yaml", []byte(ok)); err != nil || len(g.Thresholds) != 1 {
+		t.Fatalf("%+v, %v", g, err)
+	}
+	for _, bad := range []string{
+		"apiVersion: kb-bench.io/v1alpha1\nkind: Profile\nthresholds:\n- p99 < 50ms\n",
+		"apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthreshold:\n- p99 < 50ms\n",
+		"apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds: []\n",
+		"apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds:\n- p99 < soon\n",
+	} {
+		if _, err := ParseGate("gate.yaml", []byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "gate.yaml: ") {
+			t.Errorf("%q: err = %v, want one naming the file", bad, err)
+		}
+	}
+}
+
+// A relative threshold fails only when the difference is significant; an
+// absolute one fails on the candidate's median alone.
+func TestJudge(t *testing.T) {
+	set := func(p99s ...int64) []*Result {
+		var rs []*Result
+		for _, p := range p99s {
+			rs = append(rs, sample(100, p))
+		}
+		return rs
+	}
+	g := &Gate{}
+	for _, l := range []string{"p99 <= baseline +10%", "p99 < 30ms", "serverMatch == true"} {
+		th, err := ParseThreshold(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Thresholds = append(g.Thresholds, th)
+	}
+	base := set(20, 21, 19, 20, 22)
+	tests := []struct {
+		name      string
+		candidate []*Result
+		passed    []bool
+		why       string
+	}{
+		{"same", set(20, 21, 20, 19, 22), []bool{true, true, true}, "is within"},
+		{"slower, significantly", set(26, 27, 25, 28, 26), []bool{false, true, true}, "and significantly (p="},
+		{"slower, one sample", set(26), []bool{true, true, true}, "not significant"},
+		{"far slower", set(40, 41, 42, 40, 43), []bool{false, false, true}, "does not hold"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vs, err := Judge(g, base, tt.candidate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var text bytes.Buffer
+			if err := WriteVerdicts(&text, vs, "text"); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range vs {
+				if v.Passed != tt.passed[i] {
+					t.Errorf("%s: passed %v, want %v (%s)", v.Text, v.Passed, tt.passed[i], v.Why)
+				}
+			}
+			if Passed(vs) != !strings.Contains(text.String(), "FAIL") || !strings.Contains(text.String(), tt.why) {
+				t.Errorf("verdicts:\n%s", text.String())
+			}
+		})
+	}
+	if _, err := Judge(g, nil, base); err == nil || !strings.Contains(err.Error(), "pass --baseline") {
+		t.Errorf("relative threshold without a baseline: %v", err)
+	}
+	if g := DefaultGate(false); len(g.Thresholds) != 1 || g.Thresholds[0].Metric != "serverMatch" {
+		t.Errorf("default gate without baseline: %+v", g)
+	}
+}
