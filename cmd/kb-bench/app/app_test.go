@@ -327,7 +327,10 @@ func TestCompareCommand(t *testing.T) {
 func TestGateCommand(t *testing.T) {
 	dir := t.TempDir()
 	save := func(path string, p99 time.Duration) string {
-		r := &results.Result{RunID: filepath.Base(path)}
+		r := &results.Result{RunID: filepath.Base(path), Workload: filepath.Base(filepath.Dir(path))}
+		if r.Workload != "other" {
+			r.Workload = "counter: 8 writers on 1 object"
+		}
 		r.Summary.Latency.P99 = p99
 		r.Server = &results.ServerCheck{Available: true, Match: true}
 		b, err := results.Encode(r)
@@ -346,6 +349,7 @@ func TestGateCommand(t *testing.T) {
 		save(filepath.Join(dir, "base", fmt.Sprint(i)), time.Duration(20+i)*time.Millisecond)
 		save(filepath.Join(dir, "slow", fmt.Sprint(i)), time.Duration(40+i)*time.Millisecond)
 	}
+	other := save(filepath.Join(dir, "other", "0"), 20*time.Millisecond)
 	gate := writeFile(t, "gate.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds:\n- p99 <= baseline +10%\n- serverMatch == true\n")
 	base, slow := filepath.Join(dir, "base"), filepath.Join(dir, "slow")
 	cases := []struct {
@@ -360,6 +364,10 @@ func TestGateCommand(t *testing.T) {
 		{[]string{"gate", slow, "--thresholds", gate}, ExitInput, "pass --baseline"},
 		{[]string{"gate", "--baseline", base, slow, "--thresholds", "/no/such/gate.yaml"}, ExitInput, "reading the thresholds"},
 		{[]string{"gate", "--baseline", base, slow, "--format", "yaml"}, ExitInput, "not known"},
+		{[]string{"gate", "--baseline", base, other}, ExitInput, "pass --force"},
+		{[]string{"gate", "--baseline", base, other, "--force"}, ExitOK, "pass"},
+		{[]string{"run", "--baseline", base}, ExitInput, "--baseline is for --gate"},
+		{[]string{"run", "--gate", "/no/such/gate.yaml"}, ExitInput, "reading the thresholds"},
 	}
 	for _, c := range cases {
 		code, out, stderr := run(t, nil, c.args...)

@@ -17,6 +17,7 @@ var errGateFailed = errors.New("the gate failed: see the thresholds marked FAIL"
 // newGateCommand judges a result against thresholds and a baseline.
 func newGateCommand(s Streams) *cobra.Command {
 	var baseline, thresholds, format string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "gate CANDIDATE [--baseline BASE] [--thresholds FILE]",
 		Short: "Pass or fail a result against thresholds and a baseline, for CI",
@@ -66,21 +67,33 @@ hold, 1 one fails, 2 bad input.`,
 					return spec.Input(err)
 				}
 			}
-			verdicts, err := results.Judge(g, base, candidate)
-			if err != nil {
-				return spec.Input(err)
-			}
-			if err := results.WriteVerdicts(s.Out, verdicts, format); err != nil {
-				return spec.Input(err)
-			}
-			if !results.Passed(verdicts) {
-				return errGateFailed
-			}
-			return nil
+			return judge(s, g, base, candidate, format, force)
 		},
 	}
 	cmd.Flags().StringVar(&baseline, "baseline", "", "the result (or directory of samples) to compare with")
 	cmd.Flags().StringVar(&thresholds, "thresholds", "", "a Gate YAML file of thresholds (default: see above)")
 	cmd.Flags().StringVar(&format, "format", "text", "text, markdown or json")
+	cmd.Flags().BoolVar(&force, "force", false, "judge against a baseline that ran a different workload")
 	return cmd
+}
+
+// judge prints the verdicts of g and returns errGateFailed when one fails.
+// A baseline that ran another workload is bad input unless force.
+func judge(s Streams, g *results.Gate, base, candidate []*results.Result, format string, force bool) error {
+	if len(base) > 0 && !force {
+		if b, c := base[0].Workload, candidate[0].Workload; b != c {
+			return spec.Input(fmt.Errorf("the baseline ran %q but the candidate %q: a gate compares like with like; pass --force to judge them anyway", b, c))
+		}
+	}
+	verdicts, err := results.Judge(g, base, candidate)
+	if err != nil {
+		return spec.Input(err)
+	}
+	if err := results.WriteVerdicts(s.Out, verdicts, format); err != nil {
+		return spec.Input(err)
+	}
+	if !results.Passed(verdicts) {
+		return errGateFailed
+	}
+	return nil
 }

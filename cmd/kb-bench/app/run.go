@@ -38,6 +38,8 @@ type runFlags struct {
 	quiet               bool
 	stateDir            string
 	count               int
+	gate                string
+	baseline            string
 }
 
 func newRunCommand(s Streams, version string, getenv func(string) string) *cobra.Command {
@@ -66,6 +68,8 @@ given on the command line overrides the profile.`,
 	fs.StringVar(&f.out, "out", "", "directory for the result files (default ./kb-bench-results/<run-id>)")
 	fs.StringVarP(&f.output, "output", "o", "table", "what to print at the end: table or json (the result document)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
+	fs.StringVar(&f.gate, "gate", "", "judge the run against this Gate file of thresholds at the end (see 'kb-bench gate'); exit 1 when one fails")
+	fs.StringVar(&f.baseline, "baseline", "", "with --gate: the result (or directory of samples) relative thresholds compare with")
 	fs.IntVar(&f.count, "count", 1, "run this many samples of the same spec on one control plane, each in a fresh namespace (sample-N/ in the result directory; compare sets with 'kb-bench compare')")
 	fs.StringVar(&f.stateDir, "state-dir", "", "where 'kb-bench local up' keeps its state (default $XDG_STATE_HOME/kb-bench/local)")
 	_ = fs.MarkHidden("state-dir")
@@ -137,6 +141,26 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	}
 	if f.count < 1 || f.count > 1000 {
 		return spec.Input(fmt.Errorf("--count %d: use 1 to 1000 samples", f.count))
+	}
+	// The gate and its baseline are read before the run, not after it.
+	var gate *results.Gate
+	var baseline []*results.Result
+	switch {
+	case f.gate != "":
+		data, err := os.ReadFile(f.gate)
+		if err != nil {
+			return spec.Input(fmt.Errorf("reading the thresholds: %w", err))
+		}
+		if gate, err = results.ParseGate(f.gate, data); err != nil {
+			return spec.Input(err)
+		}
+		if f.baseline != "" {
+			if baseline, err = readSide(f.baseline); err != nil {
+				return spec.Input(err)
+			}
+		}
+	case f.baseline != "":
+		return spec.Input(errors.New("--baseline is for --gate: add --gate FILE, or compare results with 'kb-bench compare'"))
 	}
 	sp, err := f.resolve(fs)
 	if err != nil {
@@ -231,7 +255,15 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 		}
 	}
 	fmt.Fprintf(info, "result saved in %s\n", outDir)
-	return failed
+	if failed != nil || gate == nil {
+		return failed
+	}
+	candidate, err := readSide(outDir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(s.Out)
+	return judge(s, gate, baseline, candidate, "text", false)
 }
 
 // runOnce runs one sample and saves it in dir.
