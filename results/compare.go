@@ -173,15 +173,19 @@ func (c ComparedCell) change(samples, baseSamples int) string {
 	if c.P == nil {
 		return ""
 	}
-	d := "changed"
-	if c.Delta != nil {
+	var d string
+	switch {
+	case (c.Delta != nil && *c.Delta == 0 || c.Delta == nil && c.Median == 0) && c.Min == c.Max:
+		return "~" // the same value in every sample
+	case c.Delta != nil:
 		d = fmt.Sprintf("%+.1f%%", 100**c.Delta)
+	case c.Median == 0:
+		d = "+0.0%"
+	default:
+		d = "up from 0"
 	}
 	switch {
 	case minP(baseSamples, samples) > Alpha:
-		if c.Median == c.Min && c.Max == c.Min && c.Delta != nil && *c.Delta == 0 {
-			return "~"
-		}
 		return d + " (too few samples to test: ~)"
 	case !c.Significant:
 		return fmt.Sprintf("~ (p=%.3f)", *c.P)

@@ -207,6 +207,26 @@ func TestCountWritesASet(t *testing.T) {
 	waitClean(t, tmp)
 }
 
+// A list of strategies runs each, into a directory each, and ends with
+// them side by side.
+func TestMatrixComparesStrategies(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "matrix")
+	cmd, stdout, _ := start(t, bin, cpBin, tmp, out, "--writers", "2", "--duration", "1s", "--strategy", "update,patch")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kb-bench run --strategy update,patch: %v\n%s", err, stdout)
+	}
+	for _, dir := range []string{"strategy-update", "strategy-patch"} {
+		if _, err := results.Read(filepath.Join(out, dir, "sample-1")); err != nil {
+			t.Error(err)
+		}
+	}
+	if !strings.Contains(stdout.String(), "strategy=update (n=1)") || !strings.Contains(stdout.String(), "vs strategy=update") {
+		t.Errorf("no comparison at the end:\n%s", stdout)
+	}
+	waitClean(t, tmp)
+}
+
 func TestInterruptKeepsFiguresAndLeavesNothing(t *testing.T) {
 	bin, cpBin := binary(t)
 	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")

@@ -139,10 +139,11 @@ func TestFlagsOverrideProfile(t *testing.T) {
 	if err := cmd.Flags().Parse([]string{"--profile", "hot-key", "--writers", "3", "--duration", "2s"}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := f.resolve(cmd.Flags())
+	cells, err := f.resolve(cmd.Flags())
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := cells[0].spec
 	if s.Writers != 3 || s.Duration.Duration != 2*time.Second {
 		t.Errorf("flags did not override the profile: writers %d, duration %s", s.Writers, s.Duration)
 	}
@@ -163,10 +164,11 @@ func TestContextAloneSelectsKubeconfigTarget(t *testing.T) {
 	if err := cmd.Flags().Parse([]string{"--context", "staging"}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := f.resolve(cmd.Flags())
+	cells, err := f.resolve(cmd.Flags())
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := cells[0].spec
 	if s.Target.Kind != spec.TargetKubeconfig || s.Target.Context != "staging" {
 		t.Fatalf("target %+v, want kubeconfig with context staging", s.Target)
 	}
@@ -374,5 +376,37 @@ func TestGateCommand(t *testing.T) {
 		if code != c.code || !strings.Contains(out+stderr, c.want) {
 			t.Errorf("%v: exit %d, want %d and %q:\n%s%s", c.args, code, c.code, c.want, out, stderr)
 		}
+	}
+}
+
+// A list given to a matrix flag runs every combination; each is resolved
+// and validated on its own.
+func TestMatrixFlags(t *testing.T) {
+	f := &runFlags{}
+	cmd := &cobra.Command{}
+	if err := f.spec.register(cmd.Flags()); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Flags().Parse([]string{"--strategy", "update,retry,ssa", "--writers", "1,8"}); err != nil {
+		t.Fatal(err)
+	}
+	cells, err := f.resolve(cmd.Flags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cells {
+		got = append(got, c.label)
+		if c.spec.Strategy == spec.StrategyRetry && c.spec.Backoff == nil {
+			t.Errorf("%s: retry without its default backoff", c.label)
+		}
+	}
+	want := "strategy=update writers=1|strategy=update writers=8|strategy=retry writers=1|strategy=retry writers=8|strategy=ssa writers=1|strategy=ssa writers=8"
+	if strings.Join(got, "|") != want {
+		t.Errorf("cells %q, want %q", strings.Join(got, "|"), want)
+	}
+	code, _, stderr := run(t, nil, "run", "--strategy", "update,put")
+	if code != ExitInput || !strings.Contains(stderr, `"put"`) {
+		t.Errorf("a bad value in a list: exit %d\n%s", code, stderr)
 	}
 }

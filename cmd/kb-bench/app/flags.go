@@ -89,16 +89,56 @@ func (f *specFlags) register(fs *pflag.FlagSet) error {
 	return nil
 }
 
+// matrixFlags take a list of values, one run (or set of samples) each.
+var matrixFlags = []string{"strategy", "writers", "patch-type", "fields"}
+
 func (f *specFlags) add(fs *pflag.FlagSet, name, help string, fl *specFlag) error {
 	if _, dup := f.flags[name]; dup || fs.Lookup(name) != nil {
 		return fmt.Errorf("flag --%s is declared twice (a bug in kb-bench: please report it)", name)
 	}
 	f.flags[name] = fl
+	if slices.Contains(matrixFlags, name) {
+		fl.value.matrix = true
+		help += "; a comma-separated list runs each (a matrix, compared at the end)"
+	}
 	pf := fs.VarPF(fl.value, name, "", help)
 	if fl.value.typ.Kind() == reflect.Bool {
 		pf.NoOptDefVal = "true"
 	}
 	return nil
+}
+
+// axis is a matrix flag the user gave a list: one run per value.
+type axis struct {
+	name string
+	flag *specFlag
+}
+
+// axes lists the matrix flags the user gave more than one value, in flag
+// order.
+func (f *specFlags) axes(fs *pflag.FlagSet) []axis {
+	var out []axis
+	fs.Visit(func(pf *pflag.Flag) {
+		if fl, ok := f.flags[pf.Name]; ok && len(fl.value.list) > 1 {
+			out = append(out, axis{pf.Name, fl})
+		}
+	})
+	return out
+}
+
+// setOn sets the flag's field (or setting) of s to v.
+func (fl *specFlag) setOn(s *spec.Spec, v reflect.Value) {
+	if fl.index != nil {
+		reflect.ValueOf(s).Elem().FieldByIndex(fl.index).Set(v)
+		return
+	}
+	b, _ := json.Marshal(v.Interface())
+	var plain any
+	_ = json.Unmarshal(b, &plain)
+	if s.Settings == nil {
+		s.Settings = map[string]any{}
+	}
+	s.Settings[fl.setting] = plain
 }
 
 // apply copies every flag the user set onto base: spec fields first, then
@@ -113,7 +153,7 @@ func (f *specFlags) apply(fs *pflag.FlagSet, base *spec.Spec) error {
 				return
 			}
 			if fl.index != nil {
-				reflect.ValueOf(base).Elem().FieldByIndex(fl.index).Set(fl.value.v)
+				fl.setOn(base, fl.value.v)
 				return
 			}
 			name := base.Scenario
@@ -125,13 +165,7 @@ func (f *specFlags) apply(fs *pflag.FlagSet, base *spec.Spec) error {
 					pf.Name, strings.Join(fl.scenarios, " and "), name, fl.scenarios[0]))
 				return
 			}
-			b, _ := json.Marshal(fl.value.v.Interface())
-			var plain any
-			_ = json.Unmarshal(b, &plain)
-			if base.Settings == nil {
-				base.Settings = map[string]any{}
-			}
-			base.Settings[fl.setting] = plain
+			fl.setOn(base, fl.value.v)
 		})
 	}
 	visit(false)
@@ -176,6 +210,10 @@ func (f *specFlags) zeroOverridden(fs *pflag.FlagSet, resolved *spec.Spec) error
 type fieldValue struct {
 	typ reflect.Type
 	v   reflect.Value // addressable, of typ
+	// matrix flags take a comma-separated list (a matrix of runs): list
+	// holds every value, v the first.
+	matrix bool
+	list   []reflect.Value
 }
 
 func newFieldValue(initial reflect.Value) *fieldValue {
@@ -216,8 +254,25 @@ func (f *fieldValue) Type() string {
 	return f.typ.Kind().String()
 }
 
-// Set parses s into the value.
+// Set parses s into the value; a matrix flag also takes "a,b,c".
 func (f *fieldValue) Set(s string) error {
+	if f.matrix && strings.Contains(s, ",") {
+		f.list = nil
+		for _, part := range strings.Split(s, ",") {
+			one := &fieldValue{typ: f.typ, v: reflect.New(f.typ).Elem()}
+			if err := one.Set(strings.TrimSpace(part)); err != nil {
+				return err
+			}
+			f.list = append(f.list, one.v)
+		}
+		f.v.Set(f.list[0])
+		return nil
+	}
+	f.list = nil
+	return f.set(s)
+}
+
+func (f *fieldValue) set(s string) error {
 	if f.typ.Kind() == reflect.Pointer {
 		p := reflect.New(f.typ.Elem())
 		if u, ok := p.Interface().(encoding.TextUnmarshaler); ok {

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -81,24 +83,66 @@ given on the command line overrides the profile.`,
 	return cmd
 }
 
-// resolve turns the profile and the flags the user set into a defaulted,
-// validated Spec.
-func (f *runFlags) resolve(fs *pflag.FlagSet) (spec.Spec, error) {
-	var base spec.Spec
-	source := "flags"
+// cell is one configuration of a run: the spec, and for a matrix the
+// values that make it one (e.g. "strategy=ssa writers=8").
+type cell struct {
+	label string
+	spec  spec.Spec
+}
+
+// resolve turns the profile and the flags the user set into defaulted,
+// validated specs: one, or one per combination of the matrix flags given
+// lists (--strategy update,ssa --writers 1,8).
+func (f *runFlags) resolve(fs *pflag.FlagSet) ([]cell, error) {
+	base, source, err := f.base(fs)
+	if err != nil {
+		return nil, err
+	}
+	cells := []cell{{spec: base}}
+	for _, ax := range f.spec.axes(fs) {
+		var next []cell
+		for _, c := range cells {
+			for _, v := range ax.flag.value.list {
+				s := c.spec
+				s.Settings = maps.Clone(c.spec.Settings)
+				ax.flag.setOn(&s, v)
+				label := strings.TrimSpace(c.label + " " + ax.name + "=" + fmt.Sprint(v.Interface()))
+				next = append(next, cell{label: label, spec: s})
+			}
+		}
+		cells = next
+	}
+	for i := range cells {
+		if _, _, errs := workload.Resolve(&cells[i].spec); len(errs) > 0 {
+			where := source
+			if cells[i].label != "" {
+				where += " (" + cells[i].label + ")"
+			}
+			return nil, spec.Input(fmt.Errorf("invalid settings from %s:\n%s", where, spec.Describe(errs)))
+		}
+		if err := f.spec.zeroOverridden(fs, &cells[i].spec); err != nil {
+			return nil, err
+		}
+	}
+	return cells, nil
+}
+
+// base is the profile plus the flags the user set, before defaults.
+func (f *runFlags) base(fs *pflag.FlagSet) (base spec.Spec, source string, err error) {
+	source = "flags"
 	switch {
 	case f.file != "" && f.profile != "":
-		return base, spec.Input(errors.New("-f and --profile both given: choose one profile"))
+		return base, source, spec.Input(errors.New("-f and --profile both given: choose one profile"))
 	case f.file != "":
 		p, err := profiles.Load(f.file)
 		if err != nil {
-			return base, err
+			return base, source, err
 		}
 		base, source = p.Spec, f.file
 	case f.profile != "":
 		p, err := profiles.Shipped(f.profile)
 		if err != nil {
-			return base, err
+			return base, source, err
 		}
 		base, source = p.Spec, "profile "+f.profile
 	}
@@ -109,30 +153,24 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) (spec.Spec, error) {
 	t := base.Target
 	if (t.Kubeconfig != "" && !fs.Changed("kubeconfig")) || (t.Context != "" && !fs.Changed("context")) ||
 		(t.Kind != "" && t.Kind != spec.TargetLocal && !fs.Changed("kubeconfig") && !fs.Changed("context") && !fs.Changed("target")) {
-		return base, spec.Input(fmt.Errorf("%s names an existing cluster (target %q, kubeconfig %q, context %q): kb-bench sends load only to a cluster named on the command line; pass --kubeconfig PATH and --context NAME, or --target",
+		return base, source, spec.Input(fmt.Errorf("%s names an existing cluster (target %q, kubeconfig %q, context %q): kb-bench sends load only to a cluster named on the command line; pass --kubeconfig PATH and --context NAME, or --target",
 			source, t.Kind, t.Kubeconfig, t.Context))
 	}
 	if err := f.spec.apply(fs, &base); err != nil {
-		return base, err
+		return base, source, err
 	}
 	if fs.Changed("kubeconfig") || fs.Changed("context") {
 		switch {
 		case !fs.Changed("target"):
 			base.Target.Kind = spec.TargetKubeconfig
 		case base.Target.Kind != spec.TargetKubeconfig:
-			return base, spec.Input(fmt.Errorf("--kubeconfig and --context name a cluster, but --target is %s: drop --target, or drop --kubeconfig and --context", base.Target.Kind))
+			return base, source, spec.Input(fmt.Errorf("--kubeconfig and --context name a cluster, but --target is %s: drop --target, or drop --kubeconfig and --context", base.Target.Kind))
 		}
 	}
 	// Asked-for storage or binaries need a control plane that has them, not
 	// whatever `kb-bench local up` is running (the defaults would hide this).
 	f.privateControlPlane = base.Target.Storage != "" || base.Target.ControlPlaneBin != ""
-	if _, _, errs := workload.Resolve(&base); len(errs) > 0 {
-		return base, spec.Input(fmt.Errorf("invalid settings from %s:\n%s", source, spec.Describe(errs)))
-	}
-	if err := f.spec.zeroOverridden(fs, &base); err != nil {
-		return base, err
-	}
-	return base, nil
+	return base, source, nil
 }
 
 func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, version string, getenv func(string) string) (err error) {
@@ -162,10 +200,11 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	case f.baseline != "":
 		return spec.Input(errors.New("--baseline is for --gate: add --gate FILE, or compare results with 'kb-bench compare'"))
 	}
-	sp, err := f.resolve(fs)
+	cells, err := f.resolve(fs)
 	if err != nil {
 		return err
 	}
+	sp := cells[0].spec
 	runID := newRunID(time.Now())
 	outDir := f.out
 	if outDir == "" {
@@ -200,57 +239,70 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	}()
 	fmt.Fprintf(info, "target: %s %s (server %s)\n", conn.Target.Kind, conn.Target.Server, conn.Target.ServerVersion)
 	fmt.Fprintf(info, "run %s: %s\n", runID, workload.Describe(sp))
+	if len(cells) > 1 {
+		fmt.Fprintf(info, "matrix of %d configurations x %s, interleaved round-robin: %s\n", len(cells), results.Plural(f.count, "sample"), labels(cells))
+	}
 
-	var set *results.ResultSet
-	if f.count > 1 {
-		set = &results.ResultSet{RunID: runID}
+	// One set per configuration; with one configuration and one sample,
+	// the result directory is the run's own.
+	sets := make([]*results.ResultSet, len(cells))
+	dirs := make([]string, len(cells))
+	for k, c := range cells {
+		dirs[k] = outDir
+		if len(cells) > 1 {
+			dirs[k] = filepath.Join(outDir, dirName(c.label))
+		}
+		if len(cells) > 1 || f.count > 1 {
+			sets[k] = &results.ResultSet{RunID: fmt.Sprintf("%s-c%d", runID, k+1)}
+		}
 	}
 	var failed error
 	for i := 1; i <= f.count; i++ {
-		id, dir := runID, outDir
-		if set != nil {
-			name := fmt.Sprintf("sample-%d", i)
-			id, dir = fmt.Sprintf("%s-s%d", runID, i), filepath.Join(outDir, name)
-			fmt.Fprintf(info, "sample %d of %d\n", i, f.count)
-		}
-		r, report, err := f.runOnce(ctx, sp, conn, id, dir, s, info, version)
-		if err != nil {
-			return err
-		}
-		if set != nil {
-			set.Samples = append(set.Samples, filepath.Base(dir))
-			if err := results.WriteSet(outDir, set); err != nil {
+		for k, c := range cells {
+			id, dir := runID, dirs[k]
+			if sets[k] != nil {
+				id, dir = fmt.Sprintf("%s-c%d-s%d", runID, k+1, i), filepath.Join(dirs[k], fmt.Sprintf("sample-%d", i))
+				fmt.Fprintf(info, "%s sample %d of %d\n", c.label, i, f.count)
+			}
+			r, report, err := f.runOnce(ctx, c.spec, conn, id, dir, s, info, version)
+			if err != nil {
 				return err
 			}
-		}
-		switch {
-		case f.output == "json":
-			enc := json.NewEncoder(s.Out)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(r); err != nil {
-				return err
+			if sets[k] != nil {
+				sets[k].Samples = append(sets[k].Samples, filepath.Base(dir))
+				if err := results.WriteSet(dirs[k], sets[k]); err != nil {
+					return err
+				}
 			}
-		case f.quiet:
-		case set != nil:
-			fmt.Fprintf(s.Out, "sample %d: %s\n", i, results.OneLine(r))
-		default:
-			if err := results.WriteTable(s.Out, r, report.Rows()); err != nil {
-				return err
+			switch {
+			case f.output == "json":
+				enc := json.NewEncoder(s.Out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(r); err != nil {
+					return err
+				}
+			case f.quiet:
+			case sets[k] != nil:
+				fmt.Fprintf(s.Out, "%s sample %d: %s\n", c.label, i, results.OneLine(r))
+			default:
+				if err := results.WriteTable(s.Out, r, report.Rows()); err != nil {
+					return err
+				}
 			}
-		}
-		if r.Interrupted {
-			fmt.Fprintf(info, "result saved in %s\n", outDir)
-			return errInterrupted
-		}
-		for _, c := range r.Checks {
-			if !c.Passed && c.Lost == 0 && failed == nil {
-				failed = fmt.Errorf("check failed: %s: %s (the result is in %s)", c.Name, c.Detail, dir)
+			if r.Interrupted {
+				fmt.Fprintf(info, "result saved in %s\n", outDir)
+				return errInterrupted
+			}
+			for _, ch := range r.Checks {
+				if !ch.Passed && ch.Lost == 0 && failed == nil {
+					failed = fmt.Errorf("check failed: %s: %s (the result is in %s)", ch.Name, ch.Detail, dir)
+				}
 			}
 		}
 	}
-	if set != nil && f.output != "json" && !f.quiet {
+	if sets[0] != nil && f.output != "json" && !f.quiet {
 		fmt.Fprintln(s.Out)
-		if err := summarizeSet(s.Out, outDir); err != nil {
+		if err := compareDirs(s.Out, cells, dirs); err != nil {
 			return err
 		}
 	}
@@ -258,12 +310,50 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	if failed != nil || gate == nil {
 		return failed
 	}
+	if len(cells) > 1 {
+		return spec.Input(errors.New("--gate judges one configuration: run the matrix without it and gate each directory"))
+	}
 	candidate, err := readSide(outDir)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(s.Out)
 	return judge(s, gate, baseline, candidate, "text", false)
+}
+
+// labels lists the cells' labels.
+func labels(cells []cell) string {
+	l := make([]string, len(cells))
+	for i, c := range cells {
+		l[i] = c.label
+	}
+	return strings.Join(l, "; ")
+}
+
+// dirName is a cell's label as a directory name: "strategy-ssa_writers-8".
+func dirName(label string) string {
+	return strings.NewReplacer("=", "-", " ", "_", "/", "-").Replace(label)
+}
+
+// compareDirs prints the cells' sets side by side (one set: its medians).
+func compareDirs(w io.Writer, cells []cell, dirs []string) error {
+	sides := make([]results.Side, len(cells))
+	for k := range cells {
+		rs, err := readSide(dirs[k])
+		if err != nil {
+			return err
+		}
+		label := cells[k].label
+		if label == "" {
+			label = filepath.Base(dirs[k])
+		}
+		sides[k] = results.Side{Label: label, Results: rs}
+	}
+	c, err := results.Compare(sides)
+	if err != nil {
+		return err
+	}
+	return results.WriteComparison(w, c, "text")
 }
 
 // runOnce runs one sample and saves it in dir.
@@ -287,19 +377,6 @@ func (f *runFlags) runOnce(ctx context.Context, sp spec.Spec, conn *cluster.Conn
 		return nil, nil, fmt.Errorf("saving the result: %w", err)
 	}
 	return out.Result, out.Report, nil
-}
-
-// summarizeSet prints the medians and ranges of a set's samples.
-func summarizeSet(w io.Writer, dir string) error {
-	rs, err := readSide(dir)
-	if err != nil {
-		return err
-	}
-	c, err := results.Compare([]results.Side{{Label: filepath.Base(dir), Results: rs}})
-	if err != nil {
-		return err
-	}
-	return results.WriteComparison(w, c, "text")
 }
 
 // prepareOutDir creates the result directory and checks that files can be
