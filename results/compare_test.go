@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// The p-values of textbook cases: fully separated samples of 3 and 3 can
-// reach p = 0.1 at best, of 4 and 4 p = 0.029 (2/70); equal samples 1.
+// The p-values of textbook cases and of R's wilcox.test: fully separated
+// samples of 3 and 3 can reach p = 0.1 at best (the too-few-samples rule),
+// of 4 and 4 p = 0.029 (2/70); equal samples 1.
 func TestMannWhitney(t *testing.T) {
 	tests := []struct {
 		name string
@@ -19,7 +20,12 @@ func TestMannWhitney(t *testing.T) {
 		{"3 vs 3 separated", []float64{1, 2, 3}, []float64{4, 5, 6}, 0.1},
 		{"4 vs 4 separated", []float64{1, 2, 3, 4}, []float64{5, 6, 7, 8}, 2.0 / 70},
 		{"4 vs 4 reversed", []float64{5, 6, 7, 8}, []float64{1, 2, 3, 4}, 2.0 / 70},
+		// R: wilcox.test(c(1,3,5,7), c(2,4,6,8))$p.value = 0.6857
 		{"interleaved", []float64{1, 3, 5, 7}, []float64{2, 4, 6, 8}, 0.686},
+		// R: wilcox.test(c(1.83,0.50,1.62,2.48,1.68,1.88,1.55,3.06,1.30),
+		//    c(0.878,0.647,0.598,2.05,1.06,1.29,1.06,3.14,1.29))$p.value
+		// = 0.1329 (R's own example data, exact: no ties)
+		{"R example", []float64{1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30}, []float64{0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29}, 0.1329},
 		{"all equal (ties)", []float64{5, 5, 5}, []float64{5, 5, 5}, 1},
 		{"empty", nil, []float64{1}, 1},
 	}
@@ -125,5 +131,41 @@ func TestCompare(t *testing.T) {
 	alone, err := Compare([]Side{base})
 	if err != nil || len(alone.Rows[0].Cells) != 1 || alone.Rows[0].Cells[0].Median != 100 {
 		t.Errorf("one side: %+v, %v; want its medians", alone, err)
+	}
+}
+
+// The rendered comparison and gate, in every format, as a user reads them.
+func TestCompareAndGateGolden(t *testing.T) {
+	base := Side{Label: "before", Results: []*Result{sample(100, 20), sample(102, 21), sample(98, 19), sample(101, 20), sample(99, 22)}}
+	after := Side{Label: "after", Results: []*Result{sample(120, 26), sample(122, 27), sample(119, 25), sample(121, 28), sample(118, 26)}}
+	c, err := Compare([]Side{base, after})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range CompareFormats {
+		var out bytes.Buffer
+		if err := WriteComparison(&out, c, f); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "compare."+f+".golden", out.Bytes())
+	}
+	g := &Gate{}
+	for _, l := range []string{"p99 <= baseline +10%", "throughput >= baseline -10%", "lostUpdates == 0", "serverMatch == true", "p99 < 25ms"} {
+		th, err := ParseThreshold(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Thresholds = append(g.Thresholds, th)
+	}
+	vs, err := Judge(g, base.Results, after.Results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range GateFormats {
+		var out bytes.Buffer
+		if err := WriteVerdicts(&out, vs, f); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "gate."+f+".golden", out.Bytes())
 	}
 }

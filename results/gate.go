@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"math"
@@ -220,14 +221,15 @@ func Judge(g *Gate, baseline, candidate []*Result) ([]Verdict, error) {
 			p := MannWhitney(base, cand)
 			v.P = &p
 			v.Passed = compareOp(v.Candidate, t.Op, limit)
+			holds := fmt.Sprintf("%s %s %s", formatGate(gm.kind, v.Candidate), t.Op, formatGate(gm.kind, limit))
 			switch {
 			case v.Passed:
-				v.Why = fmt.Sprintf("%s is within %s", formatGate(gm.kind, v.Candidate), formatGate(gm.kind, limit))
+				v.Why = holds + " holds"
 			case p > Alpha:
 				v.Passed = true
-				v.Why = fmt.Sprintf("%s is past %s, but the difference is not significant (p=%.3f, %d vs %d samples)", formatGate(gm.kind, v.Candidate), formatGate(gm.kind, limit), p, len(base), len(cand))
+				v.Why = fmt.Sprintf("%s does not hold, but the difference is not significant (p=%.3f, %d vs %d samples)", holds, p, len(base), len(cand))
 			default:
-				v.Why = fmt.Sprintf("%s is past %s, and significantly (p=%.3f)", formatGate(gm.kind, v.Candidate), formatGate(gm.kind, limit), p)
+				v.Why = fmt.Sprintf("%s does not hold, and the difference is significant (p=%.3f)", holds, p)
 			}
 		} else {
 			v.Passed = compareOp(v.Candidate, t.Op, limit)
@@ -290,12 +292,19 @@ func Passed(vs []Verdict) bool {
 	return true
 }
 
-// WriteVerdicts writes the verdicts as text, markdown or json.
+// GateFormats are the formats WriteVerdicts writes.
+var GateFormats = []string{"text", "markdown", "json", "junit"}
+
+// WriteVerdicts writes the verdicts as text, markdown, json or JUnit XML
+// (one test case a threshold, a failure for each that does not hold).
 func WriteVerdicts(w io.Writer, vs []Verdict, format string) error {
-	if format == "json" {
+	switch format {
+	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(vs)
+	case "junit":
+		return writeJUnit(w, vs)
 	}
 	rows := [][]string{{"threshold", "baseline", "candidate", "verdict", "why"}}
 	for _, v := range vs {
@@ -326,5 +335,45 @@ func WriteVerdicts(w io.Writer, vs []Verdict, format string) error {
 		}
 		return tw.Flush()
 	}
-	return fmt.Errorf("format %q is not known: use text, markdown or json", format)
+	return fmt.Errorf("format %q is not known: use %s", format, strings.Join(GateFormats, ", "))
+}
+
+// writeJUnit writes the verdicts as a JUnit XML test suite.
+func writeJUnit(w io.Writer, vs []Verdict) error {
+	type failure struct {
+		Message string `xml:"message,attr"`
+		Text    string `xml:",chardata"`
+	}
+	type testcase struct {
+		Name      string   `xml:"name,attr"`
+		ClassName string   `xml:"classname,attr"`
+		Failure   *failure `xml:"failure,omitempty"`
+		SystemOut string   `xml:"system-out,omitempty"`
+	}
+	type testsuite struct {
+		XMLName  xml.Name   `xml:"testsuite"`
+		Name     string     `xml:"name,attr"`
+		Tests    int        `xml:"tests,attr"`
+		Failures int        `xml:"failures,attr"`
+		Cases    []testcase `xml:"testcase"`
+	}
+	suite := testsuite{Name: "kb-bench gate", Tests: len(vs)}
+	for _, v := range vs {
+		tc := testcase{Name: v.Text, ClassName: "kb-bench.gate", SystemOut: v.Why}
+		if !v.Passed {
+			suite.Failures++
+			tc.Failure = &failure{Message: v.Why, Text: v.Why}
+		}
+		suite.Cases = append(suite.Cases, tc)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(suite); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
 }

@@ -86,8 +86,8 @@ func TestJudge(t *testing.T) {
 		passed    []bool
 		why       string
 	}{
-		{"same", set(20, 21, 20, 19, 22), []bool{true, true, true}, "is within"},
-		{"slower, significantly", set(26, 27, 25, 28, 26), []bool{false, true, true}, "and significantly (p="},
+		{"same", set(20, 21, 20, 19, 22), []bool{true, true, true}, "holds"},
+		{"slower, significantly", set(26, 27, 25, 28, 26), []bool{false, true, true}, "the difference is significant (p="},
 		{"slower, one sample", set(26), []bool{true, true, true}, "not significant"},
 		{"far slower", set(40, 41, 42, 40, 43), []bool{false, false, true}, "does not hold"},
 	}

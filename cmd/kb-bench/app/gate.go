@@ -72,7 +72,7 @@ hold, 1 one fails, 2 bad input.`,
 	}
 	cmd.Flags().StringVar(&baseline, "baseline", "", "the result (or directory of samples) to compare with")
 	cmd.Flags().StringVar(&thresholds, "thresholds", "", "a Gate YAML file of thresholds (default: see above)")
-	cmd.Flags().StringVar(&format, "format", "text", "text, markdown or json")
+	cmd.Flags().StringVar(&format, "format", "text", "text, markdown, json or junit (JUnit XML, which CI systems read)")
 	cmd.Flags().BoolVar(&force, "force", false, "judge against a baseline that ran a different workload")
 	return cmd
 }
