@@ -227,6 +227,67 @@ func TestMatrixComparesStrategies(t *testing.T) {
 	waitClean(t, tmp)
 }
 
+// The gate on results the engine made, on the local control plane: the
+// same spec twice (A/A) passes, 1 writer against 16 (A/B) fails on p99 and
+// the conflict rate, significantly. Tolerances make A/A robust on a noisy
+// machine: a threshold fails only past them and with p <= 0.05.
+func TestGateAAandAB(t *testing.T) {
+	bin, cpBin := binary(t)
+	dir := t.TempDir()
+	runSet := func(out string, args ...string) {
+		t.Helper()
+		cmd, stdout, _ := start(t, bin, cpBin, t.TempDir(), filepath.Join(dir, out), append([]string{"--duration", "1s", "--count", "5"}, args...)...)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("run %v: %v\n%s", args, err, stdout)
+		}
+	}
+	runSet("a1", "--writers", "4")
+	runSet("a2", "--writers", "4")
+	runSet("ab", "--writers", "1,16")
+	thresholds := filepath.Join(dir, "gate.yaml")
+	if err := os.WriteFile(thresholds, []byte(`apiVersion: kb-bench.io/v1alpha1
+kind: Gate
+thresholds:
+- p99 <= baseline +50%
+- throughput >= baseline -30%
+- conflictRate <= baseline +20%
+- lostUpdates == 0
+- serverMatch == true
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gate := func(args ...string) (int, string) {
+		out, err := exec.Command(bin, append([]string{"gate", "--thresholds", thresholds}, args...)...).CombinedOutput()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	if code, out := gate("--baseline", filepath.Join(dir, "a1"), filepath.Join(dir, "a2")); code != 0 || strings.Contains(out, "FAIL") {
+		t.Errorf("A/A gate: exit %d, want 0 with every threshold held:\n%s", code, out)
+	}
+	code, out := gate("--baseline", filepath.Join(dir, "ab", "writers-1"), filepath.Join(dir, "ab", "writers-16"), "--force")
+	if code != 1 {
+		t.Errorf("A/B gate: exit %d, want 1:\n%s", code, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if (strings.HasPrefix(line, "p99 ") || strings.HasPrefix(line, "conflictRate ")) &&
+			(!strings.Contains(line, "FAIL") || !strings.Contains(line, "the difference is significant (p=0.0")) {
+			t.Errorf("A/B: want a significant FAIL: %s", line)
+		}
+	}
+	// The A/A comparison shows no significant change in the figures.
+	cmp, err := exec.Command(bin, "compare", filepath.Join(dir, "a1"), filepath.Join(dir, "a2")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("compare: %v\n%s", err, cmp)
+	}
+	t.Logf("A/A comparison:\n%s\nA/B gate:\n%s", cmp, out)
+}
+
 func TestInterruptKeepsFiguresAndLeavesNothing(t *testing.T) {
 	bin, cpBin := binary(t)
 	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")

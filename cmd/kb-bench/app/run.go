@@ -262,7 +262,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 			id, dir := runID, dirs[k]
 			if sets[k] != nil {
 				id, dir = fmt.Sprintf("%s-c%d-s%d", runID, k+1, i), filepath.Join(dirs[k], fmt.Sprintf("sample-%d", i))
-				fmt.Fprintf(info, "%s sample %d of %d\n", c.label, i, f.count)
+				fmt.Fprintf(info, "%s\n", strings.TrimSpace(fmt.Sprintf("%s sample %d of %d", c.label, i, f.count)))
 			}
 			r, report, err := f.runOnce(ctx, c.spec, conn, id, dir, s, info, version)
 			if err != nil {
@@ -283,7 +283,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 				}
 			case f.quiet:
 			case sets[k] != nil:
-				fmt.Fprintf(s.Out, "%s sample %d: %s\n", c.label, i, results.OneLine(r))
+				fmt.Fprintf(s.Out, "%s: %s\n", strings.TrimSpace(fmt.Sprintf("%s sample %d", c.label, i)), results.OneLine(r))
 			default:
 				if err := results.WriteTable(s.Out, r, report.Rows()); err != nil {
 					return err
