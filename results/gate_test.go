@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -116,5 +117,16 @@ func TestJudge(t *testing.T) {
 	}
 	if g := DefaultGate(false); len(g.Thresholds) != 1 || g.Thresholds[0].Metric != "serverMatch" {
 		t.Errorf("default gate without baseline: %+v", g)
+	}
+}
+
+// The shipped CI example's gate loads.
+func TestExampleGateLoads(t *testing.T) {
+	data, err := os.ReadFile("../examples/ci/gate.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, err := ParseGate("examples/ci/gate.yaml", data); err != nil || len(g.Thresholds) != 6 {
+		t.Errorf("examples/ci/gate.yaml: %+v, %v", g, err)
 	}
 }
