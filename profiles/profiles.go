@@ -35,6 +35,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
 )
@@ -52,8 +53,11 @@ type Profile struct {
 	// Description says in one line what the profile measures.
 	Description string
 	// Spec is the specification as written: not defaulted, so flags can
-	// still override it. Call Defaults and Validate on the final value.
+	// still override it. Resolve the final value (workload.Resolve).
 	Spec spec.Spec
+	// Thresholds are the profile's own gate ("p99 < 50ms", see
+	// results.ParseThreshold), judged after a run of it.
+	Thresholds []string
 }
 
 // document is the YAML shape of a profile.
@@ -63,6 +67,7 @@ type document struct {
 	Name        string    `yaml:"name"`
 	Description string    `yaml:"description"`
 	Spec        spec.Spec `yaml:"spec"`
+	Thresholds  []string  `yaml:"thresholds"`
 }
 
 // Load reads the profile at path.
@@ -114,7 +119,12 @@ func parse(source string, data []byte) (*Profile, error) {
 	if _, _, errs := workload.Resolve(&check.Spec); len(errs) > 0 {
 		return nil, locate(source, specNode(root), errs)
 	}
-	return &Profile{Name: doc.Name, Description: doc.Description, Spec: doc.Spec}, nil
+	for i, text := range doc.Thresholds {
+		if _, err := results.ParseThreshold(text); err != nil {
+			return nil, fmt.Errorf("%s: thresholds[%d]: %w", source, i, err)
+		}
+	}
+	return &Profile{Name: doc.Name, Description: doc.Description, Spec: doc.Spec, Thresholds: doc.Thresholds}, nil
 }
 
 // parseNode parses data into a node tree and returns the top-level mapping.

@@ -163,11 +163,20 @@ func ParseGate(source string, data []byte) (*Gate, error) {
 	if len(doc.Thresholds) == 0 {
 		return nil, fmt.Errorf("%s: no thresholds: list them under thresholds:, e.g. - p99 < 50ms", source)
 	}
+	g, err := NewGate(doc.Thresholds)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	return g, nil
+}
+
+// NewGate parses thresholds (a profile's own, or a Gate file's).
+func NewGate(lines []string) (*Gate, error) {
 	g := &Gate{}
-	for _, text := range doc.Thresholds {
+	for _, text := range lines {
 		t, err := ParseThreshold(text)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", source, err)
+			return nil, err
 		}
 		g.Thresholds = append(g.Thresholds, t)
 	}
@@ -182,11 +191,7 @@ func DefaultGate(withBaseline bool) *Gate {
 	if withBaseline {
 		lines = append(lines, "lostUpdates <= baseline", "throughput >= baseline -10%", "p99 <= baseline +10%")
 	}
-	g := &Gate{}
-	for _, l := range lines {
-		t, _ := ParseThreshold(l) // fixed text: cannot fail
-		g.Thresholds = append(g.Thresholds, t)
-	}
+	g, _ := NewGate(lines) // fixed text: cannot fail
 	return g
 }
 

@@ -368,7 +368,8 @@ func TestGateCommand(t *testing.T) {
 		{[]string{"gate", "--baseline", base, slow, "--format", "yaml"}, ExitInput, "not known"},
 		{[]string{"gate", "--baseline", base, other}, ExitInput, "pass --force"},
 		{[]string{"gate", "--baseline", base, other, "--force"}, ExitOK, "pass"},
-		{[]string{"run", "--baseline", base}, ExitInput, "--baseline is for --gate"},
+		{[]string{"run", "--baseline", base}, ExitInput, "--baseline is for a gate"},
+		{[]string{"run", "-f", writeFile(t, "p.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Profile\nspec:\n  writers: 2\nthresholds:\n- p99 < soon\n")}, ExitInput, `p.yaml: thresholds[0]: threshold "p99 < soon"`},
 		{[]string{"run", "--gate", "/no/such/gate.yaml"}, ExitInput, "reading the thresholds"},
 	}
 	for _, c := range cases {

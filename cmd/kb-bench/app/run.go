@@ -42,6 +42,8 @@ type runFlags struct {
 	count               int
 	gate                string
 	baseline            string
+	// thresholds are the profile's own gate, set by resolve.
+	thresholds []string
 }
 
 func newRunCommand(s Streams, version string, getenv func(string) string) *cobra.Command {
@@ -138,13 +140,13 @@ func (f *runFlags) base(fs *pflag.FlagSet) (base spec.Spec, source string, err e
 		if err != nil {
 			return base, source, err
 		}
-		base, source = p.Spec, f.file
+		base, source, f.thresholds = p.Spec, f.file, p.Thresholds
 	case f.profile != "":
 		p, err := profiles.Shipped(f.profile)
 		if err != nil {
 			return base, source, err
 		}
-		base, source = p.Spec, "profile "+f.profile
+		base, source, f.thresholds = p.Spec, "profile "+f.profile, p.Thresholds
 	}
 	// A profile may choose local storage, but only the command line may
 	// point kb-bench at an existing cluster: a kubeconfig or context in
@@ -183,8 +185,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	// The gate and its baseline are read before the run, not after it.
 	var gate *results.Gate
 	var baseline []*results.Result
-	switch {
-	case f.gate != "":
+	if f.gate != "" {
 		data, err := os.ReadFile(f.gate)
 		if err != nil {
 			return spec.Input(fmt.Errorf("reading the thresholds: %w", err))
@@ -192,19 +193,23 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 		if gate, err = results.ParseGate(f.gate, data); err != nil {
 			return spec.Input(err)
 		}
-		if f.baseline != "" {
-			if baseline, err = readSide(f.baseline); err != nil {
-				return spec.Input(err)
-			}
+	}
+	if f.baseline != "" {
+		if baseline, err = readSide(f.baseline); err != nil {
+			return spec.Input(err)
 		}
-	case f.baseline != "":
-		return spec.Input(errors.New("--baseline is for --gate: add --gate FILE, or compare results with 'kb-bench compare'"))
 	}
 	cells, err := f.resolve(fs)
 	if err != nil {
 		return err
 	}
 	sp := cells[0].spec
+	if gate == nil && len(f.thresholds) > 0 {
+		gate, _ = results.NewGate(f.thresholds) // checked when the profile loaded
+	}
+	if gate == nil && baseline != nil {
+		return spec.Input(errors.New("--baseline is for a gate: add --gate FILE (or run a profile with thresholds), or compare results with 'kb-bench compare'"))
+	}
 	runID := newRunID(time.Now())
 	outDir := f.out
 	if outDir == "" {
