@@ -50,6 +50,10 @@ type Connection struct {
 	// Close releases the target: it stops a control plane that Open
 	// started, and does nothing otherwise.
 	Close func(ctx context.Context) error
+	// Lost is closed when a control plane that Open started dies by
+	// itself; LostReason then says how. Nil (never closed) otherwise.
+	Lost       <-chan struct{}
+	LostReason func() string
 }
 
 // Open connects to the target t describes:
@@ -125,11 +129,14 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 	if err != nil {
 		return nil, err
 	}
+	lost, why := cp.Lost()
 	return &Connection{
 		Config: cp.RESTConfig(),
 		Target: spec.TargetInfo{Kind: spec.TargetLocal, Server: cp.Server(), ServerVersion: cp.KubeVersion(),
 			Storage: cp.Storage(), EtcdVersion: cp.EtcdVersion()},
-		Close: cp.Stop,
+		Close:      cp.Stop,
+		Lost:       lost,
+		LostReason: why,
 	}, nil
 }
 

@@ -455,6 +455,30 @@ func (cp *ControlPlane) Server() string { return cp.server }
 // Storage is spec.StorageDisk or spec.StorageMemory.
 func (cp *ControlPlane) Storage() spec.Storage { return cp.storage }
 
+// Lost returns a channel closed when etcd or kube-apiserver, children of
+// this process, exit by themselves (killed, crashed); why says how.
+// Stop also ends them: stop watching before calling it.
+func (cp *ControlPlane) Lost() (lost <-chan struct{}, why func() string) {
+	ch := make(chan struct{})
+	var reason string
+	if cp.etcd == nil || cp.apiserver == nil || cp.etcd.exited == nil || cp.apiserver.exited == nil {
+		return nil, func() string { return "" } // not our children: not watched
+	}
+	go func() {
+		select {
+		case <-cp.etcd.exited:
+			reason = "etcd " + cp.etcd.exitStatus()
+		case <-cp.apiserver.exited:
+			reason = "kube-apiserver " + cp.apiserver.exitStatus()
+		}
+		close(ch)
+	}()
+	return ch, func() string {
+		<-ch
+		return reason
+	}
+}
+
 // KubeVersion is the version the apiserver reports, e.g. v1.37.1.
 func (cp *ControlPlane) KubeVersion() string { return cp.kubeVersion }
 

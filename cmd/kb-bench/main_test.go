@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,6 +121,7 @@ func start(t *testing.T, bin, cpBin, tmp, out string, args ...string) (cmd *exec
 	ready, ended := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(ended)
+		defer close(later)
 		sc := bufio.NewScanner(stderr)
 		closed := false
 		for sc.Scan() {
@@ -322,6 +324,36 @@ func TestInterruptKeepsFiguresAndLeavesNothing(t *testing.T) {
 	}
 	if !r.Interrupted || r.Summary.Ops == 0 {
 		t.Errorf("want an interrupted result with the figures so far, got interrupted=%v ops=%d", r.Interrupted, r.Summary.Ops)
+	}
+	waitClean(t, tmp)
+}
+
+// An apiserver that dies mid-run fails the run at once (exit 1, saying
+// so), not a run of connection errors that exits 0.
+func TestDeadAPIServerFailsTheRun(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
+	cmd, _, lines := start(t, bin, cpBin, tmp, out, "--writers", "4", "--duration", "5m")
+	for line := range lines {
+		if strings.HasPrefix(line, "[") {
+			break // the measured window is under way
+		}
+	}
+	for _, pid := range controlPlaneProcs(t, tmp) {
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.Contains(string(b), "kube-apiserver") {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var said bool
+	for line := range lines {
+		said = said || strings.Contains(line, "the local control plane died during the run (kube-apiserver exited: signal: killed)")
+	}
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !said {
+		t.Fatalf("after the apiserver was killed: %v (said so: %v), want exit status 1 saying the control plane died", err, said)
 	}
 	waitClean(t, tmp)
 }

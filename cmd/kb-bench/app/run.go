@@ -243,6 +243,14 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 		}
 	}()
 	fmt.Fprintf(info, "target: %s %s (server %s)\n", conn.Target.Kind, conn.Target.Server, conn.Target.ServerVersion)
+	// A control plane of ours that dies mid-run ends the run at once, as
+	// a failure: load against a dead apiserver measures nothing.
+	ctx, lost := watchTarget(ctx, conn)
+	defer func() {
+		if reason := lost(); reason != "" {
+			err = fmt.Errorf("the local control plane died during the run (%s): the figures are not to be trusted; the result is in %s", reason, outDir)
+		}
+	}()
 	fmt.Fprintf(info, "run %s: %s\n", runID, workload.Describe(sp))
 	if len(cells) > 1 {
 		fmt.Fprintf(info, "matrix of %d configurations x %s, interleaved round-robin: %s\n", len(cells), results.Plural(f.count, "sample"), labels(cells))
@@ -324,6 +332,33 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	}
 	fmt.Fprintln(s.Out)
 	return judge(s, gate, baseline, candidate, "text", false)
+}
+
+// watchTarget returns a context cancelled when conn's control plane dies,
+// and a func that stops watching and says why it died ("" when it did
+// not). Call it before the control plane is stopped.
+func watchTarget(ctx context.Context, conn *cluster.Connection) (context.Context, func() string) {
+	if conn.Lost == nil {
+		return ctx, func() string { return "" }
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done, finished := make(chan struct{}), make(chan struct{})
+	var reason string
+	go func() {
+		defer close(finished)
+		select {
+		case <-conn.Lost:
+			reason = conn.LostReason()
+			cancel()
+		case <-done:
+		}
+	}()
+	return ctx, func() string {
+		close(done)
+		<-finished
+		cancel()
+		return reason
+	}
 }
 
 // labels lists the cells' labels.
