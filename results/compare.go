@@ -225,7 +225,26 @@ func formatFigure(v float64, unit string) string {
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
-// Formats a comparison is written in.
+// writeRows writes a table whose first row is its header, as a markdown
+// table or aligned text.
+func writeRows(w io.Writer, rows [][]string, markdown bool) error {
+	if markdown {
+		for i, r := range rows {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
+			if i == 0 {
+				fmt.Fprintf(w, "|%s\n", strings.Repeat("---|", len(r)))
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// CompareFormats are the formats a comparison is written in.
 var CompareFormats = []string{"text", "markdown", "csv", "json"}
 
 // WriteComparison writes c in format (one of CompareFormats).
@@ -280,21 +299,8 @@ func WriteComparison(w io.Writer, c *Comparison, format string) error {
 			}
 			lines = append(lines, line)
 		}
-		if md {
-			for i, l := range lines {
-				fmt.Fprintf(w, "| %s |\n", strings.Join(l, " | "))
-				if i == 0 {
-					fmt.Fprintf(w, "|%s\n", strings.Repeat("---|", len(l)))
-				}
-			}
-		} else {
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			for _, l := range lines {
-				fmt.Fprintln(tw, strings.Join(l, "\t"))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
+		if err := writeRows(w, lines, md); err != nil {
+			return err
 		}
 		if len(c.Workloads) > 0 {
 			fmt.Fprintf(w, "\nnote: the sides ran different workloads:\n")

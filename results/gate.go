@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -324,21 +323,8 @@ func WriteVerdicts(w io.Writer, vs []Verdict, format string) error {
 		}
 		rows = append(rows, []string{v.Text, base, formatGate(kind, v.Candidate), verdict, v.Why})
 	}
-	switch format {
-	case "markdown":
-		for i, r := range rows {
-			fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
-			if i == 0 {
-				fmt.Fprintf(w, "|%s\n", strings.Repeat("---|", len(r)))
-			}
-		}
-		return nil
-	case "text":
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		for _, r := range rows {
-			fmt.Fprintln(tw, strings.Join(r, "\t"))
-		}
-		return tw.Flush()
+	if format == "markdown" || format == "text" {
+		return writeRows(w, rows, format == "markdown")
 	}
 	return fmt.Errorf("format %q is not known: use %s", format, strings.Join(GateFormats, ", "))
 }
