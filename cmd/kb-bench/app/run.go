@@ -207,6 +207,9 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	if gate == nil && len(f.thresholds) > 0 {
 		gate, _ = results.NewGate(f.thresholds) // checked when the profile loaded
 	}
+	if gate != nil && len(cells) > 1 {
+		return spec.Input(errors.New("a gate judges one configuration: run the matrix without --gate (or a profile with thresholds) and gate each directory with 'kb-bench gate'"))
+	}
 	if gate == nil && baseline != nil {
 		return spec.Input(errors.New("--baseline is for a gate: add --gate FILE (or run a profile with thresholds), or compare results with 'kb-bench compare'"))
 	}
@@ -215,6 +218,17 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	if outDir == "" {
 		outDir = filepath.Join("kb-bench-results", runID)
 	}
+	return f.session(ctx, s, getenv, sp, outDir, func(ctx context.Context, conn *cluster.Connection, info io.Writer) error {
+		return f.runCells(ctx, conn, cells, runID, outDir, gate, baseline, s, info, version)
+	})
+}
+
+// session is what every command that runs benchmarks does around them: it
+// makes the result directory (removed again if the command fails before
+// writing anything), opens the target sp names, calls body, and stops
+// what it started. A local control plane that dies during body fails it.
+func (f *runFlags) session(ctx context.Context, s Streams, getenv func(string) string, sp spec.Spec, outDir string,
+	body func(ctx context.Context, conn *cluster.Connection, info io.Writer) error) (err error) {
 	// A result that cannot be saved is found out now, not after the run.
 	removeOutDir, err := prepareOutDir(outDir)
 	if err != nil {
@@ -229,7 +243,6 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	if f.quiet {
 		info = io.Discard
 	}
-
 	conn, err := cluster.Open(ctx, sp.Target, cluster.Options{Log: info, StateDir: f.stateDir, Getenv: getenv, Private: f.privateControlPlane})
 	if err != nil {
 		return err
@@ -251,6 +264,14 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 			err = fmt.Errorf("the local control plane died during the run (%s): the figures are not to be trusted; the result is in %s", reason, outDir)
 		}
 	}()
+	return body(ctx, conn, info)
+}
+
+// runCells runs every cell --count times, interleaved, and prints and
+// judges what they measured.
+func (f *runFlags) runCells(ctx context.Context, conn *cluster.Connection, cells []cell, runID, outDir string,
+	gate *results.Gate, baseline []*results.Result, s Streams, info io.Writer, version string) error {
+	sp := cells[0].spec
 	fmt.Fprintf(info, "run %s: %s\n", runID, workload.Describe(sp))
 	if len(cells) > 1 {
 		fmt.Fprintf(info, "matrix of %d configurations x %s, interleaved round-robin: %s\n", len(cells), results.Plural(f.count, "sample"), labels(cells))
@@ -258,34 +279,27 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 
 	// One set per configuration; with one configuration and one sample,
 	// the result directory is the run's own.
-	sets := make([]*results.ResultSet, len(cells))
+	outs := make([]*output, len(cells))
 	dirs := make([]string, len(cells))
 	for k, c := range cells {
 		dirs[k] = outDir
 		if len(cells) > 1 {
 			dirs[k] = filepath.Join(outDir, dirName(c.label))
 		}
+		outs[k] = newOutput(dirs[k], runID, nil)
 		if len(cells) > 1 || f.count > 1 {
-			sets[k] = &results.ResultSet{RunID: fmt.Sprintf("%s-c%d", runID, k+1)}
+			outs[k] = newOutput(dirs[k], fmt.Sprintf("%s-c%d", runID, k+1), &results.ResultSet{})
 		}
 	}
 	var failed error
 	for i := 1; i <= f.count; i++ {
 		for k, c := range cells {
-			id, dir := runID, dirs[k]
-			if sets[k] != nil {
-				id, dir = fmt.Sprintf("%s-c%d-s%d", runID, k+1, i), filepath.Join(dirs[k], fmt.Sprintf("sample-%d", i))
+			if outs[k].set != nil {
 				fmt.Fprintf(info, "%s\n", strings.TrimSpace(fmt.Sprintf("%s sample %d of %d", c.label, i, f.count)))
 			}
-			r, report, err := f.runOnce(ctx, c.spec, conn, id, dir, s, info, version)
+			r, report, dir, err := f.sample(ctx, conn, c.spec, outs[k], i, s, info, version)
 			if err != nil {
 				return err
-			}
-			if sets[k] != nil {
-				sets[k].Samples = append(sets[k].Samples, filepath.Base(dir))
-				if err := results.WriteSet(dirs[k], sets[k]); err != nil {
-					return err
-				}
 			}
 			switch {
 			case f.output == "json":
@@ -295,7 +309,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 					return err
 				}
 			case f.quiet:
-			case sets[k] != nil:
+			case outs[k].set != nil:
 				fmt.Fprintf(s.Out, "%s: %s\n", strings.TrimSpace(fmt.Sprintf("%s sample %d", c.label, i)), results.OneLine(r))
 			default:
 				if err := results.WriteTable(s.Out, r, report.Rows()); err != nil {
@@ -306,14 +320,12 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 				fmt.Fprintf(info, "result saved in %s\n", outDir)
 				return errInterrupted
 			}
-			for _, ch := range r.Checks {
-				if !ch.Passed && ch.Lost == 0 && failed == nil {
-					failed = fmt.Errorf("check failed: %s: %s (the result is in %s)", ch.Name, ch.Detail, dir)
-				}
+			if failed == nil {
+				failed = checkFailed(r, dir)
 			}
 		}
 	}
-	if sets[0] != nil && f.output != "json" && !f.quiet {
+	if outs[0].set != nil && f.output != "json" && !f.quiet {
 		fmt.Fprintln(s.Out)
 		if err := compareDirs(s.Out, cells, dirs); err != nil {
 			return err
@@ -322,9 +334,6 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	fmt.Fprintf(info, "result saved in %s\n", outDir)
 	if failed != nil || gate == nil {
 		return failed
-	}
-	if len(cells) > 1 {
-		return spec.Input(errors.New("--gate judges one configuration: run the matrix without it and gate each directory"))
 	}
 	candidate, err := readSide(outDir)
 	if err != nil {
@@ -394,6 +403,54 @@ func compareDirs(w io.Writer, cells []cell, dirs []string) error {
 		return err
 	}
 	return results.WriteComparison(w, c, "text")
+}
+
+// output is where the samples of one configuration go: its directory, and
+// the set listing them when there are several (or several configurations).
+type output struct {
+	dir   string
+	runID string
+	set   *results.ResultSet
+}
+
+// newOutput is an output in dir whose samples are run as runID (a set's
+// samples as runID-sN, when set is not nil).
+func newOutput(dir, runID string, set *results.ResultSet) *output {
+	if set != nil {
+		set.RunID = runID
+	}
+	return &output{dir: dir, runID: runID, set: set}
+}
+
+// sample runs sample i of sp into o (o's directory itself, or its
+// sample-i below it, listed in its set) and returns where it went.
+func (f *runFlags) sample(ctx context.Context, conn *cluster.Connection, sp spec.Spec, o *output, i int, s Streams, info io.Writer, version string) (*results.Result, scenario.Report, string, error) {
+	id, dir := o.runID, o.dir
+	if o.set != nil {
+		id, dir = fmt.Sprintf("%s-s%d", o.runID, i), filepath.Join(o.dir, fmt.Sprintf("sample-%d", i))
+	}
+	r, report, err := f.runOnce(ctx, sp, conn, id, dir, s, info, version)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if o.set != nil {
+		o.set.Samples = append(o.set.Samples, filepath.Base(dir))
+		if err := results.WriteSet(o.dir, o.set); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	return r, report, dir, nil
+}
+
+// checkFailed says which check of r failed, other than lost updates
+// (which the summary shows as the figure they are); nil when none did.
+func checkFailed(r *results.Result, dir string) error {
+	for _, ch := range r.Checks {
+		if !ch.Passed && ch.Lost == 0 {
+			return fmt.Errorf("check failed: %s: %s (the result is in %s)", ch.Name, ch.Detail, dir)
+		}
+	}
+	return nil
 }
 
 // runOnce runs one sample and saves it in dir.
