@@ -248,6 +248,14 @@ func Judge(g *Gate, baseline, candidate []*Result) ([]Verdict, error) {
 	return out, nil
 }
 
+// HeldBy reports whether an absolute threshold holds for the median of
+// rs, with the figure it was judged on ("p99 7.2s").
+func (t Threshold) HeldBy(rs []*Result) (bool, string) {
+	gm := gateMetrics[t.Metric]
+	v := median(values(rs, gm.value))
+	return compareOp(v, t.Op, t.Value), t.Metric + " " + formatGate(gm.kind, v)
+}
+
 func values(rs []*Result, f func(*Result) float64) []float64 {
 	v := make([]float64, len(rs))
 	for i, r := range rs {
