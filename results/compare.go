@@ -157,8 +157,8 @@ func median(v []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// value formats a cell's median with its range when samples differ.
-func (c ComparedCell) value(unit string, samples int) string {
+// Value formats a cell's median with its range when samples differ.
+func (c ComparedCell) Value(unit string, samples int) string {
 	v := formatFigure(c.Median, unit)
 	if samples > 1 && c.Max != c.Min {
 		v += fmt.Sprintf(" (%s-%s)", formatFigure(c.Min, unit), formatFigure(c.Max, unit))
@@ -166,10 +166,10 @@ func (c ComparedCell) value(unit string, samples int) string {
 	return v
 }
 
-// change is the cell's change against the first side: "+12.3% (p=0.008)",
+// Change is the cell's change against the first side: "+12.3% (p=0.008)",
 // "~ (p=0.400)", or "+12.3% (too few samples to test: ~)" where even the
 // most extreme difference could not be significant.
-func (c ComparedCell) change(samples, baseSamples int) string {
+func (c ComparedCell) Change(samples, baseSamples int) string {
 	if c.P == nil {
 		return ""
 	}
@@ -292,9 +292,9 @@ func WriteComparison(w io.Writer, c *Comparison, format string) error {
 		for _, row := range c.Rows {
 			line := []string{row.Metric}
 			for i, cell := range row.Cells {
-				line = append(line, cell.value(row.Unit, c.Sides[i].Samples))
+				line = append(line, cell.Value(row.Unit, c.Sides[i].Samples))
 				if i > 0 {
-					line = append(line, cell.change(c.Sides[i].Samples, c.Sides[0].Samples))
+					line = append(line, cell.Change(c.Sides[i].Samples, c.Sides[0].Samples))
 				}
 			}
 			lines = append(lines, line)
