@@ -371,3 +371,76 @@ func TestKillLeavesNothing(t *testing.T) {
 	_ = cmd.Wait()
 	waitClean(t, tmp)
 }
+
+// A sweep of three writer counts for two strategies on one local control
+// plane: every point kept and linked from sweep.json, a stop condition
+// that ends the retry series (its attempts p99 passes 1 as soon as writers
+// contend) but never update's (one attempt per operation), the SLO answer
+// that follows from the points, a table per series and the report.
+func TestSweepTwoStrategies(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "sweep")
+	cmd := exec.Command(bin, "sweep", "--control-plane-bin", cpBin, "--out", out, "--writers", "1,4,16", "--strategy", "update,retry",
+		"--duration", "2s", "--stop-at", "attemptsP99 > 1", "--slo", "1s", "--report")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "HOME="+tmp, "XDG_STATE_HOME="+tmp)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kb-bench sweep: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	sw, err := results.ReadSweep(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sw.Axis != "writers" || len(sw.Series) != 2 || sw.Series[0].Label != "strategy=update" || sw.Series[1].Label != "strategy=retry" {
+		t.Fatalf("sweep document: axis %q, series %+v", sw.Axis, sw.Series)
+	}
+	update, retry := sw.Series[0], sw.Series[1]
+	if len(update.Points) != 3 || update.Stopped != "" {
+		t.Errorf("update: %d points, stopped %q; want all 3 (one attempt per operation)", len(update.Points), update.Stopped)
+	}
+	if len(retry.Points) != 2 || !strings.Contains(retry.Stopped, "attemptsP99 > 1 at 4 writers") {
+		t.Errorf("retry: %d points, stopped %q; want it stopped at 4 writers", len(retry.Points), retry.Stopped)
+	}
+	for _, ser := range sw.Series {
+		for i, p := range ser.Points {
+			if want := []float64{1, 4, 16}[i]; p.Value != want {
+				t.Errorf("%s point %d is %g writers, want %g", ser.Label, i, p.Value, want)
+			}
+			r, err := results.Read(filepath.Join(out, p.Dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Spec.Writers != int(p.Value) || "strategy="+string(r.Spec.Strategy) != ser.Label || p.WriteThroughput != r.Summary.WriteThroughput {
+				t.Errorf("%s: %s holds %d writers of %s (%.1f writes/s), the sweep says %g (%.1f)", ser.Label, p.Dir, r.Spec.Writers, r.Spec.Strategy, r.Summary.WriteThroughput, p.Value, p.WriteThroughput)
+			}
+			if !p.ServerMatch || p.LostUpdates != 0 {
+				t.Errorf("%s at %g writers: server match %v, lost %d", ser.Label, p.Value, p.ServerMatch, p.LostUpdates)
+			}
+		}
+		// The answer follows from the points: the last value before the
+		// first p99 over the SLO.
+		within := 0.0
+		for _, p := range ser.Points {
+			if p.P99 > sw.SLO {
+				break
+			}
+			within = p.Value
+		}
+		if ser.SLO.Within != within || !strings.Contains(ser.Summary, "p99 under 1s") {
+			t.Errorf("%s: SLO answer %+v, summary %q; the points say within %g", ser.Label, ser.SLO, ser.Summary, within)
+		}
+		if ser.Model != nil || !strings.Contains(ser.ModelNote, "too few") {
+			t.Errorf("%s: three points fitted a three-coefficient model: %+v %q", ser.Label, ser.Model, ser.ModelNote)
+		}
+	}
+	for _, want := range []string{"strategy=update\n", "strategy=retry\n", "writers  ops/s", "stopped early: attemptsP99 > 1 at 4 writers"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the sweep's tables lack %q:\n%s", want, stdout.String())
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "report.html")); err != nil || !bytes.Contains(b, []byte("<svg")) {
+		t.Errorf("sweep --report: %v", err)
+	}
+	waitClean(t, tmp)
+}

@@ -107,6 +107,8 @@ one with --kubeconfig or --context.`,
 	})
 	root.AddCommand(
 		newRunCommand(s, version, getenv),
+		newSweepCommand(s, version, getenv),
+		newReportCommand(s, version),
 		newLocalCommand(s, getenv),
 		newProfilesCommand(s),
 		newScenariosCommand(s),

@@ -112,6 +112,16 @@ spec:
 		{"profiles show unknown", []string{"profiles", "show", "nope"}, "nope"},
 		{"profiles show no name", []string{"profiles", "show"}, "takes one profile name"},
 		{"local up bad storage", []string{"local", "up", "--storage", "tape"}, `--storage "tape" is not known`},
+		{"sweep going down", []string{"sweep", "--writers", "8,4,16"}, "a sweep goes up; give the values in increasing order"},
+		{"sweep without a list", []string{"sweep", "--writers", "8", "--strategy", "update,ssa"}, "a sweep needs a list of values for --writers"},
+		{"sweep stop relative", []string{"sweep", "--stop-at", "p99 <= baseline"}, "a stop condition is absolute"},
+		{"sweep stop unknown", []string{"sweep", "--stop-at", "p98 > 1s"}, `metric "p98" is not known`},
+		{"sweep none and more", []string{"sweep", "--stop-at", "none", "--stop-at", "p99 > 1s"}, "give it alone"},
+		{"sweep zero slo", []string{"sweep", "--slo", "0s"}, "give the p99 latency objective"},
+		{"sweep closed loop rate", []string{"sweep", "--rate", "0,10"}, "sweep offered loads above 0"},
+		{"zero in a list", []string{"run", "--writers", "4,0"}, "--writers 0 would mean its default (8) here"},
+		{"gate on a matrix", []string{"run", "--strategy", "update,ssa", "--gate", writeFile(t, "gate.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds: [\"p99 < 1s\"]\n")}, "a gate judges one configuration"},
+		{"report nothing", []string{"report", t.TempDir()}, "holds no result"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -382,6 +392,38 @@ func TestGateCommand(t *testing.T) {
 
 // A list given to a matrix flag runs every combination; each is resolved
 // and validated on its own.
+// A sweep's matrix splits into one series per strategy, each going up the
+// axis; the axis is writers even when strategies were given first.
+func TestSplitSweep(t *testing.T) {
+	f := &runFlags{}
+	cmd := &cobra.Command{}
+	if err := f.spec.register(cmd.Flags()); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Flags().Parse([]string{"--strategy", "update,ssa", "--writers", "1,4,16"}); err != nil {
+		t.Fatal(err)
+	}
+	cells, err := f.resolve(cmd.Flags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	series, xs, err := splitSweep(cells, "writers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(xs, ",") != "1,4,16" || len(series) != 2 || series[0].label != "strategy=update" || series[1].label != "strategy=ssa" {
+		t.Fatalf("series %+v, values %v", series, xs)
+	}
+	for _, ser := range series {
+		for i, c := range ser.cells {
+			sp := cells[c].spec
+			if want := []int{1, 4, 16}[i]; sp.Writers != want || "strategy="+string(sp.Strategy) != ser.label {
+				t.Errorf("%s point %d: writers %d strategy %s", ser.label, i, sp.Writers, sp.Strategy)
+			}
+		}
+	}
+}
+
 func TestMatrixFlags(t *testing.T) {
 	f := &runFlags{}
 	cmd := &cobra.Command{}

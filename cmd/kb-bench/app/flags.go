@@ -90,7 +90,7 @@ func (f *specFlags) register(fs *pflag.FlagSet) error {
 }
 
 // matrixFlags take a list of values, one run (or set of samples) each.
-var matrixFlags = []string{"strategy", "writers", "patch-type", "fields"}
+var matrixFlags = []string{"strategy", "writers", "patch-type", "fields", "objects", "rate", "clients"}
 
 func (f *specFlags) add(fs *pflag.FlagSet, name, help string, fl *specFlag) error {
 	if _, dup := f.flags[name]; dup || fs.Lookup(name) != nil {
@@ -180,11 +180,22 @@ func (f *specFlags) apply(fs *pflag.FlagSet, base *spec.Spec) error {
 // where the resolved spec has a default in its place, what to say: zero
 // means "the default" in a Spec, so an explicit --writers 0 or --duration 0
 // would silently run something else.
-func (f *specFlags) zeroOverridden(fs *pflag.FlagSet, resolved *spec.Spec) error {
+//
+// given holds a matrix cell's own values, which stand for the flags' lists.
+func (f *specFlags) zeroOverridden(fs *pflag.FlagSet, resolved *spec.Spec, given []axisValue) error {
 	var err error
 	fs.Visit(func(pf *pflag.Flag) {
 		fl, ok := f.flags[pf.Name]
-		if !ok || err != nil || !fl.value.v.IsZero() || fl.value.typ.Kind() == reflect.Bool {
+		if !ok || err != nil || fl.value.typ.Kind() == reflect.Bool {
+			return
+		}
+		value := fl.value.v.Interface()
+		for _, a := range given {
+			if a.name == pf.Name {
+				value = a.value
+			}
+		}
+		if !reflect.ValueOf(value).IsZero() {
 			return
 		}
 		var got any
@@ -200,7 +211,7 @@ func (f *specFlags) zeroOverridden(fs *pflag.FlagSet, resolved *spec.Spec) error
 		if b, ok := got.(*spec.Backoff); ok {
 			got = b.String()
 		}
-		err = spec.Input(fmt.Errorf("--%s %v would mean its default (%v) here: give the value you want", pf.Name, fl.value.v.Interface(), got))
+		err = spec.Input(fmt.Errorf("--%s %v would mean its default (%v) here: give the value you want", pf.Name, value, got))
 	})
 	return err
 }

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,7 @@ type runFlags struct {
 	count               int
 	gate                string
 	baseline            string
+	report              bool
 	// thresholds are the profile's own gate, set by resolve.
 	thresholds []string
 }
@@ -67,14 +69,23 @@ given on the command line overrides the profile.`,
 		},
 	}
 	fs := cmd.Flags()
+	fs.StringVarP(&f.output, "output", "o", "table", "what to print at the end: table or json (the result document)")
+	fs.StringVar(&f.gate, "gate", "", "judge the run against this Gate file of thresholds at the end (see 'kb-bench gate'); exit 1 when one fails")
+	fs.StringVar(&f.baseline, "baseline", "", "with --gate: the result (or directory of samples) relative thresholds compare with")
+	fs.BoolVar(&f.report, "report", false, "also write report.html (charts, see 'kb-bench report') in the result directory")
+	f.register(cmd, "run this many samples of the same spec on one control plane, each in a fresh namespace (sample-N/ in the result directory; compare sets with 'kb-bench compare')")
+	return cmd
+}
+
+// register adds the flags every command that runs benchmarks shares: the
+// profile, the result directory, the samples and the spec's own flags.
+func (f *runFlags) register(cmd *cobra.Command, countHelp string) {
+	fs := cmd.Flags()
 	fs.StringVarP(&f.file, "file", "f", "", "profile YAML file to run")
 	fs.StringVar(&f.profile, "profile", "", "shipped profile to run (see 'kb-bench profiles list')")
 	fs.StringVar(&f.out, "out", "", "directory for the result files (default ./kb-bench-results/<run-id>)")
-	fs.StringVarP(&f.output, "output", "o", "table", "what to print at the end: table or json (the result document)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
-	fs.StringVar(&f.gate, "gate", "", "judge the run against this Gate file of thresholds at the end (see 'kb-bench gate'); exit 1 when one fails")
-	fs.StringVar(&f.baseline, "baseline", "", "with --gate: the result (or directory of samples) relative thresholds compare with")
-	fs.IntVar(&f.count, "count", 1, "run this many samples of the same spec on one control plane, each in a fresh namespace (sample-N/ in the result directory; compare sets with 'kb-bench compare')")
+	fs.IntVar(&f.count, "count", 1, countHelp)
 	fs.StringVar(&f.stateDir, "state-dir", "", "where 'kb-bench local up' keeps its state (default $XDG_STATE_HOME/kb-bench/local)")
 	_ = fs.MarkHidden("state-dir")
 	// After the command's own flags, so that a setting that would shadow
@@ -82,7 +93,6 @@ given on the command line overrides the profile.`,
 	if err := f.spec.register(fs); err != nil {
 		cmd.RunE = func(*cobra.Command, []string) error { return err }
 	}
-	return cmd
 }
 
 // cell is one configuration of a run: the spec, and for a matrix the
@@ -90,6 +100,15 @@ given on the command line overrides the profile.`,
 type cell struct {
 	label string
 	spec  spec.Spec
+	// values are the matrix flags' values that make this cell, in the
+	// order of label.
+	values []axisValue
+}
+
+// axisValue is one matrix flag's value in a cell.
+type axisValue struct {
+	name  string
+	value any
 }
 
 // resolve turns the profile and the flags the user set into defaulted,
@@ -109,7 +128,8 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) ([]cell, error) {
 				s.Settings = maps.Clone(c.spec.Settings)
 				ax.flag.setOn(&s, v)
 				label := strings.TrimSpace(c.label + " " + ax.name + "=" + fmt.Sprint(v.Interface()))
-				next = append(next, cell{label: label, spec: s})
+				values := append(slices.Clone(c.values), axisValue{ax.name, v.Interface()})
+				next = append(next, cell{label: label, spec: s, values: values})
 			}
 		}
 		cells = next
@@ -122,7 +142,7 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) ([]cell, error) {
 			}
 			return nil, spec.Input(fmt.Errorf("invalid settings from %s:\n%s", where, spec.Describe(errs)))
 		}
-		if err := f.spec.zeroOverridden(fs, &cells[i].spec); err != nil {
+		if err := f.spec.zeroOverridden(fs, &cells[i].spec, cells[i].values); err != nil {
 			return nil, err
 		}
 	}
@@ -330,6 +350,12 @@ func (f *runFlags) runCells(ctx context.Context, conn *cluster.Connection, cells
 		if err := compareDirs(s.Out, cells, dirs); err != nil {
 			return err
 		}
+	}
+	if f.report {
+		if err := writeReport(filepath.Join(outDir, reportFile), version, []string{outDir}); err != nil {
+			return err
+		}
+		fmt.Fprintf(info, "report: %s\n", filepath.Join(outDir, reportFile))
 	}
 	fmt.Fprintf(info, "result saved in %s\n", outDir)
 	if failed != nil || gate == nil {
