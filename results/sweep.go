@@ -34,8 +34,7 @@ type Sweep struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	RunID      string `json:"runID"`
-	// Workload describes what every point ran, but for the axis and the
-	// series.
+	// Workload describes the first point and says which settings vary.
 	Workload string `json:"workload"`
 	// Axis is the setting swept ("writers", "objects", "rate", "clients").
 	Axis string `json:"axis"`
@@ -179,10 +178,16 @@ func (s *Sweep) describe(ser *SweepSeries) string {
 		return cmpFloat(a.WriteThroughput, b.WriteThroughput)
 	})
 	parts := []string{fmt.Sprintf("%s: at most %.0f successful writes/s (at %s)", name, peak.WriteThroughput, unit(peak.Value))}
-	if m := ser.Model; m != nil && !m.Poor && m.PeakN > 0 {
-		parts = append(parts, fmt.Sprintf("the USL fit predicts a peak of %.0f/s at ~%.0f writers", m.PeakX, math.Max(m.PeakN, 1)))
-	} else if m != nil && m.Poor {
+	switch m := ser.Model; {
+	case m == nil:
+	case m.Poor:
 		parts = append(parts, fmt.Sprintf("the USL fits poorly (R² %.2f), so it predicts nothing", m.R2))
+	case m.Kappa == 0:
+		parts = append(parts, fmt.Sprintf("the USL fit says throughput levels off at %.0f/s", m.Lambda/m.Sigma))
+	case m.PeakN < 1.5:
+		parts = append(parts, fmt.Sprintf("the USL fit (R² %.2f) says every writer past the first costs throughput", m.R2))
+	default:
+		parts = append(parts, fmt.Sprintf("the USL fit predicts a peak of %.0f/s at ~%.0f writers", m.PeakX, m.PeakN))
 	}
 	slo := "p99 under " + s.SLO.String()
 	last := ser.Points[len(ser.Points)-1].Value

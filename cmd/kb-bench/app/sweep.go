@@ -121,7 +121,12 @@ func (f *sweepFlags) sweep(ctx context.Context, fs *pflag.FlagSet, s Streams, ve
 	if outDir == "" {
 		outDir = filepath.Join("kb-bench-results", runID)
 	}
-	sw := &results.Sweep{RunID: runID, Workload: workload.Describe(cells[0].spec), Axis: axis, SLO: f.slo, StopAt: stopTexts(stops)}
+	var varying []string
+	for _, v := range cells[0].values {
+		varying = append(varying, v.name)
+	}
+	sw := &results.Sweep{RunID: runID, Axis: axis, SLO: f.slo, StopAt: stopTexts(stops),
+		Workload: fmt.Sprintf("%s (the first point; %s vary)", workload.Describe(cells[0].spec), strings.Join(varying, " and "))}
 	for _, ser := range series {
 		sw.Series = append(sw.Series, results.SweepSeries{Label: ser.label})
 	}
