@@ -47,7 +47,7 @@ func newSweepView(i int, s *results.Sweep) sweepView {
 	for _, ser := range s.Series {
 		v := sweepSeriesView{Title: ser.Label, Head: head, Summary: ser.Summary + "."}
 		if v.Title == "" {
-			v.Title = s.Workload
+			v.Title = "Every point" // the workload is said above
 		}
 		for _, p := range ser.Points {
 			gaveUp := cell{Text: "-", Class: "num"}

@@ -161,9 +161,9 @@ func (s *Sweep) describe(ser *SweepSeries) string {
 	if len(ser.Points) == 0 {
 		return "no point ran"
 	}
-	name := ser.Label
-	if name == "" {
-		name = s.Workload
+	name := ser.Label + ": "
+	if ser.Label == "" {
+		name = ""
 	}
 	unit := func(v float64) string {
 		if s.Axis == "rate" {
@@ -177,7 +177,7 @@ func (s *Sweep) describe(ser *SweepSeries) string {
 	peak := slices.MaxFunc(ser.Points, func(a, b SweepPoint) int {
 		return cmpFloat(a.WriteThroughput, b.WriteThroughput)
 	})
-	parts := []string{fmt.Sprintf("%s: at most %.0f successful writes/s (at %s)", name, peak.WriteThroughput, unit(peak.Value))}
+	parts := []string{fmt.Sprintf("%sat most %.0f successful writes/s (at %s)", name, peak.WriteThroughput, unit(peak.Value))}
 	switch m := ser.Model; {
 	case m == nil:
 	case m.Poor:

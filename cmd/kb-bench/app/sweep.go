@@ -125,8 +125,12 @@ func (f *sweepFlags) sweep(ctx context.Context, fs *pflag.FlagSet, s Streams, ve
 	for _, v := range cells[0].values {
 		varying = append(varying, v.name)
 	}
+	verb := "vary"
+	if len(varying) == 1 {
+		verb = "varies"
+	}
 	sw := &results.Sweep{RunID: runID, Axis: axis, SLO: f.slo, StopAt: stopTexts(stops),
-		Workload: fmt.Sprintf("%s (the first point; %s vary)", workload.Describe(cells[0].spec), strings.Join(varying, " and "))}
+		Workload: fmt.Sprintf("%s (the first point; %s %s)", workload.Describe(cells[0].spec), strings.Join(varying, " and "), verb)}
 	for _, ser := range series {
 		sw.Series = append(sw.Series, results.SweepSeries{Label: ser.label})
 	}
