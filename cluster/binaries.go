@@ -32,6 +32,9 @@ type Binaries struct {
 	// APIServer and Etcd are the executables' paths.
 	APIServer string
 	Etcd      string
+	// ControllerManager is kube-controller-manager's path when Dir holds
+	// it (it is needed only with LocalOptions.ControllerManager).
+	ControllerManager string
 	// Source says where they were found: SourceFlag, SourceEnvtest or SourceCache.
 	Source string
 }
@@ -104,6 +107,9 @@ func binariesIn(dir, source string) (Binaries, error) {
 	}
 	if len(missing) > 0 {
 		return Binaries{}, errors.New(strings.Join(missing, ", "))
+	}
+	if kcm := filepath.Join(abs, "kube-controller-manager"); checkExecutable(kcm) == nil {
+		b.ControllerManager = kcm
 	}
 	return b, nil
 }

@@ -77,7 +77,14 @@ func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
 	case spec.TargetKubeconfig:
 		return openKubeconfig(ctx, t, o.Getenv)
 	case spec.TargetKindCluster:
-		return openKind(ctx, t, newKindProvider(o.Getenv))
+		return openKind(ctx, t, newKindProvider(o.Getenv), func(name string) string {
+			st, err := ReadKindState("", name, o.Getenv)
+			if err != nil {
+				return ""
+			}
+			b, _ := KindConfigYAML(st.Options)
+			return string(b)
+		})
 	}
 	return nil, spec.Input(fmt.Errorf("target %q is not known (--target): use %s, %s or %s", t.Kind, spec.TargetLocal, spec.TargetKindCluster, spec.TargetKubeconfig))
 }
@@ -125,7 +132,7 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 	if err != nil {
 		return nil, err
 	}
-	cp, err := StartLocal(ctx, LocalOptions{Binaries: bins, Storage: t.Storage, Log: o.Log})
+	cp, err := StartLocal(ctx, LocalOptions{Binaries: bins, Storage: t.Storage, Log: o.Log, ControllerManager: t.ControllerManager})
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +140,7 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 	return &Connection{
 		Config: cp.RESTConfig(),
 		Target: spec.TargetInfo{Kind: spec.TargetLocal, Server: cp.Server(), ServerVersion: cp.KubeVersion(),
-			Storage: cp.Storage(), EtcdVersion: cp.EtcdVersion()},
+			Storage: cp.Storage(), EtcdVersion: cp.EtcdVersion(), ControllerManager: cp.kcm != nil},
 		Close:      cp.Stop,
 		Lost:       lost,
 		LostReason: why,

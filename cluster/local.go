@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,6 +58,10 @@ type LocalOptions struct {
 	Detached bool
 	// Dir is where the kb-bench-* temp dir is made (os.TempDir() when empty).
 	Dir string
+	// ControllerManager also starts kube-controller-manager (from
+	// Binaries.ControllerManager) once the apiserver is ready, with the
+	// default controllers, and waits until they work.
+	ControllerManager bool
 }
 
 // ControlPlane is a running local kube-apiserver and etcd on 127.0.0.1.
@@ -73,6 +78,7 @@ type ControlPlane struct {
 	etcdPort    int
 	etcd        *process
 	apiserver   *process
+	kcm         *process // nil without LocalOptions.ControllerManager
 	binaries    Binaries
 	kubeVersion string
 	etcdVersion string
@@ -99,6 +105,9 @@ var errPortTaken = errors.New("a port was taken by another process")
 func StartLocal(ctx context.Context, o LocalOptions) (*ControlPlane, error) {
 	if o.Binaries.APIServer == "" || o.Binaries.Etcd == "" {
 		return nil, errors.New("LocalOptions.Binaries is empty: find them with cluster.FindBinaries")
+	}
+	if o.ControllerManager && o.Binaries.ControllerManager == "" {
+		return nil, spec.Input(fmt.Errorf("--controller-manager needs kube-controller-manager next to kube-apiserver in %s, and it is not there: run `make control-plane` (builds it from the pinned source), or drop --controller-manager", o.Binaries.Dir))
 	}
 	switch o.Storage {
 	case "":
@@ -234,9 +243,70 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 	if cp.kubeVersion, err = cp.waitReady(waitCtx); err != nil {
 		return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "kube-apiserver", err)
 	}
+	fmt.Fprintf(o.Log, "local control plane: kube-apiserver %s ready at %s after %s\n", cp.kubeVersion, cp.server, time.Since(begin).Round(10*time.Millisecond))
+	if o.ControllerManager {
+		if err := cp.startControllerManager(waitCtx, creds, o.Detached); err != nil {
+			return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "kube-controller-manager", err)
+		}
+		fmt.Fprintf(o.Log, "local control plane: kube-controller-manager working after %s\n", time.Since(begin).Round(10*time.Millisecond))
+	}
 	cp.startup = time.Since(begin)
-	fmt.Fprintf(o.Log, "local control plane: kube-apiserver %s ready at %s after %s\n", cp.kubeVersion, cp.server, cp.startup.Round(10*time.Millisecond))
 	return cp, nil
+}
+
+// startControllerManager starts kube-controller-manager against the
+// apiserver with the default controllers and no leader election, and
+// waits until its controllers work: its /healthz answers and the service
+// account controller has made the default namespace's ServiceAccount.
+func (cp *ControlPlane) startControllerManager(ctx context.Context, creds *credentials, detached bool) error {
+	kubeconfig := filepath.Join(cp.dir, "kube-controller-manager.kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+		return err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return fmt.Errorf("finding a free loopback port: %w", err)
+	}
+	url := "https://127.0.0.1:" + strconv.Itoa(ports[0])
+	cp.kcm, err = startProcess("kube-controller-manager", cp.binaries.ControllerManager, []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(ports[0]),
+		"--cert-dir=" + filepath.Join(cp.dir, "kube-controller-manager"),
+		"--leader-elect=false",
+		"--service-account-private-key-file=" + creds.saKeyFile,
+		"--root-ca-file=" + creds.caFile,
+		"--use-service-account-credentials=false",
+	}, filepath.Join(cp.dir, "kube-controller-manager.log"), detached)
+	if err != nil {
+		return err
+	}
+	cp.janitor.watchGroup(cp.kcm.pid)
+	// Its serving certificate is self-signed: /healthz is all we read.
+	health := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	admin, err := rest.HTTPClientFor(cp.RESTConfig())
+	if err != nil {
+		return err
+	}
+	admin.Timeout = 2 * time.Second
+	last := errors.New("no answer yet")
+	for {
+		if !cp.kcm.running() {
+			return fmt.Errorf("kube-controller-manager %s", cp.kcm.exitStatus())
+		}
+		if err := getOK(ctx, health, url+"/healthz"); err != nil {
+			last = err
+		} else if err := getOK(ctx, admin, cp.server+"/api/v1/namespaces/default/serviceaccounts/default"); err != nil {
+			last = fmt.Errorf("healthy, but its service account controller has not made the default ServiceAccount yet: %w", err)
+		} else {
+			return nil
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return fmt.Errorf("last check: %w", last)
+		}
+	}
 }
 
 // startError explains a failed start with the end of both logs.
@@ -249,6 +319,9 @@ func (cp *ControlPlane) startError(ctx, waitCtx context.Context, timeout time.Du
 	}
 	tails := fmt.Sprintf("\n--- kube-apiserver log (last %d lines) ---\n%s\n--- etcd log (last %d lines) ---\n%s",
 		logTailLines, cp.apiserver.logTailOr("(not started)"), logTailLines, cp.etcd.logTailOr("(not started)"))
+	if cp.kcm != nil {
+		tails += fmt.Sprintf("\n--- kube-controller-manager log (last %d lines) ---\n%s", logTailLines, cp.kcm.logTail(logTailLines))
+	}
 	if strings.Contains(tails, "address already in use") {
 		err = fmt.Errorf("%w: %w", errPortTaken, err)
 	}
@@ -455,7 +528,8 @@ func (cp *ControlPlane) Server() string { return cp.server }
 // Storage is spec.StorageDisk or spec.StorageMemory.
 func (cp *ControlPlane) Storage() spec.Storage { return cp.storage }
 
-// Lost returns a channel closed when etcd or kube-apiserver, children of
+// Lost returns a channel closed when etcd, kube-apiserver or
+// kube-controller-manager, children of
 // this process, exit by themselves (killed, crashed); why says how.
 // Stop also ends them: stop watching before calling it.
 func (cp *ControlPlane) Lost() (lost <-chan struct{}, why func() string) {
@@ -464,12 +538,18 @@ func (cp *ControlPlane) Lost() (lost <-chan struct{}, why func() string) {
 	if cp.etcd == nil || cp.apiserver == nil || cp.etcd.exited == nil || cp.apiserver.exited == nil {
 		return nil, func() string { return "" } // not our children: not watched
 	}
+	var kcmExited <-chan struct{} // nil: never
+	if cp.kcm != nil {
+		kcmExited = cp.kcm.exited
+	}
 	go func() {
 		select {
 		case <-cp.etcd.exited:
 			reason = "etcd " + cp.etcd.exitStatus()
 		case <-cp.apiserver.exited:
 			reason = "kube-apiserver " + cp.apiserver.exitStatus()
+		case <-kcmExited:
+			reason = "kube-controller-manager " + cp.kcm.exitStatus()
 		}
 		close(ch)
 	}()
@@ -485,7 +565,7 @@ func (cp *ControlPlane) KubeVersion() string { return cp.kubeVersion }
 // EtcdVersion is the version etcd reports, e.g. v3.6.16.
 func (cp *ControlPlane) EtcdVersion() string { return cp.etcdVersion }
 
-// Stop sends SIGTERM to the apiserver, then etcd, SIGKILLs a process group
+// Stop sends SIGTERM to the controller manager, the apiserver, then etcd, SIGKILLs a process group
 // that has not exited after a grace period (at once when ctx ends), and
 // removes the temp dir. Calling it again returns the first call's result.
 func (cp *ControlPlane) Stop(ctx context.Context) error {
@@ -495,7 +575,7 @@ func (cp *ControlPlane) Stop(ctx context.Context) error {
 		return cp.stopErr
 	}
 	cp.stopped = true
-	cp.stopErr = stopAndClean(ctx, []*process{cp.apiserver, cp.etcd}, []string{cp.dir, cp.etcdDataDir})
+	cp.stopErr = stopAndClean(ctx, []*process{cp.kcm, cp.apiserver, cp.etcd}, []string{cp.dir, cp.etcdDataDir})
 	if cp.stopErr == nil {
 		cp.janitor.release()
 	}

@@ -107,8 +107,14 @@ func describeTarget(t spec.TargetInfo) string {
 		}
 		parts = append(parts, e)
 	}
+	if t.ControllerManager {
+		parts = append(parts, "kube-controller-manager")
+	}
 	if t.Reused {
 		parts = append(parts, "reused control plane")
+	}
+	if t.KindConfig != "" {
+		parts = append(parts, "made by kb-bench kind up")
 	}
 	if len(parts) > 0 {
 		d += " (" + strings.Join(parts, ", ") + ")"

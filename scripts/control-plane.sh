@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the local control plane (upstream kube-apiserver and etcd) from the
+# Builds the local control plane (upstream kube-apiserver, etcd and
+# kube-controller-manager, which `--controller-manager` adds) from the
 # source pinned in scripts/tools/{kube,etcd}/go.mod, through the Go module
 # proxy, into a cache outside the clone. Skips what is already built.
 #
@@ -41,6 +42,7 @@ build etcd "${here}/tools/etcd" go.etcd.io/etcd/server/v3
 # the results report v1.37.1 rather than a placeholder.
 v="k8s.io/component-base/version"
 minor="${kube_version#v1.}"; minor="${minor%%.*}"
-build kube-apiserver "${here}/tools/kube" k8s.io/kubernetes/cmd/kube-apiserver \
-  "-X ${v}.gitVersion=${kube_version} -X ${v}.gitMajor=1 -X ${v}.gitMinor=${minor} -X ${v}.gitTreeState=clean"
+stamp="-X ${v}.gitVersion=${kube_version} -X ${v}.gitMajor=1 -X ${v}.gitMinor=${minor} -X ${v}.gitTreeState=clean"
+build kube-apiserver "${here}/tools/kube" k8s.io/kubernetes/cmd/kube-apiserver "${stamp}"
+build kube-controller-manager "${here}/tools/kube" k8s.io/kubernetes/cmd/kube-controller-manager "${stamp}"
 echo "${dest}"

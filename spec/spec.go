@@ -182,6 +182,10 @@ type Target struct {
 	Storage Storage `json:"storage,omitempty" yaml:"storage" flag:"storage" help:"local control plane etcd storage: disk or memory (/dev/shm)"`
 	// ControlPlaneBin is a directory holding kube-apiserver and etcd.
 	ControlPlaneBin string `json:"controlPlaneBin,omitempty" yaml:"controlPlaneBin" flag:"control-plane-bin" help:"directory holding kube-apiserver and etcd"`
+	// ControllerManager adds upstream kube-controller-manager to the local
+	// control plane: namespace deletion, quota status, garbage collection
+	// and service accounts done by the real controllers.
+	ControllerManager bool `json:"controllerManager,omitempty" yaml:"controllerManager" flag:"controller-manager" help:"local target: also run upstream kube-controller-manager, so the real controllers delete namespaces, fill quota status and collect garbage"`
 }
 
 // Duration is a time.Duration that reads and writes as "10s" in JSON and YAML.
@@ -237,4 +241,10 @@ type TargetInfo struct {
 	EtcdVersion string `json:"etcdVersion,omitempty"`
 	// Reused is set when a `kb-bench local up` control plane was reused.
 	Reused bool `json:"reused,omitempty"`
+	// ControllerManager is set when the local control plane ran upstream
+	// kube-controller-manager.
+	ControllerManager bool `json:"controllerManager,omitempty"`
+	// KindConfig is the configuration of a kind cluster that `kb-bench
+	// kind up` made (nodes, apiserver flags, etcd storage), as kind reads it.
+	KindConfig string `json:"kindConfig,omitempty"`
 }

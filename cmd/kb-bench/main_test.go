@@ -63,7 +63,7 @@ func controlPlaneProcs(t *testing.T, dir string) []int {
 		if err != nil || !bytes.Contains(cmdline, []byte(dir)) {
 			continue
 		}
-		if !bytes.Contains(cmdline, []byte("etcd")) && !bytes.Contains(cmdline, []byte("kube-apiserver")) {
+		if !bytes.Contains(cmdline, []byte("etcd")) && !bytes.Contains(cmdline, []byte("kube-apiserver")) && !bytes.Contains(cmdline, []byte("kube-controller-manager")) {
 			continue
 		}
 		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
@@ -441,6 +441,41 @@ func TestSweepTwoStrategies(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "report.html")); err != nil || !bytes.Contains(b, []byte("<svg")) {
 		t.Errorf("sweep --report: %v", err)
+	}
+	waitClean(t, tmp)
+}
+
+// With --controller-manager the quota scenario runs against the real quota
+// controller: kb-bench does not initialise the status, admission and the
+// controller keep the count exact, the namespace controller deletes the
+// run's namespace, and the controller manager stops with the rest.
+func TestControllerManagerQuota(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "quota")
+	cmd, stdout, _ := start(t, bin, cpBin, tmp, out, "--controller-manager", "--scenario", "quota", "--duration", "1s")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kb-bench run --controller-manager: %v\n%s", err, stdout)
+	}
+	r, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var details struct {
+		StatusInitialized bool `json:"statusInitialized"`
+	}
+	if err := json.Unmarshal(r.Details, &details); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Target.ControllerManager || details.StatusInitialized || len(r.Checks) == 0 {
+		t.Errorf("target %+v, status initialised by kb-bench %t, checks %+v", r.Target, details.StatusInitialized, r.Checks)
+	}
+	for _, c := range r.Checks {
+		if !c.Passed {
+			t.Errorf("check failed: %+v", c)
+		}
+	}
+	if !strings.Contains(stdout.String(), "kube-controller-manager)") {
+		t.Errorf("the summary does not say the controller manager ran:\n%s", stdout)
 	}
 	waitClean(t, tmp)
 }

@@ -50,8 +50,9 @@ func (r *run) Setup(ctx context.Context) error {
 	}
 
 	// On a target with a kube-controller-manager its quota controller fills
-	// the status; give it a moment. The local control plane has none.
-	if env.Spec.Target.Kind != spec.TargetLocal {
+	// the status; give it a moment. The local control plane has none
+	// unless it was started with --controller-manager.
+	if env.Spec.Target.Kind != spec.TargetLocal || env.Spec.Target.ControllerManager {
 		if filled, err := r.waitForController(ctx, name); err != nil {
 			return err
 		} else if filled != nil {

@@ -191,7 +191,7 @@ func (f *runFlags) base(fs *pflag.FlagSet) (base spec.Spec, source string, err e
 	}
 	// Asked-for storage or binaries need a control plane that has them, not
 	// whatever `kb-bench local up` is running (the defaults would hide this).
-	f.privateControlPlane = base.Target.Storage != "" || base.Target.ControlPlaneBin != ""
+	f.privateControlPlane = base.Target.Storage != "" || base.Target.ControlPlaneBin != "" || base.Target.ControllerManager
 	return base, source, nil
 }
 
@@ -488,8 +488,9 @@ func (f *runFlags) runOnce(ctx context.Context, sp spec.Spec, conn *cluster.Conn
 		Version:  version,
 		Progress: progress.update,
 		Log:      info,
-		// The local control plane runs no namespace controller.
-		FinalizeNamespace: conn.Target.Kind == spec.TargetLocal,
+		// The local control plane runs no namespace controller, unless
+		// it runs kube-controller-manager.
+		FinalizeNamespace: conn.Target.Kind == spec.TargetLocal && !conn.Target.ControllerManager,
 	})
 	progress.done()
 	if err != nil {

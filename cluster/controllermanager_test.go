@@ -1,0 +1,79 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// With --controller-manager the real controllers do what kb-bench otherwise
+// does by hand: a deleted namespace goes away with what it held (the
+// namespace controller), a ResourceQuota's status is filled (the quota
+// controller), a new namespace gets its default ServiceAccount. Stop ends
+// the controller manager too.
+func TestControllerManagerRunsTheRealControllers(t *testing.T) {
+	b := binariesOrSkip(t)
+	if b.ControllerManager == "" {
+		t.Fatalf("no kube-controller-manager in %s: run make control-plane", b.Dir)
+	}
+	ctx := context.Background()
+	cp, err := StartLocal(ctx, LocalOptions{Binaries: b, Storage: spec.StorageDisk, Log: testLog{t}, ControllerManager: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop(context.Background()) })
+	cs := clientset(t, cp.RESTConfig())
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kcm-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hard := corev1.ResourceList{"count/configmaps": resource.MustParse("5")}
+	if _, err := cs.CoreV1().ResourceQuotas(ns.Name).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Spec: corev1.ResourceQuotaSpec{Hard: hard}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Events, not sleeps: poll until each controller has acted, bounded
+	// only so that a broken controller fails the test instead of hanging.
+	poll := func(what string, done func() (bool, error)) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) { return done() }); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	poll("the quota controller fills status.hard", func() (bool, error) {
+		q, err := cs.CoreV1().ResourceQuotas(ns.Name).Get(ctx, "q", metav1.GetOptions{})
+		return err == nil && q.Status.Hard.Name("count/configmaps", resource.DecimalSI).Value() == 5, err
+	})
+	poll("the service account controller makes the default ServiceAccount", func() (bool, error) {
+		_, err := cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err := cs.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll("the namespace controller removes the deleted namespace", func() (bool, error) {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	procs := append(procsOf(cp), ProcessState{PID: cp.kcm.pid, StartTicks: cp.kcm.startTicks})
+	if err := cp.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, procs, []string{cp.dir}, 10*time.Second)
+}
+
+func TestControllerManagerMissingIsBadInput(t *testing.T) {
+	b := binariesOrSkip(t)
+	b.ControllerManager = ""
+	_, err := StartLocal(context.Background(), LocalOptions{Binaries: b, ControllerManager: true})
+	if !spec.IsInput(err) {
+		t.Fatalf("no kube-controller-manager: %v, want bad input saying to run make control-plane", err)
+	}
+}
