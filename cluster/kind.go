@@ -28,29 +28,33 @@ const kindNeeds = "the kind target needs a running container runtime (docker, po
 // container runtime like the kind CLI: $KIND_EXPERIMENTAL_PROVIDER, else
 // the first one found.
 func newKindProvider(getenv func(string) string) func() (kindProvider, error) {
-	return func() (kindProvider, error) {
-		var opt kindcluster.ProviderOption
-		switch p := getenv("KIND_EXPERIMENTAL_PROVIDER"); p {
-		case "docker":
-			opt = kindcluster.ProviderWithDocker()
-		case "podman":
-			opt = kindcluster.ProviderWithPodman()
-		case "nerdctl":
-			opt = kindcluster.ProviderWithNerdctl("")
-		case "":
-			var err error
-			if opt, err = kindcluster.DetectNodeProvider(); err != nil {
-				return nil, fmt.Errorf("no container runtime found on PATH (%v)", err)
-			}
-		default:
-			return nil, fmt.Errorf("KIND_EXPERIMENTAL_PROVIDER=%s is not a runtime kind knows (docker, podman, nerdctl)", p)
-		}
-		return kindcluster.NewProvider(opt), nil
-	}
+	return func() (kindProvider, error) { return kindProviderFor(getenv) }
 }
 
-// openKind connects to the existing kind cluster t.KindCluster.
-func openKind(ctx context.Context, t spec.Target, newProvider func() (kindProvider, error)) (*Connection, error) {
+func kindProviderFor(getenv func(string) string) (*kindcluster.Provider, error) {
+	var opt kindcluster.ProviderOption
+	switch p := getenv("KIND_EXPERIMENTAL_PROVIDER"); p {
+	case "docker":
+		opt = kindcluster.ProviderWithDocker()
+	case "podman":
+		opt = kindcluster.ProviderWithPodman()
+	case "nerdctl":
+		opt = kindcluster.ProviderWithNerdctl("")
+	case "":
+		var err error
+		if opt, err = kindcluster.DetectNodeProvider(); err != nil {
+			return nil, fmt.Errorf("no container runtime found on PATH (%v)", err)
+		}
+	default:
+		return nil, fmt.Errorf("KIND_EXPERIMENTAL_PROVIDER=%s is not a runtime kind knows (docker, podman, nerdctl)", p)
+	}
+	return kindcluster.NewProvider(opt), nil
+}
+
+// openKind connects to the existing kind cluster t.KindCluster;
+// kindConfig returns the configuration of a cluster kb-bench made ("" for
+// another).
+func openKind(ctx context.Context, t spec.Target, newProvider func() (kindProvider, error), kindConfig func(name string) string) (*Connection, error) {
 	name := t.KindCluster
 	if name == "" {
 		name = kindcluster.DefaultName
@@ -86,7 +90,7 @@ func openKind(ctx context.Context, t spec.Target, newProvider func() (kindProvid
 	}
 	return &Connection{
 		Config: cfg,
-		Target: spec.TargetInfo{Kind: spec.TargetKindCluster, Server: cfg.Host, ServerVersion: version, Context: "kind-" + name},
+		Target: spec.TargetInfo{Kind: spec.TargetKindCluster, Server: cfg.Host, ServerVersion: version, Context: "kind-" + name, KindConfig: kindConfig(name)},
 		Close:  noClose,
 	}, nil
 }

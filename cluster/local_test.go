@@ -407,7 +407,7 @@ func TestTargetsOverARealControlPlane(t *testing.T) {
 		provider := func() (kindProvider, error) {
 			return fakeKind{clusters: []string{"bench"}, kubeconfig: string(raw)}, nil
 		}
-		conn, err := openKind(ctx, spec.Target{Kind: spec.TargetKindCluster, KindCluster: "bench"}, provider)
+		conn, err := openKind(ctx, spec.Target{Kind: spec.TargetKindCluster, KindCluster: "bench"}, provider, func(string) string { return "" })
 		if err != nil {
 			t.Fatal(err)
 		}

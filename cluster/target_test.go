@@ -154,7 +154,7 @@ func TestOpenKindErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			newProvider := func() (kindProvider, error) { return tc.provider, tc.provErr }
-			_, err := openKind(context.Background(), spec.Target{Kind: spec.TargetKindCluster, KindCluster: tc.cluster}, newProvider)
+			_, err := openKind(context.Background(), spec.Target{Kind: spec.TargetKindCluster, KindCluster: tc.cluster}, newProvider, func(string) string { return "" })
 			if err == nil {
 				t.Fatal("openKind succeeded, want an error")
 			}

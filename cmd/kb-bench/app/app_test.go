@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -452,5 +453,42 @@ func TestMatrixFlags(t *testing.T) {
 	code, _, stderr := run(t, nil, "run", "--strategy", "update,put")
 	if code != ExitInput || !strings.Contains(stderr, `"put"`) {
 		t.Errorf("a bad value in a list: exit %d\n%s", code, stderr)
+	}
+}
+
+// The kind commands' error paths never create anything: no runtime, no
+// node image, a cluster kb-bench did not make; and --print-config shows
+// what would be created.
+func TestKindCommands(t *testing.T) {
+	state := t.TempDir()
+	env := map[string]string{"HOME": t.TempDir()}
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want []string // stderr says one of these
+	}{
+		{"no runtime", map[string]string{"KIND_EXPERIMENTAL_PROVIDER": "podman-that-is-not-there"}, []string{"kind", "up"}, []string{"is not a runtime kind knows"}},
+		{"absent image", env, []string{"kind", "up", "--node-image", "kb-bench-test/absent:v0"}, []string{"kb-bench never pulls one", "needs a container runtime", "does not answer"}},
+		{"two control planes", env, []string{"kind", "up", "--control-planes", "2"}, []string{"use 1, or 3"}},
+		{"bad apiserver arg", env, []string{"kind", "up", "--apiserver-arg", "--v=4"}, []string{"write NAME=VALUE without dashes"}},
+		{"down another", env, []string{"kind", "down", "--name", "not-ours", "--state-dir", state}, []string{"it deletes only its own"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := run(t, c.env, c.args...)
+			if code != ExitInput {
+				t.Fatalf("exit %d, want %d:\n%s", code, ExitInput, stderr)
+			}
+			if !slices.ContainsFunc(c.want, func(w string) bool { return strings.Contains(stderr, w) }) {
+				t.Fatalf("stderr says none of %q:\n%s", c.want, stderr)
+			}
+		})
+	}
+	code, out, stderr := run(t, env, "kind", "up", "--print-config", "--control-planes", "3", "--etcd-tmpfs")
+	if code != ExitOK || strings.Count(out, "role: control-plane") != 3 || !strings.Contains(out, `"dataDir":"/tmp/etcd"`) {
+		t.Errorf("--print-config: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, _ := run(t, env, "kind", "status", "--state-dir", state); code != ExitOK || !strings.Contains(out, "kb-bench made no kind cluster kb-bench") {
+		t.Errorf("status: exit %d: %s", code, out)
 	}
 }

@@ -1,0 +1,115 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// DefaultKindCluster is the name of the kind cluster kb-bench creates.
+const DefaultKindCluster = "kb-bench"
+
+// DefaultKindNodeImage is the node image kb-bench creates kind clusters
+// with: one for the pinned Kubernetes version, which must be present in
+// the container runtime (kb-bench never pulls).
+const DefaultKindNodeImage = "kb-bench/kind-node:" + KubeVersion
+
+// KindOptions is a benchmark kind cluster's configuration. Every field is
+// recorded in the results of runs against it.
+type KindOptions struct {
+	// Name of the cluster (DefaultKindCluster when empty).
+	Name string `json:"name"`
+	// NodeImage every node runs (DefaultKindNodeImage when empty).
+	NodeImage string `json:"nodeImage"`
+	// ControlPlanes is 1 or 3: three apiservers behind kind's load
+	// balancer, the multi-apiserver contention real clusters have.
+	ControlPlanes int `json:"controlPlanes"`
+	// APIServerArgs are passed to every kube-apiserver, NAME=VALUE
+	// without the leading dashes (max-mutating-requests-inflight=400).
+	APIServerArgs []string `json:"apiserverArgs,omitempty"`
+	// EtcdOnTmpfs keeps etcd's data in the node's /tmp, a tmpfs: less disk
+	// noise, nothing durable. Default: on the node's disk.
+	EtcdOnTmpfs bool `json:"etcdOnTmpfs,omitempty"`
+}
+
+var apiserverArgRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*=`)
+
+// Defaults fills the empty fields and checks the rest: an error says what
+// is wrong and is spec.Input.
+func (o *KindOptions) Defaults() error {
+	if o.Name == "" {
+		o.Name = DefaultKindCluster
+	}
+	if o.NodeImage == "" {
+		o.NodeImage = DefaultKindNodeImage
+	}
+	if o.ControlPlanes == 0 {
+		o.ControlPlanes = 1
+	}
+	if o.ControlPlanes != 1 && o.ControlPlanes != 3 {
+		return spec.Input(fmt.Errorf("--control-planes %d: use 1, or 3 for three apiservers behind a load balancer", o.ControlPlanes))
+	}
+	if !regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`).MatchString(o.Name) {
+		return spec.Input(fmt.Errorf("kind cluster name %q: use lower-case letters, digits and dashes", o.Name))
+	}
+	for _, a := range o.APIServerArgs {
+		if !apiserverArgRE.MatchString(a) {
+			return spec.Input(fmt.Errorf("--apiserver-arg %q: write NAME=VALUE without dashes, e.g. max-mutating-requests-inflight=400", a))
+		}
+	}
+	return nil
+}
+
+// KindConfig is the kind cluster configuration o asks for: its nodes,
+// and kubeadm patches that add the apiserver arguments (appended to the
+// ones kind sets, never replacing them) and move etcd's data to tmpfs.
+// Audit logging stays off, as kind leaves it.
+func KindConfig(o KindOptions) (*v1alpha4.Cluster, error) {
+	if err := o.Defaults(); err != nil {
+		return nil, err
+	}
+	c := &v1alpha4.Cluster{
+		TypeMeta: v1alpha4.TypeMeta{Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4"},
+		Name:     o.Name,
+	}
+	for range o.ControlPlanes {
+		c.Nodes = append(c.Nodes, v1alpha4.Node{Role: v1alpha4.ControlPlaneRole, Image: o.NodeImage})
+	}
+	var ops []map[string]any
+	args := slices.Clone(o.APIServerArgs)
+	slices.Sort(args)
+	for _, a := range args {
+		name, value, _ := strings.Cut(a, "=")
+		ops = append(ops, map[string]any{"op": "add", "path": "/apiServer/extraArgs/-", "value": map[string]string{"name": name, "value": value}})
+	}
+	if o.EtcdOnTmpfs {
+		ops = append(ops, map[string]any{"op": "add", "path": "/etcd", "value": map[string]any{"local": map[string]string{"dataDir": "/tmp/etcd"}}})
+	}
+	if len(ops) > 0 {
+		patch, err := json.Marshal(ops)
+		if err != nil {
+			return nil, err
+		}
+		c.KubeadmConfigPatchesJSON6902 = []v1alpha4.PatchJSON6902{{
+			Group: "kubeadm.k8s.io", Version: "v1beta4", Kind: "ClusterConfiguration", Patch: string(patch),
+		}}
+	}
+	return c, nil
+}
+
+// KindConfigYAML renders KindConfig(o) as the YAML `kind create cluster
+// --config` reads.
+func KindConfigYAML(o KindOptions) ([]byte, error) {
+	c, err := KindConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(c)
+}

@@ -1,0 +1,77 @@
+package cluster
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// The kind configurations kb-bench generates, default and tuned, against
+// golden files (go test ./cluster -run KindConfig -update rewrites them).
+func TestKindConfigGolden(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    KindOptions
+	}{
+		{"default", KindOptions{}},
+		{"tuned", KindOptions{Name: "bench", NodeImage: "example/node:v1.37.1", ControlPlanes: 3, EtcdOnTmpfs: true,
+			APIServerArgs: []string{"max-requests-inflight=800", "max-mutating-requests-inflight=400"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := KindConfigYAML(c.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", "kind-"+c.name+".yaml.golden")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (go test ./cluster -run KindConfig -update creates it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("differs from %s:\n%s", path, got)
+			}
+			// What kind reads back: the nodes, and patches that append to
+			// kind's own apiserver flags instead of replacing them.
+			var back v1alpha4.Cluster
+			if err := yaml.UnmarshalStrict(got, &back); err != nil {
+				t.Fatal(err)
+			}
+			if len(back.Nodes) != max(c.o.ControlPlanes, 1) {
+				t.Errorf("%d nodes", len(back.Nodes))
+			}
+			for _, p := range back.KubeadmConfigPatchesJSON6902 {
+				if strings.Contains(p.Patch, `"op":"replace"`) || strings.Contains(p.Patch, `"path":"/apiServer/extraArgs"`) {
+					t.Errorf("a patch replaces kind's own settings: %s", p.Patch)
+				}
+			}
+		})
+	}
+}
+
+func TestKindOptionsBadInput(t *testing.T) {
+	for _, o := range []KindOptions{
+		{ControlPlanes: 2},
+		{Name: "Bench_1"},
+		{APIServerArgs: []string{"--max-requests-inflight=10"}},
+		{APIServerArgs: []string{"max-requests-inflight"}},
+	} {
+		if _, err := KindConfig(o); !spec.IsInput(err) {
+			t.Errorf("%+v: %v, want bad input", o, err)
+		}
+	}
+}
