@@ -61,7 +61,9 @@ type Connection struct {
 //     control plane when there is one, else a new one that Close stops;
 //   - spec.TargetKubeconfig: the given kubeconfig file and context, or with
 //     a context alone, that context of $KUBECONFIG or ~/.kube/config;
-//   - spec.TargetKindCluster: the existing kind cluster t.KindCluster ("kind").
+//   - spec.TargetKindCluster: the kind cluster t.KindCluster ("kind"),
+//     created for the run when it does not exist (and deleted by Close
+//     unless t.KeepCluster).
 //
 // Unreachable targets and missing binaries are spec.Input errors.
 func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
@@ -77,13 +79,24 @@ func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
 	case spec.TargetKubeconfig:
 		return openKubeconfig(ctx, t, o.Getenv)
 	case spec.TargetKindCluster:
-		return openKind(ctx, t, newKindProvider(o.Getenv), func(name string) string {
-			st, err := ReadKindState("", name, o.Getenv)
-			if err != nil {
-				return ""
-			}
-			b, _ := KindConfigYAML(st.Options)
-			return string(b)
+		return openKind(ctx, t, kindDeps{
+			newProvider: newKindProvider(o.Getenv),
+			config: func(name string) string {
+				st, err := ReadKindState("", name, o.Getenv)
+				if err != nil {
+					return ""
+				}
+				b, _ := KindConfigYAML(st.Options)
+				return string(b)
+			},
+			up: func(ctx context.Context, ko KindOptions) error {
+				_, _, err := KindUp(ctx, ko, KindUpOptions{Log: o.Log, Getenv: o.Getenv})
+				return err
+			},
+			down: func(ctx context.Context, name string) error {
+				fmt.Fprintf(o.Log, "kind: deleting cluster %s, made for the run (--keep-cluster keeps it)\n", name)
+				return KindDown(ctx, name, "", o.Getenv)
+			},
 		})
 	}
 	return nil, spec.Input(fmt.Errorf("target %q is not known (--target): use %s, %s or %s", t.Kind, spec.TargetLocal, spec.TargetKindCluster, spec.TargetKubeconfig))

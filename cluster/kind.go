@@ -52,9 +52,10 @@ func kindProviderFor(getenv func(string) string) (*kindcluster.Provider, error) 
 }
 
 // openKind connects to the existing kind cluster t.KindCluster;
-// kindConfig returns the configuration of a cluster kb-bench made ("" for
-// another).
-func openKind(ctx context.Context, t spec.Target, newProvider func() (kindProvider, error), kindConfig func(name string) string) (*Connection, error) {
+// When it does not exist, deps.up creates it for the run, and Close
+// deletes it unless t.KeepCluster.
+func openKind(ctx context.Context, t spec.Target, deps kindDeps) (conn *Connection, err error) {
+	newProvider := deps.newProvider
 	name := t.KindCluster
 	if name == "" {
 		name = kindcluster.DefaultName
@@ -67,13 +68,23 @@ func openKind(ctx context.Context, t spec.Target, newProvider func() (kindProvid
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("kind cluster %q: cannot list kind clusters: %s: %s", name, runtimeError(err), kindNeeds))
 	}
+	closeConn := noClose
 	if !slices.Contains(clusters, name) {
 		found := "none"
 		if len(clusters) > 0 {
 			found = strings.Join(clusters, ", ")
 		}
-		return nil, spec.Input(fmt.Errorf("kind cluster %q does not exist (kind clusters: %s): create it with `kind create cluster --name %s`, pick another with --kind-cluster, or use --kubeconfig PATH or the local target",
-			name, found, name))
+		if err := deps.up(ctx, KindOptions{Name: name, NodeImage: t.KindNodeImage}); err != nil {
+			return nil, fmt.Errorf("kind cluster %q does not exist (kind clusters: %s), and creating it for the run failed: %w", name, found, err)
+		}
+		if !t.KeepCluster {
+			closeConn = func(ctx context.Context) error { return deps.down(ctx, name) }
+		}
+		defer func() {
+			if err != nil {
+				_ = closeConn(context.WithoutCancel(ctx))
+			}
+		}()
 	}
 	kubeconfig, err := p.KubeConfig(name, false)
 	if err != nil {
@@ -90,9 +101,19 @@ func openKind(ctx context.Context, t spec.Target, newProvider func() (kindProvid
 	}
 	return &Connection{
 		Config: cfg,
-		Target: spec.TargetInfo{Kind: spec.TargetKindCluster, Server: cfg.Host, ServerVersion: version, Context: "kind-" + name, KindConfig: kindConfig(name)},
-		Close:  noClose,
+		Target: spec.TargetInfo{Kind: spec.TargetKindCluster, Server: cfg.Host, ServerVersion: version, Context: "kind-" + name, KindConfig: deps.config(name)},
+		Close:  closeConn,
 	}, nil
+}
+
+// kindDeps are what openKind uses of kind, swappable in tests.
+type kindDeps struct {
+	newProvider func() (kindProvider, error)
+	// config returns the configuration of a cluster kb-bench made ("" for
+	// another); up creates one, down deletes one it made.
+	config func(name string) string
+	up     func(ctx context.Context, o KindOptions) error
+	down   func(ctx context.Context, name string) error
 }
 
 // runtimeError says what the container runtime printed, which kind's

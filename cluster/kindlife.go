@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
@@ -88,13 +89,15 @@ func KindPreflight(ctx context.Context, o KindOptions, getenv func(string) strin
 	return nil
 }
 
+// firstLine is the first line the runtime printed that says something
+// (`docker image inspect` prints "[]" before its error).
 func firstLine(b []byte) string {
-	for i, c := range b {
-		if c == '\n' {
-			return string(b[:i])
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && l != "[]" {
+			return l
 		}
 	}
-	return string(b)
+	return "no output"
 }
 
 // KindUp creates the kind cluster o describes, unless one of that name

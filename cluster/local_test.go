@@ -404,17 +404,41 @@ func TestTargetsOverARealControlPlane(t *testing.T) {
 		}
 	})
 	t.Run("kind", func(t *testing.T) {
-		provider := func() (kindProvider, error) {
-			return fakeKind{clusters: []string{"bench"}, kubeconfig: string(raw)}, nil
-		}
-		conn, err := openKind(ctx, spec.Target{Kind: spec.TargetKindCluster, KindCluster: "bench"}, provider, func(string) string { return "" })
+		deps := fakeKindDeps(fakeKind{clusters: []string{"bench"}, kubeconfig: string(raw)}, nil)
+		conn, err := openKind(ctx, spec.Target{Kind: spec.TargetKindCluster, KindCluster: "bench"}, deps)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if conn.Target.Kind != spec.TargetKindCluster || conn.Target.Server != cp.Server() || conn.Target.Context != "kind-bench" || conn.Target.ServerVersion == "" {
 			t.Errorf("target %+v", conn.Target)
 		}
+		if err := conn.Close(ctx); err != nil {
+			t.Errorf("closing a cluster the user had: %v (it must never be deleted)", err)
+		}
 	})
+	// A missing cluster is created for the run and deleted at the end,
+	// unless --keep-cluster.
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("kind created keep=%t", keep), func(t *testing.T) {
+			var created, deleted []string
+			deps := fakeKindDeps(fakeKind{kubeconfig: string(raw)}, nil)
+			deps.up = func(_ context.Context, o KindOptions) error {
+				created = append(created, o.Name+" "+o.NodeImage)
+				return nil
+			}
+			deps.down = func(_ context.Context, name string) error { deleted = append(deleted, name); return nil }
+			conn, err := openKind(ctx, spec.Target{Kind: spec.TargetKindCluster, KindCluster: "bench", KindNodeImage: "img:1", KeepCluster: keep}, deps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := conn.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(created) != "[bench img:1]" || (len(deleted) == 1) == keep {
+				t.Errorf("created %v, deleted %v with keep %t", created, deleted, keep)
+			}
+		})
+	}
 }
 
 // TestLocalUpStatusDown goes through the `kb-bench local` life cycle:

@@ -177,7 +177,11 @@ type Target struct {
 	// Context in the kubeconfig, for TargetKubeconfig.
 	Context string `json:"context,omitempty" yaml:"context" flag:"context" help:"kubeconfig context to use; alone, a context of $KUBECONFIG or ~/.kube/config"`
 	// KindCluster names the kind cluster, for TargetKindCluster.
-	KindCluster string `json:"kindCluster,omitempty" yaml:"kindCluster" flag:"kind-cluster" help:"kind cluster name for --target kind (default kind)"`
+	KindCluster string `json:"kindCluster,omitempty" yaml:"kindCluster" flag:"kind-cluster" help:"kind cluster name for --target kind (default kind); created for the run when it does not exist"`
+	// KindNodeImage is the node image of a kind cluster kb-bench creates
+	// for the run; KeepCluster keeps that cluster after it.
+	KindNodeImage string `json:"kindNodeImage,omitempty" yaml:"kindNodeImage" flag:"node-image" help:"kind target: node image of a cluster created for the run, already in the container runtime (default kb-bench/kind-node:<kube version>; never pulled)"`
+	KeepCluster   bool   `json:"keepCluster,omitempty" yaml:"keepCluster" flag:"keep-cluster" help:"kind target: keep a cluster created for the run (see 'kb-bench kind down')"`
 	// Storage is where the local control plane keeps etcd's data.
 	Storage Storage `json:"storage,omitempty" yaml:"storage" flag:"storage" help:"local control plane etcd storage: disk or memory (/dev/shm)"`
 	// ControlPlaneBin is a directory holding kube-apiserver and etcd.
