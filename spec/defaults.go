@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -93,6 +94,11 @@ func (s *Spec) Validate(t Traits) field.ErrorList {
 	errs = append(errs, s.validateLoad(t)...)
 	errs = append(errs, s.Client.validate(field.NewPath("client"))...)
 	errs = append(errs, s.Target.validate(field.NewPath("target"))...)
+	if s.Namespace != "" {
+		for _, msg := range validation.IsDNS1123Label(s.Namespace) {
+			errs = append(errs, field.Invalid(field.NewPath("namespace"), s.Namespace, msg+" (--namespace names an existing namespace)"))
+		}
+	}
 	return errs
 }
 

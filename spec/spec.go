@@ -149,7 +149,11 @@ type Spec struct {
 	// Target says which apiserver to run against.
 	Target Target `json:"target" yaml:"target"`
 	// Keep leaves the run's namespace in place at the end.
-	Keep bool `json:"keep,omitempty" yaml:"keep" flag:"keep" help:"keep the run's namespace instead of deleting it"`
+	Keep bool `json:"keep,omitempty" yaml:"keep" flag:"keep" help:"keep the run's namespace (or, with --namespace, its objects) instead of deleting it"`
+	// Namespace is an existing namespace to run in: kb-bench then creates
+	// and deletes only its own labelled objects there, and never the
+	// namespace. Empty: a namespace of the run's own, kb-bench-<run id>.
+	Namespace string `json:"namespace,omitempty" yaml:"namespace" flag:"namespace" help:"run in this existing namespace, with only the permissions 'kb-bench rbac' lists: kb-bench creates and deletes only its own labelled objects there, never the namespace (default: a namespace of its own, kb-bench-<run-id>)"`
 
 	// Settings are the scenario's own settings as plain data (JSON
 	// values); the scenario decodes, defaults and validates them.

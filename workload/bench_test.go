@@ -76,7 +76,7 @@ func bareLoop(b *testing.B, base *rest.Config, writers int, window time.Duration
 	if err := createNamespace(ctx, kube, ns, "bare"); err != nil {
 		b.Fatal(err)
 	}
-	defer deleteNamespace(ctx, kube, ns, true)
+	defer deleteNamespace(ctx, kube, ns, []groupResource{{"", "configmaps"}}, true)
 	cms := kube.CoreV1().ConfigMaps(ns)
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kb-bench-0", Labels: scenario.Labels("bare")}, Data: map[string]string{"counter": "0"}}
 	if _, err := cms.Create(ctx, obj, metav1.CreateOptions{}); err != nil {

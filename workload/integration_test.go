@@ -314,7 +314,7 @@ func TestKeepLeavesTheNamespace(t *testing.T) {
 	if ns.Labels[scenario.LabelManagedBy] != "kb-bench" || ns.Labels[scenario.LabelRunID] != res.RunID {
 		t.Errorf("namespace labels %v", ns.Labels)
 	}
-	if err := deleteNamespace(context.Background(), kube, res.Namespace, true); err != nil {
+	if err := deleteNamespace(context.Background(), kube, res.Namespace, []groupResource{{"", "configmaps"}}, true); err != nil {
 		t.Error(err)
 	}
 }

@@ -34,30 +34,68 @@ func createNamespace(ctx context.Context, kube kubernetes.Interface, name, runID
 	return fmt.Errorf("creating namespace %s: %w (check that the credentials may create namespaces)", name, err)
 }
 
-// deleteNamespace deletes the run's namespace with a fresh context, so it
-// happens after Ctrl-C too. The kinds of object kb-bench's scenarios create
-// there are deleted first, one call each: a namespace's contents are removed
-// by the namespace controller, which a bare local control plane does not
-// run. With finalize set (the target runs no namespace controller), the
-// namespace's finalizer is then removed as that controller would, so the
-// namespace is really gone instead of staying Terminating. Everything in the
-// namespace is the run's own.
-func deleteNamespace(ctx context.Context, kube kubernetes.Interface, name string, finalize bool) error {
+// namespaceOf is the namespace a run of s writes in: the existing one it
+// names, or one of the run's own.
+func namespaceOf(s spec.Spec, runID string) string {
+	if s.Namespace != "" {
+		return s.Namespace
+	}
+	return "kb-bench-" + runID
+}
+
+// deleteCollections deletes the objects of each kind in ns that match
+// selector ("" for all), with one call per kind.
+func deleteCollections(ctx context.Context, kube kubernetes.Interface, ns, selector string, kinds []groupResource) error {
+	opts, list := metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector}
+	var errs []error
+	for _, k := range kinds {
+		var err error
+		switch k {
+		case groupResource{"", "configmaps"}:
+			err = kube.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, opts, list)
+		case groupResource{"", "pods"}:
+			err = kube.CoreV1().Pods(ns).DeleteCollection(ctx, opts, list)
+		case groupResource{"", "resourcequotas"}:
+			err = kube.CoreV1().ResourceQuotas(ns).DeleteCollection(ctx, opts, list)
+		case groupResource{"coordination.k8s.io", "leases"}:
+			err = kube.CoordinationV1().Leases(ns).DeleteCollection(ctx, opts, list)
+		default:
+			err = fmt.Errorf("kb-bench does not know how to delete %s (a bug: please report it)", k.resource)
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("%s: %w", k.resource, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteOwn deletes the run's labelled objects of the kinds it creates from
+// an existing namespace, with a fresh context so it happens after Ctrl-C
+// too; the namespace and everything else in it stay.
+func deleteOwn(ctx context.Context, kube kubernetes.Interface, ns, runID string, kinds []groupResource) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	all, opts := metav1.ListOptions{}, metav1.DeleteOptions{}
-	errs := []error{
-		kube.CoreV1().ConfigMaps(name).DeleteCollection(ctx, opts, all),
-		kube.CoreV1().Pods(name).DeleteCollection(ctx, opts, all),
-		kube.CoordinationV1().Leases(name).DeleteCollection(ctx, opts, all),
-		kube.CoreV1().ResourceQuotas(name).DeleteCollection(ctx, opts, all),
-		kube.CoreV1().ServiceAccounts(name).DeleteCollection(ctx, opts, all),
-		kube.CoreV1().Namespaces().Delete(ctx, name, opts),
+	selector := scenario.LabelRunID + "=" + runID
+	if err := deleteCollections(ctx, kube, ns, selector, kinds); err != nil {
+		return fmt.Errorf("deleting the run's objects from namespace %s: %w (delete them by hand: kubectl delete -n %s configmaps,pods,leases,resourcequotas -l %s)", ns, err, ns, selector)
 	}
-	for i, err := range errs {
-		if apierrors.IsNotFound(err) {
-			errs[i] = nil
-		}
+	return nil
+}
+
+// deleteNamespace deletes the run's namespace with a fresh context, so it
+// happens after Ctrl-C too. The kinds of object the run's scenario creates
+// there are deleted first, one call each: a namespace's contents are
+// removed by the namespace controller, which a bare local control plane
+// does not run. With finalize set (the target runs no namespace
+// controller), the namespace's finalizer is then removed as that
+// controller would, so the namespace is really gone instead of staying
+// Terminating. Everything in the namespace is the run's own.
+func deleteNamespace(ctx context.Context, kube kubernetes.Interface, name string, kinds []groupResource, finalize bool) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	errs := []error{deleteCollections(ctx, kube, name, "", kinds)}
+	if err := kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, err)
 	}
 	if finalize && errors.Join(errs...) == nil {
 		errs = append(errs, finalizeNamespace(ctx, kube, name))

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -116,7 +117,7 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 		RunID:      o.RunID,
 		Version:    o.Version,
 		Spec:       s,
-		Namespace:  "kb-bench-" + o.RunID,
+		Namespace:  namespaceOf(s, o.RunID),
 		Workload:   describe(def, settings, &s),
 	}
 	cfg := restConfig(o.Config, s.Client, o.Version)
@@ -154,14 +155,33 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 		return nil, err
 	}
 
-	if err := createNamespace(ctx, r.admin, r.env.Namespace, o.RunID); err != nil {
+	rules := rulesFor(def, settings, s)
+	if s.Namespace != "" {
+		// An existing namespace: check every permission first, and touch
+		// nothing but the run's own labelled objects.
+		pctx, cancel := context.WithTimeout(ctx, s.OpTimeout.Duration)
+		err := checkPermissions(pctx, r.admin, s.Namespace, rules)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	} else if err := createNamespace(ctx, r.admin, r.env.Namespace, o.RunID); err != nil {
 		return nil, err
 	}
 	report, runErr := r.run(ctx, sc)
-	if s.Keep {
+	switch {
+	case s.Keep && s.Namespace != "":
+		fmt.Fprintf(r.log, "note: keeping the run's objects in namespace %s (keep is set; they are labelled %s=%s)\n", r.env.Namespace, scenario.LabelRunID, o.RunID)
+	case s.Keep:
 		fmt.Fprintf(r.log, "note: keeping namespace %s (keep is set)\n", r.env.Namespace)
-	} else if err := deleteNamespace(ctx, r.admin, r.env.Namespace, o.FinalizeNamespace); err != nil {
-		r.warn("%v", err)
+	case s.Namespace != "":
+		if err := deleteOwn(ctx, r.admin, r.env.Namespace, o.RunID, cleanupResources(rules)); err != nil {
+			r.warn("%v", err)
+		}
+	default:
+		if err := deleteNamespace(ctx, r.admin, r.env.Namespace, cleanupResources(rules), o.FinalizeNamespace); err != nil {
+			r.warn("%v", err)
+		}
 	}
 	if runErr != nil {
 		if ctx.Err() != nil {
@@ -273,7 +293,7 @@ func (r *run) run(ctx context.Context, sc scenario.Scenario) (scenario.Report, e
 func (r *run) connect(ctx context.Context) {
 	for i, c := range r.env.Clients {
 		cctx, cancel := context.WithTimeout(ctx, r.spec.OpTimeout.Duration)
-		_, err := c.CoreV1().Namespaces().Get(cctx, r.env.Namespace, metav1.GetOptions{})
+		_, err := discovery.ToServerVersionInterfaceWithContext(c.Discovery()).ServerVersionWithContext(cctx) // needs no permission
 		cancel()
 		if err != nil {
 			r.warn("client %d: connecting before the run: %v", i+1, err)
@@ -362,7 +382,11 @@ func (r *run) finish(ctx context.Context, sc scenario.Scenario, rec *metrics.Rec
 	switch {
 	case before == nil:
 	case before.err != nil || after.err != nil:
-		err := errors.Join(before.err, after.err)
+		// The first failure says why; the other edge fails the same way.
+		err := before.err
+		if err == nil {
+			err = after.err
+		}
 		r.warn("no server cross-check: %v", err)
 		res.Server = results.UnavailableServerCheck(err.Error())
 	default:

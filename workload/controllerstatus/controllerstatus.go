@@ -12,6 +12,7 @@ package controllerstatus
 import (
 	"context"
 	"fmt"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,6 +68,13 @@ var Definition = scenario.Definition{
 	NewSettings: func() scenario.Settings { return &Settings{} },
 	New: func(env *scenario.Env, settings scenario.Settings) (scenario.Scenario, error) {
 		return newRun(env, settings.(*Settings)), nil
+	},
+	Rules: func(scenario.Settings) []rbacv1.PolicyRule {
+		return []rbacv1.PolicyRule{
+			scenario.Rule("", []string{"pods"}, "get", "list", "create", "update", "patch"),
+			scenario.Rule("", []string{"pods/status"}, "update", "patch"),
+			scenario.Rule("", []string{"serviceaccounts"}, "get", "create"),
+		}
 	},
 }
 

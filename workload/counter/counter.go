@@ -7,6 +7,7 @@ package counter
 import (
 	"context"
 	"fmt"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"math/rand/v2"
 	"time"
 
@@ -27,6 +28,9 @@ var Definition = scenario.Definition{
 	NewSettings: func() scenario.Settings { return &Settings{} },
 	New: func(env *scenario.Env, settings scenario.Settings) (scenario.Scenario, error) {
 		return newCounter(env, settings.(*Settings)), nil
+	},
+	Rules: func(scenario.Settings) []rbacv1.PolicyRule {
+		return []rbacv1.PolicyRule{scenario.Rule("", []string{"configmaps"}, "get", "list", "create", "update", "patch")}
 	},
 }
 

@@ -3,6 +3,7 @@ package leaderelection
 import (
 	"context"
 	"fmt"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,9 @@ var Definition = scenario.Definition{
 	NewSettings: func() scenario.Settings { return &Settings{} },
 	New: func(env *scenario.Env, settings scenario.Settings) (scenario.Scenario, error) {
 		return newRun(env, settings.(*Settings)), nil
+	},
+	Rules: func(scenario.Settings) []rbacv1.PolicyRule {
+		return []rbacv1.PolicyRule{scenario.Rule("coordination.k8s.io", []string{"leases"}, "get", "list", "watch", "create", "update", "patch")}
 	},
 }
 

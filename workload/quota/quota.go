@@ -9,6 +9,7 @@ package quota
 import (
 	"context"
 	"fmt"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,16 @@ var Definition = scenario.Definition{
 		return newRun(env, settings.(*Settings)), nil
 	},
 	ServerResources: []string{"resourcequotas"},
+	Rules: func(settings scenario.Settings) []rbacv1.PolicyRule {
+		rules := []rbacv1.PolicyRule{
+			scenario.Rule("", []string{"resourcequotas"}, "get", "create"),
+			scenario.Rule("", []string{"resourcequotas/status"}, "update"),
+		}
+		if settings.(*Settings).Resource == ResourceConfigMaps {
+			return append(rules, scenario.Rule("", []string{"configmaps"}, "get", "list", "create"))
+		}
+		return append(rules, scenario.Rule("", []string{"pods"}, "get", "list", "create"), scenario.Rule("", []string{"serviceaccounts"}, "get", "create"))
+	},
 }
 
 // run is one run of the scenario.

@@ -69,6 +69,9 @@ feed:
 // ServiceAccount, which Pod admission needs and which no controller creates
 // on the local control plane.
 func EnsureDefaultServiceAccount(ctx context.Context, kube kubernetes.Interface, ns string) error {
+	if _, err := kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+		return nil // made by the service account controller, or earlier
+	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 	_, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{FieldManager: SetupManager})
 	if err != nil && !apierrors.IsAlreadyExists(err) {

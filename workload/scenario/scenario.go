@@ -32,6 +32,7 @@ import (
 	"io"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 
@@ -60,6 +61,15 @@ type Definition struct {
 	// clients did not send them: what the apiserver did on its own behalf,
 	// such as quota admission updating the ResourceQuota's status.
 	ServerResources []string
+	// Rules are the permissions the scenario needs in the run's namespace
+	// with these settings: what it reads and writes (the engine adds
+	// deleting the kinds it creates). They make `kb-bench rbac`'s Role.
+	Rules func(settings Settings) []rbacv1.PolicyRule
+}
+
+// Rule is a PolicyRule for resources of one API group ("" for core).
+func Rule(group string, resources []string, verbs ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: verbs}
 }
 
 // Settings are a scenario's own settings.

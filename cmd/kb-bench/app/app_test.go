@@ -123,6 +123,8 @@ spec:
 		{"zero in a list", []string{"run", "--writers", "4,0"}, "--writers 0 would mean its default (8) here"},
 		{"gate on a matrix", []string{"run", "--strategy", "update,ssa", "--gate", writeFile(t, "gate.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds: [\"p99 < 1s\"]\n")}, "a gate judges one configuration"},
 		{"report nothing", []string{"report", t.TempDir()}, "holds no result"},
+		{"rbac without namespace", []string{"rbac"}, "--namespace names the existing namespace"},
+		{"bad namespace", []string{"run", "--namespace", "Team_A"}, "namespace: Invalid value: \"Team_A\""},
 		{"controller manager on kind", []string{"run", "--target", "kind", "--controller-manager"}, "controllerManager: Forbidden: applies only to the local control plane"},
 	}
 	for _, c := range cases {
@@ -490,5 +492,28 @@ func TestKindCommands(t *testing.T) {
 	}
 	if code, out, _ := run(t, env, "kind", "status", "--state-dir", state); code != ExitOK || !strings.Contains(out, "kb-bench made no kind cluster kb-bench") {
 		t.Errorf("status: exit %d: %s", code, out)
+	}
+}
+
+// kb-bench rbac prints the Role a run needs: the scenario's own verbs and
+// deleting what it creates, nothing on namespaces; and the binding.
+func TestRBACCommand(t *testing.T) {
+	code, out, stderr := run(t, nil, "rbac", "--namespace", "team-a", "--service-account", "bench")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"kind: Role\n", "namespace: team-a", "- configmaps", "- deletecollection", "- update", "- patch", "kind: RoleBinding", "- kind: ServiceAccount\n  name: bench"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "namespaces") || strings.Contains(out, "ClusterRole") {
+		t.Errorf("the Role grants more than the run needs:\n%s", out)
+	}
+	_, out, _ = run(t, nil, "rbac", "--namespace", "team-a", "--scenario", "quota", "--user", "alice", "--with-metrics")
+	for _, want := range []string{"- resourcequotas/status", "kind: User", "kind: ClusterRole\n", "- /metrics"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("quota output lacks %q:\n%s", want, out)
+		}
 	}
 }

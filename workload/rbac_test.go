@@ -1,0 +1,112 @@
+package workload
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/scenario"
+)
+
+// leastPrivilege makes namespace ns with a bystander ConfigMap, and a
+// ServiceAccount bound to a Role of rules there; it returns a config that
+// authenticates as that ServiceAccount (a TokenRequest token), nothing more.
+func leastPrivilege(t *testing.T, admin *rest.Config, ns string, rules []rbacv1.PolicyRule) *rest.Config {
+	t.Helper()
+	ctx := context.Background()
+	kube := kubernetes.NewForConfigOrDie(admin)
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))
+	t.Cleanup(func() { _ = deleteNamespace(ctx, kube, ns, []groupResource{{"", "configmaps"}}, true) })
+	must(kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bystander"}}, metav1.CreateOptions{}))
+	must(kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{}))
+	must(kube.RbacV1().Roles(ns).Create(ctx, Role(ns, "kb-bench", rules), metav1.CreateOptions{}))
+	must(kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "kb-bench"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "kb-bench"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "bench", Namespace: ns}},
+	}, metav1.CreateOptions{}))
+	tok, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "bench", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(admin)
+	cfg.BearerToken = tok.Status.Token
+	return cfg
+}
+
+// A ServiceAccount with only the Role kb-bench rbac prints runs the counter
+// in an existing namespace: the run touches nothing but its own labelled
+// objects, deletes them, and leaves the namespace and a bystander object.
+func TestLeastPrivilegeInAnExistingNamespace(t *testing.T) {
+	admin := local.Config(t)
+	ns := "lp-" + runID()
+	s := spec.Spec{Namespace: ns, Writers: 2, Operations: 40}
+	rules, err := Rules(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runOn(context.Background(), t, leastPrivilege(t, admin, ns, rules), s)
+	if res.Namespace != ns || res.Summary.Successes == 0 {
+		t.Fatalf("ran in %s with %d successes", res.Namespace, res.Summary.Successes)
+	}
+	assertNoLostUpdates(t, res)
+	kube := kubernetes.NewForConfigOrDie(admin)
+	if _, err := kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{}); err != nil {
+		t.Errorf("the existing namespace: %v", err)
+	}
+	cms, err := kube.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, cm := range cms.Items {
+		left = append(left, cm.Name)
+	}
+	if strings.Join(left, ",") != "bystander" {
+		t.Errorf("the namespace holds %v after the run, want only the bystander", left)
+	}
+}
+
+// Without update and patch the run refuses to start, names both missing
+// permissions at once and points at kb-bench rbac; it creates nothing.
+func TestMissingPermissionsAreListedBeforeAnything(t *testing.T) {
+	admin := local.Config(t)
+	ns := "lp-" + runID()
+	s := spec.Spec{Namespace: ns, Writers: 2, Operations: 40}
+	rules, err := Rules(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fewer []rbacv1.PolicyRule
+	for _, r := range rules {
+		r.Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == "update" || v == "patch" })
+		fewer = append(fewer, r)
+	}
+	_, err = Run(context.Background(), s, Options{Config: leastPrivilege(t, admin, ns, fewer), RunID: runID(), Version: "test"})
+	if !spec.IsInput(err) || !strings.Contains(err.Error(), "update configmaps, patch configmaps") || !strings.Contains(err.Error(), "kb-bench rbac --namespace "+ns) {
+		t.Fatalf("want bad input naming update and patch on configmaps and kb-bench rbac, got %v", err)
+	}
+	cms, err := kubernetes.NewForConfigOrDie(admin).CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{LabelSelector: scenario.LabelManagedBy + "=kb-bench"})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	if len(cms.Items) != 0 {
+		t.Errorf("a refused run created %d objects", len(cms.Items))
+	}
+}
