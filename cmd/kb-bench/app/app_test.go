@@ -107,6 +107,7 @@ spec:
 		{"context with target kind", []string{"run", "--target", "kind", "--context", "dead"}, "but --target is kind"},
 		// Before any load, not after the whole run.
 		{"unusable out dir", []string{"run", "--out", filepath.Join(notADir, "result"), "--duration", "1s"}, "choose another with --out"},
+		{"out holds a result", []string{"run", "--out", filepath.Dir(writeFile(t, results.ResultFile, "{}")), "--duration", "1s"}, "already holds a result (result.json): choose another --out"},
 		{"missing binaries", []string{"run", "--control-plane-bin", t.TempDir(), "--duration", "1s"}, "make control-plane"},
 		{"dead kubeconfig server", []string{"run", "--kubeconfig", kubeconfig, "--duration", "1s"}, "127.0.0.1"},
 		{"missing kubeconfig", []string{"run", "--kubeconfig", "/does/not/exist", "--duration", "1s"}, "/does/not/exist"},

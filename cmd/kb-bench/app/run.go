@@ -520,6 +520,12 @@ func prepareOutDir(dir string) (remove func(), err error) {
 			}
 		}
 	}
+	for _, f := range []string{results.ResultFile, results.SetFile, results.SweepFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			remove()
+			return nil, spec.Input(fmt.Errorf("%s already holds a result (%s): choose another --out, or remove it first", dir, f))
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		remove()
 		return nil, spec.Input(fmt.Errorf("the result directory %s cannot be made (%w): choose another with --out", dir, err))
