@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
-	"github.com/kb-bench/kb-bench/spec"
 )
 
 // runView is one run's section.
@@ -37,7 +37,7 @@ type checkView struct {
 
 func newRunView(i int, r Run) (runView, error) {
 	first := r.Results[0]
-	rv := runView{ID: "run-" + strconv.Itoa(i+1), Label: r.Label, Samples: len(r.Results), Target: describeTarget(first.Target)}
+	rv := runView{ID: "run-" + strconv.Itoa(i+1), Label: r.Label, Samples: len(r.Results), Target: results.DescribeTarget(first.Target, false)}
 	for _, res := range r.Results {
 		if !slices.Contains(rv.Workloads, res.Workload) {
 			rv.Workloads = append(rv.Workloads, res.Workload)
@@ -70,36 +70,6 @@ func newRunView(i int, r Run) (runView, error) {
 	}
 	rv.Charts = append(rv.Charts, latency, timeChart(r), attemptsChart(r, m))
 	return rv, nil
-}
-
-// describeTarget says which apiserver ran a result (not its address,
-// which means nothing once the run is over).
-func describeTarget(t spec.TargetInfo) string {
-	var parts []string
-	if t.ServerVersion != "" {
-		parts = append(parts, "kube-apiserver "+t.ServerVersion)
-	}
-	if t.EtcdVersion != "" || t.Storage != "" {
-		e := "etcd"
-		if t.EtcdVersion != "" {
-			e += " " + t.EtcdVersion
-		}
-		if t.Storage != "" {
-			e += " on " + string(t.Storage)
-		}
-		parts = append(parts, e)
-	}
-	if t.Context != "" {
-		parts = append(parts, "context "+t.Context)
-	}
-	if t.Reused {
-		parts = append(parts, "reused control plane")
-	}
-	d := string(t.Kind)
-	if len(parts) > 0 {
-		d = joinNonEmpty(" ", d, "("+strings.Join(parts, ", ")+")")
-	}
-	return d
 }
 
 // headline is a run's key figures: a result's own, or a set's medians
@@ -266,7 +236,7 @@ func spectrum(h *hdrhistogram.Histogram, name string) []point {
 	}
 	// Sorted, a marked percentile comes first of its place and replaces
 	// the grid point there.
-	slices.SortStableFunc(pts, func(a, b point) int { return cmpFloat(a.X, b.X) })
+	slices.SortStableFunc(pts, func(a, b point) int { return cmp.Compare(a.X, b.X) })
 	pts = slices.CompactFunc(pts, func(a, b point) bool { return math.Abs(a.X-b.X) < 1e-12 })
 	largest := float64(h.Max()) / 1000
 	pts = append(pts, point{X: 1 - 1/float64(n), Y: largest, Tip: fmt.Sprintf("%s max: %s (%d ops)", name, formatMillis(largest), n)})
@@ -275,16 +245,6 @@ func spectrum(h *hdrhistogram.Histogram, name string) []point {
 		pts[0].X = 0
 	}
 	return pts
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // spectrumChart is a run's latency spectrum: the op histogram, and in an

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -175,7 +176,7 @@ func (s *Sweep) describe(ser *SweepSeries) string {
 		return s.AxisValue(v) + " " + s.Axis
 	}
 	peak := slices.MaxFunc(ser.Points, func(a, b SweepPoint) int {
-		return cmpFloat(a.WriteThroughput, b.WriteThroughput)
+		return cmp.Compare(a.WriteThroughput, b.WriteThroughput)
 	})
 	parts := []string{fmt.Sprintf("%sat most %.0f successful writes/s (at %s)", name, peak.WriteThroughput, unit(peak.Value))}
 	switch m := ser.Model; {
@@ -215,16 +216,6 @@ func (s *Sweep) describe(ser *SweepSeries) string {
 		parts = append(parts, "stopped early: "+ser.Stopped)
 	}
 	return strings.Join(parts, "; ")
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // AxisValue formats a value of the sweep's axis.

@@ -27,7 +27,7 @@ func WriteTable(w io.Writer, r *Result, scenarioRows [][2]string) error {
 		title += " (INTERRUPTED: the figures cover what ran)"
 	}
 	fmt.Fprintln(tw, title)
-	row("target", "%s", describeTarget(r.Target))
+	row("target", "%s", DescribeTarget(r.Target, true))
 	row("workload", "%s", r.Workload)
 	row("client", "%s", describeClient(r.Spec.Client, r.Spec.Clients, m.Client))
 
@@ -85,9 +85,12 @@ func WriteTable(w io.Writer, r *Result, scenarioRows [][2]string) error {
 	return tw.Flush()
 }
 
-func describeTarget(t spec.TargetInfo) string {
+// DescribeTarget says which apiserver ran a result: its kind, its address
+// when withServer (it means nothing once the run is over), and versions and
+// storage.
+func DescribeTarget(t spec.TargetInfo, withServer bool) string {
 	d := string(t.Kind)
-	if t.Server != "" {
+	if t.Server != "" && withServer {
 		d += " " + t.Server
 	}
 	if t.Context != "" {
