@@ -42,6 +42,9 @@ type Result struct {
 	// Interrupted is set when the run was stopped early (Ctrl-C); the
 	// figures cover what ran.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// TargetLost says why the run stopped early because its apiserver
+	// stopped answering (dead or hung); the figures cover what ran.
+	TargetLost string `json:"targetLost,omitempty"`
 
 	// Target says which apiserver ran it (never credentials).
 	Target spec.TargetInfo `json:"target"`

@@ -27,6 +27,9 @@ func WriteTable(w io.Writer, r *Result, scenarioRows [][2]string) error {
 		title += " (INTERRUPTED: the figures cover what ran)"
 	}
 	fmt.Fprintln(tw, title)
+	if r.TargetLost != "" {
+		row("TARGET LOST", "%s: the run stopped there; the figures cover what ran before", r.TargetLost)
+	}
 	row("target", "%s", DescribeTarget(r.Target, true))
 	row("workload", "%s", r.Workload)
 	row("client", "%s", describeClient(r.Spec.Client, r.Spec.Clients, m.Client))
@@ -255,11 +258,19 @@ func describeLost(checks []Check) string {
 			where = append(where, fmt.Sprintf("%s: expected %d, found %d", c.Name, c.Expected, c.Observed))
 		}
 	}
+	failed := 0
+	for _, c := range checks {
+		if !c.Passed && c.Lost == 0 {
+			failed++
+		}
+	}
 	switch {
 	case lost > 0:
 		return fmt.Sprintf("LOST UPDATES: %d (%s)", lost, strings.Join(where, "; "))
 	case len(checks) == 0:
 		return "not checked"
+	case failed > 0:
+		return fmt.Sprintf("unknown: %d of %d checks could not be made (see CHECK FAILED)", failed, len(checks))
 	default:
 		return fmt.Sprintf("none (%s passed)", Plural(len(checks), "check"))
 	}

@@ -223,3 +223,12 @@ func TestFormatProgress(t *testing.T) {
 		})
 	}
 }
+
+// A check that could not be made (the objects were not read back) means
+// the lost-update count is unknown: the summary never says "passed" then.
+func TestDescribeLostWithAFailedCheck(t *testing.T) {
+	got := describeLost([]Check{{Name: "counter kb-bench-0", Passed: true}, {Name: "objects read back", Passed: false, Detail: "connection refused"}})
+	if got != "unknown: 1 of 2 checks could not be made (see CHECK FAILED)" {
+		t.Errorf("got %q", got)
+	}
+}

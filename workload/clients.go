@@ -81,7 +81,7 @@ type client struct {
 // function of its own makes each config uncacheable. A config with a custom
 // Transport cannot be split that way: then every client shares it, and
 // newClients says so in the returned note.
-func newClients(cfg *rest.Config, n int, g *gate) (clients []*client, note string, err error) {
+func newClients(cfg *rest.Config, n int, g *gate, h *health) (clients []*client, note string, err error) {
 	if cfg.Transport != nil && n > 1 {
 		note = fmt.Sprintf("the target's config sets its own HTTP transport, so the %d clients share its connections", n)
 	}
@@ -90,7 +90,7 @@ func newClients(cfg *rest.Config, n int, g *gate) (clients []*client, note strin
 		if c.Dial == nil {
 			c.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 		}
-		m := newMeter(g)
+		m := newMeter(g, h)
 		c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &meteredTransport{next: rt, meter: m} })
 		var limiter *timedLimiter
 		if c.QPS > 0 && c.RateLimiter == nil {
@@ -169,14 +169,15 @@ func (r clientReading) stats(retries int64) results.ClientStats {
 // the content types it sent and received.
 type meter struct {
 	gate     *gate
+	health   *health
 	mu       sync.Mutex
 	requests map[metrics.RequestKey]int64
 	sent     map[string]int64
 	received map[string]int64
 }
 
-func newMeter(g *gate) *meter {
-	return &meter{gate: g, requests: map[metrics.RequestKey]int64{}, sent: map[string]int64{}, received: map[string]int64{}}
+func newMeter(g *gate, h *health) *meter {
+	return &meter{gate: g, health: h, requests: map[metrics.RequestKey]int64{}, sent: map[string]int64{}, received: map[string]int64{}}
 }
 
 func (m *meter) count(k metrics.RequestKey, sent, received string) {
@@ -220,6 +221,7 @@ func (t *meteredTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if watch {
 		return t.next.RoundTrip(r)
 	}
+	t.meter.health.backoff(r.Context())
 	t.meter.gate.enter()
 	resp, err := t.next.RoundTrip(r)
 	sent := ""
@@ -228,11 +230,13 @@ func (t *meteredTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if err != nil {
 		// No answer: the apiserver may or may not have counted it.
+		t.meter.health.failed(err)
 		key.Code = results.CodeNoResponse
 		t.meter.count(key, sent, "")
 		t.meter.gate.leave()
 		return nil, err
 	}
+	t.meter.health.answered()
 	key.Code = strconv.Itoa(resp.StatusCode)
 	t.meter.count(key, sent, mediaType(resp.Header.Get("Content-Type")))
 	resp.Body = &leaveOnClose{ReadCloser: resp.Body, gate: t.meter.gate}

@@ -74,7 +74,7 @@ func TestClientsHaveTheirOwnConnections(t *testing.T) {
 	for _, n := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d clients", n), func(t *testing.T) {
 			base, conns, _ := tlsServer(t)
-			clients, note, err := newClients(restConfig(base, spec.Client{ContentType: spec.ContentJSON}, "test"), n, newGate())
+			clients, note, err := newClients(restConfig(base, spec.Client{ContentType: spec.ContentJSON}, "test"), n, newGate(), newHealth())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +114,7 @@ func TestClientSettingsReachTheWire(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			base, _, headers := tlsServer(t)
-			clients, _, err := newClients(restConfig(base, tt.client, "v9.9.9"), 1, newGate())
+			clients, _, err := newClients(restConfig(base, tt.client, "v9.9.9"), 1, newGate(), newHealth())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +133,7 @@ func TestRateLimiterWaitIsMeasured(t *testing.T) {
 	// 5 QPS, burst 1: after the first, each request waits about 200ms, far
 	// longer than a request takes even on a loaded machine, so the count of
 	// held-back requests is exact.
-	clients, _, err := newClients(restConfig(base, spec.Client{QPS: 5, Burst: 1, ContentType: spec.ContentJSON}, "test"), 1, newGate())
+	clients, _, err := newClients(restConfig(base, spec.Client{QPS: 5, Burst: 1, ContentType: spec.ContentJSON}, "test"), 1, newGate(), newHealth())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func BenchmarkMeteredTransport(b *testing.B) {
 	next := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": []string{"application/vnd.kubernetes.protobuf"}}, Body: http.NoBody}, nil
 	})
-	rt := &meteredTransport{next: next, meter: newMeter(newGate())}
+	rt := &meteredTransport{next: next, meter: newMeter(newGate(), newHealth())}
 	req := httptest.NewRequest(http.MethodPut, "https://127.0.0.1/api/v1/namespaces/kb-bench-x/configmaps/kb-bench-0", nil)
 	b.ReportAllocs()
 	for b.Loop() {

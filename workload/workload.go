@@ -73,6 +73,7 @@ type run struct {
 	opts    Options
 	log     io.Writer
 	gate    *gate
+	health  *health
 	clients []*client
 	admin   kubernetes.Interface
 	env     *scenario.Env
@@ -107,7 +108,7 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 	if o.RunID == "" {
 		return nil, errors.New("workload.Run needs Options.RunID: it names the run's namespace")
 	}
-	r := &run{spec: s, def: def, opts: o, log: o.Log, gate: newGate()}
+	r := &run{spec: s, def: def, opts: o, log: o.Log, gate: newGate(), health: newHealth()}
 	if r.log == nil {
 		r.log = io.Discard
 	}
@@ -121,7 +122,7 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 		Workload:   describe(def, settings, &s),
 	}
 	cfg := restConfig(o.Config, s.Client, o.Version)
-	clients, note, err := newClients(cfg, s.Clients, r.gate)
+	clients, note, err := newClients(cfg, s.Clients, r.gate, r.health)
 	if err != nil {
 		return nil, err
 	}
@@ -168,8 +169,20 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 	} else if err := createNamespace(ctx, r.admin, r.env.Namespace, o.RunID); err != nil {
 		return nil, err
 	}
-	report, runErr := r.run(ctx, sc)
+	// A target that stops answering ends the run at once (ErrTargetLost).
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	stopWatching := r.health.watch(cancelRun)
+	report, runErr := r.run(runCtx, sc)
+	if lost := stopWatching(); lost != "" {
+		r.result.TargetLost, r.result.Interrupted = ErrTargetLost.Error()+": "+lost, false
+		runErr = nil
+	}
+	cancelRun(nil)
 	switch {
+	case r.result.TargetLost != "" && s.Namespace != "":
+		r.warn("the run's objects are left on the target, which stopped answering: once it answers, delete them with kubectl delete -n %s configmaps,pods,leases,resourcequotas -l %s=%s", s.Namespace, scenario.LabelRunID, o.RunID)
+	case r.result.TargetLost != "":
+		r.warn("the run's namespace is left on the target, which stopped answering: once it answers, delete it with kubectl delete namespace %s", r.env.Namespace)
 	case s.Keep && s.Namespace != "":
 		fmt.Fprintf(r.log, "note: keeping the run's objects in namespace %s (keep is set; they are labelled %s=%s)\n", r.env.Namespace, scenario.LabelRunID, o.RunID)
 	case s.Keep:
@@ -393,10 +406,19 @@ func (r *run) finish(ctx context.Context, sc scenario.Scenario, rec *metrics.Rec
 		res.Server = results.NewServerCheck(before.server, after.server, window.requests, r.def.ServerResources, res.Measurements)
 	}
 
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	budget := cleanupTimeout
+	lost := errors.Is(context.Cause(ctx), ErrTargetLost)
+	if lost {
+		budget = lostTargetBudget // it answers nothing: do not wait for it
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer cancel()
 	report, err := sc.Finish(fctx)
-	if err != nil {
+	switch {
+	case err != nil && lost:
+		r.warn("the scenario's checks could not be made on a target that stopped answering: %v", err)
+		report = noReport{}
+	case err != nil:
 		return nil, err
 	}
 	res.Checks = report.Checks()
@@ -410,6 +432,16 @@ func (r *run) finish(ctx context.Context, sc scenario.Scenario, rec *metrics.Rec
 	res.Summary = sum
 	return report, nil
 }
+
+// lostTargetBudget bounds the end phase (reading objects back) of a run
+// whose target stopped answering.
+const lostTargetBudget = 2 * time.Second
+
+// noReport is the report of a scenario that could not finish.
+type noReport struct{}
+
+func (noReport) Checks() []results.Check { return nil }
+func (noReport) Rows() [][2]string       { return nil }
 
 // sleepUntil waits until t (forever when t is zero), ctx is done or stop
 // is closed.

@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -328,7 +330,7 @@ func TestInterruptKeepsFiguresAndLeavesNothing(t *testing.T) {
 	waitClean(t, tmp)
 }
 
-// An apiserver that dies mid-run fails the run at once (exit 1, saying
+// An apiserver that dies mid-run fails the run at once (exit 3, saying
 // so), not a run of connection errors that exits 0.
 func TestDeadAPIServerFailsTheRun(t *testing.T) {
 	bin, cpBin := binary(t)
@@ -348,12 +350,12 @@ func TestDeadAPIServerFailsTheRun(t *testing.T) {
 	}
 	var said bool
 	for line := range lines {
-		said = said || strings.Contains(line, "the local control plane died during the run (kube-apiserver exited: signal: killed)")
+		said = said || strings.Contains(line, "the target failed during the run: the local control plane died (kube-apiserver exited: signal: killed)")
 	}
 	err := cmd.Wait()
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !said {
-		t.Fatalf("after the apiserver was killed: %v (said so: %v), want exit status 1 saying the control plane died", err, said)
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !said {
+		t.Fatalf("after the apiserver was killed: %v (said so: %v), want exit status 3 saying the control plane died", err, said)
 	}
 	waitClean(t, tmp)
 }
@@ -478,4 +480,82 @@ func TestControllerManagerQuota(t *testing.T) {
 		t.Errorf("the summary does not say the controller manager ran:\n%s", stdout)
 	}
 	waitClean(t, tmp)
+}
+
+// An apiserver of a kubeconfig target (not kb-bench's child) that dies or
+// hangs mid-run ends the run with exit status 3, TARGET LOST in the result
+// and the figures up to then, instead of writers spinning on errors (or
+// waiting) until the window ends.
+func TestLostKubeconfigTargetEndsTheRun(t *testing.T) {
+	for _, fault := range []syscall.Signal{syscall.SIGKILL, syscall.SIGSTOP} {
+		t.Run(fault.String(), func(t *testing.T) {
+			bin, cpBin := binary(t)
+			bins, err := cluster.FindBinaries(cpBin, os.Getenv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cp, err := cluster.StartLocal(context.Background(), cluster.LocalOptions{Binaries: bins, Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			apiserver := apiserverPid(t, cp)
+			t.Cleanup(func() {
+				_ = syscall.Kill(apiserver, syscall.SIGCONT)
+				_ = cp.Stop(context.Background())
+			})
+			kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+			if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "result")
+			cmd := exec.Command(bin, "run", "--kubeconfig", kubeconfig, "--out", out, "--writers", "4", "--duration", "5m", "--op-timeout", "2s")
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cmd.Process.Kill() })
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() && !strings.HasPrefix(sc.Text(), "[") { // the measured window is under way
+			}
+			if err := syscall.Kill(apiserver, fault); err != nil {
+				t.Fatal(err)
+			}
+			var said bool
+			for sc.Scan() {
+				t.Log(sc.Text())
+				said = said || strings.Contains(sc.Text(), "the target failed during the run: the apiserver stopped answering")
+			}
+			err = cmd.Wait()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 3 || !said {
+				t.Fatalf("after %s of the apiserver: %v (said so: %v), want exit status 3 saying it stopped answering", fault, err, said)
+			}
+			r, err := results.Read(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.TargetLost == "" || r.Interrupted || r.Summary.Ops == 0 {
+				t.Errorf("result: target lost %q, interrupted %v, %d ops", r.TargetLost, r.Interrupted, r.Summary.Ops)
+			}
+		})
+	}
+}
+
+// apiserverPid finds the kube-apiserver process of cp by its temp dir.
+func apiserverPid(t *testing.T, cp *cluster.ControlPlane) int {
+	t.Helper()
+	u, _ := url.Parse(cp.Server())
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte("kube-apiserver")) && bytes.Contains(b, []byte("--secure-port="+u.Port())) {
+			pid, _ := strconv.Atoi(e.Name())
+			return pid
+		}
+	}
+	t.Fatal("no kube-apiserver process for " + cp.Server())
+	return 0
 }

@@ -31,6 +31,10 @@ const (
 	ExitOK    = 0
 	ExitError = 1
 	ExitInput = 2 // bad flags, files or targets: the user can fix it
+	// ExitTargetLost: the target failed during the run (its apiserver
+	// stopped answering, or the local control plane died); the result
+	// holds the figures of what ran before.
+	ExitTargetLost = 3
 	// ExitInterrupted: the run was stopped (Ctrl-C, SIGTERM, a closed
 	// terminal); the result holds the figures of what ran.
 	ExitInterrupted = 130
@@ -67,6 +71,9 @@ func Run(ctx context.Context, s Streams, args []string, version string, getenv f
 	if errors.Is(err, errInterrupted) {
 		return ExitInterrupted
 	}
+	if errors.Is(err, errTargetLost) {
+		return ExitTargetLost
+	}
 	var fe *flagError
 	if spec.IsInput(err) || errors.As(err, &fe) {
 		return ExitInput
@@ -77,6 +84,10 @@ func Run(ctx context.Context, s Streams, args []string, version string, getenv f
 // errInterrupted ends a run that was stopped before its end, after its
 // result was saved.
 var errInterrupted = errors.New("the run was interrupted: the saved result covers what ran")
+
+// errTargetLost ends a run whose target failed during it, after its result
+// was saved.
+var errTargetLost = errors.New("the target failed during the run")
 
 // flagError marks a cobra flag or argument parsing error (exit status 2).
 type flagError struct{ error }

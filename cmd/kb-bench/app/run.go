@@ -281,7 +281,7 @@ func (f *runFlags) session(ctx context.Context, s Streams, getenv func(string) s
 	ctx, lost := watchTarget(ctx, conn)
 	defer func() {
 		if reason := lost(); reason != "" {
-			err = fmt.Errorf("the local control plane died during the run (%s): the figures are not to be trusted; the result is in %s", reason, outDir)
+			err = fmt.Errorf("%w: the local control plane died (%s); the figures are not to be trusted; the result is in %s", errTargetLost, reason, outDir)
 		}
 	}()
 	return body(ctx, conn, info)
@@ -339,6 +339,9 @@ func (f *runFlags) runCells(ctx context.Context, conn *cluster.Connection, cells
 			if r.Interrupted {
 				fmt.Fprintf(info, "result saved in %s\n", outDir)
 				return errInterrupted
+			}
+			if r.TargetLost != "" {
+				return fmt.Errorf("%w: %s; the result is in %s", errTargetLost, r.TargetLost, dir)
 			}
 			if failed == nil {
 				failed = checkFailed(r, dir)

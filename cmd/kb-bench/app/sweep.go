@@ -181,12 +181,15 @@ func (f *sweepFlags) sweep(ctx context.Context, fs *pflag.FlagSet, s Streams, ve
 						failed = checkFailed(r, dir)
 					}
 					samples[k] = append(samples[k], r)
-					if r.Interrupted {
+					if r.Interrupted || r.TargetLost != "" {
 						addPoints(sw, outDir, outs, samples, x, nil)
 						if err := results.WriteSweep(outDir, sw); err != nil {
 							return err
 						}
 						fmt.Fprintf(info, "sweep saved in %s\n", outDir)
+						if r.TargetLost != "" {
+							return fmt.Errorf("%w: %s", errTargetLost, r.TargetLost)
+						}
 						return errInterrupted
 					}
 				}
