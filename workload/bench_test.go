@@ -73,7 +73,7 @@ func bareLoop(b *testing.B, base *rest.Config, writers int, window time.Duration
 		b.Fatal(err)
 	}
 	ns := "kb-bench-" + runID()
-	if err := createNamespace(ctx, kube, ns, "bare"); err != nil {
+	if err := createNamespace(ctx, kube, ns, "bare", time.Minute); err != nil {
 		b.Fatal(err)
 	}
 	defer deleteNamespace(ctx, kube, ns, []groupResource{{"", "configmaps"}}, true)

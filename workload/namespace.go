@@ -20,7 +20,7 @@ import (
 const cleanupTimeout = 30 * time.Second
 
 // createNamespace creates the run's namespace.
-func createNamespace(ctx context.Context, kube kubernetes.Interface, name, runID string) error {
+func createNamespace(ctx context.Context, kube kubernetes.Interface, name, runID string, timeout time.Duration) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: scenario.Labels(runID)}}
 	_, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: scenario.SetupManager})
 	switch {
@@ -31,7 +31,7 @@ func createNamespace(ctx context.Context, kube kubernetes.Interface, name, runID
 	case apierrors.IsInvalid(err):
 		return spec.Input(fmt.Errorf("run id %q does not make a valid namespace name %s: use lowercase letters, digits and '-', at most 54 characters: %w", runID, name, err))
 	}
-	return fmt.Errorf("creating namespace %s: %w (check that the credentials may create namespaces)", name, err)
+	return fmt.Errorf("creating namespace %s: %w%s", name, err, scenario.Why(err, "create namespaces (or run in an existing one: --namespace, see 'kb-bench rbac')", timeout))
 }
 
 // namespaceOf is the namespace a run of s writes in: the existing one it

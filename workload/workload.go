@@ -166,7 +166,7 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-	} else if err := createNamespace(ctx, r.admin, r.env.Namespace, o.RunID); err != nil {
+	} else if err := createNamespace(ctx, r.admin, r.env.Namespace, o.RunID, s.OpTimeout.Duration); err != nil {
 		return nil, err
 	}
 	// A target that stops answering ends the run at once (ErrTargetLost).

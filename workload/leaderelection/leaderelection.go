@@ -114,7 +114,7 @@ func (r *run) Setup(ctx context.Context) error {
 	defer cancel()
 	list, err := env.Admin.CoordinationV1().Leases(env.Namespace).List(listCtx, metav1.ListOptions{FieldSelector: sel})
 	if err != nil {
-		return fmt.Errorf("leader election: listing Leases in %s to start watching %s: %w (check that kb-bench may list and watch Leases)", env.Namespace, LeaseName, err)
+		return fmt.Errorf("leader election: listing Leases in %s to start watching %s: %w%s", env.Namespace, LeaseName, err, scenario.Why(err, "list and watch Leases", env.Spec.OpTimeout.Duration))
 	}
 	for _, l := range list.Items {
 		r.holders = append(r.holders, holderOf(&l))

@@ -46,7 +46,7 @@ func (r *run) Setup(ctx context.Context) error {
 	}, metav1.CreateOptions{FieldManager: scenario.SetupManager})
 	cancel()
 	if err != nil {
-		return fmt.Errorf("quota: creating ResourceQuota %s/%s: %w (check that kb-bench may create ResourceQuotas)", ns, QuotaName, err)
+		return fmt.Errorf("quota: creating ResourceQuota %s/%s: %w%s", ns, QuotaName, err, scenario.Why(err, "create ResourceQuotas", env.Spec.OpTimeout.Duration))
 	}
 
 	// On a target with a kube-controller-manager its quota controller fills
@@ -115,7 +115,7 @@ func (r *run) initialiseStatus(ctx context.Context, rq *corev1.ResourceQuota, na
 		defer cancel()
 		updated, err := r.env.Admin.CoreV1().ResourceQuotas(r.env.Namespace).UpdateStatus(sctx, rq, metav1.UpdateOptions{FieldManager: scenario.SetupManager})
 		if err != nil {
-			return fmt.Errorf("quota: initialising the status of ResourceQuota %s: %w (check that kb-bench may update resourcequotas/status)", QuotaName, err)
+			return fmt.Errorf("quota: initialising the status of ResourceQuota %s: %w%s", QuotaName, err, scenario.Why(err, "update resourcequotas/status", r.env.Spec.OpTimeout.Duration))
 		}
 		*rq = *updated
 		return nil

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,9 +77,27 @@ func EnsureDefaultServiceAccount(ctx context.Context, kube kubernetes.Interface,
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 	_, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{FieldManager: SetupManager})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating ServiceAccount %s/default, which Pod admission needs: %w (check that kb-bench may create ServiceAccounts there)", ns, err)
+		return fmt.Errorf("creating ServiceAccount %s/default, which Pod admission needs: %w%s", ns, err, Why(err, "create ServiceAccounts there", 0))
 	}
 	return nil
+}
+
+// Why explains a failed setup request in a parenthesis: what to grant
+// when it was refused (grant: "create namespaces"), that the apiserver did
+// not answer within the operation timeout when it timed out, nothing for
+// other errors.
+func Why(err error, grant string, timeout time.Duration) string {
+	var netErr net.Error
+	switch {
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		return " (check that kb-bench may " + grant + ")"
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err):
+		if timeout <= 0 {
+			return " (the apiserver did not answer in time: is it overloaded or hung?)"
+		}
+		return fmt.Sprintf(" (the apiserver did not answer within %s, the --op-timeout: is it overloaded or hung?)", timeout)
+	}
+	return ""
 }
 
 // ErrNotSent marks a request that the client-side rate limiter held back

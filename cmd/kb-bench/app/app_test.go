@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -516,5 +518,35 @@ func TestRBACCommand(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("quota output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// A server that answers /version and then hangs: the run fails when its
+// first setup request times out (bounded by --op-timeout), says so, and
+// does not blame the credentials; it never hangs.
+func TestServerThatHangsAfterVersion(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/version" {
+			fmt.Fprint(w, `{"major":"1","minor":"37","gitVersion":"v1.37.1"}`)
+			return
+		}
+		select { // hang until the client gives up
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	kubeconfig := writeFile(t, "kubeconfig", `apiVersion: v1
+kind: Config
+clusters: [{name: hung, cluster: {server: "`+srv.URL+`", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: hung, context: {cluster: hung, user: u}}]
+current-context: hung
+`)
+	code, _, stderr := run(t, map[string]string{"HOME": t.TempDir()}, "run", "--kubeconfig", kubeconfig, "--op-timeout", "500ms", "--duration", "1s", "--out", filepath.Join(t.TempDir(), "r"))
+	if code == ExitOK || !strings.Contains(stderr, "did not answer within 500ms") || strings.Contains(stderr, "credentials") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant a failure saying the apiserver did not answer within the op timeout", code, stderr)
 	}
 }
