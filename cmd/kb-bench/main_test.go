@@ -559,3 +559,42 @@ func apiserverPid(t *testing.T, cp *cluster.ControlPlane) int {
 	t.Fatal("no kube-apiserver process for " + cp.Server())
 	return 0
 }
+
+// A second interrupt while the run cleans up (here against a hung
+// apiserver, so the cleanup cannot finish) exits at once, says what may be
+// left and how to remove it; the local control plane still goes with it.
+func TestSecondInterruptExitsAtOnce(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
+	cmd, _, lines := start(t, bin, cpBin, tmp, out, "--writers", "4", "--duration", "5m", "--op-timeout", "1m")
+	for line := range lines {
+		if strings.HasPrefix(line, "[") {
+			break
+		}
+	}
+	for _, pid := range controlPlaneProcs(t, tmp) {
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.Contains(string(b), "kube-apiserver") {
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	var said bool
+	for line := range lines {
+		if strings.Contains(line, "interrupt again to exit at once") {
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+		}
+		said = said || strings.Contains(line, "kubectl delete namespace -l app.kubernetes.io/managed-by=kb-bench")
+	}
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 || !said {
+		t.Fatalf("after two interrupts: %v (said what is left: %v), want exit status 130 saying what may be left", err, said)
+	}
+	waitClean(t, tmp)
+}

@@ -47,11 +47,21 @@ func Main(version string) int {
 	// A closed terminal or SSH connection (SIGHUP) stops a run like Ctrl-C,
 	// so its result is still written.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
 	go func() {
 		<-ctx.Done()
-		stop() // restore default handling: a second Ctrl-C ends the process
+		// The run now drains, saves its result and cleans up. A second
+		// signal ends the process at once, saying what may be left.
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		stop()
+		fmt.Fprintln(os.Stderr, "\nkb-bench: interrupted: saving what ran and cleaning up (interrupt again to exit at once)")
+		<-again
+		fmt.Fprintln(os.Stderr, "\nkb-bench: interrupted again: exiting now, without cleaning up. A local control plane of the run's own dies with kb-bench; "+
+			"on another cluster the run's namespace may be left: kubectl delete namespace -l app.kubernetes.io/managed-by=kb-bench "+
+			"(with --namespace, its objects: kubectl delete -n NAMESPACE configmaps,pods,leases,resourcequotas -l app.kubernetes.io/managed-by=kb-bench)")
+		os.Exit(ExitInterrupted)
 	}()
-	defer stop()
 	// client-go logs through klog; kb-bench reports every error itself,
 	// so its lines would only interleave with the summary.
 	klog.SetLogger(logr.Discard())
