@@ -54,6 +54,9 @@ type Options struct {
 	// finalizes the namespace itself so it is really gone. Never set it for
 	// a real cluster, whose controller also removes what others added.
 	FinalizeNamespace bool
+	// ClientLog, when set, returns what client-go logged during the run
+	// (and forgets it); each line becomes a warning of the result.
+	ClientLog func() []string
 	// Scenarios is the registry to look the Spec's scenario up in; nil
 	// means Scenarios(). Tests of a scenario pass just theirs.
 	Scenarios []scenario.Definition
@@ -422,6 +425,11 @@ func (r *run) finish(ctx context.Context, sc scenario.Scenario, rec *metrics.Rec
 		return nil, err
 	}
 	res.Checks = report.Checks()
+	if r.opts.ClientLog != nil {
+		for _, line := range r.opts.ClientLog() {
+			r.warn("%s", line)
+		}
+	}
 	if b, err := json.Marshal(report); err == nil && string(b) != "{}" && string(b) != "null" {
 		res.Details = b
 	}

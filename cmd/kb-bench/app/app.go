@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/metrics/clientgo"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -24,6 +25,9 @@ import (
 type Streams struct {
 	In       io.Reader
 	Out, Err io.Writer
+	// ClientLog collects what client-go logs (klog), which a run turns
+	// into warnings; nil: client-go's lines are dropped.
+	ClientLog *clientgo.Log
 }
 
 // Exit statuses.
@@ -62,10 +66,11 @@ func Main(version string) int {
 			"(with --namespace, its objects: kubectl delete -n NAMESPACE configmaps,pods,leases,resourcequotas -l app.kubernetes.io/managed-by=kb-bench)")
 		os.Exit(ExitInterrupted)
 	}()
-	// client-go logs through klog; kb-bench reports every error itself,
-	// so its lines would only interleave with the summary.
-	klog.SetLogger(logr.Discard())
-	streams := Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
+	// client-go logs through klog: its lines become the run's warnings
+	// (counted, deduplicated) instead of interleaving with the summary.
+	clientLog := clientgo.NewLog()
+	klog.SetLogger(logr.New(clientLog))
+	streams := Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ClientLog: clientLog}
 	return Run(ctx, streams, os.Args[1:], resolveVersion(version), os.Getenv)
 }
 

@@ -485,12 +485,18 @@ func checkFailed(r *results.Result, dir string) error {
 // runOnce runs one sample and saves it in dir.
 func (f *runFlags) runOnce(ctx context.Context, sp spec.Spec, conn *cluster.Connection, runID, dir string, s Streams, info io.Writer, version string) (*results.Result, scenario.Report, error) {
 	progress := newProgress(info, s.Err, sp.Warmup.Duration+sp.Duration.Duration, f.quiet)
+	var clientLog func() []string
+	if s.ClientLog != nil {
+		s.ClientLog.Drain() // what came before this run is not its own
+		clientLog = s.ClientLog.Drain
+	}
 	out, err := workload.Run(ctx, sp, workload.Options{
-		Config:   conn.Config,
-		RunID:    runID,
-		Version:  version,
-		Progress: progress.update,
-		Log:      info,
+		ClientLog: clientLog,
+		Config:    conn.Config,
+		RunID:     runID,
+		Version:   version,
+		Progress:  progress.update,
+		Log:       info,
 		// The local control plane runs no namespace controller, unless
 		// it runs kube-controller-manager.
 		FinalizeNamespace: conn.Target.Kind == spec.TargetLocal && !conn.Target.ControllerManager,
