@@ -51,9 +51,9 @@ func kindProviderFor(getenv func(string) string) (*kindcluster.Provider, error) 
 	return kindcluster.NewProvider(opt), nil
 }
 
-// openKind connects to the existing kind cluster t.KindCluster;
-// When it does not exist, deps.up creates it for the run, and Close
-// deletes it unless t.KeepCluster.
+// openKind connects to the kind cluster t.KindCluster. When it does not
+// exist, deps.up creates it for the run, and Close deletes it unless
+// t.KeepCluster.
 func openKind(ctx context.Context, t spec.Target, deps kindDeps) (conn *Connection, err error) {
 	newProvider := deps.newProvider
 	name := t.KindCluster

@@ -92,9 +92,12 @@ func (r *run) warn(format string, a ...any) {
 
 // Run runs the benchmark s against the apiserver o.Config points at,
 // writing only in its own namespace, which it deletes at the end unless
-// s.Keep, also after Ctrl-C. s is resolved (Resolve) first. Cancelling ctx
-// stops the run early: operations in flight finish or hit their timeout,
-// the figures so far are kept and the Result says Interrupted.
+// s.Keep, also after Ctrl-C; or, with s.Namespace, only its own labelled
+// objects in that existing namespace, after checking every permission it
+// needs. s is resolved (Resolve) first. Cancelling ctx stops the run
+// early: operations in flight finish or hit their timeout, the figures so
+// far are kept and the Result says Interrupted. An apiserver that stops
+// answering ends it too, and the Result says TargetLost.
 // Result.Target is left for the caller to fill.
 func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 	registry := o.Scenarios
