@@ -207,8 +207,19 @@ type Verdict struct {
 
 // Judge evaluates g on the candidate's samples (their median), against
 // the baseline's when given (nil: relative thresholds are bad input).
+//
+// A candidate sample that did not measure what it was asked to (it was
+// interrupted, its target stopped answering, or a check could not be
+// made) fails the gate whatever the thresholds say: its figures are not
+// the run's.
 func Judge(g *Gate, baseline, candidate []*Result) ([]Verdict, error) {
 	var out []Verdict
+	for i, r := range candidate {
+		if why := incomplete(r); why != "" {
+			out = append(out, Verdict{Threshold: Threshold{Text: "complete run", Metric: "complete", Op: "=="},
+				Why: fmt.Sprintf("sample %d (%s) %s: its figures are not the run's", i+1, r.RunID, why)})
+		}
+	}
 	for _, t := range g.Thresholds {
 		gm := gateMetrics[t.Metric]
 		cand := values(candidate, gm.value)
@@ -254,6 +265,23 @@ func (t Threshold) HeldBy(rs []*Result) (bool, string) {
 	gm := gateMetrics[t.Metric]
 	v := median(values(rs, gm.value))
 	return compareOp(v, t.Op, t.Value), t.Metric + " " + formatGate(gm.kind, v)
+}
+
+// incomplete says why r did not measure what it was asked to; "" when it
+// did.
+func incomplete(r *Result) string {
+	switch {
+	case r.Interrupted:
+		return "was interrupted"
+	case r.TargetLost != "":
+		return "lost its target (" + r.TargetLost + ")"
+	}
+	for _, c := range r.Checks {
+		if !c.Passed && c.Lost == 0 {
+			return "has a check that could not be made (" + c.Name + ": " + c.Detail + ")"
+		}
+	}
+	return ""
 }
 
 func values(rs []*Result, f func(*Result) float64) []float64 {
@@ -329,7 +357,11 @@ func WriteVerdicts(w io.Writer, vs []Verdict, format string) error {
 		if !v.Passed {
 			verdict = "FAIL"
 		}
-		rows = append(rows, []string{v.Text, base, formatGate(kind, v.Candidate), verdict, v.Why})
+		cand := formatGate(kind, v.Candidate)
+		if v.Metric == "complete" {
+			cand = "no"
+		}
+		rows = append(rows, []string{v.Text, base, cand, verdict, v.Why})
 	}
 	if format == "markdown" || format == "text" {
 		return writeRows(w, rows, format == "markdown")

@@ -121,6 +121,35 @@ func TestJudge(t *testing.T) {
 }
 
 // The shipped CI example's gate loads.
+// A candidate that was interrupted, lost its target or could not make a
+// check fails the gate even when every threshold holds on its figures.
+func TestJudgeFailsAnIncompleteRun(t *testing.T) {
+	g, err := NewGate([]string{"lostUpdates == 0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, spoil := range map[string]func(r *Result){
+		"interrupted": func(r *Result) { r.Interrupted = true },
+		"target lost": func(r *Result) { r.TargetLost = "the apiserver stopped answering" },
+		"check not made": func(r *Result) {
+			r.Checks = []Check{{Name: "objects read back", Passed: false, Detail: "connection refused"}}
+		},
+	} {
+		r := sample(100, 20)
+		spoil(r)
+		vs, err := Judge(g, nil, []*Result{sample(100, 20), r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if Passed(vs) || vs[0].Metric != "complete" || !strings.Contains(vs[0].Why, "sample 2") {
+			t.Errorf("%s: verdicts %+v, want a failed complete-run verdict for sample 2", name, vs)
+		}
+	}
+	if vs, _ := Judge(g, nil, []*Result{sample(100, 20)}); !Passed(vs) || len(vs) != 1 {
+		t.Errorf("a complete run: %+v", vs)
+	}
+}
+
 func TestExampleGateLoads(t *testing.T) {
 	data, err := os.ReadFile("../examples/ci/gate.yaml")
 	if err != nil {

@@ -44,6 +44,10 @@ type Sweep struct {
 	// StopAt are the thresholds that end a series early when a point
 	// breaks one ("p99 > 5s").
 	StopAt []string `json:"stopAt,omitempty"`
+	// Interrupted is set when the sweep was stopped (Ctrl-C, or a target
+	// that stopped answering): the point under way is left out, its
+	// samples are in their directories.
+	Interrupted bool `json:"interrupted,omitempty"`
 	// Series are the lines of the sweep, in the order they were given.
 	Series []SweepSeries `json:"series"`
 }
@@ -260,6 +264,10 @@ func ReadSweep(path string) (*Sweep, error) {
 // fitted model and the summary in words under each.
 func WriteSweepTables(w io.Writer, s *Sweep, format string) error {
 	markdown := format == "markdown"
+	if s.Interrupted {
+		fmt.Fprintln(w, "INTERRUPTED: the sweep was stopped; the point under way is left out")
+		fmt.Fprintln(w)
+	}
 	for i, ser := range s.Series {
 		if i > 0 {
 			fmt.Fprintln(w)

@@ -31,7 +31,11 @@ func createNamespace(ctx context.Context, kube kubernetes.Interface, name, runID
 	case apierrors.IsInvalid(err):
 		return spec.Input(fmt.Errorf("run id %q does not make a valid namespace name %s: use lowercase letters, digits and '-', at most 54 characters: %w", runID, name, err))
 	}
-	return fmt.Errorf("creating namespace %s: %w%s", name, err, scenario.Why(err, "create namespaces (or run in an existing one: --namespace, see 'kb-bench rbac')", timeout))
+	err = fmt.Errorf("creating namespace %s: %w%s", name, err, scenario.Why(err, "create namespaces (or run in an existing one: --namespace, see 'kb-bench rbac')", timeout))
+	if apierrors.IsForbidden(err) {
+		return spec.Input(err) // the user can fix it
+	}
+	return err
 }
 
 // namespaceOf is the namespace a run of s writes in: the existing one it
@@ -41,6 +45,17 @@ func namespaceOf(s spec.Spec, runID string) string {
 		return s.Namespace
 	}
 	return "kb-bench-" + runID
+}
+
+// namespaceMissing reports whether err is the apiserver saying the
+// namespace ns does not exist.
+func namespaceMissing(err error, ns string) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Kind == "namespaces" && d.Name == ns
 }
 
 // deleteCollections deletes the objects of each kind in ns that match

@@ -110,3 +110,13 @@ func TestMissingPermissionsAreListedBeforeAnything(t *testing.T) {
 		t.Errorf("a refused run created %d objects", len(cms.Items))
 	}
 }
+
+// --namespace naming a namespace that does not exist is bad input that
+// says so, not a failed run that blames the credentials.
+func TestMissingNamespaceIsBadInput(t *testing.T) {
+	s := spec.Spec{Namespace: "kb-bench-absent-" + runID(), Writers: 2, Operations: 10}
+	_, err := Run(context.Background(), s, Options{Config: local.Config(t), RunID: runID(), Version: "test"})
+	if !spec.IsInput(err) || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("want bad input saying the namespace does not exist, got %v", err)
+	}
+}

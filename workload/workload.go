@@ -182,6 +182,10 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 	if lost := stopWatching(); lost != "" {
 		r.result.TargetLost, r.result.Interrupted = ErrTargetLost.Error()+": "+lost, false
 		runErr = nil
+	} else if cause := context.Cause(ctx); errors.Is(cause, ErrTargetLost) {
+		// The caller saw the target go (its own control plane died).
+		r.result.TargetLost, r.result.Interrupted = cause.Error(), false
+		runErr = nil
 	}
 	cancelRun(nil)
 	switch {
@@ -205,6 +209,9 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 	if runErr != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("interrupted: %w", runErr)
+		}
+		if s.Namespace != "" && namespaceMissing(runErr, s.Namespace) {
+			return nil, spec.Input(fmt.Errorf("namespace %s does not exist (%w): create it, or drop --namespace to run in a namespace of the run's own", s.Namespace, runErr))
 		}
 		return nil, runErr
 	}

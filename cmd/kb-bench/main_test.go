@@ -357,6 +357,13 @@ func TestDeadAPIServerFailsTheRun(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !said {
 		t.Fatalf("after the apiserver was killed: %v (said so: %v), want exit status 3 saying the control plane died", err, said)
 	}
+	r, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.TargetLost, "the local control plane died") || r.Interrupted {
+		t.Errorf("result: target lost %q, interrupted %v; want TARGET LOST, not interrupted", r.TargetLost, r.Interrupted)
+	}
 	waitClean(t, tmp)
 }
 

@@ -89,6 +89,9 @@ func Run(ctx context.Context, s Streams, args []string, version string, getenv f
 	if errors.Is(err, errTargetLost) {
 		return ExitTargetLost
 	}
+	if ctx.Err() != nil { // interrupted before anything ran (starting the target)
+		return ExitInterrupted
+	}
 	var fe *flagError
 	if spec.IsInput(err) || errors.As(err, &fe) {
 		return ExitInput

@@ -379,7 +379,7 @@ func watchTarget(ctx context.Context, conn *cluster.Connection) (context.Context
 	if conn.Lost == nil {
 		return ctx, func() string { return "" }
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	done, finished := make(chan struct{}), make(chan struct{})
 	var reason string
 	go func() {
@@ -387,14 +387,16 @@ func watchTarget(ctx context.Context, conn *cluster.Connection) (context.Context
 		select {
 		case <-conn.Lost:
 			reason = conn.LostReason()
-			cancel()
+			// The engine ends the run as it does for any target that
+			// stops answering: TARGET LOST, not interrupted.
+			cancel(fmt.Errorf("%w: the local control plane died (%s)", workload.ErrTargetLost, reason))
 		case <-done:
 		}
 	}()
 	return ctx, func() string {
 		close(done)
 		<-finished
-		cancel()
+		cancel(nil)
 		return reason
 	}
 }

@@ -182,7 +182,9 @@ func (f *sweepFlags) sweep(ctx context.Context, fs *pflag.FlagSet, s Streams, ve
 					}
 					samples[k] = append(samples[k], r)
 					if r.Interrupted || r.TargetLost != "" {
-						addPoints(sw, outDir, outs, samples, x, nil)
+						// The point under way is not a point: its figures
+						// would bend the curves and the fit.
+						sw.Interrupted = true
 						if err := results.WriteSweep(outDir, sw); err != nil {
 							return err
 						}
