@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -67,6 +68,9 @@ func ParseThreshold(text string) (Threshold, error) {
 		return Threshold{}, fmt.Errorf("threshold %q: write METRIC OP VALUE, e.g. \"p99 < 50ms\" or \"p99 <= baseline +10%%\"", text)
 	}
 	t := Threshold{Text: strings.TrimSpace(text), Metric: m[1], Op: m[2]}
+	if strings.ContainsAny(m[3][:1], "<>=!") {
+		return t, fmt.Errorf("threshold %q: %q is not a comparison: use <, <=, >, >=, == or !=", text, m[2]+m[3][:1])
+	}
 	gm, ok := gateMetrics[t.Metric]
 	if !ok {
 		return t, fmt.Errorf("threshold %q: metric %q is not known: use %s", text, t.Metric, gateMetricNames())
@@ -172,12 +176,17 @@ func ParseGate(source string, data []byte) (*Gate, error) {
 // NewGate parses thresholds (a profile's own, or a Gate file's).
 func NewGate(lines []string) (*Gate, error) {
 	g := &Gate{}
+	var errs []error
 	for _, text := range lines {
 		t, err := ParseThreshold(text)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err) // every bad line at once
+			continue
 		}
 		g.Thresholds = append(g.Thresholds, t)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return g, nil
 }

@@ -45,6 +45,20 @@ func TestParseThreshold(t *testing.T) {
 	}
 }
 
+// A typo in an operator is called one, and every bad line of a gate is
+// listed at once.
+func TestGateTypos(t *testing.T) {
+	_, err := NewGate([]string{"p99 <== 5ms", "p99 < 5ms", "throughput >> 10/s", "p98 < 1s"})
+	if err == nil {
+		t.Fatal("a gate of typos parsed")
+	}
+	for _, want := range []string{`"<==" is not a comparison`, `">>" is not a comparison`, `metric "p98" is not known`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
 func TestParseGate(t *testing.T) {
 	ok := "apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds:\n- p99 < 50ms\n"
 	if g, err := ParseGate("gate.yaml", []byte(ok)); err != nil || len(g.Thresholds) != 1 {
