@@ -223,6 +223,10 @@ func TestLocalStatusExitStatus(t *testing.T) {
 	if code, _, _ := run(t, nil, "local", "status", "--state-dir", stateDir); code == ExitOK {
 		t.Errorf("local status with nothing recorded: exit 0")
 	}
+	// Down with nothing up: what was asked for holds.
+	if code, out, stderr := run(t, nil, "local", "down", "--state-dir", stateDir); code != ExitOK || !strings.Contains(out, "no local control plane was running") {
+		t.Errorf("local down with nothing up: exit %d\n%s%s", code, out, stderr)
+	}
 	// A record whose processes are gone (pid 0 is never ours).
 	state := `{"server": "https://127.0.0.1:1", "kubeconfig": "` + filepath.Join(stateDir, "kubeconfig") + `",
 "dir": "` + filepath.Join(stateDir, "kb-bench-1") + `", "storage": "disk", "apiserver": {"pid": 0}, "etcd": {"pid": 0}}`

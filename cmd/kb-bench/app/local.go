@@ -85,7 +85,13 @@ use it instead of starting their own. 'local down' stops it.`,
 		Short: "Stop the local control plane and remove its files",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := cluster.Down(c.Context(), stateDir()); err != nil {
+			err := cluster.Down(c.Context(), stateDir())
+			if errors.Is(err, cluster.ErrNotRunning) {
+				// Already down: what the user asked for holds.
+				fmt.Fprintln(s.Out, "no local control plane was running")
+				return nil
+			}
+			if err != nil {
 				return err
 			}
 			fmt.Fprintln(s.Out, "local control plane stopped")
