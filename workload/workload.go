@@ -54,6 +54,9 @@ type Options struct {
 	// finalizes the namespace itself so it is really gone. Never set it for
 	// a real cluster, whose controller also removes what others added.
 	FinalizeNamespace bool
+	// Ephemeral says the target goes away with the run (a local control
+	// plane of its own): when it is lost, nothing is left to clean up.
+	Ephemeral bool
 	// ClientLog, when set, returns what client-go logged during the run
 	// (and forgets it); each line becomes a warning of the result.
 	ClientLog func() []string
@@ -189,6 +192,8 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 	}
 	cancelRun(nil)
 	switch {
+	case r.result.TargetLost != "" && o.Ephemeral:
+		// Its data goes with it.
 	case r.result.TargetLost != "" && s.Namespace != "":
 		r.warn("the run's objects are left on the target, which stopped answering: once it answers, delete them with kubectl delete -n %s configmaps,pods,leases,resourcequotas -l %s=%s", s.Namespace, scenario.LabelRunID, o.RunID)
 	case r.result.TargetLost != "":

@@ -494,6 +494,7 @@ func (f *runFlags) runOnce(ctx context.Context, sp spec.Spec, conn *cluster.Conn
 	}
 	out, err := workload.Run(ctx, sp, workload.Options{
 		ClientLog: clientLog,
+		Ephemeral: conn.Target.Kind == spec.TargetLocal && !conn.Target.Reused,
 		Config:    conn.Config,
 		RunID:     runID,
 		Version:   version,
