@@ -47,6 +47,30 @@ func namespaceOf(s spec.Spec, runID string) string {
 	return "kb-bench-" + runID
 }
 
+// rootCAWait bounds the wait for kube-controller-manager's ConfigMap in a
+// new namespace.
+const rootCAWait = 30 * time.Second
+
+// waitForRootCA waits until kube-controller-manager's root CA publisher has
+// put kube-root-ca.crt in namespace ns.
+func waitForRootCA(ctx context.Context, kube kubernetes.Interface, ns string) error {
+	ctx, cancel := context.WithTimeout(ctx, rootCAWait)
+	defer cancel()
+	for {
+		_, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		if err == nil {
+			return nil
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("kube-controller-manager did not put kube-root-ca.crt in namespace %s within %s (last: %v): its write may land in the measured window", ns, rootCAWait, err)
+		case <-t.C:
+		}
+	}
+}
+
 // namespaceMissing reports whether err is the apiserver saying the
 // namespace ns does not exist.
 func namespaceMissing(err error, ns string) bool {

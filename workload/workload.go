@@ -177,6 +177,13 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 		}
 	} else if err := createNamespace(ctx, r.admin, r.env.Namespace, o.RunID, s.OpTimeout.Duration); err != nil {
 		return nil, err
+	} else if s.Target.ControllerManager {
+		// kube-controller-manager puts a ConfigMap (kube-root-ca.crt) in
+		// every new namespace; wait for it, so that it is neither in the
+		// measured window's requests nor counted late by a scenario.
+		if err := waitForRootCA(ctx, r.admin, r.env.Namespace); err != nil {
+			r.warn("%v", err)
+		}
 	}
 	// A target that stops answering ends the run at once (ErrTargetLost).
 	runCtx, cancelRun := context.WithCancelCause(ctx)
