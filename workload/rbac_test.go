@@ -61,7 +61,12 @@ func TestLeastPrivilegeInAnExistingNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := runOn(context.Background(), t, leastPrivilege(t, admin, ns, rules), s)
+	sa := leastPrivilege(t, admin, ns, rules)
+	// Without --namespace it would need to create one: bad input, saying so.
+	if _, err := Run(context.Background(), spec.Spec{Writers: 2, Operations: 10}, Options{Config: sa, RunID: runID(), Version: "test"}); !spec.IsInput(err) || !strings.Contains(err.Error(), "--namespace") {
+		t.Errorf("no permission to create a namespace: %v, want bad input pointing at --namespace", err)
+	}
+	res := runOn(context.Background(), t, sa, s)
 	if res.Namespace != ns || res.Summary.Successes == 0 {
 		t.Fatalf("ran in %s with %d successes", res.Namespace, res.Summary.Successes)
 	}

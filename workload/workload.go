@@ -188,6 +188,14 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 	// A target that stops answering ends the run at once (ErrTargetLost).
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	stopWatching := r.health.watch(cancelRun)
+	// A caller that sees the target go (its own control plane died)
+	// cancels ctx with ErrTargetLost: abandon what waits on it too.
+	stopAbandon := context.AfterFunc(ctx, func() {
+		if errors.Is(context.Cause(ctx), ErrTargetLost) {
+			r.health.abandon()
+		}
+	})
+	defer stopAbandon()
 	report, runErr := r.run(runCtx, sc)
 	if lost := stopWatching(); lost != "" {
 		r.result.TargetLost, r.result.Interrupted = ErrTargetLost.Error()+": "+lost, false
