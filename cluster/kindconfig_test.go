@@ -1,20 +1,15 @@
 package cluster
 
 import (
-	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kb-bench/kb-bench/internal/golden"
 	"github.com/kb-bench/kb-bench/spec"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // The kind configurations kb-bench generates, default and tuned, against
 // golden files (go test ./cluster -run KindConfig -update rewrites them).
@@ -32,19 +27,7 @@ func TestKindConfigGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", "kind-"+c.name+".yaml.golden")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test ./cluster -run KindConfig -update creates it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("differs from %s:\n%s", path, got)
-			}
+			golden.Check(t, "kind-"+c.name+".yaml.golden", got)
 			// What kind reads back: the nodes, and patches that append to
 			// kind's own apiserver flags instead of replacing them.
 			var back v1alpha4.Cluster

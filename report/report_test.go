@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,28 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kb-bench/kb-bench/internal/golden"
 	"github.com/kb-bench/kb-bench/results"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// golden compares got with testdata/name, or rewrites the file with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./report -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (run go test ./report -update if the change is intended; look at it in a browser)", name)
-	}
-}
 
 // readResult decodes one of results' golden Result documents.
 func readResult(t *testing.T, name string) *results.Result {
@@ -162,7 +142,7 @@ func TestGolden(t *testing.T) {
 			if !bytes.Equal(b.Bytes(), again.Bytes()) {
 				t.Error("two renderings of the same page differ: the output is not deterministic")
 			}
-			golden(t, name, b.Bytes())
+			golden.Check(t, name, b.Bytes())
 		})
 	}
 }

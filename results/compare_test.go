@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kb-bench/kb-bench/internal/golden"
 )
 
 // The p-values of textbook cases and of R's wilcox.test: fully separated
@@ -147,7 +149,7 @@ func TestCompareAndGateGolden(t *testing.T) {
 		if err := WriteComparison(&out, c, f); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, "compare."+f+".golden", out.Bytes())
+		golden.Check(t, "compare."+f+".golden", out.Bytes())
 	}
 	g := &Gate{}
 	for _, l := range []string{"p99 <= baseline +10%", "throughput >= baseline -10%", "lostUpdates == 0", "serverMatch == true", "p99 < 25ms"} {
@@ -166,6 +168,6 @@ func TestCompareAndGateGolden(t *testing.T) {
 		if err := WriteVerdicts(&out, vs, f); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, "gate."+f+".golden", out.Bytes())
+		golden.Check(t, "gate."+f+".golden", out.Bytes())
 	}
 }

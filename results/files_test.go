@@ -11,6 +11,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/kb-bench/kb-bench/internal/golden"
 )
 
 // golden and -update live in golden_test.go.
@@ -82,7 +83,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				golden(t, tc.name+"-"+f+".golden", b)
+				golden.Check(t, tc.name+"-"+f+".golden", b)
 			}
 			entries, _ := os.ReadDir(dir)
 			if len(entries) != 3 {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kb-bench/kb-bench/internal/golden"
 )
 
 // testSweep is a writers sweep of two series: update, whose throughput
@@ -71,7 +73,7 @@ func TestSweepTablesGolden(t *testing.T) {
 		if err := WriteSweepTables(&out, testSweep(), f); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, "sweep."+f+".golden", out.Bytes())
+		golden.Check(t, "sweep."+f+".golden", out.Bytes())
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kb-bench/kb-bench/internal/golden"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/spec"
 )
@@ -128,7 +129,7 @@ func TestWriteTable(t *testing.T) {
 			if err := WriteTable(&buf, r, rows); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.name+".golden", buf.Bytes())
+			golden.Check(t, tc.name+".golden", buf.Bytes())
 		})
 	}
 }
