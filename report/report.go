@@ -155,12 +155,13 @@ func sides(runs []Run) []results.Side {
 
 // comparisonView is the runs side by side, each against the first.
 type comparisonView struct {
-	Head      []cell
-	Rows      [][]cell
-	Workloads []string
-	Baseline  string
-	Alpha     float64
-	Chart     figure
+	Head       []cell
+	Rows       [][]cell
+	Workloads  []string
+	Incomplete []string
+	Baseline   string
+	Alpha      float64
+	Chart      figure
 }
 
 func newComparison(runs []Run) (*comparisonView, error) {
@@ -168,7 +169,7 @@ func newComparison(runs []Run) (*comparisonView, error) {
 	if err != nil {
 		return nil, err
 	}
-	cv := &comparisonView{Workloads: c.Workloads, Baseline: c.Sides[0].Label, Alpha: results.Alpha}
+	cv := &comparisonView{Workloads: c.Workloads, Incomplete: c.Incomplete, Baseline: c.Sides[0].Label, Alpha: results.Alpha}
 	cv.Head = []cell{{Text: "figure"}}
 	for i, s := range c.Sides {
 		cv.Head = append(cv.Head, cell{Text: fmt.Sprintf("%s (n=%d)", s.Label, s.Samples), Class: "num"})

@@ -64,6 +64,10 @@ type Comparison struct {
 	Rows []ComparedRow `json:"rows"`
 	// Workloads are the sides' workload lines, when they differ.
 	Workloads []string `json:"workloads,omitempty"`
+	// Incomplete names the samples that did not measure what they were
+	// asked to (interrupted, target lost, a check not made): their figures
+	// are in the medians, and the reader should know.
+	Incomplete []string `json:"incomplete,omitempty"`
 }
 
 // ComparedSide is one column's label and sample count.
@@ -109,7 +113,10 @@ func Compare(sides []Side) (*Comparison, error) {
 			return nil, fmt.Errorf("%s holds no results", s.Label)
 		}
 		c.Sides = append(c.Sides, ComparedSide{Label: s.Label, Samples: len(s.Results)})
-		for _, r := range s.Results {
+		for i, r := range s.Results {
+			if why := incomplete(r); why != "" {
+				c.Incomplete = append(c.Incomplete, fmt.Sprintf("%s sample %d (%s) %s", s.Label, i+1, r.RunID, why))
+			}
 			if !workloads[r.Workload] {
 				workloads[r.Workload] = true
 				c.Workloads = append(c.Workloads, r.Workload)
@@ -301,6 +308,12 @@ func WriteComparison(w io.Writer, c *Comparison, format string) error {
 		}
 		if err := writeRows(w, lines, md); err != nil {
 			return err
+		}
+		if len(c.Incomplete) > 0 {
+			fmt.Fprintf(w, "\nWARNING: not every sample measured what it was asked to; their figures are in the medians:\n")
+			for _, in := range c.Incomplete {
+				fmt.Fprintf(w, "  %s\n", in)
+			}
 		}
 		if len(c.Workloads) > 0 {
 			fmt.Fprintf(w, "\nnote: the sides ran different workloads:\n")

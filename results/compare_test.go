@@ -171,3 +171,20 @@ func TestCompareAndGateGolden(t *testing.T) {
 		golden.Check(t, "gate."+f+".golden", out.Bytes())
 	}
 }
+
+// A side with an interrupted sample says so under the table.
+func TestCompareNamesIncompleteSamples(t *testing.T) {
+	a, b := sample(100, 20), sample(100, 20)
+	b.RunID, b.Interrupted = "run-b", true
+	c, err := Compare([]Side{{Label: "before", Results: []*Result{a}}, {Label: "after", Results: []*Result{b}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := WriteComparison(&out, c, "text"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "WARNING: not every sample") || !strings.Contains(out.String(), "after sample 1 (run-b) was interrupted") {
+		t.Errorf("the comparison does not name the interrupted sample:\n%s", out.String())
+	}
+}
