@@ -138,8 +138,8 @@ func (f *sweepFlags) sweep(ctx context.Context, fs *pflag.FlagSet, s Streams, ve
 		if !given {
 			fmt.Fprintf(info, "sweeping %s (the default: choose the values with --writers, or sweep --objects, --rate or --clients)\n", defaultSweep)
 		}
-		fmt.Fprintf(info, "sweep %s: %s values of %s x %s x %s, points interleaved across series\n",
-			runID, strconv.Itoa(len(xs)), axis, results.Plural(len(series), "series"), results.Plural(f.run.count, "sample"))
+		fmt.Fprintf(info, "sweep %s: %d values of %s x %s x %s, points interleaved across series\n",
+			runID, len(xs), axis, results.Plural(len(series), "series"), results.Plural(f.run.count, "sample"))
 		var failed error
 		for xi, x := range xs {
 			running := 0
