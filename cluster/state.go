@@ -125,9 +125,16 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 	case errors.Is(err, ErrNotRunning):
 	case err != nil:
 		return nil, err
-	case old.APIServer.alive() || old.Etcd.alive():
+	case old.APIServer.alive() && old.Etcd.alive():
 		return nil, spec.Input(fmt.Errorf("a local control plane is already running at %s (state in %s): stop it first with `kb-bench local down`",
 			old.Server, o.StateDir))
+	case old.APIServer.alive() || old.Etcd.alive():
+		gone := "kube-apiserver"
+		if !old.Etcd.alive() {
+			gone = "etcd"
+		}
+		return nil, spec.Input(fmt.Errorf("the local control plane recorded at %s is only partly running (%s is gone): clean it up with `kb-bench local down`, then run `kb-bench local up` again",
+			old.Server, gone))
 	default:
 		fmt.Fprintf(o.Log, "local control plane: cleaning up a stale record (its processes are gone): %s\n", old.Dir)
 		if err := down(ctx, o.StateDir, old); err != nil {

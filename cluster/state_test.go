@@ -171,3 +171,23 @@ func TestStateFileRoundTripHoldsNoStatus(t *testing.T) {
 		t.Errorf("read back %+v\nwant %+v", *got, want)
 	}
 }
+
+// A record whose apiserver runs but whose etcd is gone is not "already
+// running": Up says which process is gone and to clean up with local down,
+// and starts nothing.
+func TestUpOnAPartlyRunningRecord(t *testing.T) {
+	dir := t.TempDir()
+	ticks, running := procStat(os.Getpid())
+	if !running || ticks == 0 {
+		t.Skip("no /proc start times here")
+	}
+	st := &LocalState{Server: "https://127.0.0.1:1", Dir: filepath.Join(dir, "kb-bench-1"),
+		APIServer: ProcessState{PID: os.Getpid(), StartTicks: ticks}, Etcd: ProcessState{PID: 0}}
+	if err := writeState(dir, st); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Up(context.Background(), UpOptions{Binaries: Binaries{APIServer: "/nonexistent", Etcd: "/nonexistent"}, StateDir: dir})
+	if !spec.IsInput(err) || !strings.Contains(err.Error(), "only partly running (etcd is gone)") || !strings.Contains(err.Error(), "kb-bench local down") {
+		t.Fatalf("Up on a half-dead record: %v", err)
+	}
+}
