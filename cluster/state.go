@@ -334,6 +334,15 @@ func kubeconfigFrom(rules *clientcmd.ClientConfigLoadingRules, contextName strin
 		if len(names) == 0 {
 			names = []string{"none"}
 		}
+		var missing []string // client-go skips kubeconfig files that do not exist
+		for _, f := range rules.GetLoadingPrecedence() {
+			if _, err := os.Stat(f); errors.Is(err, fs.ErrNotExist) {
+				missing = append(missing, f)
+			}
+		}
+		if len(missing) > 0 {
+			return nil, raw, fmt.Errorf("context %q does not exist (contexts: %s; no such file: %s)", contextName, strings.Join(names, ", "), strings.Join(missing, ", "))
+		}
 		return nil, raw, fmt.Errorf("context %q does not exist (contexts: %s)", contextName, strings.Join(names, ", "))
 	}
 	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, contextName, &clientcmd.ConfigOverrides{}, rules).ClientConfig()

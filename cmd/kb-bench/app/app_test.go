@@ -126,6 +126,7 @@ spec:
 		{"zero in a list", []string{"run", "--writers", "4,0"}, "--writers 0 would mean its default (8) here"},
 		{"gate on a matrix", []string{"run", "--strategy", "update,ssa", "--gate", writeFile(t, "gate.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds: [\"p99 < 1s\"]\n")}, "a gate judges one configuration"},
 		{"report nothing", []string{"report", t.TempDir()}, "holds no result"},
+		{"context without a kubeconfig file", []string{"run", "--context", "nosuch", "--duration", "1s"}, `context "nosuch" does not exist (contexts: none; no such file: `},
 		{"rbac without namespace", []string{"rbac"}, "--namespace names the existing namespace"},
 		{"bad namespace", []string{"run", "--namespace", "Team_A"}, "namespace: Invalid value: \"Team_A\""},
 		{"controller manager on kind", []string{"run", "--target", "kind", "--controller-manager"}, "controllerManager: Forbidden: applies only to the local control plane"},
