@@ -37,6 +37,9 @@ type Binaries struct {
 	ControllerManager string
 	// Source says where they were found: SourceFlag, SourceEnvtest or SourceCache.
 	Source string
+	// PassedOver says why a place looked at first was not used (an
+	// incomplete $KUBEBUILDER_ASSETS), for the user to see; "" otherwise.
+	PassedOver string
 }
 
 // CacheDir is where scripts/control-plane.sh (`make control-plane`) puts the
@@ -82,6 +85,9 @@ func FindBinaries(explicitDir string, getenv func(string) string) (Binaries, err
 	dir := CacheDir(getenv)
 	b, err := binariesIn(dir, SourceCache)
 	if err == nil {
+		if getenv("KUBEBUILDER_ASSETS") != "" {
+			b.PassedOver = looked[0] + "; using the cache " + dir
+		}
 		return b, nil
 	}
 	looked = append(looked, fmt.Sprintf("cache %s: %v", dir, err))

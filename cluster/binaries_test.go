@@ -109,6 +109,11 @@ func TestFindBinaries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Falling back from an incomplete KUBEBUILDER_ASSETS is said.
+			if passed := tc.env["KUBEBUILDER_ASSETS"] != "" && tc.wantSource == SourceCache; passed != strings.Contains(b.PassedOver, "KUBEBUILDER_ASSETS=") {
+				t.Errorf("passed over %q", b.PassedOver)
+			}
+			b.PassedOver = ""
 			want := Binaries{Dir: tc.wantDir, APIServer: filepath.Join(tc.wantDir, "kube-apiserver"), Etcd: filepath.Join(tc.wantDir, "etcd"), Source: tc.wantSource}
 			if b != want {
 				t.Errorf("got %+v\nwant %+v", b, want)

@@ -145,6 +145,9 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 	if err != nil {
 		return nil, err
 	}
+	if bins.PassedOver != "" {
+		fmt.Fprintf(o.Log, "local control plane: %s\n", bins.PassedOver)
+	}
 	cp, err := StartLocal(ctx, LocalOptions{Binaries: bins, Storage: t.Storage, Log: o.Log, ControllerManager: t.ControllerManager})
 	if err != nil {
 		return nil, err
