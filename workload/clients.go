@@ -222,8 +222,6 @@ func (t *meteredTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return t.next.RoundTrip(r)
 	}
 	t.meter.health.backoff(r.Context())
-	ctx, release := t.meter.health.bind(r.Context())
-	r = r.WithContext(ctx)
 	t.meter.gate.enter()
 	resp, err := t.next.RoundTrip(r)
 	sent := ""
@@ -232,7 +230,6 @@ func (t *meteredTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if err != nil {
 		// No answer: the apiserver may or may not have counted it.
-		release()
 		t.meter.health.failed(err)
 		key.Code = results.CodeNoResponse
 		t.meter.count(key, sent, "")
@@ -242,7 +239,7 @@ func (t *meteredTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	t.meter.health.answered()
 	key.Code = strconv.Itoa(resp.StatusCode)
 	t.meter.count(key, sent, mediaType(resp.Header.Get("Content-Type")))
-	resp.Body = &leaveOnClose{ReadCloser: resp.Body, gate: t.meter.gate, release: release}
+	resp.Body = &leaveOnClose{ReadCloser: resp.Body, gate: t.meter.gate}
 	return resp, nil
 }
 
@@ -252,17 +249,13 @@ func (t *meteredTransport) WrappedRoundTripper() http.RoundTripper { return t.ne
 // leaveOnClose leaves the gate once, when the body is closed.
 type leaveOnClose struct {
 	io.ReadCloser
-	gate    *gate
-	release func() // the request's context
-	once    sync.Once
+	gate *gate
+	once sync.Once
 }
 
 func (b *leaveOnClose) Close() error {
 	err := b.ReadCloser.Close()
-	b.once.Do(func() {
-		b.gate.leave()
-		b.release()
-	})
+	b.once.Do(b.gate.leave)
 	return err
 }
 

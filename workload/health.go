@@ -32,9 +32,9 @@ type health struct {
 	lastAnswer atomic.Int64 // unix nanoseconds
 	failures   atomic.Int64 // requests without an answer since lastAnswer
 	lastErr    atomic.Pointer[string]
-	// gone is cancelled once the target is declared lost: requests still
-	// waiting on it are abandoned (abandon) instead of each waiting out
-	// its timeout.
+	// gone is cancelled once the target is declared lost (abandon): the
+	// operations' contexts derive from it (scenario.Env.Ops), so those
+	// still waiting on it end instead of each waiting out its timeout.
 	gone    context.Context
 	abandon context.CancelFunc
 }
@@ -44,18 +44,6 @@ func newHealth() *health {
 	h.gone, h.abandon = context.WithCancel(context.Background())
 	h.lastAnswer.Store(time.Now().UnixNano())
 	return h
-}
-
-// bind returns a context for a request with parent ctx that is also
-// cancelled when the target is declared lost; release frees it once the
-// request (and its response body) is done.
-func (h *health) bind(ctx context.Context) (bound context.Context, release func()) {
-	bound, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(h.gone, cancel)
-	return bound, func() {
-		stop()
-		cancel()
-	}
 }
 
 // answered records an HTTP response.

@@ -159,6 +159,7 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 		Admin:     r.admin,
 		Log:       r.log,
 		Warn:      r.warn,
+		Gone:      r.health.gone,
 	}
 	sc, err := def.New(r.env, settings)
 	if err != nil {

@@ -195,7 +195,7 @@ func (r *run) Setup(ctx context.Context) error {
 			v.cached = created[v.obj.name].DeepCopy()
 		}
 	}
-	r.base = context.WithoutCancel(ctx)
+	r.base = r.env.Ops()
 	return nil
 }
 

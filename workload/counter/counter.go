@@ -90,16 +90,16 @@ func (c *counter) Setup(ctx context.Context) error {
 	if err := createObjects(ctx, cms, c.names, scenario.Labels(env.RunID), initialData(&env.Spec, c.keys, filler)); err != nil {
 		return err
 	}
-	c.writers = c.newWriters(ctx, seed)
+	c.writers = c.newWriters(seed)
 	return nil
 }
 
 // newWriters builds the writers over the run's clients (round robin) and
 // the recorder's shards.
-func (c *counter) newWriters(ctx context.Context, seed uint64) []*writer {
+func (c *counter) newWriters(seed uint64) []*writer {
 	env := c.env
 	s := &env.Spec
-	base := context.WithoutCancel(ctx)
+	base := env.Ops()
 	strat := strategyOf(*s)
 	patchType := types.MergePatchType
 	if s.PatchType == spec.PatchStrategic {

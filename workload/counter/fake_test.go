@@ -2,7 +2,6 @@ package counter
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -132,7 +131,7 @@ func fakeRun(t testing.TB, s spec.Spec, set Settings, rt http.RoundTripper, limi
 	c := newCounter(env, &set)
 	rec := metrics.NewRecorder(time.Now(), metrics.DefaultShards(c.n), s.Rate > 0)
 	env.Recorder = rec
-	c.writers = c.newWriters(context.Background(), 1)
+	c.writers = c.newWriters(1)
 	return c, rec
 }
 

@@ -28,7 +28,7 @@ func (r *run) step(ctx context.Context) (context.Context, context.CancelFunc) {
 func (r *run) Setup(ctx context.Context) error {
 	env := r.env
 	ns := env.Namespace
-	r.base = context.WithoutCancel(ctx)
+	r.base = env.Ops()
 	if r.set.Resource == ResourceGPU {
 		sctx, cancel := r.step(ctx)
 		err := scenario.EnsureDefaultServiceAccount(sctx, env.Admin, ns)

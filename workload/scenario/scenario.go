@@ -153,6 +153,20 @@ type Env struct {
 	Log io.Writer
 	// Warn writes a warning and keeps it in the result.
 	Warn func(format string, a ...any)
+	// Gone is done once the target is declared lost (nil: never). Ops
+	// derives operations' contexts from it.
+	Gone context.Context
+}
+
+// Ops is the context every operation's own (timeout) context derives
+// from: an interrupt does not cancel it, so an operation in flight
+// finishes and is counted, but a target declared lost does, so nothing
+// waits out its timeout on a dead apiserver.
+func (e *Env) Ops() context.Context {
+	if e.Gone == nil {
+		return context.Background()
+	}
+	return e.Gone
 }
 
 // Client returns the client worker w uses: the clients round-robin.
