@@ -348,11 +348,17 @@ type ResultSet struct {
 func WriteSet(dir string, s *ResultSet) error {
 	c := *s
 	c.APIVersion, c.Kind = APIVersion, KindResultSet
-	b, err := json.MarshalIndent(&c, "", "  ")
+	return writeDocument(filepath.Join(dir, SetFile), "the result set", &c)
+}
+
+// writeDocument saves v as indented JSON in path, atomically; what names
+// it in an error.
+func writeDocument(path, what string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encoding the result set: %w", err)
+		return fmt.Errorf("encoding %s: %w", what, err)
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, SetFile), append(b, '\n'), 0o644)
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // OneLine is a result's headline figures on one line.

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/kb-bench/kb-bench/internal/atomicfile"
 )
 
 // KindSweep is the kind of a sweep document.
@@ -231,11 +229,7 @@ func (s *Sweep) AxisValue(v float64) string {
 func WriteSweep(dir string, s *Sweep) error {
 	c := *s
 	c.APIVersion, c.Kind = APIVersion, KindSweep
-	b, err := json.MarshalIndent(&c, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encoding the sweep: %w", err)
-	}
-	return atomicfile.WriteFile(filepath.Join(dir, SweepFile), append(b, '\n'), 0o644)
+	return writeDocument(filepath.Join(dir, SweepFile), "the sweep", &c)
 }
 
 // ReadSweep reads a sweep document: its directory or its sweep.json.
