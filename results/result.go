@@ -70,6 +70,44 @@ type Result struct {
 	Details json.RawMessage `json:"details,omitempty"`
 	// Warnings are things the reader should know (metrics forbidden, ...).
 	Warnings []string `json:"warnings,omitempty"`
+
+	// Shards are a distributed run's shards (Spec.Shards), whose results
+	// this one merges; Shard is set in one shard's own result instead.
+	Shards []ShardInfo `json:"shards,omitempty"`
+	Shard  *ShardInfo  `json:"shard,omitempty"`
+}
+
+// ShardInfo is one shard of a distributed run.
+type ShardInfo struct {
+	// Index is the shard's number, from 0; Name the process or pod that ran it.
+	Index int    `json:"index"`
+	Name  string `json:"name"`
+	// Writers are the run's workers the shard ran: [From, To).
+	From int `json:"from"`
+	To   int `json:"to"`
+	// Ops are the shard's measured operations.
+	Ops int64 `json:"ops"`
+	// StartLate is how long after the published start instant the shard
+	// released its writers, by its own clock: the start skew between
+	// shards on one machine (on several, clock offsets add to it).
+	StartLate time.Duration `json:"startLate"`
+	// Requests are what the shard's clients sent in the measured window,
+	// for the coordinator's server cross-check (a shard's own result only).
+	Requests []ClientRequests `json:"requests,omitempty"`
+	// Tally is what the scenario's checks need of the shard's writes (a
+	// shard's own result only).
+	Tally json.RawMessage `json:"tally,omitempty"`
+}
+
+// ClientRequests counts a shard's requests to one endpoint with one
+// response code.
+type ClientRequests struct {
+	Verb        string `json:"verb"`
+	Group       string `json:"group,omitempty"`
+	Resource    string `json:"resource"`
+	Subresource string `json:"subresource,omitempty"`
+	Code        string `json:"code"`
+	Count       int64  `json:"count"`
 }
 
 // Measurements is the raw data of a run; Merge adds two of them exactly.

@@ -32,7 +32,14 @@ func WriteTable(w io.Writer, r *Result, scenarioRows [][2]string) error {
 	}
 	row("target", "%s", DescribeTarget(r.Target, true))
 	row("workload", "%s", r.Workload)
-	row("client", "%s", describeClient(r.Spec.Client, r.Spec.Clients, m.Client))
+	clients := r.Spec.Clients
+	if r.Spec.Shards > clients {
+		clients = r.Spec.Shards // at least one connection per shard
+	}
+	row("client", "%s", describeClient(r.Spec.Client, clients, m.Client))
+	if len(r.Shards) > 0 {
+		row("shards", "%s", describeShards(r.Shards))
+	}
 
 	row("throughput", "%.1f ops/s, %.1f successful writes/s (%d ops in %.1fs)", s.Throughput, s.WriteThroughput, s.Ops, s.Seconds)
 	if m.WarmupOps > 0 {
@@ -139,7 +146,23 @@ func Describe(s spec.Spec, what string, driven bool) string {
 	if driven {
 		parts = append(parts, loop)
 	}
-	return strings.Join(append(parts, length), ", ")
+	parts = append(parts, length)
+	if s.Shards > 0 {
+		parts = append(parts, fmt.Sprintf("in %s (%s runner)", Plural(s.Shards, "shard"), s.Runner))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// describeShards says how a distributed run's shards started and what
+// each ran.
+func describeShards(shards []ShardInfo) string {
+	first, last := shards[0].StartLate, shards[0].StartLate
+	parts := make([]string, len(shards))
+	for i, sh := range shards {
+		first, last = min(first, sh.StartLate), max(last, sh.StartLate)
+		parts[i] = fmt.Sprintf("%d: writers %d-%d %d ops", sh.Index, sh.From, sh.To-1, sh.Ops)
+	}
+	return fmt.Sprintf("%d started %s apart; %s", len(shards), FormatDuration(last-first), strings.Join(parts, ", "))
 }
 
 func describeLoad(s spec.Spec) (loop, length string) {

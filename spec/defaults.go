@@ -23,6 +23,9 @@ const (
 	// MaxRate bounds an open loop's rate: far past what one apiserver
 	// takes, and low enough that the schedule stays cheap to keep.
 	MaxRate = 1e6
+	// MaxShards bounds Shards: each shard is a process (or a pod) with
+	// its own connections and a Lease of its own.
+	MaxShards = 256
 )
 
 // Traits says which of the shared settings a scenario uses. Defaults fills
@@ -34,6 +37,9 @@ type Traits struct {
 	// Driven: the engine's driver runs the scenario's operations, so a
 	// Rate (open loop), MaxInFlight and ThinkTime mean something.
 	Driven bool
+	// Shardable: the scenario's writers can be spread over shard
+	// processes (Shards).
+	Shardable bool
 }
 
 // Defaults fills every zero-valued field that has a default for a scenario
@@ -68,6 +74,9 @@ func (s *Spec) Defaults(t Traits) {
 	if s.OpTimeout.Duration == 0 {
 		s.OpTimeout = D(DefaultOpTimeout)
 	}
+	if s.Shards > 0 {
+		def(&s.Runner, RunnerProcess)
+	}
 	if s.Client.QPS == 0 {
 		s.Client.QPS = -1 // no client-side limit, on purpose
 	}
@@ -92,6 +101,7 @@ func (s *Spec) Validate(t Traits) field.ErrorList {
 	errs = append(errs, s.validateWriters()...)
 	errs = append(errs, s.validateStrategy(t)...)
 	errs = append(errs, s.validateLoad(t)...)
+	errs = append(errs, s.validateShards(t)...)
 	errs = append(errs, s.Client.validate(field.NewPath("client"))...)
 	errs = append(errs, s.Target.validate(field.NewPath("target"))...)
 	if s.Namespace != "" {
@@ -100,6 +110,36 @@ func (s *Spec) Validate(t Traits) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+func (s *Spec) validateShards(t Traits) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case s.Shards == 0 && s.Runner != "":
+		errs = append(errs, field.Forbidden(field.NewPath("runner"), "starts shards: add --shards N, or drop --runner"))
+	case s.Shards == 0:
+	case !t.Shardable:
+		errs = append(errs, field.Forbidden(field.NewPath("shards"), "this scenario runs in one process only: drop --shards (the counter scenario shards)"))
+	case s.Shards < 0 || s.Shards > MaxShards:
+		errs = append(errs, field.Invalid(field.NewPath("shards"), s.Shards, fmt.Sprintf("use 1 to %d shard processes, or 0 for none (--shards)", MaxShards)))
+	case s.Shards > s.workers():
+		errs = append(errs, field.Invalid(field.NewPath("shards"), s.Shards, fmt.Sprintf("more shards than the %d writers to spread over them: use at most %d shards, or more writers", s.workers(), s.workers())))
+	case s.Shards > s.Clients && s.Clients > 1:
+		errs = append(errs, field.Invalid(field.NewPath("clients"), s.Clients, fmt.Sprintf("fewer clients than the %d shards: each shard has at least one connection of its own; use --clients %d or more, or leave it at 1 (one per shard)", s.Shards, s.Shards)))
+	}
+	if s.Shards > 0 {
+		errs = append(errs, OneOf(field.NewPath("runner"), s.Runner, Runners, "runner")...)
+	}
+	return errs
+}
+
+// workers is the number of the run's workers the shards split: the
+// writers, or in an open loop the operations allowed in flight.
+func (s *Spec) workers() int {
+	if s.Rate > 0 && s.MaxInFlight > 0 {
+		return s.MaxInFlight
+	}
+	return s.Writers
 }
 
 func (s *Spec) validateWriters() field.ErrorList {

@@ -70,6 +70,18 @@ const (
 // TargetKinds lists every target kind.
 var TargetKinds = []TargetKind{TargetLocal, TargetKubeconfig, TargetKindCluster}
 
+// Runner says what starts a distributed run's shards.
+type Runner string
+
+// Runners for Spec.Shards.
+const (
+	RunnerProcess Runner = "process" // kb-bench shard processes on this machine
+	RunnerJob     Runner = "job"     // an Indexed Job in the run's namespace
+)
+
+// Runners lists every runner.
+var Runners = []Runner{RunnerProcess, RunnerJob}
+
 // Storage is where the local control plane keeps etcd's data.
 type Storage string
 
@@ -143,6 +155,14 @@ type Spec struct {
 	Warmup Duration `json:"warmup,omitempty" yaml:"warmup" flag:"warmup" help:"run this long first and leave it out of the figures"`
 	// OpTimeout bounds one operation, retries included.
 	OpTimeout Duration `json:"opTimeout" yaml:"opTimeout" flag:"op-timeout" help:"bound on one operation, retries included"`
+
+	// Shards, when > 0, spreads the writers (and an open loop's rate)
+	// over this many shard processes started by Runner, coordinated
+	// through the apiserver under test; their results merge into one,
+	// exactly. 0 runs every writer in kb-bench's own process.
+	Shards int `json:"shards,omitempty" yaml:"shards" flag:"shards" help:"spread the writers over this many shard processes (kb-bench shard) started by --runner and merge their results exactly (0: all in this process)"`
+	// Runner starts the shards (default process).
+	Runner Runner `json:"runner,omitempty" yaml:"runner" flag:"runner" help:"with --shards: process (local processes, the default) or job (an Indexed Job in the run's namespace)"`
 
 	// Client holds the client-go settings.
 	Client Client `json:"client" yaml:"client"`

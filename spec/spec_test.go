@@ -16,6 +16,7 @@ import (
 // in the engine's loop without strategies, leader election paces itself.
 var (
 	strategiesDriven = Traits{Strategies: true, Driven: true}
+	sharded          = Traits{Strategies: true, Driven: true, Shardable: true}
 	drivenOnly       = Traits{Driven: true}
 	selfPaced        = Traits{}
 )
@@ -183,6 +184,21 @@ func TestValidate(t *testing.T) {
 			[]fieldErr{{"clients", "clients: Invalid value: 9: use 1 to the number of writers, 8 (--clients)"}}},
 		{"no clients", strategiesDriven, func(s *Spec) { s.Clients = 0 },
 			[]fieldErr{{"clients", "(--clients)"}}},
+
+		// shards
+		{"three shards", sharded, func(s *Spec) { s.Shards, s.Runner = 3, RunnerProcess }, nil},
+		{"shards of a one-process scenario", strategiesDriven, func(s *Spec) { s.Shards, s.Runner = 3, RunnerProcess },
+			[]fieldErr{{"shards", "shards: Forbidden: this scenario runs in one process only: drop --shards"}}},
+		{"more shards than writers", sharded, func(s *Spec) { s.Shards, s.Runner = 9, RunnerProcess },
+			[]fieldErr{{"shards", "more shards than the 8 writers to spread over them: use at most 8 shards, or more writers"}}},
+		{"too many shards", sharded, func(s *Spec) { s.Writers, s.Shards, s.Runner = 1000, MaxShards+1, RunnerProcess },
+			[]fieldErr{{"shards", "use 1 to 256 shard processes"}}},
+		{"fewer clients than shards", sharded, func(s *Spec) { s.Shards, s.Runner, s.Clients = 4, RunnerProcess, 2 },
+			[]fieldErr{{"clients", "fewer clients than the 4 shards"}}},
+		{"runner without shards", sharded, func(s *Spec) { s.Runner = RunnerJob },
+			[]fieldErr{{"runner", "runner: Forbidden: starts shards: add --shards N, or drop --runner"}}},
+		{"unknown runner", sharded, func(s *Spec) { s.Shards, s.Runner = 2, "ssh" },
+			[]fieldErr{{"runner", `supported values: "process", "job" (--runner)`}}},
 
 		// strategy and its options
 		{"unknown strategy", strategiesDriven, func(s *Spec) { s.Strategy = "put" },

@@ -33,6 +33,9 @@ func rulesFor(def scenario.Definition, settings scenario.Settings, s spec.Spec) 
 	if def.Rules != nil {
 		rules = def.Rules(settings)
 	}
+	if s.Shards > 0 {
+		rules = append(rules, coordinatorRules()...)
+	}
 	for _, g := range cleanupResources(rules) {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g.group}, Resources: []string{g.resource}, Verbs: []string{"deletecollection"}})
 	}

@@ -63,6 +63,11 @@ type Options struct {
 	// Scenarios is the registry to look the Spec's scenario up in; nil
 	// means Scenarios(). Tests of a scenario pass just theirs.
 	Scenarios []scenario.Definition
+	// Runner starts the shards of a distributed run (Spec.Shards > 0).
+	Runner ShardRunner
+	// ShardTimeout bounds the wait for every shard to join (default
+	// DefaultShardTimeout).
+	ShardTimeout time.Duration
 }
 
 // Outcome is a finished run: its Result, and the scenario's live Report,
@@ -74,16 +79,17 @@ type Outcome struct {
 
 // run is one Run in progress.
 type run struct {
-	spec    spec.Spec
-	def     scenario.Definition
-	opts    Options
-	log     io.Writer
-	gate    *gate
-	health  *health
-	clients []*client
-	admin   kubernetes.Interface
-	env     *scenario.Env
-	result  *results.Result
+	spec     spec.Spec
+	def      scenario.Definition
+	settings scenario.Settings
+	opts     Options
+	log      io.Writer
+	gate     *gate
+	health   *health
+	clients  []*client
+	admin    kubernetes.Interface
+	env      *scenario.Env
+	result   *results.Result
 }
 
 // warn writes a warning to the log and keeps it in the result.
@@ -117,51 +123,12 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 	if o.RunID == "" {
 		return nil, errors.New("workload.Run needs Options.RunID: it names the run's namespace")
 	}
-	r := &run{spec: s, def: def, opts: o, log: o.Log, gate: newGate(), health: newHealth()}
-	if r.log == nil {
-		r.log = io.Discard
+	clients := s.Clients
+	if s.Shards > 0 {
+		// The shards send the load; the coordinator only sets up and checks.
+		clients = 1
 	}
-	r.result = &results.Result{
-		APIVersion: results.APIVersion,
-		Kind:       results.KindResult,
-		RunID:      o.RunID,
-		Version:    o.Version,
-		Spec:       s,
-		Namespace:  namespaceOf(s, o.RunID),
-		Workload:   describe(def, settings, &s),
-	}
-	cfg := restConfig(o.Config, s.Client, o.Version)
-	clients, note, err := newClients(cfg, s.Clients, r.gate, r.health)
-	if err != nil {
-		return nil, err
-	}
-	if note != "" {
-		r.warn("%s", note)
-	}
-	r.clients = clients
-	// The admin client is not measured: it sends what client-go prefers,
-	// and no request of its own (setup, read-back, scrape, clean-up) waits
-	// longer than an operation may: a hung apiserver cannot hold the run.
-	adminCfg := restConfig(o.Config, spec.Client{QPS: s.Client.QPS, Burst: s.Client.Burst}, o.Version)
-	adminCfg.Timeout = s.OpTimeout.Duration
-	if r.admin, err = kubernetes.NewForConfig(adminCfg); err != nil {
-		return nil, fmt.Errorf("building the setup client: %w (check the target's kubeconfig)", err)
-	}
-	kubes := make([]kubernetes.Interface, len(clients))
-	for i, c := range clients {
-		kubes[i] = c.kube
-	}
-	r.env = &scenario.Env{
-		Spec:      s,
-		RunID:     o.RunID,
-		Namespace: r.result.Namespace,
-		Clients:   kubes,
-		Admin:     r.admin,
-		Log:       r.log,
-		Warn:      r.warn,
-		Gone:      r.health.gone,
-	}
-	sc, err := def.New(r.env, settings)
+	r, sc, err := newRun(s, def, settings, o, clients)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +164,13 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 		}
 	})
 	defer stopAbandon()
-	report, runErr := r.run(runCtx, sc)
+	var report scenario.Report
+	var runErr error
+	if s.Shards > 0 {
+		report, runErr = r.coordinate(runCtx, sc)
+	} else {
+		report, runErr = r.run(runCtx, sc)
+	}
 	if lost := stopWatching(); lost != "" {
 		r.result.TargetLost, r.result.Interrupted = ErrTargetLost.Error()+": "+lost, false
 		runErr = nil
@@ -237,6 +210,60 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 		return nil, runErr
 	}
 	return &Outcome{Result: r.result, Report: report}, nil
+}
+
+// newRun builds a run of s with n measured clients, and its scenario.
+func newRun(s spec.Spec, def scenario.Definition, settings scenario.Settings, o Options, n int) (*run, scenario.Scenario, error) {
+	r := &run{spec: s, def: def, settings: settings, opts: o, log: o.Log, gate: newGate(), health: newHealth()}
+	if r.log == nil {
+		r.log = io.Discard
+	}
+	r.result = &results.Result{
+		APIVersion: results.APIVersion,
+		Kind:       results.KindResult,
+		RunID:      o.RunID,
+		Version:    o.Version,
+		Spec:       s,
+		Namespace:  namespaceOf(s, o.RunID),
+		Workload:   describe(def, settings, &s),
+	}
+	cfg := restConfig(o.Config, s.Client, o.Version)
+	clients, note, err := newClients(cfg, n, r.gate, r.health)
+	if err != nil {
+		return nil, nil, err
+	}
+	if note != "" {
+		r.warn("%s", note)
+	}
+	r.clients = clients
+	// The admin client is not measured: it sends what client-go prefers,
+	// and no request of its own (setup, read-back, scrape, clean-up) waits
+	// longer than an operation may: a hung apiserver cannot hold the run.
+	adminCfg := restConfig(o.Config, spec.Client{QPS: s.Client.QPS, Burst: s.Client.Burst}, o.Version)
+	adminCfg.Timeout = s.OpTimeout.Duration
+	if r.admin, err = kubernetes.NewForConfig(adminCfg); err != nil {
+		return nil, nil, fmt.Errorf("building the setup client: %w (check the target's kubeconfig)", err)
+	}
+	kubes := make([]kubernetes.Interface, len(clients))
+	for i, c := range clients {
+		kubes[i] = c.kube
+	}
+	r.env = &scenario.Env{
+		Spec:      s,
+		RunID:     o.RunID,
+		Namespace: r.result.Namespace,
+		Clients:   kubes,
+		Admin:     r.admin,
+		Log:       r.log,
+		Warn:      r.warn,
+		Gone:      r.health.gone,
+	}
+	sc, err := def.New(r.env, settings)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	return r, sc, nil
 }
 
 // run sets the scenario up, runs the warm-up and the measured window, and
@@ -384,6 +411,14 @@ type reading struct {
 // and reads the clients' counters and the apiserver's /metrics. The gate
 // stays held: release it when the window starts or is over.
 func (r *run) takeReading(ctx context.Context) reading {
+	rd := r.quiesce()
+	rd.server, rd.err = r.scrape(ctx)
+	return rd
+}
+
+// quiesce holds the clients' new requests, waits for those in flight, and
+// reads the clients' counters. The gate stays held.
+func (r *run) quiesce() reading {
 	if n := r.gate.hold(r.spec.OpTimeout.Duration); n > 0 {
 		r.warn("%d requests were still in flight %s after the window's edge; the server cross-check may be off by as many", n, r.spec.OpTimeout)
 	}
@@ -392,10 +427,14 @@ func (r *run) takeReading(ctx context.Context) reading {
 	if hooks, rd.hookErr = clientgo.Install(); rd.hookErr == nil {
 		rd.hooks = hooks.Read()
 	}
+	return rd
+}
+
+// scrape reads the apiserver's /metrics, bounded by scrapeTimeout.
+func (r *run) scrape(ctx context.Context) (metrics.ServerSample, error) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scrapeTimeout)
 	defer cancel()
-	rd.server, rd.err = apiserver.Scrape(sctx, r.admin.CoreV1().RESTClient())
-	return rd
+	return apiserver.Scrape(sctx, r.admin.CoreV1().RESTClient())
 }
 
 // notYet is a time no operation is due at: the measured window's start
@@ -410,22 +449,7 @@ const scrapeTimeout = 10 * time.Second
 // the scenario for its report.
 func (r *run) finish(ctx context.Context, sc scenario.Scenario, rec *metrics.Recorder, started, ended time.Time, before, after *reading) (scenario.Report, error) {
 	res := r.result
-	res.Started, res.Ended = started, ended
-	snap := rec.Snapshot(ended)
-	var stats results.ClientStats
-	var window clientReading
-	if before != nil {
-		window = after.clients.since(before.clients)
-		var retries int64
-		if before.hookErr == nil {
-			retries = after.hooks.Sub(before.hooks).Retries
-		} else {
-			r.warn("client-go's hidden retries are not counted: %v", before.hookErr)
-		}
-		stats = window.stats(retries)
-	}
-	res.Measurements = results.FromSnapshot(snap, stats)
-	res.Series = snap.Series
+	window := r.measure(rec, started, ended, before, after)
 	switch {
 	case before == nil:
 	case before.err != nil || after.err != nil:
@@ -439,7 +463,13 @@ func (r *run) finish(ctx context.Context, sc scenario.Scenario, rec *metrics.Rec
 	default:
 		res.Server = results.NewServerCheck(before.server, after.server, window.requests, r.def.ServerResources, res.Measurements)
 	}
+	return r.conclude(ctx, sc)
+}
 
+// conclude asks the scenario for its checks and report and summarizes the
+// result, whose measurements are in.
+func (r *run) conclude(ctx context.Context, sc scenario.Scenario) (scenario.Report, error) {
+	res := r.result
 	budget := cleanupTimeout
 	lost := errors.Is(context.Cause(ctx), ErrTargetLost)
 	if lost {
@@ -464,12 +494,36 @@ func (r *run) finish(ctx context.Context, sc scenario.Scenario, rec *metrics.Rec
 	if b, err := json.Marshal(report); err == nil && string(b) != "{}" && string(b) != "null" {
 		res.Details = b
 	}
-	sum, err := results.Summarize(res.Measurements, ended.Sub(started).Seconds(), res.Checks)
+	sum, err := results.Summarize(res.Measurements, res.Ended.Sub(res.Started).Seconds(), res.Checks)
 	if err != nil {
 		return nil, fmt.Errorf("summarizing the run: %w", err)
 	}
 	res.Summary = sum
 	return report, nil
+}
+
+// measure puts the recorder's figures and the clients' between the two
+// readings (nil when the run stopped before the window) into the result,
+// and returns the clients' requests in the window.
+func (r *run) measure(rec *metrics.Recorder, started, ended time.Time, before, after *reading) clientReading {
+	res := r.result
+	res.Started, res.Ended = started, ended
+	snap := rec.Snapshot(ended)
+	var stats results.ClientStats
+	var window clientReading
+	if before != nil {
+		window = after.clients.since(before.clients)
+		var retries int64
+		if before.hookErr == nil {
+			retries = after.hooks.Sub(before.hooks).Retries
+		} else {
+			r.warn("client-go's hidden retries are not counted: %v", before.hookErr)
+		}
+		stats = window.stats(retries)
+	}
+	res.Measurements = results.FromSnapshot(snap, stats)
+	res.Series = snap.Series
+	return window
 }
 
 // lostTargetBudget bounds the end phase (reading objects back) of a run

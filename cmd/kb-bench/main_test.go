@@ -605,3 +605,121 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 	}
 	waitClean(t, tmp)
 }
+
+// shardProcs lists the live shard processes whose parent is pid.
+func shardProcs(t *testing.T, pid int) []int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, []byte("\x00shard\x00")) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(pid) {
+			pids = append(pids, child)
+		}
+	}
+	return pids
+}
+
+// Three shard processes on the local control plane give one result whose
+// requests the apiserver counted exactly, whose operations are the sum of
+// the shards', and whose lost-update check covers every shard's writes.
+func TestShardsMergeExactly(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
+	cmd, stdout, _ := start(t, bin, cpBin, tmp, out, "--shards", "3", "--writers", "6", "--duration", "3s", "--warmup", "1s")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kb-bench run --shards 3: %v\n%s", err, stdout)
+	}
+	r, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Shards) != 3 {
+		t.Fatalf("want 3 shards recorded, got %+v", r.Shards)
+	}
+	var ops int64
+	writers := 0
+	for i, sh := range r.Shards {
+		if sh.Index != i || sh.Ops == 0 || sh.Tally != nil || sh.Requests != nil {
+			t.Errorf("shard %d: %+v", i, sh)
+		}
+		ops += sh.Ops
+		writers += sh.To - sh.From
+	}
+	if ops != r.Summary.Ops || writers != 6 {
+		t.Errorf("shards ran %d ops with %d writers, the result says %d ops of 6 writers", ops, writers, r.Summary.Ops)
+	}
+	if r.Server == nil || !r.Server.Match {
+		t.Fatalf("server cross-check: %+v", r.Server)
+	}
+	server := map[string]int64{}
+	for _, row := range r.Server.Requests {
+		server[row.Verb+" "+row.Code] += row.Server
+	}
+	if server["PUT 200"] != r.Summary.Writes || server["PUT 409"] != r.Summary.Conflicts || server["GET 200"] != r.Summary.Ops {
+		t.Errorf("the apiserver counted %v; the merged result has %d writes, %d conflicts, %d ops", server, r.Summary.Writes, r.Summary.Conflicts, r.Summary.Ops)
+	}
+	// The counter also holds the warm-up's increments, which the figures
+	// leave out.
+	if len(r.Checks) != 1 || !r.Checks[0].Passed || r.Checks[0].Expected <= r.Summary.Writes || r.Checks[0].Observed != r.Checks[0].Expected {
+		t.Errorf("one lost-update check over every shard's writes, warm-up included (%d measured): %+v", r.Summary.Writes, r.Checks)
+	}
+	if !strings.Contains(stdout.String(), "shards        3 started") {
+		t.Errorf("summary lacks the shards:\n%s", stdout)
+	}
+	waitClean(t, tmp)
+}
+
+// A shard killed mid-run fails the run at once, naming it, and takes the
+// other shards, the control plane and every temp file with it.
+func TestShardKilledFailsRun(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
+	cmd, _, lines := start(t, bin, cpBin, tmp, out, "--shards", "3", "--writers", "6", "--duration", "5m")
+	var stderr []string
+	for line := range lines {
+		stderr = append(stderr, line)
+		if strings.HasPrefix(line, "measured window from") {
+			break
+		}
+	}
+	shards := shardProcs(t, cmd.Process.Pid)
+	if len(shards) != 3 {
+		t.Fatalf("want 3 shard processes, found %v", shards)
+	}
+	victim := shards[1]
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for line := range lines {
+		stderr = append(stderr, line)
+	}
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("kb-bench after a shard was killed: %v, want exit status 1\n%s", err, strings.Join(stderr, "\n"))
+	}
+	want := fmt.Sprintf("(pid %d) exited before the run ended (signal: killed)", victim)
+	if !strings.Contains(strings.Join(stderr, "\n"), want) {
+		t.Errorf("the error does not name the killed shard (%q):\n%s", want, strings.Join(stderr, "\n"))
+	}
+	if left := shardProcs(t, cmd.Process.Pid); len(left) > 0 {
+		t.Errorf("shard processes left: %v", left)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a failed run left its result directory: %v", err)
+	}
+	waitClean(t, tmp)
+}

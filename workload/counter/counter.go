@@ -6,11 +6,12 @@ package counter
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"math/rand/v2"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
@@ -24,7 +25,7 @@ import (
 var Definition = scenario.Definition{
 	Name:        "counter",
 	Description: "writers read-modify-write shared ConfigMaps with a write strategy; lost updates are counted",
-	Traits:      spec.Traits{Strategies: true, Driven: true},
+	Traits:      spec.Traits{Strategies: true, Driven: true, Shardable: true},
 	NewSettings: func() scenario.Settings { return &Settings{} },
 	New: func(env *scenario.Env, settings scenario.Settings) (scenario.Scenario, error) {
 		return newCounter(env, settings.(*Settings)), nil
@@ -39,14 +40,15 @@ var Definition = scenario.Definition{
 type counter struct {
 	env     *scenario.Env
 	set     *Settings
-	n       int           // writers
+	n       int           // the run's writers
+	lo, hi  int           // the writers this instance runs: [lo, hi) (a shard's share; else all)
 	names   []string      // object names
 	keys    []string      // the fields the writers increment: counterKey, or one per writer
 	shared  []sharedTally // FieldsShared: per object
 	writers []*writer
 }
 
-var _ scenario.Driven = (*counter)(nil)
+var _ scenario.Sharded = (*counter)(nil)
 
 func newCounter(env *scenario.Env, set *Settings) *counter {
 	n := env.Spec.Writers
@@ -58,7 +60,7 @@ func newCounter(env *scenario.Env, set *Settings) *counter {
 			fmt.Fprintf(env.Log, "note: open loop: the %d workers allowed in flight (max-in-flight) are the writers\n", n)
 		}
 	}
-	c := &counter{env: env, set: set, n: n, names: objectNames(set.Objects)}
+	c := &counter{env: env, set: set, n: n, hi: n, names: objectNames(set.Objects)}
 	if set.Fields == FieldsDisjoint {
 		for w := range n {
 			c.keys = append(c.keys, fieldKey(w))
@@ -75,8 +77,8 @@ func newCounter(env *scenario.Env, set *Settings) *counter {
 	return c
 }
 
-// Workers is the number of writers.
-func (c *counter) Workers() int { return c.n }
+// Workers is the number of writers this instance runs.
+func (c *counter) Workers() int { return c.hi - c.lo }
 
 // Do runs writer w's next read-modify-write.
 func (c *counter) Do(w int, intended time.Time) { c.writers[w].do(intended) }
@@ -94,6 +96,81 @@ func (c *counter) Setup(ctx context.Context) error {
 	return nil
 }
 
+// Join readies a shard that runs writers [lo, hi) on the objects the
+// coordinator made. Each writer keeps its run-wide number, so its field,
+// field manager, object and random choices are what they would be in
+// one process.
+func (c *counter) Join(_ context.Context, lo, hi int) error {
+	if lo < 0 || hi > c.n || lo >= hi {
+		return fmt.Errorf("shard writers [%d, %d) are not within the run's %d writers", lo, hi, c.n)
+	}
+	c.lo, c.hi = lo, hi
+	c.writers = c.newWriters(scenario.Seed(c.env.RunID))
+	return nil
+}
+
+// tally is a shard's writes as Finish counts them: per object (shared
+// fields), or per writer and object (disjoint fields), successes and
+// uncertain writes.
+type tally struct {
+	Shared []fieldTallyJSON         `json:"shared,omitempty"`
+	Fields map[int][]fieldTallyJSON `json:"fields,omitempty"`
+}
+
+// fieldTallyJSON is a fieldTally as a shard reports it.
+type fieldTallyJSON struct {
+	Successes int64 `json:"s"`
+	Uncertain int64 `json:"u,omitempty"`
+}
+
+// Tally reports this shard's writes.
+func (c *counter) Tally() ([]byte, error) {
+	var t tally
+	if c.shared != nil {
+		for i := range c.shared {
+			t.Shared = append(t.Shared, fieldTallyJSON{c.shared[i].successes.Load(), c.shared[i].uncertain.Load()})
+		}
+	} else {
+		t.Fields = map[int][]fieldTallyJSON{}
+		for i, w := range c.writers {
+			own := make([]fieldTallyJSON, len(w.own))
+			for j, f := range w.own {
+				own[j] = fieldTallyJSON{f.successes, f.uncertain}
+			}
+			t.Fields[c.lo+i] = own
+		}
+	}
+	return json.Marshal(t)
+}
+
+// AddTally adds a shard's writes to the coordinator's counts.
+func (c *counter) AddTally(b []byte) error {
+	var t tally
+	if err := json.Unmarshal(b, &t); err != nil {
+		return fmt.Errorf("a shard's counter tally: %w", err)
+	}
+	switch {
+	case c.shared != nil && len(t.Shared) != len(c.shared):
+		return fmt.Errorf("a shard's counter tally has %d objects, the run %d", len(t.Shared), len(c.shared))
+	case c.shared != nil:
+		for i, f := range t.Shared {
+			c.shared[i].successes.Add(f.Successes)
+			c.shared[i].uncertain.Add(f.Uncertain)
+		}
+		return nil
+	}
+	for w, own := range t.Fields {
+		if w < 0 || w >= len(c.writers) || len(own) != len(c.writers[w].own) {
+			return fmt.Errorf("a shard's counter tally names writer %d with %d objects, which the run does not have", w, len(own))
+		}
+		for j, f := range own {
+			c.writers[w].own[j].successes += f.Successes
+			c.writers[w].own[j].uncertain += f.Uncertain
+		}
+	}
+	return nil
+}
+
 // newWriters builds the writers over the run's clients (round robin) and
 // the recorder's shards.
 func (c *counter) newWriters(seed uint64) []*writer {
@@ -105,13 +182,14 @@ func (c *counter) newWriters(seed uint64) []*writer {
 	if s.PatchType == spec.PatchStrategic {
 		patchType = types.StrategicMergePatchType
 	}
-	writers := make([]*writer, c.n)
-	for i := range writers {
+	writers := make([]*writer, c.hi-c.lo)
+	for local := range writers {
+		i := c.lo + local // the writer's number in the run
 		w := &writer{
 			id:           i,
 			strategy:     strat,
-			cms:          env.Client(i).CoreV1().ConfigMaps(env.Namespace),
-			shard:        env.Recorder.Shard(i),
+			cms:          env.Client(local).CoreV1().ConfigMaps(env.Namespace),
+			shard:        env.Recorder.Shard(local),
 			choose:       newChooser(c.set, i, rand.New(rand.NewPCG(seed, uint64(i)+1))),
 			names:        c.names,
 			key:          counterKey,
@@ -132,7 +210,7 @@ func (c *counter) newWriters(seed uint64) []*writer {
 			w.applyOpts = metav1.ApplyOptions{FieldManager: fieldManager(s, i), Force: s.Force}
 			w.apply = applycorev1.ConfigMap(c.names[0], env.Namespace).WithData(map[string]string{w.key: "0"})
 		}
-		writers[i] = w
+		writers[local] = w
 	}
 	return writers
 }

@@ -108,6 +108,25 @@ type Driven interface {
 	Do(w int, intended time.Time)
 }
 
+// Sharded is a Driven scenario whose workers can be spread over several
+// processes (kb-bench run --shards; Traits.Shardable). The coordinator's
+// instance runs Setup and, after adding every shard's Tally, Finish; it
+// runs no operation. Each shard's instance runs Join instead of Setup,
+// then its share of the workers, then Tally instead of Finish.
+type Sharded interface {
+	Driven
+	// Join readies a shard that runs workers [lo, hi) of the run's
+	// Workers() on the objects the coordinator's Setup made. From then on
+	// Workers is hi-lo and Do's w counts from 0 for worker lo.
+	Join(ctx context.Context, lo, hi int) error
+	// Tally is what the shard's workers did that Finish's checks need,
+	// as JSON.
+	Tally() ([]byte, error)
+	// AddTally adds a shard's Tally to the coordinator's instance, before
+	// its Finish.
+	AddTally(tally []byte) error
+}
+
 // Continuous is a Scenario that makes its requests from goroutines of its
 // own (client-go's leader election): the engine starts it before the
 // warm-up and stops it at the end of the measured window.

@@ -23,6 +23,7 @@ import (
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/profiles"
 	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/runner/process"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
 	"github.com/kb-bench/kb-bench/workload/scenario"
@@ -44,6 +45,7 @@ type runFlags struct {
 	gate                string
 	baseline            string
 	report              bool
+	shardTimeout        time.Duration
 	// thresholds are the profile's own gate, set by resolve.
 	thresholds []string
 }
@@ -86,6 +88,7 @@ func (f *runFlags) register(cmd *cobra.Command, countHelp string) {
 	fs.StringVar(&f.out, "out", "", "directory for the result files (default ./kb-bench-results/<run-id>)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
 	fs.IntVar(&f.count, "count", 1, countHelp)
+	fs.DurationVar(&f.shardTimeout, "shard-timeout", workload.DefaultShardTimeout, "with --shards: how long every shard has to start and join the run")
 	fs.StringVar(&f.stateDir, "state-dir", "", "where 'kb-bench local up' keeps its state (default $XDG_STATE_HOME/kb-bench/local)")
 	_ = fs.MarkHidden("state-dir")
 	// After the command's own flags, so that a setting that would shadow
@@ -492,14 +495,20 @@ func (f *runFlags) runOnce(ctx context.Context, sp spec.Spec, conn *cluster.Conn
 		s.ClientLog.Drain() // what came before this run is not its own
 		clientLog = s.ClientLog.Drain
 	}
+	runner, err := shardRunner(sp, conn)
+	if err != nil {
+		return nil, nil, err
+	}
 	out, err := workload.Run(ctx, sp, workload.Options{
-		ClientLog: clientLog,
-		Ephemeral: conn.Target.Kind == spec.TargetLocal && !conn.Target.Reused,
-		Config:    conn.Config,
-		RunID:     runID,
-		Version:   version,
-		Progress:  progress.update,
-		Log:       info,
+		Runner:       runner,
+		ShardTimeout: f.shardTimeout,
+		ClientLog:    clientLog,
+		Ephemeral:    conn.Target.Kind == spec.TargetLocal && !conn.Target.Reused,
+		Config:       conn.Config,
+		RunID:        runID,
+		Version:      version,
+		Progress:     progress.update,
+		Log:          info,
 		// The local control plane runs no namespace controller, unless
 		// it runs kube-controller-manager.
 		FinalizeNamespace: conn.Target.Kind == spec.TargetLocal && !conn.Target.ControllerManager,
@@ -513,6 +522,21 @@ func (f *runFlags) runOnce(ctx context.Context, sp spec.Spec, conn *cluster.Conn
 		return nil, nil, fmt.Errorf("saving the result: %w", err)
 	}
 	return out.Result, out.Report, nil
+}
+
+// shardRunner is what starts sp's shards (nil when it has none).
+func shardRunner(sp spec.Spec, conn *cluster.Connection) (workload.ShardRunner, error) {
+	switch {
+	case sp.Shards == 0:
+		return nil, nil
+	case sp.Runner == spec.RunnerProcess:
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("finding kb-bench's own executable to start the shards: %w", err)
+		}
+		return process.Runner{Executable: exe, Config: conn.Config}, nil
+	}
+	return nil, spec.Input(fmt.Errorf("--runner %s is not available here: use --runner process", sp.Runner))
 }
 
 // prepareOutDir creates the result directory and checks that files can be

@@ -1,0 +1,70 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload"
+)
+
+// newShardCommand is what a distributed run's runner starts: one shard.
+func newShardCommand(s Streams, version string, getenv func(string) string) *cobra.Command {
+	var o struct {
+		namespace, runID, kubeconfig string
+		index                        int
+	}
+	cmd := &cobra.Command{
+		Use:   "shard",
+		Short: "Run one shard of a distributed run (started by 'kb-bench run --shards')",
+		Long: `Run one shard of a distributed run. 'kb-bench run --shards N' starts N of
+these (as local processes or as an Indexed Job); each finds the run's
+coordination Lease in --namespace, runs its share of the writers when the
+coordinator says so, and uploads its result for the coordinator to merge.
+It is not meant to be started by hand.
+
+The index comes from --index or, in an Indexed Job, $JOB_COMPLETION_INDEX;
+without --kubeconfig the shard uses the pod's service account.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.namespace == "" || o.runID == "" {
+				return spec.Input(fmt.Errorf("--namespace and --run-id name the run this shard joins: both are needed"))
+			}
+			if !cmd.Flags().Changed("index") {
+				v := getenv("JOB_COMPLETION_INDEX")
+				i, err := strconv.Atoi(v)
+				if err != nil {
+					return spec.Input(fmt.Errorf("no --index, and $JOB_COMPLETION_INDEX is %q: give the shard's index", v))
+				}
+				o.index = i
+			}
+			cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+			if err != nil {
+				return spec.Input(fmt.Errorf("reaching the target: %w (give --kubeconfig, or run in a pod)", err))
+			}
+			name := getenv("POD_NAME")
+			if name == "" {
+				host, _ := os.Hostname()
+				name = fmt.Sprintf("%s pid %d", host, os.Getpid())
+			}
+			var clientLog func() []string
+			if s.ClientLog != nil {
+				clientLog = s.ClientLog.Drain
+			}
+			return workload.RunShard(cmd.Context(), workload.ShardOptions{
+				Config: cfg, Namespace: o.namespace, RunID: o.runID, Index: o.index,
+				Name: name, Version: version, Log: s.Err, ClientLog: clientLog,
+			})
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.namespace, "namespace", "", "the run's namespace, where its coordination Lease is")
+	fs.StringVar(&o.runID, "run-id", "", "the run's id")
+	fs.IntVar(&o.index, "index", 0, "this shard's index, from 0 (default $JOB_COMPLETION_INDEX)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the target (default: the pod's service account)")
+	return cmd
+}

@@ -1,0 +1,165 @@
+// Package process starts a distributed run's shards as local kb-bench
+// processes (kb-bench run --shards N --runner process): for tests without
+// nodes, and for big machines where one Go process is the bottleneck. Each
+// shard reaches the target through a kubeconfig written for it, readable
+// only by its owner and removed when the shards stop.
+package process
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/workload"
+)
+
+// Runner starts shards as child processes of Executable.
+type Runner struct {
+	// Executable is the kb-bench binary to run ("kb-bench shard ...").
+	Executable string
+	// Config is the target's connection, handed to each shard.
+	Config *rest.Config
+	// Env is added to each shard's environment (e.g. GOMAXPROCS=1).
+	Env []string
+}
+
+var _ workload.ShardRunner = Runner{}
+
+// Start starts the shards and returns at once.
+func (r Runner) Start(ctx context.Context, run workload.ShardRun) (workload.ShardGroup, error) {
+	kc, err := cluster.Kubeconfig(r.Config)
+	if err != nil {
+		return nil, fmt.Errorf("handing the target to the shard processes: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "kb-bench-shards-")
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	g := &group{dir: dir, failed: make(chan error, run.Shards), stopping: make(chan struct{})}
+	for i := range run.Shards {
+		cmd := exec.Command(r.Executable, "shard",
+			"--namespace", run.Namespace, "--run-id", run.RunID, "--index", strconv.Itoa(i), "--kubeconfig", path)
+		cmd.Env = append(os.Environ(), r.Env...)
+		cmd.SysProcAttr = attr()
+		out := &tail{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			_ = g.Stop(ctx)
+			return nil, fmt.Errorf("starting shard %d (%s): %w", i, r.Executable, err)
+		}
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			err := cmd.Wait()
+			select {
+			case <-g.stopping:
+				return // stopped on purpose
+			default:
+			}
+			if err != nil {
+				g.failed <- fmt.Errorf("shard %d (pid %d) exited before the run ended (%v)%s", i, cmd.Process.Pid, err, out.last())
+			}
+		}()
+		g.procs = append(g.procs, cmd.Process)
+	}
+	return g, nil
+}
+
+// group is the started shard processes.
+type group struct {
+	dir      string
+	procs    []*os.Process
+	wg       sync.WaitGroup
+	failed   chan error
+	stopping chan struct{}
+	once     sync.Once
+}
+
+func (g *group) Failed() <-chan error { return g.failed }
+
+// Stop waits for the shards to exit; those still running when ctx is done
+// (or at once, when ctx is already done) get SIGTERM, and SIGKILL a few
+// seconds later. Then the kubeconfig goes.
+func (g *group) Stop(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { g.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		g.once.Do(func() { close(g.stopping) })
+		g.signal(syscall.SIGTERM)
+		t := time.NewTimer(killAfter)
+		select {
+		case <-done:
+		case <-t.C:
+			g.signal(syscall.SIGKILL)
+			<-done
+			err = errors.New("shard processes that did not stop on SIGTERM were killed")
+		}
+		t.Stop()
+	}
+	return errors.Join(err, os.RemoveAll(g.dir))
+}
+
+// killAfter is how long a shard has to stop after SIGTERM.
+const killAfter = 5 * time.Second
+
+func (g *group) signal(sig os.Signal) {
+	for _, p := range g.procs {
+		_ = p.Signal(sig)
+	}
+}
+
+// tail keeps a process's output, for the last line of a failed shard.
+type tail struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.buf.Len() > 64<<10 {
+		b := t.buf.Bytes()
+		t.buf.Reset()
+		t.buf.Write(b[len(b)-16<<10:])
+	}
+	return t.buf.Write(p)
+}
+
+// last is what the process said last, as ": line": its last line, or a
+// Go panic's first one; "" when it said nothing.
+func (t *tail) last() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := strings.TrimSpace(t.buf.String())
+	if i := strings.LastIndex(out, "panic: "); i >= 0 {
+		out = out[i:]
+		if j := strings.IndexByte(out, '\n'); j >= 0 {
+			out = out[:j]
+		}
+	}
+	lines := strings.Split(out, "\n")
+	if l := strings.TrimSpace(lines[len(lines)-1]); l != "" {
+		return ": " + l
+	}
+	return ""
+}
