@@ -1,8 +1,11 @@
 # One line per target; the work is in scripts/.
-.PHONY: build control-plane run test bench clean
+.PHONY: build image control-plane run test bench clean
 
 build:          ## build bin/kb-bench with the version stamped in
 	@scripts/build.sh
+
+image:          ## build the kb-bench container image as bin/kb-bench-image.tar (no Docker or registry needed)
+	@scripts/image.sh
 
 control-plane:  ## build kube-apiserver and etcd from pinned source into ~/.cache/kb-bench (once)
 	@scripts/control-plane.sh >/dev/null
