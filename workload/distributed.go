@@ -51,6 +51,9 @@ type ShardGroup interface {
 	// what Start made. After a run that ended well they have exited on
 	// their own.
 	Stop(ctx context.Context) error
+	// Status says where each shard is as the runner sees it (pods
+	// pending, processes running), for a coordinator that waited in vain.
+	Status() string
 }
 
 // DefaultShardTimeout bounds how long the coordinator waits for every
@@ -83,6 +86,18 @@ func coordinatorRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		scenario.Rule("coordination.k8s.io", []string{"leases"}, "get", "list", "create", "update"),
 		scenario.Rule("", []string{"configmaps"}, "get", "delete"),
+	}
+}
+
+// jobRules are what the coordinator needs to run the shards as a Job
+// (runner/job): the Job and the shards' rights, made and removed, and
+// their pods watched.
+func jobRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		scenario.Rule("", []string{"serviceaccounts"}, "create", "delete"),
+		scenario.Rule("rbac.authorization.k8s.io", []string{"roles", "rolebindings"}, "create", "delete"),
+		scenario.Rule("batch", []string{"jobs"}, "create", "delete"),
+		scenario.Rule("", []string{"pods"}, "list", "deletecollection"),
 	}
 }
 
@@ -144,6 +159,9 @@ func (r *run) coordinate(ctx context.Context, sc scenario.Scenario) (scenario.Re
 
 	began := time.Now()
 	if _, err := w.await(ctx, stateJoined, time.Time{}, began.Add(joinTimeout), nil); err != nil {
+		if st := group.Status(); st != "" {
+			err = fmt.Errorf("%w; the runner says: %s", err, st)
+		}
 		return abort(fmt.Errorf("%w (waited %s for the shards to join: --shard-timeout)", err, joinTimeout))
 	}
 	fmt.Fprintf(r.log, "%d shards joined in %s\n", s.Shards, time.Since(began).Round(time.Millisecond))

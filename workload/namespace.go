@@ -98,6 +98,13 @@ func deleteCollections(ctx context.Context, kube kubernetes.Interface, ns, selec
 			err = kube.CoreV1().ResourceQuotas(ns).DeleteCollection(ctx, opts, list)
 		case groupResource{"coordination.k8s.io", "leases"}:
 			err = kube.CoordinationV1().Leases(ns).DeleteCollection(ctx, opts, list)
+		case groupResource{"batch", "jobs"}: // a distributed run's shards (runner/job)
+			background := metav1.DeletePropagationBackground
+			err = kube.BatchV1().Jobs(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &background}, list)
+		case groupResource{"rbac.authorization.k8s.io", "roles"}:
+			err = kube.RbacV1().Roles(ns).DeleteCollection(ctx, opts, list)
+		case groupResource{"rbac.authorization.k8s.io", "rolebindings"}:
+			err = kube.RbacV1().RoleBindings(ns).DeleteCollection(ctx, opts, list)
 		default:
 			err = fmt.Errorf("kb-bench does not know how to delete %s (a bug: please report it)", k.resource)
 		}
@@ -116,7 +123,7 @@ func deleteOwn(ctx context.Context, kube kubernetes.Interface, ns, runID string,
 	defer cancel()
 	selector := scenario.LabelRunID + "=" + runID
 	if err := deleteCollections(ctx, kube, ns, selector, kinds); err != nil {
-		return fmt.Errorf("deleting the run's objects from namespace %s: %w (delete them by hand: kubectl delete -n %s configmaps,pods,leases,resourcequotas -l %s)", ns, err, ns, selector)
+		return fmt.Errorf("deleting the run's objects from namespace %s: %w (delete them by hand: kubectl delete -n %s configmaps,pods,leases,resourcequotas,jobs,roles,rolebindings -l %s)", ns, err, ns, selector)
 	}
 	return nil
 }

@@ -36,6 +36,9 @@ func rulesFor(def scenario.Definition, settings scenario.Settings, s spec.Spec) 
 	if s.Shards > 0 {
 		rules = append(rules, coordinatorRules()...)
 	}
+	if s.Shards > 0 && s.Runner == spec.RunnerJob {
+		rules = append(rules, jobRules()...)
+	}
 	for _, g := range cleanupResources(rules) {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g.group}, Resources: []string{g.resource}, Verbs: []string{"deletecollection"}})
 	}

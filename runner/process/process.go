@@ -94,6 +94,15 @@ type group struct {
 
 func (g *group) Failed() <-chan error { return g.failed }
 
+// Status lists the shard processes.
+func (g *group) Status() string {
+	pids := make([]string, len(g.procs))
+	for i, p := range g.procs {
+		pids[i] = fmt.Sprintf("shard %d pid %d", i, p.Pid)
+	}
+	return strings.Join(pids, ", ")
+}
+
 // Stop waits for the shards to exit; those still running when ctx is done
 // (or at once, when ctx is already done) get SIGTERM, and SIGKILL a few
 // seconds later. Then the kubeconfig goes.

@@ -129,6 +129,13 @@ spec:
 		{"context without a kubeconfig file", []string{"run", "--context", "nosuch", "--duration", "1s"}, `context "nosuch" does not exist (contexts: none; no such file: `},
 		{"rbac without namespace", []string{"rbac"}, "--namespace names the existing namespace"},
 		{"bad namespace", []string{"run", "--namespace", "Team_A"}, "namespace: Invalid value: \"Team_A\""},
+		{"image without a job", []string{"run", "--shards", "2", "--image", "x"}, "--image is for the shard pods of --shards N --runner job"},
+		{"bad shard cpu", []string{"run", "--shards", "2", "--runner", "job", "--shard-cpu", "lots"}, `--shard-cpu "lots" is not a positive quantity`},
+		{"bad pull policy", []string{"run", "--shards", "2", "--runner", "job", "--image-pull-policy", "Sometimes"}, "use IfNotPresent, Always or Never"},
+		{"shards of leader election", []string{"run", "--scenario", "leader-election", "--shards", "2"}, "this scenario runs in one process only: drop --shards"},
+		{"more shards than writers", []string{"run", "--shards", "9"}, "more shards than the 8 writers"},
+		{"shard without a run", []string{"shard", "--index", "0"}, "--namespace and --run-id name the run this shard joins"},
+		{"shard without an index", []string{"shard", "--namespace", "n", "--run-id", "r"}, "no --index, and $JOB_COMPLETION_INDEX is"},
 		{"controller manager on kind", []string{"run", "--target", "kind", "--controller-manager"}, "controllerManager: Forbidden: applies only to the local control plane"},
 	}
 	for _, c := range cases {

@@ -46,6 +46,7 @@ type runFlags struct {
 	baseline            string
 	report              bool
 	shardTimeout        time.Duration
+	job                 jobFlags
 	// thresholds are the profile's own gate, set by resolve.
 	thresholds []string
 }
@@ -89,6 +90,7 @@ func (f *runFlags) register(cmd *cobra.Command, countHelp string) {
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
 	fs.IntVar(&f.count, "count", 1, countHelp)
 	fs.DurationVar(&f.shardTimeout, "shard-timeout", workload.DefaultShardTimeout, "with --shards: how long every shard has to start and join the run")
+	f.job.register(fs)
 	fs.StringVar(&f.stateDir, "state-dir", "", "where 'kb-bench local up' keeps its state (default $XDG_STATE_HOME/kb-bench/local)")
 	_ = fs.MarkHidden("state-dir")
 	// After the command's own flags, so that a setting that would shadow
@@ -136,6 +138,9 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) ([]cell, error) {
 			}
 		}
 		cells = next
+	}
+	if err := f.job.check(fs, cells[0].spec); err != nil {
+		return nil, err
 	}
 	for i := range cells {
 		if _, _, errs := workload.Resolve(&cells[i].spec); len(errs) > 0 {
@@ -495,7 +500,7 @@ func (f *runFlags) runOnce(ctx context.Context, sp spec.Spec, conn *cluster.Conn
 		s.ClientLog.Drain() // what came before this run is not its own
 		clientLog = s.ClientLog.Drain
 	}
-	runner, err := shardRunner(sp, conn)
+	runner, err := f.shardRunner(sp, conn, version)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -525,18 +530,18 @@ func (f *runFlags) runOnce(ctx context.Context, sp spec.Spec, conn *cluster.Conn
 }
 
 // shardRunner is what starts sp's shards (nil when it has none).
-func shardRunner(sp spec.Spec, conn *cluster.Connection) (workload.ShardRunner, error) {
-	switch {
-	case sp.Shards == 0:
-		return nil, nil
-	case sp.Runner == spec.RunnerProcess:
+func (f *runFlags) shardRunner(sp spec.Spec, conn *cluster.Connection, version string) (workload.ShardRunner, error) {
+	switch sp.Runner {
+	case spec.RunnerProcess:
 		exe, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("finding kb-bench's own executable to start the shards: %w", err)
 		}
 		return process.Runner{Executable: exe, Config: conn.Config}, nil
+	case spec.RunnerJob:
+		return f.job.runner(conn, version)
 	}
-	return nil, spec.Input(fmt.Errorf("--runner %s is not available here: use --runner process", sp.Runner))
+	return nil, nil
 }
 
 // prepareOutDir creates the result directory and checks that files can be
