@@ -39,6 +39,21 @@ func procStat(pid int) (startTicks uint64, running bool) {
 	return ticks, string(f[0]) != "Z"
 }
 
+// stopped reports whether pid is stopped (SIGSTOP, or a debugger): alive
+// but answering nothing.
+func stopped(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return false
+	}
+	f := bytes.Fields(b[i+1:])
+	return len(f) > 0 && (string(f[0]) == "T" || string(f[0]) == "t")
+}
+
 // alive reports whether pid runs and, when startTicks is known, is still
 // the process that started then.
 func alive(pid int, startTicks uint64) bool {

@@ -20,6 +20,9 @@ func procStat(pid int) (uint64, bool) {
 	return 0, err == nil || errors.Is(err, syscall.EPERM)
 }
 
+// stopped is not detected outside Linux.
+func stopped(int) bool { return false }
+
 func alive(pid int, _ uint64) bool { _, ok := procStat(pid); return pid > 0 && ok }
 
 // onMemoryFS is not detected outside Linux.

@@ -125,6 +125,9 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 	case errors.Is(err, ErrNotRunning):
 	case err != nil:
 		return nil, err
+	case old.APIServer.alive() && old.Etcd.alive() && (stopped(old.APIServer.PID) || stopped(old.Etcd.PID)):
+		return nil, spec.Input(fmt.Errorf("the local control plane recorded at %s is running but stopped (kube-apiserver pid %d, etcd pid %d; SIGSTOP or a debugger): it answers nothing. Resume it with kill -CONT %d %d, or remove it with `kb-bench local down`",
+			old.Server, old.APIServer.PID, old.Etcd.PID, old.APIServer.PID, old.Etcd.PID))
 	case old.APIServer.alive() && old.Etcd.alive():
 		return nil, spec.Input(fmt.Errorf("a local control plane is already running at %s (state in %s): stop it first with `kb-bench local down`",
 			old.Server, o.StateDir))
