@@ -367,10 +367,12 @@ func TestDeadAPIServerFailsTheRun(t *testing.T) {
 	waitClean(t, tmp)
 }
 
+// kill -9 mid-run leaves no process, no temp dir and no empty result
+// directory (it is made only when the first result is written).
 func TestKillLeavesNothing(t *testing.T) {
 	bin, cpBin := binary(t)
-	tmp := t.TempDir()
-	cmd, _, _ := start(t, bin, cpBin, tmp, filepath.Join(t.TempDir(), "result"), "--writers", "4", "--duration", "5m")
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "results", "run")
+	cmd, _, _ := start(t, bin, cpBin, tmp, out, "--writers", "4", "--duration", "5m")
 	if procs := controlPlaneProcs(t, tmp); len(procs) != 2 {
 		t.Fatalf("want etcd and kube-apiserver running, found %v", procs)
 	}
@@ -379,6 +381,9 @@ func TestKillLeavesNothing(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	waitClean(t, tmp)
+	if _, err := os.Stat(filepath.Dir(out)); !os.IsNotExist(err) {
+		t.Errorf("the killed run left its result directory: %v", err)
+	}
 }
 
 // A sweep of three writer counts for two strategies on one local control

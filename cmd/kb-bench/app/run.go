@@ -252,21 +252,14 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 }
 
 // session is what every command that runs benchmarks does around them: it
-// makes the result directory (removed again if the command fails before
-// writing anything), opens the target sp names, calls body, and stops
+// checks the result directory can be made, opens the target sp names, calls body, and stops
 // what it started. A local control plane that dies during body fails it.
 func (f *runFlags) session(ctx context.Context, s Streams, getenv func(string) string, sp spec.Spec, outDir string,
 	body func(ctx context.Context, conn *cluster.Connection, info io.Writer) error) (err error) {
 	// A result that cannot be saved is found out now, not after the run.
-	removeOutDir, err := prepareOutDir(outDir)
-	if err != nil {
+	if err := checkOutDir(outDir); err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			removeOutDir()
-		}
-	}()
 	info := s.Err
 	if f.quiet {
 		info = io.Discard
@@ -544,40 +537,33 @@ func (f *runFlags) shardRunner(sp spec.Spec, conn *cluster.Connection, version s
 	return nil, nil
 }
 
-// prepareOutDir creates the result directory and checks that files can be
-// written there. remove takes away the directories it made, if still empty.
-func prepareOutDir(dir string) (remove func(), err error) {
-	var made []string
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
-			break
-		}
-		made = append(made, d)
-	}
-	remove = func() {
-		for _, d := range made {
-			if os.Remove(d) != nil {
-				return
-			}
-		}
-	}
+// checkOutDir checks, before the run, that the result directory can be
+// made and written, and holds no result yet. It makes nothing: the
+// directory appears with the first result written, so a run that fails or
+// is killed before that leaves no empty directory behind.
+func checkOutDir(dir string) error {
 	for _, f := range []string{results.ResultFile, results.SetFile, results.SweepFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-			remove()
-			return nil, spec.Input(fmt.Errorf("%s already holds a result (%s): choose another --out, or remove it first", dir, f))
+			return spec.Input(fmt.Errorf("%s already holds a result (%s): choose another --out, or remove it first", dir, f))
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		remove()
-		return nil, spec.Input(fmt.Errorf("the result directory %s cannot be made (%w): choose another with --out", dir, err))
+	// The nearest directory that exists is where the first one is made.
+	d := filepath.Clean(dir)
+	for {
+		fi, err := os.Stat(d)
+		if err == nil && !fi.IsDir() {
+			return spec.Input(fmt.Errorf("the result directory %s cannot be made: %s is not a directory; choose another with --out", dir, d))
+		}
+		if err == nil || filepath.Dir(d) == d {
+			break
+		}
+		d = filepath.Dir(d)
 	}
-	probe, err := os.CreateTemp(dir, ".kb-bench-probe-*")
+	probe, err := os.MkdirTemp(d, ".kb-bench-probe-*")
 	if err != nil {
-		remove()
-		return nil, spec.Input(fmt.Errorf("the result directory %s is not writable (%w): choose another with --out", dir, err))
+		return spec.Input(fmt.Errorf("the result directory %s cannot be made or written (%w): choose another with --out", dir, err))
 	}
-	probe.Close()
-	return remove, os.Remove(probe.Name())
+	return os.Remove(probe)
 }
 
 // newRunID returns a sortable, unique, DNS-label-safe run id.
