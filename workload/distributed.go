@@ -95,6 +95,7 @@ func coordinatorRules() []rbacv1.PolicyRule {
 func jobRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		scenario.Rule("", []string{"serviceaccounts"}, "create", "delete"),
+		scenario.Rule("", []string{"serviceaccounts/token"}, "create"), // --runner-kubeconfig: the shards' token
 		scenario.Rule("rbac.authorization.k8s.io", []string{"roles", "rolebindings"}, "create", "delete"),
 		scenario.Rule("batch", []string{"jobs"}, "create", "delete"),
 		scenario.Rule("", []string{"pods"}, "list", "deletecollection"),

@@ -127,6 +127,29 @@ func TestDryRunAccepted(t *testing.T) {
 	if w := warn.take(); len(w) > 0 {
 		t.Errorf("the apiserver warned about a shard pod: %q", w)
 	}
+
+	// The Job of a runner cluster (--runner-kubeconfig): no service
+	// account of its own, the target's kubeconfig from a Secret.
+	o.TargetNamespace, o.TargetSecret = "kb-bench-elsewhere", o.Name+"-target"
+	if objs, err = job.Build(o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.BatchV1().Jobs(ns.Name).Create(ctx, objs.Job, dryRun); err != nil {
+		t.Errorf("a runner cluster's Job refused: %v", err)
+	}
+	// Its pods run as the namespace's default service account, which a
+	// real cluster's controller makes (this control plane has none).
+	def := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	if _, err := kube.CoreV1().ServiceAccounts(ns.Name).Create(ctx, def, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod.Spec = *objs.Job.Spec.Template.Spec.DeepCopy()
+	if _, err := kube.CoreV1().Pods(ns.Name).Create(ctx, pod, dryRun); err != nil {
+		t.Errorf("a runner cluster's shard pod is refused: %v", err)
+	}
+	if w := warn.take(); len(w) > 0 {
+		t.Errorf("the apiserver warned about a runner cluster's Job or pod: %q", w)
+	}
 }
 
 // TestDryRunRefused shows the dry runs above are real: the same apiserver

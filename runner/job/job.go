@@ -82,7 +82,21 @@ type Options struct {
 	// Labels are added to every object and pod; they may not change
 	// kb-bench's own labels (scenario.Labels).
 	Labels map[string]string
+	// TargetSecret, when set, is for a Job on a separate runner cluster
+	// (--runner-kubeconfig): the pods reach the target with the
+	// kubeconfig under the key "kubeconfig" of this Secret (in Namespace),
+	// join the run in TargetNamespace there, and use no service account
+	// of the runner cluster. The ServiceAccount, Role and RoleBinding then
+	// belong in TargetNamespace on the target.
+	TargetSecret    string
+	TargetNamespace string
 }
+
+// TargetKubeconfigKey is the key of the kubeconfig in Options.TargetSecret.
+const TargetKubeconfigKey = "kubeconfig"
+
+// targetDir is where a runner cluster's pods find TargetSecret.
+const targetDir = "/var/run/kb-bench/target"
 
 // Objects are a run's shard objects, all named Options.Name in
 // Options.Namespace; List gives the order to create them in.
@@ -155,6 +169,10 @@ func (o Options) job(meta metav1.ObjectMeta, labels map[string]string) *batchv1.
 	indexed := batchv1.IndexedCompletion
 	shards := int32(o.Shards)
 	args := append([]string{"shard", "--namespace", o.Namespace, "--run-id", o.RunID}, o.Args...)
+	if o.TargetSecret != "" {
+		args = append([]string{"shard", "--namespace", o.TargetNamespace, "--run-id", o.RunID,
+			"--kubeconfig", targetDir + "/" + TargetKubeconfigKey}, o.Args...)
+	}
 	pod := corev1.PodSpec{
 		ServiceAccountName:           o.Name,
 		AutomountServiceAccountToken: new(true),
@@ -192,6 +210,15 @@ func (o Options) job(meta metav1.ObjectMeta, labels map[string]string) *batchv1.
 			VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
 		}},
 		Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+	}
+	if o.TargetSecret != "" {
+		// On a runner cluster the pods are nobody there: what they may do
+		// is the target's ServiceAccount's, whose token the Secret holds.
+		pod.ServiceAccountName, pod.AutomountServiceAccountToken = "", new(false)
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "target", VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: o.TargetSecret}}})
+		c := &pod.Containers[0]
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "target", MountPath: targetDir, ReadOnly: true})
 	}
 	if o.AntiAffinity {
 		pod.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
@@ -262,6 +289,9 @@ func (o Options) validate() field.ErrorList {
 		for _, msg := range validation.IsDNS1123Label(o.Namespace) {
 			errs = append(errs, field.Invalid(field.NewPath("namespace"), o.Namespace, msg))
 		}
+	}
+	if (o.TargetSecret == "") != (o.TargetNamespace == "") {
+		errs = append(errs, field.Required(field.NewPath("targetSecret"), "a Job on a runner cluster needs both the Secret with the target's kubeconfig and the run's namespace on the target"))
 	}
 	if o.RunID == "" {
 		errs = append(errs, field.Required(field.NewPath("runID"), "the run id the shards report under"))

@@ -45,12 +45,16 @@ func TestYAMLGolden(t *testing.T) {
 	tuned.Args = []string{"--writers", "50", "--strategy", "ssa"}
 	tuned.ActiveDeadline = 90*time.Second + time.Millisecond // rounded up to 91
 	tuned.Labels = map[string]string{"team": "apimachinery"}
+	remote := options()
+	remote.Namespace = "kb-bench-shards-20261123-083157-73f1c9"
+	remote.TargetNamespace, remote.TargetSecret = "kb-bench-20261123-083157-73f1c9", "kb-bench-20261123-083157-73f1c9-target"
 	for _, tc := range []struct {
 		name string
 		opts job.Options
 	}{
 		{"default-3-shards.yaml", options()},
 		{"tuned.yaml", tuned},
+		{"runner-cluster.yaml", remote},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs, err := job.Build(tc.opts)

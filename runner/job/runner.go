@@ -10,11 +10,14 @@ import (
 	"sync"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
+	"github.com/kb-bench/kb-bench/cluster"
 	"github.com/kb-bench/kb-bench/workload"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -23,8 +26,13 @@ import (
 // (kb-bench run --shards N --runner job) and watches their pods, so that a
 // shard that cannot start or fails ends the run with its pod's reason.
 type Runner struct {
-	// Kube is the cluster the Job runs in: the target's.
+	// Kube is the target's cluster, where the shards' rights are made
+	// and, unless Remote is set, the Job runs.
 	Kube kubernetes.Interface
+	// Remote, when set, is a separate runner cluster for the Job
+	// (--runner-kubeconfig), so that the load generators do not take CPU
+	// from the cluster under test.
+	Remote *Remote
 	// Image, ImagePullPolicy, Resources, AntiAffinity and NodeSelector
 	// are as in Options.
 	Image           string
@@ -36,7 +44,25 @@ type Runner struct {
 	Poll time.Duration
 }
 
+// Remote is a runner cluster, and how its pods reach the target.
+type Remote struct {
+	// Kube is the runner cluster's.
+	Kube kubernetes.Interface
+	// TargetServer and TargetCA are the target apiserver's URL and CA
+	// bundle as the runner cluster's pods reach it.
+	TargetServer string
+	TargetCA     []byte
+}
+
 var _ workload.ShardRunner = Runner{}
+
+// jobKube is the cluster the Job runs in.
+func (r Runner) jobKube() kubernetes.Interface {
+	if r.Remote != nil {
+		return r.Remote.Kube
+	}
+	return r.Kube
+}
 
 // Options returns the Options of run's Job.
 func (r Runner) Options(run workload.ShardRun) Options {
@@ -48,6 +74,10 @@ func (r Runner) Options(run workload.ShardRun) Options {
 	if !run.Deadline.IsZero() {
 		o.ActiveDeadline = time.Until(run.Deadline)
 	}
+	if r.Remote != nil {
+		o.Namespace, o.TargetNamespace = "kb-bench-shards-"+run.RunID, run.Namespace
+		o.TargetSecret = o.Name + "-target"
+	}
 	return o
 }
 
@@ -58,25 +88,9 @@ func (r Runner) Start(ctx context.Context, run workload.ShardRun) (workload.Shar
 	if err != nil {
 		return nil, err
 	}
-	g := &group{kube: r.Kube, objs: objs, failed: make(chan error, 1), done: make(chan struct{}), finished: make(chan struct{})}
-	ns := run.Namespace
-	create := func() error {
-		opts := metav1.CreateOptions{FieldManager: scenario.SetupManager}
-		if _, err := r.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, objs.ServiceAccount, opts); err != nil {
-			return fmt.Errorf("creating the shards' ServiceAccount %s: %w", objs.ServiceAccount.Name, err)
-		}
-		if _, err := r.Kube.RbacV1().Roles(ns).Create(ctx, objs.Role, opts); err != nil {
-			return fmt.Errorf("creating the shards' Role %s: %w", objs.Role.Name, err)
-		}
-		if _, err := r.Kube.RbacV1().RoleBindings(ns).Create(ctx, objs.RoleBinding, opts); err != nil {
-			return fmt.Errorf("creating the shards' RoleBinding %s: %w", objs.RoleBinding.Name, err)
-		}
-		if _, err := r.Kube.BatchV1().Jobs(ns).Create(ctx, objs.Job, opts); err != nil {
-			return fmt.Errorf("creating the shards' Job %s: %w", objs.Job.Name, err)
-		}
-		return nil
-	}
-	if err := create(); err != nil {
+	g := &group{target: r.Kube, kube: r.jobKube(), objs: objs, remote: r.Remote != nil,
+		failed: make(chan error, 1), done: make(chan struct{}), finished: make(chan struct{})}
+	if err := g.create(ctx, r.Remote, run); err != nil {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		close(g.done)
@@ -93,7 +107,9 @@ func (r Runner) Start(ctx context.Context, run workload.ShardRun) (workload.Shar
 
 // group is a started Job.
 type group struct {
-	kube     kubernetes.Interface
+	target   kubernetes.Interface // the target's cluster: the shards' rights
+	kube     kubernetes.Interface // the Job's cluster
+	remote   bool                 // the Job's cluster is a runner cluster
 	objs     Objects
 	failed   chan error
 	done     chan struct{} // closed by Stop
@@ -102,9 +118,68 @@ type group struct {
 
 	mu     sync.Mutex
 	status string
+	// madeNamespace: the Job's namespace on the runner cluster was made
+	// for it, and goes with it.
+	madeNamespace bool
 }
 
 func (g *group) Failed() <-chan error { return g.failed }
+
+// create makes the shards' rights on the target and the Job where it runs:
+// on a runner cluster, in a namespace of its own there, with a Secret
+// holding a kubeconfig for the shards' ServiceAccount on the target (a
+// token that expires with the run).
+func (g *group) create(ctx context.Context, remote *Remote, run workload.ShardRun) error {
+	objs := g.objs // the pointers: remove finds the rights where they are made
+	rights := objs.ServiceAccount.Namespace
+	if remote != nil {
+		rights = run.Namespace
+		for _, o := range []*metav1.ObjectMeta{&objs.ServiceAccount.ObjectMeta, &objs.Role.ObjectMeta, &objs.RoleBinding.ObjectMeta} {
+			o.Namespace = rights
+		}
+		objs.RoleBinding.Subjects[0].Namespace = rights
+	}
+	opts := metav1.CreateOptions{FieldManager: scenario.SetupManager}
+	if _, err := g.target.CoreV1().ServiceAccounts(rights).Create(ctx, objs.ServiceAccount, opts); err != nil {
+		return fmt.Errorf("creating the shards' ServiceAccount %s: %w", objs.ServiceAccount.Name, err)
+	}
+	if _, err := g.target.RbacV1().Roles(rights).Create(ctx, objs.Role, opts); err != nil {
+		return fmt.Errorf("creating the shards' Role %s: %w", objs.Role.Name, err)
+	}
+	if _, err := g.target.RbacV1().RoleBindings(rights).Create(ctx, objs.RoleBinding, opts); err != nil {
+		return fmt.Errorf("creating the shards' RoleBinding %s: %w", objs.RoleBinding.Name, err)
+	}
+	ns := objs.Job.Namespace
+	if remote != nil {
+		seconds := int64(max(time.Until(run.Deadline), 10*time.Minute) / time.Second)
+		token, err := g.target.CoreV1().ServiceAccounts(rights).CreateToken(ctx, objs.ServiceAccount.Name,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, opts)
+		if err != nil {
+			return fmt.Errorf("requesting a token for the shards' ServiceAccount %s on the target: %w", objs.ServiceAccount.Name, err)
+		}
+		kubeconfig, err := cluster.Kubeconfig(&rest.Config{Host: remote.TargetServer, BearerToken: token.Status.Token,
+			TLSClientConfig: rest.TLSClientConfig{CAData: remote.TargetCA}})
+		if err != nil {
+			return err
+		}
+		nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: objs.Job.Labels}}
+		if _, err := g.kube.CoreV1().Namespaces().Create(ctx, nsObj, opts); err != nil {
+			return fmt.Errorf("creating the shards' namespace %s on the runner cluster: %w", ns, err)
+		}
+		g.madeNamespace = true
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: g.objs.Job.Name + "-target", Namespace: ns, Labels: objs.Job.Labels},
+			Data:       map[string][]byte{TargetKubeconfigKey: kubeconfig},
+		}
+		if _, err := g.kube.CoreV1().Secrets(ns).Create(ctx, secret, opts); err != nil {
+			return fmt.Errorf("handing the target's address to the shards (Secret %s on the runner cluster): %w", secret.Name, err)
+		}
+	}
+	if _, err := g.kube.BatchV1().Jobs(ns).Create(ctx, objs.Job, opts); err != nil {
+		return fmt.Errorf("creating the shards' Job %s: %w", objs.Job.Name, err)
+	}
+	return nil
+}
 
 // Status says where each shard pod is, for a coordinator that waited for
 // them in vain.
@@ -201,6 +276,7 @@ func (g *group) Stop(ctx context.Context) error {
 // remove deletes every object Start made, those not made included.
 func (g *group) remove(ctx context.Context) error {
 	ns, name := g.objs.Job.Namespace, g.objs.Job.Name
+	rights := g.objs.ServiceAccount.Namespace // on the target (create moved them there)
 	gone := func(err error) error {
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -213,9 +289,15 @@ func (g *group) remove(ctx context.Context) error {
 		gone(g.kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{
 			LabelSelector: scenario.LabelRunID + "=" + g.objs.Job.Labels[scenario.LabelRunID] + "," + LabelComponent + "=" + ComponentShard,
 		})),
-		gone(g.kube.RbacV1().RoleBindings(ns).Delete(ctx, name, metav1.DeleteOptions{})),
-		gone(g.kube.RbacV1().Roles(ns).Delete(ctx, name, metav1.DeleteOptions{})),
-		gone(g.kube.CoreV1().ServiceAccounts(ns).Delete(ctx, name, metav1.DeleteOptions{})),
+		gone(g.target.RbacV1().RoleBindings(rights).Delete(ctx, name, metav1.DeleteOptions{})),
+		gone(g.target.RbacV1().Roles(rights).Delete(ctx, name, metav1.DeleteOptions{})),
+		gone(g.target.CoreV1().ServiceAccounts(rights).Delete(ctx, name, metav1.DeleteOptions{})),
+	}
+	if g.remote {
+		errs = append(errs, gone(g.kube.CoreV1().Secrets(ns).Delete(ctx, name+"-target", metav1.DeleteOptions{})))
+		if g.madeNamespace {
+			errs = append(errs, gone(g.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("removing the shards' Job %s/%s and its rights: %w (kubectl delete -n %s job,role,rolebinding,serviceaccount %s)", ns, name, err, ns, name)

@@ -6,8 +6,13 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kb-bench/kb-bench/runner/job"
 	"github.com/kb-bench/kb-bench/spec"
@@ -49,5 +54,59 @@ func TestJobRunnerFailsCleanlyWhenShardsNeverJoin(t *testing.T) {
 	if n := len(jobs.Items) + len(roles.Items) + len(bindings.Items) + len(accounts.Items) + len(leases.Items); n > 0 {
 		t.Errorf("left behind: %d jobs, %d roles, %d role bindings, %d service accounts, %d leases",
 			len(jobs.Items), len(roles.Items), len(bindings.Items), len(accounts.Items), len(leases.Items))
+	}
+}
+
+// On a runner cluster (--runner-kubeconfig; here the same control plane
+// seen as a second cluster) the Job goes into a namespace of its own there,
+// with a Secret whose kubeconfig reaches the target as the shards'
+// ServiceAccount: it may do what the shards' Role allows in the run's
+// namespace and nothing else. Stop removes both sides.
+func TestRunnerClusterHandsTheShardsTheirRights(t *testing.T) {
+	cfg := local.Config(t)
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	ctx := t.Context()
+	runID := "remote-" + time.Now().Format("150405")
+	ns := "kb-bench-" + runID
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	r := job.Runner{Kube: kube, Image: "kb-bench/kb-bench:test",
+		Remote: &job.Remote{Kube: kube, TargetServer: cfg.Host, TargetCA: cfg.CAData}}
+	rules := []rbacv1.PolicyRule{scenario.Rule("coordination.k8s.io", []string{"leases"}, "get", "create", "update")}
+	g, err := r.Start(ctx, workload.ShardRun{RunID: runID, Namespace: ns, Shards: 2, Rules: rules, Deadline: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runnerNS := "kb-bench-shards-" + runID
+	secret, err := kube.CoreV1().Secrets(runnerNS).Get(ctx, "kb-bench-"+runID+"-target", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shardCfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[job.TargetKubeconfigKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	shard := kubernetes.NewForConfigOrDie(shardCfg)
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}
+	if _, err := shard.CoordinationV1().Leases(ns).Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		t.Errorf("the shards' kubeconfig cannot create a Lease in the run's namespace: %v", err)
+	}
+	if _, err := shard.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the shards' kubeconfig may list pods (%v): it must hold only the shards' rights", err)
+	}
+	job, err := kube.BatchV1().Jobs(runnerNS).Get(ctx, "kb-bench-"+runID, metav1.GetOptions{})
+	if err != nil || job.Spec.Template.Spec.Containers[0].Args[2] != ns {
+		t.Fatalf("the Job on the runner cluster: %v; want its shards to join the run in %s", err, ns)
+	}
+	if err := g.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := kube.CoreV1().Namespaces().Get(ctx, runnerNS, metav1.GetOptions{}); err == nil && n.DeletionTimestamp == nil {
+		t.Errorf("the runner cluster's namespace %s is left", runnerNS)
+	}
+	if _, err := kube.CoreV1().ServiceAccounts(ns).Get(ctx, "kb-bench-"+runID, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the shards' ServiceAccount is left on the target: %v", err)
 	}
 }

@@ -132,6 +132,8 @@ spec:
 		{"image without a job", []string{"run", "--shards", "2", "--image", "x"}, "--image is for the shard pods of --shards N --runner job"},
 		{"bad shard cpu", []string{"run", "--shards", "2", "--runner", "job", "--shard-cpu", "lots"}, `--shard-cpu "lots" is not a positive quantity`},
 		{"bad pull policy", []string{"run", "--shards", "2", "--runner", "job", "--image-pull-policy", "Sometimes"}, "use IfNotPresent, Always or Never"},
+		{"runner kubeconfig without a job", []string{"run", "--shards", "2", "--runner-kubeconfig", "/x"}, "--runner-kubeconfig is for the shard pods of --shards N --runner job"},
+		{"runner context alone", []string{"run", "--shards", "2", "--runner", "job", "--runner-context", "c"}, "--runner-context names a context of --runner-kubeconfig"},
 		{"shards of leader election", []string{"run", "--scenario", "leader-election", "--shards", "2"}, "this scenario runs in one process only: drop --shards"},
 		{"more shards than writers", []string{"run", "--shards", "9"}, "more shards than the 8 writers"},
 		{"shard without a run", []string{"shard", "--index", "0"}, "--namespace and --run-id name the run this shard joins"},

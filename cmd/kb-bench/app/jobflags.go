@@ -2,12 +2,15 @@ package app
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kb-bench/kb-bench/cluster"
 	"github.com/kb-bench/kb-bench/runner/job"
@@ -22,6 +25,8 @@ type jobFlags struct {
 	cpu, memory  string
 	antiAffinity bool
 	nodeSelector map[string]string
+	// runnerKubeconfig and runnerContext name a separate runner cluster.
+	runnerKubeconfig, runnerContext string
 }
 
 func (j *jobFlags) register(fs *pflag.FlagSet) {
@@ -31,10 +36,12 @@ func (j *jobFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&j.memory, "shard-memory", "", "--runner job: memory each shard pod requests (and is limited to), e.g. 1Gi")
 	fs.BoolVar(&j.antiAffinity, "anti-affinity", false, "--runner job: spread the shard pods over nodes where the scheduler can")
 	fs.StringToStringVar(&j.nodeSelector, "node-selector", nil, "--runner job: run the shard pods only on nodes with these labels (key=value,...)")
+	fs.StringVar(&j.runnerKubeconfig, "runner-kubeconfig", "", "--runner job: run the shard pods on this separate cluster, so they take no CPU from the one under test; they reach the target at the server URL kb-bench uses, as a ServiceAccount of the run's with only the shards' rights")
+	fs.StringVar(&j.runnerContext, "runner-context", "", "--runner job: the context of --runner-kubeconfig to use")
 }
 
 // names are the flags, for messages.
-var jobFlagNames = []string{"image", "image-pull-policy", "shard-cpu", "shard-memory", "anti-affinity", "node-selector"}
+var jobFlagNames = []string{"image", "image-pull-policy", "shard-cpu", "shard-memory", "anti-affinity", "node-selector", "runner-kubeconfig", "runner-context"}
 
 // check refuses job flags for a run whose shards are not a Job, and bad
 // quantities, before anything starts.
@@ -47,6 +54,9 @@ func (j *jobFlags) check(fs *pflag.FlagSet, sp spec.Spec) error {
 	}
 	if _, err := j.resources(); err != nil {
 		return err
+	}
+	if j.runnerContext != "" && j.runnerKubeconfig == "" {
+		return spec.Input(fmt.Errorf("--runner-context names a context of --runner-kubeconfig: give that too"))
 	}
 	switch corev1.PullPolicy(j.pullPolicy) {
 	case "", corev1.PullIfNotPresent, corev1.PullAlways, corev1.PullNever:
@@ -89,6 +99,34 @@ func (j *jobFlags) runner(conn *cluster.Connection, version string) (workload.Sh
 	if image == "" {
 		image = "kb-bench/kb-bench:" + version
 	}
-	return job.Runner{Kube: kube, Image: image, ImagePullPolicy: corev1.PullPolicy(j.pullPolicy), Resources: res,
-		AntiAffinity: j.antiAffinity, NodeSelector: j.nodeSelector}, nil
+	r := job.Runner{Kube: kube, Image: image, ImagePullPolicy: corev1.PullPolicy(j.pullPolicy), Resources: res,
+		AntiAffinity: j.antiAffinity, NodeSelector: j.nodeSelector}
+	if j.runnerKubeconfig != "" {
+		if r.Remote, err = j.remote(conn.Config); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// remote is the runner cluster --runner-kubeconfig names, and how its pods
+// reach the target.
+func (j *jobFlags) remote(target *rest.Config) (*job.Remote, error) {
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: j.runnerKubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: j.runnerContext}).ClientConfig()
+	if err != nil {
+		return nil, spec.Input(fmt.Errorf("--runner-kubeconfig %s: %w", j.runnerKubeconfig, err))
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, spec.Input(fmt.Errorf("--runner-kubeconfig %s: %w", j.runnerKubeconfig, err))
+	}
+	ca := target.CAData
+	if len(ca) == 0 && target.CAFile != "" {
+		if ca, err = os.ReadFile(target.CAFile); err != nil {
+			return nil, fmt.Errorf("reading the target's CA for the runner cluster's pods: %w", err)
+		}
+	}
+	return &job.Remote{Kube: kube, TargetServer: target.Host, TargetCA: ca}, nil
 }
