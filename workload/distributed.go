@@ -524,6 +524,9 @@ func runShard(ctx context.Context, o ShardOptions, p protocol, st runState) erro
 		}
 	}
 	ended := time.Now()
+	if ended.Before(start) {
+		ended = start // stopped before the window began: an empty window
+	}
 	stopLoop()
 	if <-aborted {
 		return errAborted

@@ -728,3 +728,36 @@ func TestShardKilledFailsRun(t *testing.T) {
 	}
 	waitClean(t, tmp)
 }
+
+// Ctrl-C in a distributed run ends every shard's window together and
+// keeps the merged figures, checked against the apiserver as ever.
+func TestShardsInterruptedKeepMergedFigures(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
+	cmd, stdout, lines := start(t, bin, cpBin, tmp, out, "--shards", "2", "--writers", "4", "--duration", "5m")
+	for line := range lines {
+		if strings.HasPrefix(line, "measured window from") {
+			break
+		}
+	}
+	go func() {
+		for range lines { // drain
+		}
+	}()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("kb-bench after SIGINT: %v, want exit status 130\n%s", err, stdout)
+	}
+	r, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Interrupted || len(r.Shards) != 2 || r.Server == nil || !r.Server.Match {
+		t.Errorf("want an interrupted result of 2 shards whose requests the apiserver counted the same: interrupted=%v shards=%d server=%+v", r.Interrupted, len(r.Shards), r.Server)
+	}
+	waitClean(t, tmp)
+}
