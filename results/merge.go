@@ -183,6 +183,12 @@ func mergeInto(hists map[string]*hdrhistogram.Histogram, name string, h *hdrhist
 	return nil
 }
 
+// MergeSeries adds several series, each counting from the same start,
+// into one, exactly (see mergeSeries): the progress of a distributed run.
+func MergeSeries(series [][]metrics.SeriesPoint) ([]metrics.SeriesPoint, error) {
+	return mergeSeries(series, make([]time.Duration, len(series)))
+}
+
 // mergeSeries adds series points that fall in the same second, after
 // moving each result's points later by its offset (its series' start minus
 // the merged series' start). Each result's own points are never combined

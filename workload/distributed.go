@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -197,7 +198,30 @@ func (r *run) coordinate(ctx context.Context, sc scenario.Scenario) (scenario.Re
 			r.warn("telling the shards to stop: %v", err)
 		}
 	}
-	if _, err := w.await(ctx, stateQuietEnd, end, timeout, stop); err != nil {
+	progress := func(states map[int]shardState) {}
+	if r.opts.Progress != nil {
+		shown := time.Duration(0)
+		progress = func(states map[int]shardState) {
+			// A second every shard has published is the run's.
+			var points [][]metrics.SeriesPoint
+			for i := range s.Shards {
+				st, ok := states[i]
+				if !ok || st.progress == nil || st.progress.At.Round(time.Second) != states[0].progress.At.Round(time.Second) {
+					return
+				}
+				points = append(points, []metrics.SeriesPoint{*st.progress})
+			}
+			at := states[0].progress.At.Round(time.Second)
+			if at <= shown {
+				return
+			}
+			if merged, err := results.MergeSeries(points); err == nil && len(merged) == 1 {
+				shown = at
+				r.opts.Progress(at, merged[0])
+			}
+		}
+	}
+	if _, err := w.awaitWatching(ctx, stateQuietEnd, end, timeout, stop, progress); err != nil {
 		return abort(err)
 	}
 	after.server, after.err = r.scrape(ctx)
@@ -284,6 +308,11 @@ type waiter struct {
 // done ctx calls it instead and the wait goes on, bounded by the
 // operation timeout. Until notBefore it polls only once a second.
 func (w waiter) await(ctx context.Context, want string, notBefore, timeout time.Time, onCancel func()) (map[int]shardState, error) {
+	return w.awaitWatching(ctx, want, notBefore, timeout, onCancel, nil)
+}
+
+// awaitWatching is await that also shows each poll's states to onPoll.
+func (w waiter) awaitWatching(ctx context.Context, want string, notBefore, timeout time.Time, onCancel func(), onPoll func(map[int]shardState)) (map[int]shardState, error) {
 	n := w.r.spec.Shards
 	var failingSince time.Time
 	for {
@@ -295,6 +324,9 @@ func (w waiter) await(ctx context.Context, want string, notBefore, timeout time.
 			return nil, fmt.Errorf("%w: %v", ErrTargetLost, err)
 		case err == nil:
 			failingSince = time.Time{}
+			if onPoll != nil {
+				onPoll(states)
+			}
 			if done, err := judgeStates(states, n, want); err != nil || done {
 				return states, err
 			}
@@ -498,18 +530,25 @@ func runShard(ctx context.Context, o ShardOptions, p protocol, st runState) erro
 	}
 	rec.MeasureFrom(start)
 	r.gate.release()
-	stopTicks := tick(rec, start, nil)
-	// The coordinator may end the window early (Ctrl-C) or abort the run.
+	var latest atomic.Pointer[metrics.SeriesPoint]
+	stopTicks := tick(rec, start, func(_ time.Duration, pt metrics.SeriesPoint) { latest.Store(&pt) })
+	// The coordinator may end the window early (Ctrl-C) or abort the run;
+	// it shows the shards' last seconds as the run's progress.
 	loopCtx, stopLoop := context.WithCancel(runCtx)
 	aborted := make(chan bool, 1)
 	go func() {
 		defer close(aborted)
+		var published *metrics.SeriesPoint
 		for loopCtx.Err() == nil {
 			sleepUntil(loopCtx, time.Now().Add(500*time.Millisecond), nil)
 			if st, err := p.readRun(loopCtx); err == nil && (st.phase == phaseStop || st.phase == phaseAbort) {
 				aborted <- st.phase == phaseAbort
 				stopLoop()
 				return
+			}
+			if pt := latest.Load(); pt != published && loopCtx.Err() == nil {
+				published = pt
+				_ = p.publishProgress(loopCtx, o.Index, *pt) // progress only: a miss is no failure
 			}
 		}
 	}()

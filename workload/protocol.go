@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -73,6 +74,7 @@ const (
 	annState    = "kb-bench.io/state"
 	annReason   = "kb-bench.io/reason"
 	annChunks   = "kb-bench.io/chunks"
+	annProgress = "kb-bench.io/progress" // a shard's last second (a metrics.SeriesPoint), during the window
 	// LabelRole tells the coordinator's Lease from the shards'.
 	labelRole = "kb-bench.io/role"
 )
@@ -242,6 +244,7 @@ func (p protocol) setState(ctx context.Context, i int, state string, more map[st
 type shardState struct {
 	state, reason, holder string
 	chunks                int
+	progress              *metrics.SeriesPoint // its last second in the window, if any
 }
 
 // readShards reads every shard's Lease, by index.
@@ -264,9 +267,25 @@ func (p protocol) readShards(ctx context.Context) (map[int]shardState, error) {
 			st.holder = *l.Spec.HolderIdentity
 		}
 		st.chunks, _ = strconv.Atoi(l.Annotations[annChunks])
+		if v, ok := l.Annotations[annProgress]; ok {
+			var pt metrics.SeriesPoint
+			if json.Unmarshal([]byte(v), &pt) == nil {
+				st.progress = &pt
+			}
+		}
 		out[i] = st
 	}
 	return out, nil
+}
+
+// publishProgress puts shard i's last second on its Lease, for the
+// coordinator's progress line.
+func (p protocol) publishProgress(ctx context.Context, i int, pt metrics.SeriesPoint) error {
+	b, err := json.Marshal(pt)
+	if err != nil {
+		return err
+	}
+	return p.update(ctx, p.shardLease(i), func(ann map[string]string) { ann[annProgress] = string(b) })
 }
 
 // upload stores shard i's result, compressed, in as many ConfigMaps as it
