@@ -144,6 +144,8 @@ func MergeMeasurements(ms ...Measurements) (Measurements, error) {
 		out.Client.Retries += m.Client.Retries
 		out.Client.RateLimiterWait += m.Client.RateLimiterWait
 		out.Client.RateLimited += m.Client.RateLimited
+		out.Client.StreamWait += m.Client.StreamWait
+		out.Client.StreamWaited += m.Client.StreamWaited
 		out.Client.SentContent = sumCounts(out.Client.SentContent, m.Client.SentContent)
 		out.Client.ReceivedContent = sumCounts(out.Client.ReceivedContent, m.Client.ReceivedContent)
 		if !m.SeriesStart.IsZero() && (out.SeriesStart.IsZero() || m.SeriesStart.Before(out.SeriesStart)) {

@@ -151,6 +151,11 @@ type ClientStats struct {
 	RateLimiterWait time.Duration `json:"rateLimiterWait"`
 	// RateLimited counts requests that waited in it (a millisecond or more).
 	RateLimited int64 `json:"rateLimited,omitempty"`
+	// StreamWait is the total time requests waited for a free stream of
+	// their client's one HTTP/2 connection (the server allows so many at a
+	// time, 100 on kube-apiserver); StreamWaited counts those requests.
+	StreamWait   time.Duration `json:"streamWait,omitempty"`
+	StreamWaited int64         `json:"streamWaited,omitempty"`
 	// SentContent counts request bodies by content type, ReceivedContent
 	// responses: what the clients and the apiserver negotiated.
 	SentContent     map[string]int64 `json:"sentContent,omitempty"`

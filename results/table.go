@@ -70,6 +70,10 @@ func WriteTable(w io.Writer, r *Result, scenarioRows [][2]string) error {
 	if m.Client.RateLimited > 0 {
 		limiter += fmt.Sprintf(" (%s throttled)", Plural(int(m.Client.RateLimited), "request"))
 	}
+	if m.Client.StreamWaited > 0 {
+		limiter += fmt.Sprintf(", %s waited for a free stream of their connection, %s on average (more --clients, more connections)",
+			Plural(int(m.Client.StreamWaited), "request"), FormatDuration(m.Client.StreamWait/time.Duration(m.Client.StreamWaited)))
+	}
 	row("client-go", "%d hidden retries, %s", m.Client.Retries, limiter)
 	row("lost updates", "%s", describeLost(r.Checks))
 	for _, c := range r.Checks {

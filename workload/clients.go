@@ -1,18 +1,23 @@
 package workload
 
 import (
+	"container/list"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http2"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/kubernetes"
@@ -91,7 +96,10 @@ func newClients(cfg *rest.Config, n int, g *gate, h *health) (clients []*client,
 			c.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 		}
 		m := newMeter(g, h)
-		c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &meteredTransport{next: rt, meter: m} })
+		c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			m.streams.transport = httpTransport(rt)
+			return &meteredTransport{next: rt, meter: m}
+		})
 		var limiter *timedLimiter
 		if c.QPS > 0 && c.RateLimiter == nil {
 			limiter = &timedLimiter{RateLimiter: flowcontrol.NewTokenBucketRateLimiter(c.QPS, c.Burst)}
@@ -106,6 +114,22 @@ func newClients(cfg *rest.Config, n int, g *gate, h *health) (clients []*client,
 	return clients, note, nil
 }
 
+// httpTransport finds the *http.Transport under client-go's wrappers of it
+// (its transport cache's tracking, CA rotation), or nil.
+func httpTransport(rt http.RoundTripper) *http.Transport {
+	for range 8 {
+		switch t := rt.(type) {
+		case *http.Transport:
+			return t
+		case interface{ WrappedRoundTripper() http.RoundTripper }:
+			rt = t.WrappedRoundTripper()
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
 // clientReading is a reading of the clients' counters, taken while the
 // gate is held (no request in flight), so two readings bound exactly the
 // requests sent in between.
@@ -115,6 +139,11 @@ type clientReading struct {
 	received map[string]int64 // responses by content type
 	waited   time.Duration
 	limited  int64
+	// streamWait is the total time requests waited for a free HTTP/2
+	// stream on their client's connection, streamWaits the requests
+	// that waited (see streamSlots).
+	streamWait  time.Duration
+	streamWaits int64
 }
 
 // readClients sums the clients' counters now.
@@ -135,6 +164,7 @@ func (r clientReading) since(before clientReading) clientReading {
 	d := clientReading{
 		requests: map[metrics.RequestKey]int64{}, sent: map[string]int64{}, received: map[string]int64{},
 		waited: r.waited - before.waited, limited: r.limited - before.limited,
+		streamWait: r.streamWait - before.streamWait, streamWaits: r.streamWaits - before.streamWaits,
 	}
 	for k, n := range r.requests {
 		if n -= before.requests[k]; n != 0 {
@@ -160,6 +190,8 @@ func (r clientReading) stats(retries int64) results.ClientStats {
 		Retries:         retries,
 		RateLimiterWait: r.waited,
 		RateLimited:     r.limited,
+		StreamWait:      r.streamWait,
+		StreamWaited:    r.streamWaits,
 		SentContent:     r.sent,
 		ReceivedContent: r.received,
 	}
@@ -170,6 +202,7 @@ func (r clientReading) stats(retries int64) results.ClientStats {
 type meter struct {
 	gate     *gate
 	health   *health
+	streams  streamSlots
 	mu       sync.Mutex
 	requests map[metrics.RequestKey]int64
 	sent     map[string]int64
@@ -204,6 +237,8 @@ func (m *meter) addTo(r *clientReading) {
 	for k, n := range m.received {
 		r.received[k] += n
 	}
+	r.streamWait += time.Duration(m.streams.waited.Load())
+	r.streamWaits += m.streams.queued.Load()
 }
 
 // meteredTransport counts every request of a client (client-go's own
@@ -222,6 +257,11 @@ func (t *meteredTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return t.next.RoundTrip(r)
 	}
 	t.meter.health.backoff(r.Context())
+	// A stream first, then the gate: a request that waits for a stream
+	// is not in flight, and one that never gets a stream was never sent.
+	if err := t.meter.streams.acquire(r); err != nil {
+		return nil, err
+	}
 	t.meter.gate.enter()
 	resp, err := t.next.RoundTrip(r)
 	sent := ""
@@ -234,28 +274,34 @@ func (t *meteredTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		key.Code = results.CodeNoResponse
 		t.meter.count(key, sent, "")
 		t.meter.gate.leave()
+		t.meter.streams.release()
 		return nil, err
 	}
 	t.meter.health.answered()
 	key.Code = strconv.Itoa(resp.StatusCode)
 	t.meter.count(key, sent, mediaType(resp.Header.Get("Content-Type")))
-	resp.Body = &leaveOnClose{ReadCloser: resp.Body, gate: t.meter.gate}
+	resp.Body = &leaveOnClose{ReadCloser: resp.Body, gate: t.meter.gate, streams: &t.meter.streams}
 	return resp, nil
 }
 
 // WrappedRoundTripper lets client-go's debugging helpers see through it.
 func (t *meteredTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
 
-// leaveOnClose leaves the gate once, when the body is closed.
+// leaveOnClose leaves the gate and frees the request's stream once, when
+// the body is closed (the stream ends with the body).
 type leaveOnClose struct {
 	io.ReadCloser
-	gate *gate
-	once sync.Once
+	gate    *gate
+	streams *streamSlots
+	once    sync.Once
 }
 
 func (b *leaveOnClose) Close() error {
 	err := b.ReadCloser.Close()
-	b.once.Do(b.gate.leave)
+	b.once.Do(func() {
+		b.gate.leave()
+		b.streams.release()
+	})
 	return err
 }
 
@@ -424,4 +470,182 @@ func (l *timedLimiter) observe(d time.Duration) {
 	if d >= minLimiterWait {
 		l.limited.Add(1)
 	}
+}
+
+// streamSlots keeps a client's requests within what its one HTTP/2
+// connection carries at a time: the server's SETTINGS_MAX_CONCURRENT_STREAMS
+// (100 on kube-apiserver unless --http2-max-streams-per-connection says
+// otherwise). A request past that waits here, first come first served,
+// until a stream is free or its context ends; the wait is part of its
+// operation's latency, as a wait in the client-side rate limiter is, and
+// is counted (waited, queued).
+//
+// Without it, client-go's transport (golang.org/x/net/http2 under
+// net/http) dials a new TLS connection for every request that finds the
+// connection's streams taken, and while those dials are under way every
+// further request dials too: 10,000 writers on one client had up to
+// 12,800 sockets open at once, and dialed more as surplus ones were
+// closed; the process peaked at 0.7-1 GB (TLS handshakes, the connections'
+// buffers and goroutines) and spent twice the CPU, the apiserver spent its
+// own on handshakes, and the client was one connection only in name. x/net's own remedy (StrictMaxConcurrentStreams) stalls once
+// requests queue (golang/go#70809: reserved streams count against the
+// limit), so the wait is kept here instead, in front of the transport.
+//
+// The client's first request (the engine's connect, before the run) asks
+// the server for its limit first (streamLimit: a connection of its own,
+// closed at once, that carries no request).
+type streamSlots struct {
+	// transport is the client's own *http.Transport (nil when client-go
+	// was given a transport of its own: then nothing is limited). It is
+	// set when the client is built, before its first request.
+	transport *http.Transport
+
+	ask     sync.Once
+	mu      sync.Mutex
+	limit   int // streams per connection; 0: no limit (not HTTP/2)
+	inUse   int
+	waiting list.List // of chan struct{}, closed when given a stream
+
+	waited atomic.Int64 // nanoseconds requests waited for a stream
+	queued atomic.Int64 // requests that waited for one
+}
+
+// defaultStreams is what a client assumes of a server it has not asked:
+// the limit golang.org/x/net/http2 itself assumes until the server's
+// SETTINGS arrive, and kube-apiserver's default.
+const defaultStreams = 100
+
+// acquire waits for a stream for r. A request whose context ends first is
+// refused with an error that wraps scenario.ErrNotSent and the context's
+// error: it never left the client.
+func (s *streamSlots) acquire(r *http.Request) error {
+	if s.transport == nil {
+		return nil
+	}
+	s.ask.Do(func() {
+		n := streamLimit(r.Context(), s.transport, r.URL)
+		s.mu.Lock()
+		s.limit = n
+		s.mu.Unlock()
+	})
+	s.mu.Lock()
+	if s.waiting.Len() == 0 && (s.limit == 0 || s.inUse < s.limit) {
+		s.inUse++
+		s.mu.Unlock()
+		return nil
+	}
+	start := time.Now()
+	s.queued.Add(1)
+	ready := make(chan struct{})
+	e := s.waiting.PushBack(ready)
+	s.mu.Unlock()
+	var err error
+	select {
+	case <-ready:
+	case <-r.Context().Done():
+		s.mu.Lock()
+		select {
+		case <-ready: // given a stream meanwhile: it is this request's
+		default:
+			s.waiting.Remove(e)
+			err = &noStreamError{limit: s.limit, ctx: r.Context().Err()}
+		}
+		s.mu.Unlock()
+	}
+	s.waited.Add(int64(time.Since(start)))
+	return err
+}
+
+// release frees a stream acquire took.
+func (s *streamSlots) release() {
+	if s.transport == nil {
+		return
+	}
+	s.mu.Lock()
+	s.inUse--
+	s.handOutLocked()
+	s.mu.Unlock()
+}
+
+// handOutLocked gives free streams to the requests waiting, oldest first.
+func (s *streamSlots) handOutLocked() {
+	for s.waiting.Len() > 0 && (s.limit == 0 || s.inUse < s.limit) {
+		close(s.waiting.Remove(s.waiting.Front()).(chan struct{}))
+		s.inUse++
+	}
+}
+
+// noStreamError is a request that found no free stream before its context
+// ended. It is a timeout (or a cancellation) that certainly never reached
+// the apiserver.
+type noStreamError struct {
+	limit int
+	ctx   error
+}
+
+func (e *noStreamError) Error() string {
+	return fmt.Sprintf("no stream of the client's HTTP/2 connection (it carries %d at a time) came free before the operation's deadline, so the request was not sent (more --clients spread the writers over more connections): %v", e.limit, e.ctx)
+}
+
+func (e *noStreamError) Is(target error) bool { return target == scenario.ErrNotSent }
+
+func (e *noStreamError) Unwrap() error { return e.ctx }
+
+// streamLimit asks the server at u how many streams one HTTP/2 connection
+// of t may have open at a time: it opens a connection of its own as t
+// would, reads the server's SETTINGS (a PING's answer follows them) and
+// closes it. 0 means no limit to keep: t does not speak HTTP/2 to u
+// (plain http, HTTP/2 turned off, or the server chose HTTP/1.1). When the
+// server cannot be asked (a proxy, an error), defaultStreams.
+func streamLimit(ctx context.Context, t *http.Transport, u *url.URL) int {
+	if t == nil || u.Scheme != "https" || t.TLSNextProto[http2.NextProtoTLS] == nil {
+		return 0
+	}
+	if t.Proxy != nil {
+		if p, err := t.Proxy(&http.Request{URL: u}); err != nil || p != nil {
+			return defaultStreams
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "443")
+	}
+	dial := t.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	raw, err := dial(ctx, "tcp", addr)
+	if err != nil {
+		return defaultStreams
+	}
+	defer raw.Close()
+	cfg := &tls.Config{}
+	if t.TLSClientConfig != nil {
+		cfg = t.TLSClientConfig.Clone()
+	}
+	cfg.NextProtos = []string{http2.NextProtoTLS, "http/1.1"}
+	if cfg.ServerName == "" {
+		cfg.ServerName = u.Hostname()
+	}
+	conn := tls.Client(raw, cfg)
+	if err := conn.HandshakeContext(ctx); err != nil {
+		return defaultStreams
+	}
+	if conn.ConnectionState().NegotiatedProtocol != http2.NextProtoTLS {
+		return 0
+	}
+	cc, err := (&http2.Transport{}).NewClientConn(conn)
+	if err != nil {
+		return defaultStreams
+	}
+	defer cc.Close()
+	if err := cc.Ping(ctx); err != nil {
+		return defaultStreams
+	}
+	if n := cc.State().MaxConcurrentStreams; n > 0 && n < math.MaxInt32 {
+		return int(n)
+	}
+	return defaultStreams
 }

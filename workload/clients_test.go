@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/pem"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -22,26 +21,27 @@ import (
 )
 
 // tlsServer is an HTTP/2 TLS server on loopback that counts the
-// connections made to it and answers every request with a ConfigMap.
+// connections that carried requests to it (a client's stream-limit probe
+// carries none) and answers every request with a ConfigMap.
 func tlsServer(t *testing.T) (*rest.Config, *atomic.Int64, *[]http.Header) {
 	t.Helper()
 	var conns atomic.Int64
 	var mu sync.Mutex
 	var headers []http.Header
+	seen := map[string]bool{}
 	cm := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kb-bench-0","resourceVersion":"1"},"data":{"counter":"0"}}`)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		headers = append(headers, r.Header.Clone())
+		if !seen[r.RemoteAddr] {
+			seen[r.RemoteAddr] = true
+			conns.Add(1)
+		}
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(cm)
 	}))
 	srv.EnableHTTP2 = true
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
