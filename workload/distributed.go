@@ -572,13 +572,13 @@ func runShard(ctx context.Context, o ShardOptions, p protocol, st runState) erro
 	}
 	stopTicks()
 	after := r.quiesce()
+	if lost := stopWatching(); lost != "" {
+		return fmt.Errorf("%w: %s", ErrTargetLost, lost)
+	}
 	if err := p.setState(ctx, o.Index, stateQuietEnd, nil); err != nil {
 		return err
 	}
 	r.result.Interrupted = runCtx.Err() != nil || st.phase == phaseStop || ended.Before(end)
-	if lost := stopWatching(); lost != "" {
-		return fmt.Errorf("%w: %s", ErrTargetLost, lost)
-	}
 	cctx := context.WithoutCancel(ctx)
 	if _, err := awaitPhase(cctx, p, st.deadline, phaseCollect); err != nil {
 		return err

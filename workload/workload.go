@@ -174,12 +174,20 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 	if lost := stopWatching(); lost != "" {
 		r.result.TargetLost, r.result.Interrupted = ErrTargetLost.Error()+": "+lost, false
 		runErr = nil
+	} else if errors.Is(runErr, ErrTargetLost) {
+		// A distributed run's shard saw it: the shards' figures are gone
+		// with them.
+		r.result.TargetLost, r.result.Interrupted = runErr.Error(), false
+		runErr = nil
 	} else if cause := context.Cause(ctx); errors.Is(cause, ErrTargetLost) {
 		// The caller saw the target go (its own control plane died).
 		r.result.TargetLost, r.result.Interrupted = cause.Error(), false
 		runErr = nil
 	}
 	cancelRun(nil)
+	if report == nil {
+		report = noReport{} // the run ended before the scenario could report
+	}
 	switch {
 	case r.result.TargetLost != "" && o.Ephemeral:
 		// Its data goes with it.

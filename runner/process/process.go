@@ -74,7 +74,11 @@ func (r Runner) Start(ctx context.Context, run workload.ShardRun) (workload.Shar
 			default:
 			}
 			if err != nil {
-				g.failed <- fmt.Errorf("shard %d (pid %d) exited before the run ended (%v)%s", i, cmd.Process.Pid, err, out.last())
+				err = fmt.Errorf("shard %d (pid %d) exited before the run ended (%v)%s", i, cmd.Process.Pid, err, out.last())
+				if cmd.ProcessState.ExitCode() == exitTargetLost {
+					err = fmt.Errorf("%w: %w", workload.ErrTargetLost, err)
+				}
+				g.failed <- err
 			}
 		}()
 		g.procs = append(g.procs, cmd.Process)
@@ -127,6 +131,10 @@ func (g *group) Stop(ctx context.Context) error {
 	}
 	return errors.Join(err, os.RemoveAll(g.dir))
 }
+
+// exitTargetLost is the exit status of a shard whose apiserver stopped
+// answering (kb-bench's exit status 3).
+const exitTargetLost = 3
 
 // killAfter is how long a shard has to stop after SIGTERM.
 const killAfter = 5 * time.Second

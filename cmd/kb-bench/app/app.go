@@ -19,6 +19,7 @@ import (
 	"github.com/kb-bench/kb-bench/cluster"
 	"github.com/kb-bench/kb-bench/metrics/clientgo"
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload"
 )
 
 // Streams are the standard streams, swappable in tests.
@@ -86,7 +87,7 @@ func Run(ctx context.Context, s Streams, args []string, version string, getenv f
 	if errors.Is(err, errInterrupted) {
 		return ExitInterrupted
 	}
-	if errors.Is(err, errTargetLost) {
+	if errors.Is(err, errTargetLost) || errors.Is(err, workload.ErrTargetLost) { // the latter: a shard's
 		return ExitTargetLost
 	}
 	if ctx.Err() != nil { // interrupted before anything ran (starting the target)
