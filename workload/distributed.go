@@ -490,6 +490,9 @@ func runShard(ctx context.Context, o ShardOptions, p protocol, st runState) erro
 		return err
 	}
 	r.connect(ctx)
+	if s.Client.ContentType == spec.ContentCBOR {
+		r.probeCBOR(ctx)
+	}
 	// A target that stops answering ends the shard, as it ends a run.
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	stopWatching := sync.OnceValue(r.health.watch(cancelRun))
