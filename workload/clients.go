@@ -262,7 +262,10 @@ func (t *meteredTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err := t.meter.streams.acquire(r); err != nil {
 		return nil, err
 	}
-	t.meter.gate.enter()
+	if err := t.meter.gate.enter(r.Context()); err != nil {
+		t.meter.streams.release()
+		return nil, err
+	}
 	resp, err := t.next.RoundTrip(r)
 	sent := ""
 	if r.Body != nil {
@@ -375,9 +378,10 @@ func endpointOf(r *http.Request) (k metrics.RequestKey, watch bool) {
 // also for scenarios whose requests never pause (leader election).
 type gate struct {
 	mu       sync.Mutex
-	cond     *sync.Cond
+	cond     *sync.Cond // signalled when inflight reaches 0 or a hold expires
 	inflight int
 	held     bool
+	released chan struct{} // closed when a hold ends
 	expired  bool
 }
 
@@ -387,14 +391,37 @@ func newGate() *gate {
 	return g
 }
 
-func (g *gate) enter() {
+// enter waits while the gate is held and counts the request in flight. A
+// request whose context ends while it waits is refused (heldError): it
+// was never sent, so it is neither counted nor may it have landed.
+func (g *gate) enter(ctx context.Context) error {
 	g.mu.Lock()
 	for g.held {
-		g.cond.Wait()
+		released := g.released
+		g.mu.Unlock()
+		select {
+		case <-released:
+		case <-ctx.Done():
+			return &heldError{ctx: ctx.Err()}
+		}
+		g.mu.Lock()
 	}
 	g.inflight++
 	g.mu.Unlock()
+	return nil
 }
+
+// heldError is a request whose context ended while the gate held it at a
+// window's edge: it never left the client.
+type heldError struct{ ctx error }
+
+func (e *heldError) Error() string {
+	return fmt.Sprintf("the request waited at the measured window's edge (kb-bench reads the apiserver's /metrics there with no request in flight) until its deadline, and was not sent: %v", e.ctx)
+}
+
+func (e *heldError) Is(target error) bool { return target == scenario.ErrNotSent }
+
+func (e *heldError) Unwrap() error { return e.ctx }
 
 func (g *gate) leave() {
 	g.mu.Lock()
@@ -411,6 +438,9 @@ func (g *gate) leave() {
 func (g *gate) hold(timeout time.Duration) (inflight int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if !g.held {
+		g.released = make(chan struct{})
+	}
 	g.held, g.expired = true, false
 	t := time.AfterFunc(timeout, func() {
 		g.mu.Lock()
@@ -428,8 +458,10 @@ func (g *gate) hold(timeout time.Duration) (inflight int) {
 // release lets held requests go on.
 func (g *gate) release() {
 	g.mu.Lock()
+	if g.held {
+		close(g.released)
+	}
 	g.held = false
-	g.cond.Broadcast()
 	g.mu.Unlock()
 }
 

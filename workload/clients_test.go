@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // tlsServer is an HTTP/2 TLS server on loopback that counts the
@@ -186,7 +188,9 @@ func TestEndpointOf(t *testing.T) {
 // a new request waits for release.
 func TestGateWaitsForRequestsInFlight(t *testing.T) {
 	g := newGate()
-	g.enter() // a request in flight
+	if err := g.enter(context.Background()); err != nil { // a request in flight
+		t.Fatal(err)
+	}
 	returned := make(chan int)
 	go func() { returned <- g.hold(time.Hour) }()
 	for !isHeld(g) {
@@ -203,12 +207,53 @@ func TestGateWaitsForRequestsInFlight(t *testing.T) {
 	}
 	entered := make(chan struct{})
 	go func() {
-		g.enter()
-		close(entered)
-		g.leave()
+		if g.enter(context.Background()) == nil {
+			close(entered)
+			g.leave()
+		}
 	}()
 	g.release()
 	<-entered
+}
+
+// A request held at the window's edge past its deadline is not sent: the
+// transport refuses it as never sent, and counts nothing, so the server
+// cross-check stays exact.
+func TestGateRefusesARequestWhoseDeadlinePassesWhileHeld(t *testing.T) {
+	sent := 0
+	next := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		sent++
+		return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+	})
+	g := newGate()
+	m := newMeter(g, newHealth())
+	rt := &meteredTransport{next: next, meter: m}
+	g.hold(time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	req := httptest.NewRequestWithContext(ctx, http.MethodPut, "https://127.0.0.1/api/v1/namespaces/kb-bench-x/configmaps/kb-bench-0", nil)
+	done := make(chan error)
+	go func() {
+		_, err := rt.RoundTrip(req)
+		done <- err
+	}()
+	cancel()
+	err := <-done
+	if !errors.Is(err, scenario.ErrNotSent) || !errors.Is(err, context.Canceled) || sent != 0 {
+		t.Fatalf("held request: err %v, sent %d; want a never-sent cancellation", err, sent)
+	}
+	var r clientReading
+	r.requests = map[metrics.RequestKey]int64{}
+	r.sent, r.received = map[string]int64{}, map[string]int64{}
+	m.addTo(&r)
+	if len(r.requests) != 0 {
+		t.Errorf("a request that was never sent was counted: %v", r.requests)
+	}
+	g.release()
+	if resp, err := rt.RoundTrip(httptest.NewRequest(http.MethodGet, "https://127.0.0.1/api/v1/namespaces/x/configmaps/y", nil)); err != nil || sent != 1 {
+		t.Fatalf("after release: %v, sent %d", err, sent)
+	} else {
+		resp.Body.Close()
+	}
 }
 
 func isHeld(g *gate) bool {
