@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/klog/v2"
 
@@ -32,14 +31,23 @@ const LeaseName = "kb-bench-leader"
 // Definition registers the leader-election scenario.
 var Definition = scenario.Definition{
 	Name:        Name,
-	Description: "candidates run client-go's leader election on one Lease; failover times and overlapping leaders are measured",
+	Description: "candidates run client-go's leader election (or a watch-based Lease lock) on one Lease; failovers, faults (partition, skew, delete, edit), overlapping leaders and writes from deposed leaders are measured",
 	Traits:      spec.Traits{Strategies: false, Driven: false},
 	NewSettings: func() scenario.Settings { return &Settings{} },
 	New: func(env *scenario.Env, settings scenario.Settings) (scenario.Scenario, error) {
 		return newRun(env, settings.(*Settings)), nil
 	},
-	Rules: func(scenario.Settings) []rbacv1.PolicyRule {
-		return []rbacv1.PolicyRule{scenario.Rule("coordination.k8s.io", []string{"leases"}, "get", "list", "watch", "create", "update", "patch")}
+	Rules: func(settings scenario.Settings) []rbacv1.PolicyRule {
+		set := settings.(*Settings)
+		verbs := []string{"get", "list", "watch", "create", "update", "patch"}
+		if set.fault() == FaultDelete {
+			verbs = append(verbs, "delete")
+		}
+		rules := []rbacv1.PolicyRule{scenario.Rule("coordination.k8s.io", []string{"leases"}, verbs...)}
+		if set.LeaderWrites.Duration > 0 {
+			rules = append(rules, scenario.Rule("", []string{"configmaps"}, "create", "update"))
+		}
+		return rules
 	},
 }
 
@@ -73,6 +81,15 @@ type run struct {
 	measuredWrites atomic.Int64
 	changed        chan struct{} // poked whenever a candidate starts leading
 
+	// The faults: each slot's partition, and (owned by the failover loop)
+	// the partitions' heal functions and timers.
+	gates  []*partition
+	heals  []func()
+	timers []*time.Timer
+	// The leader-only writes.
+	writers   sync.WaitGroup
+	fencedSeq atomic.Int64
+
 	mu          sync.Mutex
 	leaderships []leadership
 	leading     map[int]int // slot -> index of its open leadership
@@ -81,7 +98,12 @@ type run struct {
 	gens        []int // per slot: the next identity's generation
 	holders     []string
 	lastRV      string
+	history     []leaseEvent
+	leaseLog    []leaseWrite
+	fenced      []fencedWrite
+	faults      []faultEvent
 	electorErr  error
+	stopAt      time.Time // when Stop was first called
 }
 
 var _ scenario.Continuous = (*run)(nil)
@@ -95,6 +117,10 @@ func newRun(env *scenario.Env, set *Settings) *run {
 		changed:      make(chan struct{}, 1),
 		leading:      map[int]int{},
 		gens:         make([]int, env.Spec.Writers),
+		gates:        make([]*partition, env.Spec.Writers),
+	}
+	for i := range r.gates {
+		r.gates[i] = &partition{}
 	}
 	if set.LeaseDuration.Duration%time.Second != 0 {
 		env.Warn("leader election: settings.leaseDuration %s is recorded in the Lease as %ds (whole seconds): followers wait %ds before taking over",
@@ -107,8 +133,16 @@ func newRun(env *scenario.Env, set *Settings) *run {
 // observation, not load.
 func (r *run) Setup(ctx context.Context) error {
 	env := r.env
-	fmt.Fprintf(env.Log, "leader election: %d candidates on Lease %s/%s (lease %ds, renew deadline %s, retry %s, release on cancel %t)\n",
-		env.Spec.Writers, env.Namespace, LeaseName, r.leaseSeconds, r.set.RenewDeadline, r.set.RetryPeriod, r.set.ReleaseOnCancel)
+	fmt.Fprintf(env.Log, "leader election: %d candidates on Lease %s/%s (lock %s, lease %ds, renew deadline %s, retry %s, release on cancel %t)\n",
+		env.Spec.Writers, env.Namespace, LeaseName, r.set.Lock, r.leaseSeconds, r.set.RenewDeadline, r.set.RetryPeriod, r.set.ReleaseOnCancel)
+	if r.set.LeaderWrites.Duration > 0 {
+		cctx, cancel := context.WithTimeout(ctx, env.Spec.OpTimeout.Duration)
+		defer cancel()
+		_, err := env.Admin.CoreV1().ConfigMaps(env.Namespace).Create(cctx, r.newFenced(map[string]string{"holder": ""}), metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("leader election: creating ConfigMap %s for the leader-only writes: %w%s", FencedName, err, scenario.Why(err, "create configmaps", env.Spec.OpTimeout.Duration))
+		}
+	}
 	sel := fields.OneTermEqualSelector("metadata.name", LeaseName).String()
 	listCtx, cancel := context.WithTimeout(ctx, env.Spec.OpTimeout.Duration)
 	defer cancel()
@@ -145,10 +179,16 @@ func (r *run) Start(ctx context.Context, done func()) {
 // Stop stops the candidates (a releasing leader releases the Lease) and
 // the failover loop, and returns when they are gone.
 func (r *run) Stop() {
+	r.mu.Lock()
+	if r.stopAt.IsZero() {
+		r.stopAt = time.Now()
+	}
+	r.mu.Unlock()
 	if r.cancel != nil {
 		r.cancel()
 	}
 	r.loops.Wait()
+	r.writers.Wait()
 }
 
 // slotRun is one candidate process occupying a slot.
@@ -172,12 +212,30 @@ func (r *run) failoverLoop(ctx context.Context) {
 		slots[i] = r.startSlot(ctx, i)
 	}
 	defer func() {
+		// Heal every partition first, so that no request waits out its
+		// timeout behind one.
+		for _, t := range r.timers {
+			t.Stop()
+		}
+		for _, heal := range r.heals {
+			heal()
+		}
 		for _, s := range slots {
 			s.cancel()
 			<-s.done
 		}
 	}()
 	every := r.set.FailoverEvery.Duration
+	fault := r.set.fault()
+	if fault == FaultSkew {
+		fault = "" // the skewed candidate runs from the start: leaders are stopped as without a fault
+	}
+	once := fault != "" && r.set.FaultAt.Duration > 0
+	if once {
+		every = r.set.FaultAt.Duration
+	}
+	injected := false
+	var lastFault time.Time
 	failover := time.NewTimer(time.Hour)
 	failover.Stop()
 	defer failover.Stop()
@@ -191,11 +249,19 @@ func (r *run) failoverLoop(ctx context.Context) {
 		case <-due:
 			due = nil
 			if slot, id, ok := r.currentLeader(); ok && id == armedFor {
-				r.stopLeader(slots, slot, id)
-				if n == 1 {
-					slots[slot] = r.startSlot(ctx, slot)
-				} else {
-					restart = slot
+				switch {
+				case fault != "" && !r.faultFits():
+					// Too close to the end for what follows it to be seen.
+				case fault != "":
+					r.inject(ctx, slot, id)
+					injected, lastFault = true, time.Now()
+				default:
+					r.stopLeader(slots, slot, id)
+					if n == 1 {
+						slots[slot] = r.startSlot(ctx, slot)
+					} else {
+						restart = slot
+					}
 				}
 			}
 			armedFor = ""
@@ -209,16 +275,30 @@ func (r *run) failoverLoop(ctx context.Context) {
 			slots[restart] = r.startSlot(ctx, restart)
 			restart = -1
 		}
-		if every > 0 && id != armedFor {
+		if every > 0 && id != armedFor && !(once && injected) {
 			armedFor = id
 			since := r.leaderSince(slot)
-			if since.Before(r.warmupEnd) {
+			switch {
+			case once:
+				since = r.warmupEnd
+			case since.Before(r.warmupEnd):
 				since = r.warmupEnd.Add(-every)
+			}
+			if since.Before(lastFault) {
+				since = lastFault // a leader a fault left leading is not hit again at once
 			}
 			failover.Reset(time.Until(since.Add(every)))
 			due = failover.C
 		}
 	}
+}
+
+// faultFits says whether a fault injected now ends, and the Lease can
+// change hands after it, before the measured window does: the partition
+// and a lease duration.
+func (r *run) faultFits() bool {
+	end := r.warmupEnd.Add(r.env.Spec.Duration.Duration)
+	return time.Until(end) >= r.set.FaultDuration.Duration+r.set.LeaseDuration.Duration
 }
 
 // stopLeader stops the candidate in slot, which leads as id, and waits for
@@ -259,67 +339,104 @@ func (r *run) nextID(slot int) string {
 }
 
 // campaign runs one candidate until ctx ends. When the candidate loses the
-// Lease on its own (a renewal failed within the renew deadline) client-go's
-// Run returns, and the candidate starts over under a new identity.
+// Lease on its own (client-go: a renewal failed within the renew deadline;
+// the watch lock: also another holder seen) its election ends, and the
+// candidate starts over under a new identity.
 func (r *run) campaign(ctx context.Context, slot int) {
 	env := r.env
 	client := env.Client(slot)
+	lease := r.leaseFor(slot)
 	for ctx.Err() == nil {
 		id := r.nextID(slot)
 		lock := &meteredLock{
-			inner: &resourcelock.LeaseLock{
-				LeaseMeta:  metav1.ObjectMeta{Namespace: env.Namespace, Name: LeaseName},
-				Client:     client.CoordinationV1(),
-				LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-			},
 			runCtx:          ctx,
 			releaseOnCancel: r.set.ReleaseOnCancel,
 			timeout:         env.Spec.OpTimeout.Duration,
 			shard:           env.Recorder.Shard(slot),
 			counts:          &r.counts,
 			onWrite:         r.wrote,
+			gate:            r.gates[slot],
+			logWrite:        r.logLeaseWrite,
 		}
-		ended := make(chan struct{})
-		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:            lock,
-			Name:            LeaseName,
-			LeaseDuration:   r.set.LeaseDuration.Duration,
-			RenewDeadline:   r.set.RenewDeadline.Duration,
-			RetryPeriod:     r.set.RetryPeriod.Duration,
-			ReleaseOnCancel: r.set.ReleaseOnCancel,
-			Callbacks: leaderelection.LeaderCallbacks{
-				// The candidate believes it leads from here until client-go
-				// cancels the context it hands over: that is when the work a
-				// real leader guards must stop.
-				OnStartedLeading: func(lctx context.Context) {
-					defer close(ended)
-					r.beginLeading(slot, id, time.Now())
-					<-lctx.Done()
-					r.endLeading(slot, time.Now())
-				},
-				OnStoppedLeading: func() {},
-			},
-		})
-		if err != nil {
-			// Settings.Validate checks everything NewLeaderElector checks.
-			r.mu.Lock()
-			r.electorErr = fmt.Errorf("candidate %s: %w (a bug in kb-bench: please report it)", id, err)
-			r.mu.Unlock()
-			return
-		}
-		elector.Run(ctx)
-		if lock.acquired.Load() {
-			<-ended // client-go starts OnStartedLeading in its own goroutine
+		lock.inner = lock.newLeaseLock(client.CoordinationV1(), env.Namespace, id)
+		var led bool
+		if r.set.Lock == LockWatch {
+			e := &watchElector{r: r, slot: slot, id: id, lock: lock, lease: lease,
+				renew: r.set.RenewDeadline.Duration, retry: r.set.RetryPeriod.Duration, release: r.set.ReleaseOnCancel}
+			led = e.run(ctx)
+		} else {
+			var ok bool
+			if led, ok = r.clientGo(ctx, slot, id, lock, lease); !ok {
+				return
+			}
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		if lock.acquired.Load() {
+		if led {
 			r.mu.Lock()
 			r.lost++
 			r.mu.Unlock()
 		}
 	}
+}
+
+// leaseFor is the lease duration the candidate in slot runs with: the
+// setting, but with the skew fault the last slot's is shorter.
+func (r *run) leaseFor(slot int) time.Duration {
+	if r.set.fault() == FaultSkew && slot == r.env.Spec.Writers-1 {
+		return r.set.FaultDuration.Duration
+	}
+	return r.set.LeaseDuration.Duration
+}
+
+// clientGo runs one candidate with client-go's leader election until ctx
+// ends or it stops leading; it reports whether it led, and ok false when
+// client-go refused the configuration.
+func (r *run) clientGo(ctx context.Context, slot int, id string, lock *meteredLock, lease time.Duration) (led, ok bool) {
+	ended := make(chan struct{})
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		Name:            LeaseName,
+		LeaseDuration:   lease,
+		RenewDeadline:   r.set.RenewDeadline.Duration,
+		RetryPeriod:     r.set.RetryPeriod.Duration,
+		ReleaseOnCancel: r.set.ReleaseOnCancel,
+		Callbacks: leaderelection.LeaderCallbacks{
+			// The candidate believes it leads from here until client-go
+			// cancels the context it hands over: that is when the work a
+			// real leader guards must stop.
+			OnStartedLeading: func(lctx context.Context) {
+				defer close(ended)
+				r.beginLeading(slot, id, time.Now())
+				r.startLeaderWrites(lctx, slot, id, lock)
+				<-lctx.Done()
+				r.endLeading(slot, time.Now())
+			},
+			OnStoppedLeading: func() {},
+		},
+	})
+	if err != nil {
+		// Settings.Validate checks everything NewLeaderElector checks.
+		r.mu.Lock()
+		r.electorErr = fmt.Errorf("candidate %s: %w (a bug in kb-bench: please report it)", id, err)
+		r.mu.Unlock()
+		return false, false
+	}
+	elector.Run(ctx)
+	if lock.acquired.Load() {
+		<-ended // client-go starts OnStartedLeading in its own goroutine
+	}
+	return lock.acquired.Load(), true
+}
+
+// startLeaderWrites starts the candidate's leader-only writes, which last
+// while lctx does (while it believes it leads).
+func (r *run) startLeaderWrites(lctx context.Context, slot int, id string, lock *meteredLock) {
+	if r.set.LeaderWrites.Duration <= 0 {
+		return
+	}
+	r.writers.Go(func() { r.leaderWrites(lctx, slot, id, lock) })
 }
 
 // wrote counts a measured Lease write, and ends the run at Spec.Operations.
@@ -399,6 +516,7 @@ func (r *run) watch(ctx context.Context, w *watchtools.RetryWatcher) {
 				r.holders = append(r.holders, holderOf(l))
 			}
 			r.lastRV = l.ResourceVersion
+			r.history = append(r.history, leaseEvent{rv: parseRV(l.ResourceVersion), holder: holderOf(l), deleted: ev.Type == watch.Deleted, seen: time.Now()})
 			r.mu.Unlock()
 			select {
 			case r.seen <- struct{}{}:
@@ -439,7 +557,9 @@ func (r *run) waitWatched(ctx context.Context, rv string) {
 func (r *run) Finish(ctx context.Context) (scenario.Report, error) {
 	env := r.env
 	r.Stop()
-	end := time.Now()
+	r.mu.Lock()
+	end := r.stopAt // what stopping did is not part of the run
+	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, env.Spec.OpTimeout.Duration)
 	defer cancel()
 	lease, err := env.Admin.CoordinationV1().Leases(env.Namespace).Get(ctx, LeaseName, metav1.GetOptions{})
@@ -466,21 +586,37 @@ func (r *run) Finish(ctx context.Context) (scenario.Report, error) {
 }
 
 // report builds the report from what the run recorded.
+//
+// Leaderships that Stop ended (at or after end) count as still open at
+// the end.
 func (r *run) report(lease *coordinationv1.Lease, end time.Time) *Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	ls := make([]leadership, len(r.leaderships))
+	for i, l := range r.leaderships {
+		if !l.end.Before(end) {
+			l.end = time.Time{}
+		}
+		ls[i] = l
+	}
 	rep := &Report{
 		Candidates:           r.env.Spec.Writers,
 		ReleaseOnCancel:      r.set.ReleaseOnCancel,
 		LeaseDurationSeconds: r.leaseSeconds,
-		Leaderships:          len(r.leaderships),
+		Leaderships:          len(ls),
 		Transitions:          transitions(r.holders),
 		LostLeadership:       r.lost,
 		Acquire:              r.counts.report(phaseAcquire),
 		Renew:                r.counts.report(phaseRenew),
 		Release:              r.counts.report(phaseRelease),
+		Intruder:             r.counts.report(phaseIntruder),
+		Lock:                 r.set.Lock,
+		Fault:                r.set.fault(),
 	}
-	for _, l := range r.leaderships {
+	if rep.Fault == FaultSkew {
+		rep.SkewedLeaseSeconds = int(r.set.FaultDuration.Duration / time.Second)
+	}
+	for _, l := range ls {
 		if rep.FirstLeader == "" || l.start.Sub(r.t0) < rep.TimeToFirstLeader {
 			rep.FirstLeader = l.id
 			rep.TimeToFirstLeader = l.start.Sub(r.t0)
@@ -489,11 +625,60 @@ func (r *run) report(lease *coordinationv1.Lease, end time.Time) *Report {
 	if lease != nil && lease.Spec.LeaseTransitions != nil {
 		rep.LeaseTransitions = int(*lease.Spec.LeaseTransitions)
 	}
-	rep.Failovers = failovers(r.stops, r.leaderships, r.t0)
+	rep.Failovers = failovers(r.stops, ls, r.t0)
 	rep.FailoverTime = failoverStats(rep.Failovers)
-	rep.Overlaps = overlaps(r.leaderships, r.t0, end)
+	rep.Overlaps = overlaps(ls, r.t0, end)
 	for _, o := range rep.Overlaps {
 		rep.OverlapTotal += o.Duration
 	}
+	rep.Thefts = thefts(ls, r.t0, end)
+	if len(ls) > 0 {
+		first := ls[0].start
+		for _, l := range ls {
+			if l.start.Before(first) {
+				first = l.start
+			}
+		}
+		rep.Leaderless, _ = coverage(ls, first, end)
+	}
+	var classes []classified
+	if r.set.LeaderWrites.Duration > 0 {
+		w := &LeaderWrites{}
+		numeric := true
+		for _, e := range r.history {
+			numeric = numeric && e.rv != 0
+		}
+		for _, f := range r.fenced {
+			w.Writes++
+			if f.measured {
+				w.Measured++
+			}
+			if !f.ok {
+				continue
+			}
+			w.Accepted++
+			numeric = numeric && f.rv != 0
+			if !numeric {
+				continue
+			}
+			deposed, refused := fencing(r.history, f)
+			if deposed {
+				w.Deposed++
+				if !refused {
+					w.Unfenced++
+				}
+			}
+			if refused {
+				w.WouldBeFenced++
+			}
+			classes = append(classes, classified{id: f.id, end: f.end, deposed: deposed, refused: refused})
+		}
+		if !numeric {
+			w.Unclassified, w.Deposed, w.WouldBeFenced, w.Unfenced = true, 0, 0, 0
+			classes = nil
+		}
+		rep.LeaderWrites = w
+	}
+	rep.Faults = faultReports(r.faults, ls, r.leaseLog, classes, r.t0, end)
 	return rep
 }

@@ -3,10 +3,14 @@ package leaderelection
 import (
 	"context"
 	"net/http/httptrace"
+	"strconv"
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/kb-bench/kb-bench/metrics"
@@ -16,9 +20,10 @@ import (
 type phase int
 
 const (
-	phaseAcquire phase = iota // it does not hold the Lease
-	phaseRenew                // it holds the Lease and keeps it
-	phaseRelease              // it was stopped and gives the Lease up
+	phaseAcquire  phase = iota // it does not hold the Lease
+	phaseRenew                 // it holds the Lease and keeps it
+	phaseRelease               // it was stopped and gives the Lease up
+	phaseIntruder              // someone else (a fault) deletes or edits it
 	numPhases
 )
 
@@ -57,9 +62,81 @@ type meteredLock struct {
 	counts          *phaseCounters
 	// onWrite is told of every measured write.
 	onWrite func()
+	// gate holds the candidate's requests while it is partitioned.
+	gate *partition
+	// logWrite is told of every write, measured or not.
+	logWrite func(leaseWrite)
 
 	held     atomic.Bool // this candidate's last successful write named it holder
 	acquired atomic.Bool // it held the Lease at some point
+	// seen is the Lease as the last successful request returned it.
+	seen atomic.Pointer[coordinationv1.Lease]
+	// token is the resourceVersion of this candidate's last successful
+	// write naming it holder: the fencing token its leader-only writes
+	// carry (0 before any).
+	token atomic.Uint64
+}
+
+// leaseWrite is one Lease write as the run's log keeps it.
+type leaseWrite struct {
+	at     time.Time // when its answer came
+	writer string    // the candidate's identity, or intruder
+	holder string    // the holder it wrote
+	ok     bool
+	// conflict: answered 409.
+	conflict bool
+}
+
+// newLeaseLock returns client-go's LeaseLock on the run's Lease for
+// identity id, whose requests go through client and whose answers l sees.
+func (l *meteredLock) newLeaseLock(client coordinationv1client.LeasesGetter, namespace, id string) *resourcelock.LeaseLock {
+	return &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: namespace, Name: LeaseName},
+		Client:     seenLeases{client, &l.seen},
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+}
+
+// seenLeases keeps the Lease each successful request returns, for the
+// resourceVersion that client-go's LeaseLock does not expose.
+type seenLeases struct {
+	coordinationv1client.LeasesGetter
+	seen *atomic.Pointer[coordinationv1.Lease]
+}
+
+func (s seenLeases) Leases(namespace string) coordinationv1client.LeaseInterface {
+	return seenLease{s.LeasesGetter.Leases(namespace), s.seen}
+}
+
+type seenLease struct {
+	coordinationv1client.LeaseInterface
+	seen *atomic.Pointer[coordinationv1.Lease]
+}
+
+func (s seenLease) keep(l *coordinationv1.Lease, err error) (*coordinationv1.Lease, error) {
+	if err == nil && l != nil {
+		s.seen.Store(l)
+	}
+	return l, err
+}
+
+func (s seenLease) Get(ctx context.Context, name string, o metav1.GetOptions) (*coordinationv1.Lease, error) {
+	return s.keep(s.LeaseInterface.Get(ctx, name, o))
+}
+
+func (s seenLease) Create(ctx context.Context, l *coordinationv1.Lease, o metav1.CreateOptions) (*coordinationv1.Lease, error) {
+	return s.keep(s.LeaseInterface.Create(ctx, l, o))
+}
+
+func (s seenLease) Update(ctx context.Context, l *coordinationv1.Lease, o metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	return s.keep(s.LeaseInterface.Update(ctx, l, o))
+}
+
+// parseRV reads a resourceVersion as the etcd revision it is on a
+// kube-apiserver backed by etcd (0 when it is not a number).
+func parseRV(rv string) uint64 {
+	n, _ := strconv.ParseUint(rv, 10, 64)
+	return n
 }
 
 var _ resourcelock.Interface = (*meteredLock)(nil)
@@ -92,13 +169,19 @@ type request struct {
 // saw it: so the window holds exactly the requests the apiserver counted in
 // it.
 func (l *meteredLock) send(ctx context.Context, do func(context.Context) error) (request, error) {
+	return send(ctx, l.shard, l.timeout, l.gate, do)
+}
+
+// send is meteredLock.send for any request of a candidate (its partition
+// gate may be nil) or of the intruder.
+func send(ctx context.Context, shard *metrics.Shard, timeout time.Duration, gate *partition, do func(context.Context) error) (request, error) {
 	rctx := context.WithoutCancel(ctx)
 	if deadline, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
 		rctx, cancel = context.WithDeadline(rctx, deadline)
 		defer cancel()
 	}
-	rctx, cancel := context.WithTimeout(rctx, l.timeout)
+	rctx, cancel := context.WithTimeout(rctx, timeout)
 	defer cancel()
 	var sent atomic.Pointer[time.Time]
 	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
@@ -106,12 +189,15 @@ func (l *meteredLock) send(ctx context.Context, do func(context.Context) error) 
 		sent.CompareAndSwap(nil, &now)
 	}})
 	start := time.Now()
-	err := do(rctx)
+	err := gate.wait(rctx)
+	if err == nil {
+		err = do(rctx)
+	}
 	rq := request{intended: start, end: time.Now()}
-	if s := sent.Load(); s != nil && !l.shard.Measured(start) {
+	if s := sent.Load(); s != nil && !shard.Measured(start) {
 		rq.intended = *s
 	}
-	rq.measured = l.shard.Measured(rq.intended)
+	rq.measured = shard.Measured(rq.intended)
 	return rq, err
 }
 
@@ -165,7 +251,13 @@ func (l *meteredLock) write(ctx context.Context, ler resourcelock.LeaderElection
 		l.held.Store(mine)
 		if mine {
 			l.acquired.Store(true)
+			if seen := l.seen.Load(); seen != nil {
+				l.token.Store(parseRV(seen.ResourceVersion))
+			}
 		}
+	}
+	if l.logWrite != nil {
+		l.logWrite(leaseWrite{at: rq.end, writer: l.inner.Identity(), holder: ler.HolderIdentity, ok: out == metrics.Success, conflict: out == metrics.VersionConflict})
 	}
 	if rq.measured {
 		c := &l.counts[p]

@@ -11,6 +11,10 @@ import (
 // CheckOneLeader names the check that no two candidates led at once.
 const CheckOneLeader = "leader election: exactly one leader at a time"
 
+// CheckFencing names the check that a fencing token would have refused
+// every leader-only write accepted from a deposed leader.
+const CheckFencing = "leader election: the fencing token refuses every deposed leader's write"
+
 // Report holds the leader-election scenario's figures. Times ("At") are
 // offsets from the moment the candidates were started (Start). The
 // leaderships, transitions and failovers cover the whole run, warm-up
@@ -24,6 +28,12 @@ type Report struct {
 	// LeaseDurationSeconds is what the Lease recorded: client-go stores
 	// whole seconds, and followers wait that long, not the configured value.
 	LeaseDurationSeconds int `json:"leaseDurationSeconds"`
+	// Lock is the lock implementation: client-go or watch.
+	Lock string `json:"lock,omitempty"`
+	// Fault is the fault injected ("" for none); SkewedLeaseSeconds the
+	// skewed candidate's lease with the skew fault.
+	Fault              string `json:"fault,omitempty"`
+	SkewedLeaseSeconds int    `json:"skewedLeaseSeconds,omitempty"`
 
 	// TimeToFirstLeader is from starting the candidates to the first
 	// OnStartedLeading; zero with FirstLeader empty when none was elected.
@@ -54,6 +64,21 @@ type Report struct {
 	Acquire LeasePhase `json:"acquire"`
 	Renew   LeasePhase `json:"renew"`
 	Release LeasePhase `json:"release"`
+	// Intruder counts the delete and edit faults' requests (sent through
+	// a measured client, so the server cross-check counts them too).
+	Intruder LeasePhase `json:"intruder,omitzero"`
+
+	// Faults lists every fault injected, with what followed it.
+	Faults []FaultReport `json:"faults,omitempty"`
+	// Thefts lists every leadership that began while another candidate
+	// still believed it led.
+	Thefts []Theft `json:"thefts,omitempty"`
+	// Leaderless is the time, from the first leader on, during which no
+	// candidate believed it led.
+	Leaderless time.Duration `json:"leaderless"`
+	// LeaderWrites are the writes of the fenced ConfigMap that candidates
+	// made while they believed they led.
+	LeaderWrites *LeaderWrites `json:"leaderWrites,omitempty"`
 
 	// Overlaps lists every span during which two or more candidates
 	// believed they led. None is the expected outcome.
@@ -65,7 +90,95 @@ type Report struct {
 // LeaseWrites is the number of Lease writes (creates and updates) in every
 // phase, 409s and errors included.
 func (r *Report) LeaseWrites() int64 {
-	return r.Acquire.Writes + r.Renew.Writes + r.Release.Writes
+	return r.Acquire.Writes + r.Renew.Writes + r.Release.Writes + r.Intruder.Writes
+}
+
+// LeaderWrites are the leader-only writes: each candidate, while it
+// believes it leads, writes the fenced ConfigMap with its identity and its
+// fencing token (the resourceVersion of its last Lease write naming it
+// holder). Counts cover the whole run, warm-up included, but Measured.
+type LeaderWrites struct {
+	// Writes is every write sent; Accepted those the apiserver took.
+	Writes   int `json:"writes"`
+	Accepted int `json:"accepted"`
+	// Measured is the writes in the measured window (the server
+	// cross-check's PUT configmaps).
+	Measured int64 `json:"measured"`
+	// Deposed is the accepted writes whose writer no longer held the
+	// Lease when the apiserver accepted them: the damage a stolen lease
+	// does.
+	Deposed int `json:"deposed"`
+	// WouldBeFenced is the accepted writes a fencing check would have
+	// refused: their token older than the revision at which the Lease last
+	// changed hands. It may exceed Deposed: a leader whose deleted Lease
+	// it re-created itself has a new token, and a write it sent with the
+	// old one is refused although it still leads.
+	WouldBeFenced int `json:"wouldBeFenced"`
+	// Unfenced is the deposed writes the fencing check would have let
+	// through: none, when the token does its job.
+	Unfenced int `json:"unfenced"`
+	// Unclassified is set when resourceVersions were not numbers (not
+	// etcd revisions), so Deposed and WouldBeFenced could not be told.
+	Unclassified bool `json:"unclassified,omitempty"`
+}
+
+// FaultReport is one injected fault and what followed it, up to the next
+// fault (or the end).
+type FaultReport struct {
+	// Kind is partition, delete or edit; At when it was injected; Victim
+	// the leader it hit.
+	Kind   string        `json:"kind"`
+	At     time.Duration `json:"at"`
+	Victim string        `json:"victim"`
+	// Duration is how long a partition lasted.
+	Duration time.Duration `json:"duration,omitempty"`
+	// Failed says why a delete or edit failed.
+	Failed string `json:"failed,omitempty"`
+	// Taken: another holder (a candidate, or the intruder of the edit
+	// fault) took the Lease, TakenAfter the fault, by TakenBy.
+	Taken      bool          `json:"taken"`
+	TakenBy    string        `json:"takenBy,omitempty"`
+	TakenAfter time.Duration `json:"takenAfter,omitempty"`
+	// NextHolder is the first holder any write named after the fault
+	// (the victim itself when it re-created a deleted Lease), NextHolderAfter
+	// the fault.
+	NextHolder      string        `json:"nextHolder,omitempty"`
+	NextHolderAfter time.Duration `json:"nextHolderAfter,omitempty"`
+	// VictimStopped: the victim stopped believing it led, StoppedAfter
+	// the fault.
+	VictimStopped bool          `json:"victimStopped"`
+	StoppedAfter  time.Duration `json:"stoppedAfter,omitempty"`
+	// Detection is from the taking to the victim's step-down (to the end
+	// of the window if it never stepped down): how long a deposed leader
+	// went on believing. Negative: it stepped down that long before the
+	// Lease was taken. Meaningful only when Taken.
+	Detection time.Duration `json:"detection,omitempty"`
+	// Overlap and Leaderless are the time, in the window, with two or
+	// more leaders and with none.
+	Overlap    time.Duration `json:"overlap"`
+	Leaderless time.Duration `json:"leaderless"`
+	// LeaseWrites and LeaseConflicts count the Lease writes answered in
+	// the window, and their 409s.
+	LeaseWrites    int `json:"leaseWrites"`
+	LeaseConflicts int `json:"leaseConflicts"`
+	// DeposedWrites are the victim's leader-only writes accepted after it
+	// lost the Lease; WouldBeFenced those a fencing check would refuse.
+	DeposedWrites int `json:"deposedWrites"`
+	WouldBeFenced int `json:"wouldBeFenced"`
+}
+
+// Theft is a leadership that began while another candidate still
+// believed it led.
+type Theft struct {
+	// At is when the thief started leading.
+	At time.Duration `json:"at"`
+	// Victim believed it led when Thief started to.
+	Victim string `json:"victim"`
+	Thief  string `json:"thief"`
+	// Detection is from the theft to the victim's step-down.
+	Detection time.Duration `json:"detection"`
+	// Ongoing: the victim still believed it led at the end.
+	Ongoing bool `json:"ongoing,omitempty"`
 }
 
 // Failover is one stop of the current leader and what followed.
@@ -117,13 +230,28 @@ type Overlap struct {
 
 // Checks is the one-leader check: no span in which two candidates
 // believed they led.
+//
+// Under a fault two leaders are expected, so measured, not judged: the
+// check there is the fencing one, that the fencing token tells the
+// deposed leaders' writes apart.
 func (r *Report) Checks() []results.Check {
-	c := results.Check{Name: CheckOneLeader, Passed: len(r.Overlaps) == 0, Observed: int64(len(r.Overlaps))}
-	if !c.Passed {
-		c.Detail = fmt.Sprintf("%d spans, %s in total, in which two or more candidates believed they led at once",
-			len(r.Overlaps), results.FormatDuration(r.OverlapTotal))
+	var checks []results.Check
+	if r.Fault == "" {
+		c := results.Check{Name: CheckOneLeader, Passed: len(r.Overlaps) == 0, Observed: int64(len(r.Overlaps))}
+		if !c.Passed {
+			c.Detail = fmt.Sprintf("%d spans, %s in total, in which two or more candidates believed they led at once",
+				len(r.Overlaps), results.FormatDuration(r.OverlapTotal))
+		}
+		checks = append(checks, c)
 	}
-	return []results.Check{c}
+	if w := r.LeaderWrites; w != nil && !w.Unclassified {
+		c := results.Check{Name: CheckFencing, Expected: 0, Observed: int64(w.Unfenced), Passed: w.Unfenced == 0}
+		if !c.Passed {
+			c.Detail = fmt.Sprintf("%d of the %d leader-only writes accepted from deposed leaders carried a token a fencing check would have let through", w.Unfenced, w.Deposed)
+		}
+		checks = append(checks, c)
+	}
+	return checks
 }
 
 // Rows are the leader-election lines of the summary.
@@ -133,7 +261,11 @@ func (r *Report) Rows() [][2]string {
 	if r.ReleaseOnCancel {
 		release = "release on cancel"
 	}
-	rows := [][2]string{{"leader election", fmt.Sprintf("%d candidates, lease %ds, %s", r.Candidates, r.LeaseDurationSeconds, release)}}
+	head := fmt.Sprintf("%d candidates, lease %ds, %s", r.Candidates, r.LeaseDurationSeconds, release)
+	if r.Lock != "" {
+		head += ", lock " + r.Lock
+	}
+	rows := [][2]string{{"leader election", head}}
 	add := func(name, format string, a ...any) { rows = append(rows, [2]string{name, fmt.Sprintf(format, a...)}) }
 	if r.FirstLeader == "" {
 		add("  first leader", "none elected")
@@ -150,17 +282,98 @@ func (r *Report) Rows() [][2]string {
 	default:
 		add("  failovers", "%d (%d resolved): min %s  p50 %s  max %s", f.Count, f.Resolved, ms(f.Min), ms(f.P50), ms(f.Max))
 	}
-	add("  lease writes", "%d: acquire %d (409: %d)  renew %d (409: %d)  release %d (409: %d)",
+	writes := fmt.Sprintf("%d: acquire %d (409: %d)  renew %d (409: %d)  release %d (409: %d)",
 		r.LeaseWrites(), r.Acquire.Writes, r.Acquire.Conflicts, r.Renew.Writes, r.Renew.Conflicts, r.Release.Writes, r.Release.Conflicts)
+	if r.Intruder != (LeasePhase{}) {
+		writes += fmt.Sprintf("  intruder %d (409: %d)", r.Intruder.Writes, r.Intruder.Conflicts)
+	}
+	add("  lease writes", "%s", writes)
 	add("  lease reads", "%d (other errors: %d)",
-		r.Acquire.Reads+r.Renew.Reads+r.Release.Reads, r.Acquire.Errors+r.Renew.Errors+r.Release.Errors)
+		r.Acquire.Reads+r.Renew.Reads+r.Release.Reads+r.Intruder.Reads, r.Acquire.Errors+r.Renew.Errors+r.Release.Errors+r.Intruder.Errors)
+	rows = append(rows, r.faultRows()...)
 	if len(r.Overlaps) == 0 {
 		add("  overlap", "none: exactly one leader at a time")
 		return rows
 	}
-	add("  overlap", "%s, %s in total: TWO LEADERS AT ONCE", results.Plural(len(r.Overlaps), "span"), ms(r.OverlapTotal))
+	if r.Fault != "" {
+		add("  overlap", "%s, %s in total: two leaders at once", results.Plural(len(r.Overlaps), "span"), ms(r.OverlapTotal))
+	} else {
+		add("  overlap", "%s, %s in total: TWO LEADERS AT ONCE", results.Plural(len(r.Overlaps), "span"), ms(r.OverlapTotal))
+	}
 	for _, o := range r.Overlaps {
 		add("", "at %s for %s: %s", ms(o.At), ms(o.Duration), strings.Join(o.Leaders, ", "))
+	}
+	return rows
+}
+
+// faultRows are the summary lines of the faults, the thefts and the
+// leader-only writes.
+func (r *Report) faultRows() [][2]string {
+	ms := results.FormatDuration
+	var rows [][2]string
+	add := func(name, format string, a ...any) { rows = append(rows, [2]string{name, fmt.Sprintf(format, a...)}) }
+	switch {
+	case r.Fault == FaultSkew:
+		add("  fault", "skew: the last candidate runs with lease %ds against the others' %ds", r.SkewedLeaseSeconds, r.LeaseDurationSeconds)
+	case r.Fault != "":
+		add("  fault", "%s, %s", r.Fault, results.Plural(len(r.Faults), "injection"))
+	}
+	for _, f := range r.Faults {
+		what := f.Kind
+		if f.Duration > 0 {
+			what += " for " + ms(f.Duration)
+		}
+		line := fmt.Sprintf("at %s %s of %s: ", ms(f.At), what, f.Victim)
+		switch {
+		case f.Failed != "":
+			line += "failed: " + f.Failed
+		case !f.Taken:
+			line += "the Lease was not taken"
+		default:
+			line += fmt.Sprintf("taken by %s after %s", f.TakenBy, ms(f.TakenAfter))
+		}
+		switch {
+		case f.VictimStopped && f.Taken && f.Detection < 0:
+			line += fmt.Sprintf(", victim stepped down after %s (%s before the taking)", ms(f.StoppedAfter), ms(-f.Detection))
+		case f.VictimStopped && f.Taken:
+			line += fmt.Sprintf(", victim stepped down after %s (detection %s)", ms(f.StoppedAfter), ms(f.Detection))
+		case f.VictimStopped:
+			line += fmt.Sprintf(", victim stepped down after %s", ms(f.StoppedAfter))
+		default:
+			line += ", victim still leads"
+		}
+		add("", "%s", line)
+		add("", "  overlap %s, leaderless %s, lease writes %d (409: %d), deposed writes %d (fencing refuses %d)",
+			ms(f.Overlap), ms(f.Leaderless), f.LeaseWrites, f.LeaseConflicts, f.DeposedWrites, f.WouldBeFenced)
+	}
+	if r.Fault != "" || len(r.Thefts) > 0 {
+		if len(r.Thefts) == 0 {
+			add("  thefts", "none: no candidate started leading while another believed it led")
+		} else {
+			add("  thefts", "%s: the Lease taken from a leader that still believed it led", results.Plural(len(r.Thefts), "theft"))
+			for _, t := range r.Thefts {
+				end := "stepped down"
+				if t.Ongoing {
+					end = "still leading at the end"
+				}
+				add("", "at %s %s from %s: %s %s later", ms(t.At), t.Thief, t.Victim, end, ms(t.Detection))
+			}
+		}
+	}
+	if r.Fault != "" {
+		add("  leaderless", "%s in total", ms(r.Leaderless))
+	}
+	if w := r.LeaderWrites; w != nil {
+		line := fmt.Sprintf("%d sent, %d accepted (%d measured)", w.Writes, w.Accepted, w.Measured)
+		if w.Unclassified {
+			line += ": resourceVersions are not etcd revisions, deposed writes not told"
+		} else {
+			line += fmt.Sprintf(": %d from deposed leaders, fencing token refuses %d", w.Deposed, w.WouldBeFenced)
+			if w.Unfenced > 0 {
+				line += fmt.Sprintf(", LETS %d DEPOSED WRITES THROUGH", w.Unfenced)
+			}
+		}
+		add("  leader writes", "%s", line)
 	}
 	return rows
 }

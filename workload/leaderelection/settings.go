@@ -23,10 +23,54 @@ type Settings struct {
 	// RetryPeriod is how often candidates try to acquire or renew.
 	RetryPeriod spec.Duration `json:"retryPeriod" flag:"retry-period" help:"how often candidates try to acquire or renew the Lease"`
 	// FailoverEvery, when set, stops the leader this often after the
-	// warm-up; it rejoins as a new candidate. Zero never stops it.
-	FailoverEvery spec.Duration `json:"failoverEvery,omitzero" flag:"failover-every" help:"stop the leader this often and restart it as a candidate (0: never)"`
+	// warm-up (it rejoins as a new candidate), or with a Fault injects the
+	// fault this often. Zero never stops it.
+	FailoverEvery spec.Duration `json:"failoverEvery,omitzero" flag:"failover-every" help:"stop the leader this often and restart it as a candidate, or inject --fault this often (0: never)"`
 	// ReleaseOnCancel makes a stopped leader release the Lease.
 	ReleaseOnCancel bool `json:"releaseOnCancel,omitempty" flag:"release-on-cancel" help:"a stopped leader releases the Lease, so a follower takes over at once"`
+
+	// Lock is the lock implementation every candidate runs: client-go's
+	// tools/leaderelection, or kb-bench's raw Lease lock that also
+	// watches the Lease and steps down as soon as another holder appears.
+	Lock string `json:"lock,omitempty" flag:"lock" help:"the lock implementation: client-go (tools/leaderelection) or watch (a raw Lease lock that watches the Lease and steps down when another holder appears)"`
+	// Fault is what is done to the leader at each fault time instead of
+	// stopping it: none, partition, skew, delete or edit (pause is not
+	// built yet).
+	Fault string `json:"fault,omitempty" flag:"fault" help:"the fault injected instead of stopping the leader: none, partition, skew, delete, edit"`
+	// FaultAt injects the fault once, this long after the warm-up, on
+	// whoever leads then. Zero: every FailoverEvery instead.
+	FaultAt spec.Duration `json:"faultAt,omitzero" flag:"fault-at" help:"inject the fault once, this long after the warm-up (0: every --failover-every)"`
+	// FaultDuration is how long a partition holds the leader's requests,
+	// or, for skew, the lease duration the skewed candidate runs with.
+	FaultDuration spec.Duration `json:"faultDuration,omitzero" flag:"fault-duration" help:"partition: how long the leader's requests are held; skew: the skewed candidate's lease duration"`
+	// LeaderWrites is how often a candidate that believes it leads writes
+	// the fenced ConfigMap, carrying its fencing token. Zero: never;
+	// defaults to 100ms with a fault.
+	LeaderWrites spec.Duration `json:"leaderWrites,omitzero" flag:"leader-writes" help:"how often a leader writes the fenced ConfigMap kb-bench-fenced with its fencing token (0: never; 100ms with a fault)"`
+}
+
+// The lock implementations.
+const (
+	LockClientGo = "client-go"
+	LockWatch    = "watch"
+)
+
+// The faults.
+const (
+	FaultNone      = "none"
+	FaultPartition = "partition"
+	FaultSkew      = "skew"
+	FaultDelete    = "delete"
+	FaultEdit      = "edit"
+	FaultPause     = "pause"
+)
+
+// fault is the fault to inject, "" for none.
+func (c *Settings) fault() string {
+	if c.Fault == FaultNone {
+		return ""
+	}
+	return c.Fault
 }
 
 // Default fills the zero timings with client-go-like defaults, shortened
@@ -41,12 +85,18 @@ func (c *Settings) Default(*spec.Spec) {
 	if c.RetryPeriod.Duration == 0 {
 		c.RetryPeriod = spec.D(500 * time.Millisecond)
 	}
+	if c.Lock == "" {
+		c.Lock = LockClientGo
+	}
+	if c.fault() != "" && c.LeaderWrites.Duration == 0 {
+		c.LeaderWrites = spec.D(100 * time.Millisecond)
+	}
 }
 
 // Validate checks client-go's rules for the timings (NewLeaderElector's),
 // and one of the Lease's: it records the lease duration in whole seconds,
 // and followers wait that long.
-func (c *Settings) Validate(_ *spec.Spec, p *field.Path) field.ErrorList {
+func (c *Settings) Validate(s *spec.Spec, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	recorded := c.LeaseDuration.Truncate(time.Second)
 	switch {
@@ -65,6 +115,77 @@ func (c *Settings) Validate(_ *spec.Spec, p *field.Path) field.ErrorList {
 	if c.FailoverEvery.Duration < 0 {
 		errs = append(errs, field.Invalid(p.Child("failoverEvery"), c.FailoverEvery.String(), "use 0 (never) or a positive duration (--failover-every)"))
 	}
+	if c.LeaderWrites.Duration < 0 {
+		errs = append(errs, field.Invalid(p.Child("leaderWrites"), c.LeaderWrites.String(), "use 0 (never) or a positive interval, e.g. 100ms (--leader-writes)"))
+	}
+	if c.FaultAt.Duration < 0 {
+		errs = append(errs, field.Invalid(p.Child("faultAt"), c.FaultAt.String(), "use a positive offset from the end of the warm-up, e.g. 2s (--fault-at)"))
+	}
+	if c.FaultDuration.Duration < 0 {
+		errs = append(errs, field.Invalid(p.Child("faultDuration"), c.FaultDuration.String(), "use a positive duration (--fault-duration)"))
+	}
+	switch c.Lock {
+	case "", LockClientGo, LockWatch: // "" is client-go before Default
+	default:
+		errs = append(errs, field.NotSupported(p.Child("lock"), c.Lock, []string{LockClientGo, LockWatch}))
+	}
+	errs = append(errs, c.validateFault(s, p)...)
+	return errs
+}
+
+// validateFault checks that the fault can do what it is for with these
+// settings, and says what to use when it cannot.
+func (c *Settings) validateFault(s *spec.Spec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	fault := c.fault()
+	recorded := c.LeaseDuration.Truncate(time.Second)
+	switch fault {
+	case "":
+		if c.FaultAt.Duration != 0 || c.FaultDuration.Duration != 0 {
+			errs = append(errs, field.Forbidden(p.Child("fault"), "--fault-at and --fault-duration need a fault: use --fault partition, skew, delete or edit"))
+		}
+		return errs
+	case FaultPause:
+		return append(errs, field.Invalid(p.Child("fault"), c.Fault,
+			"pause (SIGSTOP of a candidate running as its own process) is not built yet: use partition, which holds the leader's requests while its clock runs on"))
+	case FaultPartition, FaultSkew, FaultDelete, FaultEdit:
+	default:
+		return append(errs, field.NotSupported(p.Child("fault"), c.Fault, []string{FaultNone, FaultPartition, FaultSkew, FaultDelete, FaultEdit}))
+	}
+	if s != nil && s.Writers < 2 {
+		errs = append(errs, field.Invalid(field.NewPath("writers"), s.Writers, "a fault needs another candidate to take over: use at least 2 (--writers)"))
+	}
+	switch fault {
+	case FaultPartition:
+		if c.FaultDuration.Duration <= recorded {
+			errs = append(errs, field.Invalid(p.Child("faultDuration"), c.FaultDuration.String(),
+				fmt.Sprintf("a partition must outlast the lease (%s as the Lease records it) for another candidate to take it: use at least %s (--fault-duration)", recorded, recorded+c.RetryPeriod.Duration)))
+		}
+	case FaultSkew:
+		d := c.FaultDuration.Duration
+		switch {
+		case d < time.Second || d%time.Second != 0:
+			errs = append(errs, field.Invalid(p.Child("faultDuration"), c.FaultDuration.String(),
+				"skew runs one candidate with this lease duration, which the Lease records in whole seconds: use e.g. 1s (--fault-duration)"))
+		case d >= recorded:
+			errs = append(errs, field.Invalid(p.Child("faultDuration"), c.FaultDuration.String(),
+				fmt.Sprintf("the skewed candidate's lease must be shorter than the others' %s: use e.g. %s (--fault-duration)", recorded, recorded-time.Second)))
+		case d <= c.RenewDeadline.Duration:
+			errs = append(errs, field.Invalid(p.Child("faultDuration"), c.FaultDuration.String(),
+				fmt.Sprintf("the skewed candidate's lease must be longer than renewDeadline %s (client-go's rule): lower --renew-deadline", c.RenewDeadline)))
+		}
+	default:
+		if c.FaultDuration.Duration != 0 {
+			errs = append(errs, field.Forbidden(p.Child("faultDuration"), fault+" is instantaneous: drop --fault-duration"))
+		}
+	}
+	if fault != FaultSkew && c.FaultAt.Duration == 0 && c.FailoverEvery.Duration == 0 {
+		errs = append(errs, field.Required(p.Child("faultAt"), "say when to inject the fault: --fault-at (once) or --failover-every (repeatedly)"))
+	}
+	if fault == FaultPartition && c.FaultAt.Duration == 0 && c.FailoverEvery.Duration > 0 && c.FailoverEvery.Duration <= c.FaultDuration.Duration {
+		errs = append(errs, field.Invalid(p.Child("failoverEvery"), c.FailoverEvery.String(),
+			fmt.Sprintf("partitions repeat only after the previous one healed: use more than --fault-duration %s", c.FaultDuration)))
+	}
 	return errs
 }
 
@@ -78,6 +199,22 @@ func (c *Settings) Describe(s *spec.Spec) string {
 	}
 	if c.ReleaseOnCancel {
 		d += ", release on cancel"
+	}
+	if c.Lock == LockWatch {
+		d += ", watch lock"
+	}
+	switch f := c.fault(); f {
+	case "":
+	case FaultSkew:
+		d += fmt.Sprintf(", fault skew (one candidate with lease %s)", c.FaultDuration)
+	default:
+		d += ", fault " + f
+		if c.FaultDuration.Duration > 0 {
+			d += " for " + c.FaultDuration.String()
+		}
+		if c.FaultAt.Duration > 0 {
+			d += " at " + c.FaultAt.String()
+		}
 	}
 	return d
 }

@@ -15,7 +15,7 @@ import (
 func TestSettingsDefault(t *testing.T) {
 	var c Settings
 	c.Default(&spec.Spec{})
-	want := Settings{LeaseDuration: spec.D(4 * time.Second), RenewDeadline: spec.D(3 * time.Second), RetryPeriod: spec.D(500 * time.Millisecond)}
+	want := Settings{LeaseDuration: spec.D(4 * time.Second), RenewDeadline: spec.D(3 * time.Second), RetryPeriod: spec.D(500 * time.Millisecond), Lock: LockClientGo}
 	if c != want {
 		t.Errorf("defaults %+v, want %+v", c, want)
 	}

@@ -145,3 +145,173 @@ func transitions(holders []string) int {
 	}
 	return n
 }
+
+// coverage returns how long, within [from, to), no leadership was open
+// (leaderless) and two or more were (overlap). Leaderships still open are
+// taken to end at to.
+func coverage(ls []leadership, from, to time.Time) (leaderless, overlap time.Duration) {
+	if !to.After(from) {
+		return 0, 0
+	}
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var edges []edge
+	open := 0
+	for _, l := range ls {
+		e := l.end
+		if e.IsZero() || e.After(to) {
+			e = to
+		}
+		if !e.After(l.start) || !e.After(from) || !l.start.Before(to) {
+			continue
+		}
+		if !l.start.After(from) {
+			open++
+		} else {
+			edges = append(edges, edge{l.start, 1})
+		}
+		if e.Before(to) {
+			edges = append(edges, edge{e, -1})
+		}
+	}
+	// Ends first at the same instant, as in overlaps.
+	sort.SliceStable(edges, func(i, j int) bool {
+		if !edges[i].at.Equal(edges[j].at) {
+			return edges[i].at.Before(edges[j].at)
+		}
+		return edges[i].delta < edges[j].delta
+	})
+	last := from
+	account := func(until time.Time) {
+		switch {
+		case open == 0:
+			leaderless += until.Sub(last)
+		case open >= 2:
+			overlap += until.Sub(last)
+		}
+		last = until
+	}
+	for _, e := range edges {
+		account(e.at)
+		open += e.delta
+	}
+	account(to)
+	return leaderless, overlap
+}
+
+// thefts finds every leadership that began while another candidate still
+// believed it led: the Lease was taken from a leader that did not know it
+// yet. Detection is from the taking to the old leader's step-down (to end
+// for one that never stepped down).
+func thefts(ls []leadership, base, end time.Time) []Theft {
+	var out []Theft
+	for _, b := range ls {
+		for _, a := range ls {
+			if a.id == b.id || !a.start.Before(b.start) {
+				continue
+			}
+			aEnd := a.end
+			if aEnd.IsZero() {
+				aEnd = end
+			}
+			if !aEnd.After(b.start) {
+				continue
+			}
+			out = append(out, Theft{At: b.start.Sub(base), Victim: a.id, Thief: b.id, Detection: aEnd.Sub(b.start), Ongoing: a.end.IsZero()})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
+	return out
+}
+
+// leadershipOf returns id's leadership (an identity leads at most once).
+func leadershipOf(ls []leadership, id string) (leadership, bool) {
+	for _, l := range ls {
+		if l.id == id {
+			return l, true
+		}
+	}
+	return leadership{}, false
+}
+
+// classified is an accepted leader-only write, told apart by fencing.
+type classified struct {
+	id               string
+	end              time.Time
+	deposed, refused bool
+}
+
+// faultReports measures each fault over its window, from its injection to
+// the next fault's (or end). The victim's step-down and its deposed
+// writes count in the window only: after it, they are the next fault's.
+func faultReports(faults []faultEvent, ls []leadership, log []leaseWrite, fenced []classified, base, end time.Time) []FaultReport {
+	out := make([]FaultReport, 0, len(faults))
+	for i, f := range faults {
+		to := end
+		if i+1 < len(faults) {
+			to = faults[i+1].at
+		}
+		fr := FaultReport{Kind: f.kind, At: f.at.Sub(base), Victim: f.victim}
+		if f.err != nil {
+			fr.Failed = f.err.Error()
+		}
+		if f.kind == FaultPartition {
+			healed := f.healed
+			if healed.IsZero() {
+				healed = end
+			}
+			fr.Duration = healed.Sub(f.at)
+		}
+		// The taking: the first successful Lease write after the fault
+		// naming a holder other than the victim.
+		var taken, next time.Time
+		for _, w := range log {
+			if w.ok && !w.at.Before(f.at) && w.at.Before(to) && w.holder != "" && (next.IsZero() || w.at.Before(next)) {
+				next, fr.NextHolder = w.at, w.holder
+			}
+			if w.ok && !w.at.Before(f.at) && w.at.Before(to) && w.holder != "" && w.holder != f.victim {
+				if taken.IsZero() || w.at.Before(taken) {
+					taken, fr.TakenBy = w.at, w.holder
+				}
+			}
+		}
+		if !next.IsZero() {
+			fr.NextHolderAfter = next.Sub(f.at)
+		}
+		if !taken.IsZero() {
+			fr.Taken, fr.TakenAfter = true, taken.Sub(f.at)
+		}
+		if l, ok := leadershipOf(ls, f.victim); ok && !l.end.IsZero() && l.end.Before(to) {
+			fr.VictimStopped, fr.StoppedAfter = true, l.end.Sub(f.at)
+			if fr.Taken {
+				fr.Detection = l.end.Sub(taken)
+			}
+		} else if fr.Taken {
+			fr.Detection = to.Sub(taken)
+		}
+		fr.Leaderless, fr.Overlap = coverage(ls, f.at, to)
+		for _, w := range log {
+			if !w.at.Before(f.at) && w.at.Before(to) {
+				fr.LeaseWrites++
+				if w.conflict {
+					fr.LeaseConflicts++
+				}
+			}
+		}
+		for _, w := range fenced {
+			if w.id != f.victim || w.end.Before(f.at) || !w.end.Before(to) {
+				continue
+			}
+			if w.deposed {
+				fr.DeposedWrites++
+			}
+			if w.refused {
+				fr.WouldBeFenced++
+			}
+		}
+		out = append(out, fr)
+	}
+	return out
+}

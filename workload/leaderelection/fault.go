@@ -1,0 +1,190 @@
+package leaderelection
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kb-bench/kb-bench/metrics"
+)
+
+// Intruder is the holder identity the edit fault writes into the Lease:
+// someone who is not a candidate.
+const Intruder = "kb-bench-intruder"
+
+// partition holds a candidate slot's requests to the apiserver while the
+// slot is cut off, as a network partition does: a request waits until
+// the partition heals or its own deadline passes, whichever comes first,
+// while the candidate's clock and goroutines run on. A request that
+// outlives the partition reaches the apiserver when it heals, late.
+type partition struct {
+	mu     sync.Mutex
+	healed chan struct{} // nil while not partitioned
+}
+
+// cut partitions the slot until heal is called.
+func (p *partition) cut() (heal func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ch := make(chan struct{})
+	p.healed = ch
+	return sync.OnceFunc(func() {
+		p.mu.Lock()
+		if p.healed == ch {
+			p.healed = nil
+		}
+		p.mu.Unlock()
+		close(ch)
+	})
+}
+
+// wait returns at once when the slot is not partitioned; otherwise when
+// the partition heals (nil) or ctx ends (its error: the request was
+// never sent).
+func (p *partition) wait(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	ch := p.healed
+	p.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// faultEvent is one injected fault.
+type faultEvent struct {
+	kind   string
+	at     time.Time // injected (for delete and edit: when the request was sent)
+	victim string    // the leader it was injected on
+	slot   int
+	// healed is when a partition ended (zero: at the end of the run).
+	healed time.Time
+	err    error // the delete or edit failed
+}
+
+// inject injects the run's fault on the leader id in slot.
+func (r *run) inject(ctx context.Context, slot int, id string) {
+	ev := faultEvent{kind: r.set.fault(), at: time.Now(), victim: id, slot: slot}
+	switch ev.kind {
+	case FaultPartition:
+		heal := r.gates[slot].cut()
+		i := r.addFault(ev)
+		r.heals = append(r.heals, heal)
+		timer := time.AfterFunc(r.set.FaultDuration.Duration, func() {
+			heal()
+			r.mu.Lock()
+			r.faults[i].healed = time.Now()
+			r.mu.Unlock()
+		})
+		r.timers = append(r.timers, timer)
+		return
+	case FaultDelete:
+		ev.err = r.intrude(ctx, slot, "", func(ctx context.Context) error {
+			return r.env.Clients[0].CoordinationV1().Leases(r.env.Namespace).Delete(ctx, LeaseName, metav1.DeleteOptions{})
+		})
+	case FaultEdit:
+		ev.err = r.editLease(ctx, slot)
+	}
+	if ev.err != nil {
+		r.env.Warn("leader election: the %s fault at %s failed: %v", ev.kind, ev.at.Sub(r.t0).Round(time.Millisecond), ev.err)
+	}
+	r.addFault(ev)
+}
+
+func (r *run) addFault(ev faultEvent) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.faults = append(r.faults, ev)
+	return len(r.faults) - 1
+}
+
+// editLease overwrites the Lease's holder with Intruder, renewed now for
+// the lease duration: someone else takes the Lease by hand. A 409 (a
+// candidate renewed in between) is retried on a fresh read.
+func (r *run) editLease(ctx context.Context, slot int) error {
+	leases := r.env.Clients[0].CoordinationV1().Leases(r.env.Namespace)
+	var err error
+	for range 5 {
+		var lease *coordinationv1.Lease
+		err = r.intruderRead(ctx, slot, func(ctx context.Context) (err error) {
+			lease, err = leases.Get(ctx, LeaseName, metav1.GetOptions{})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		holder := Intruder
+		secs := int32(r.leaseSeconds)
+		now := metav1.NewMicroTime(time.Now())
+		lease.Spec.HolderIdentity = &holder
+		lease.Spec.LeaseDurationSeconds = &secs
+		lease.Spec.AcquireTime = &now
+		lease.Spec.RenewTime = &now
+		err = r.intrude(ctx, slot, Intruder, func(ctx context.Context) error {
+			_, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
+			return err
+		})
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// intrude runs one write of the intruder, recorded like the candidates'
+// (one operation of one write attempt, counted in the intruder phase);
+// holder is the holder it writes ("" for a delete).
+func (r *run) intrude(ctx context.Context, slot int, holder string, do func(context.Context) error) error {
+	shard := r.env.Recorder.Shard(slot)
+	rq, err := send(ctx, shard, r.env.Spec.OpTimeout.Duration, nil, do)
+	out := metrics.Classify(err)
+	if rq.measured {
+		c := &r.counts[phaseIntruder]
+		c.writes.Add(1)
+		switch out {
+		case metrics.Success:
+		case metrics.VersionConflict:
+			c.conflicts.Add(1)
+		default:
+			c.errors.Add(1)
+		}
+	}
+	r.logLeaseWrite(leaseWrite{at: rq.end, writer: Intruder, holder: holder, ok: err == nil, conflict: out == metrics.VersionConflict})
+	shard.RecordAttempt(rq.intended, metrics.Attempt{Kind: metrics.Write, Latency: rq.end.Sub(rq.intended), Outcome: out})
+	shard.RecordOp(metrics.Op{Intended: rq.intended, Start: rq.intended, End: rq.end, Outcome: out, Err: err, Attempts: 1})
+	return err
+}
+
+// intruderRead runs one read of the intruder, recorded in the intruder
+// phase.
+func (r *run) intruderRead(ctx context.Context, slot int, do func(context.Context) error) error {
+	shard := r.env.Recorder.Shard(slot)
+	rq, err := send(ctx, shard, r.env.Spec.OpTimeout.Duration, nil, do)
+	out := metrics.Classify(err)
+	if rq.measured {
+		r.counts[phaseIntruder].reads.Add(1)
+		if out != metrics.Success {
+			r.counts[phaseIntruder].errors.Add(1)
+		}
+	}
+	shard.RecordAttempt(rq.intended, metrics.Attempt{Kind: metrics.Read, Latency: rq.end.Sub(rq.intended), Outcome: out})
+	return err
+}
+
+func (r *run) logLeaseWrite(w leaseWrite) {
+	r.mu.Lock()
+	r.leaseLog = append(r.leaseLog, w)
+	r.mu.Unlock()
+}

@@ -1,0 +1,241 @@
+package leaderelection_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/leaderelection"
+)
+
+// The faults' runs share these timings: a 2s lease, a 1s renew deadline,
+// a 200ms retry period (500ms for delete and edit), leader-only writes
+// every 100ms; the fault is
+// injected once, 1s into the measured window (away from its start, where
+// the engine holds requests while it reads the apiserver's /metrics), on
+// whoever leads then.
+const (
+	faultLease = 2 * time.Second
+	faultRenew = time.Second
+	faultRetry = 200 * time.Millisecond
+	// slowRetry is the delete and edit tests' retry period: the watch
+	// lock must detect within it, whatever else the machine runs.
+	slowRetry = 500 * time.Millisecond
+	faultAt   = time.Second
+)
+
+func faultSettings(lock, fault string, extra map[string]any) map[string]any {
+	m := map[string]any{
+		"leaseDuration": faultLease.String(), "renewDeadline": faultRenew.String(), "retryPeriod": faultRetry.String(),
+		"lock": lock, "fault": fault, "faultAt": faultAt.String(), "leaderWrites": "100ms",
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m
+}
+
+// runFault runs 3 candidates under one fault for d after a 500ms warm-up
+// and checks what holds under every fault: the server counted exactly
+// what kb-bench sent (Lease requests that a partition held until their
+// deadline were never sent, so neither side counts them), every measured
+// write is a Lease write or a leader-only write, and the fencing token
+// refuses exactly the writes accepted from deposed leaders.
+func runFault(t *testing.T, settings map[string]any, d time.Duration) *leaderelection.Report {
+	t.Helper()
+	out, r := runScenario(t.Context(), t, local.Config(t), spec.Spec{
+		Writers: 3, Clients: 3, Warmup: spec.D(500 * time.Millisecond), Duration: spec.D(d), Settings: settings,
+	}, nil)
+	res := out.Result
+	var b strings.Builder
+	if err := results.WriteTable(&b, res, out.Report.Rows()); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", b.String())
+	if sc := res.Server; sc == nil || !sc.Available || !sc.Match {
+		t.Errorf("server cross-check %+v, want every count to match the apiserver's", sc)
+	}
+	if r.FirstLeader == "" {
+		t.Fatalf("no candidate was elected")
+	}
+	w := r.LeaderWrites
+	if w == nil || w.Accepted == 0 || w.Unclassified {
+		t.Fatalf("leader-only writes %+v, want some, told apart", w)
+	}
+	if got, want := res.Summary.Ops, r.LeaseWrites()+w.Measured; got != want {
+		t.Errorf("the recorder measured %d operations, want the %d Lease writes and %d leader-only writes", got, r.LeaseWrites(), w.Measured)
+	}
+	if w.Unfenced != 0 || w.WouldBeFenced < w.Deposed {
+		t.Errorf("%d writes accepted from deposed leaders, fencing would refuse %d and let %d through: want every one refused", w.Deposed, w.WouldBeFenced, w.Unfenced)
+	}
+	for _, c := range res.Checks {
+		if !c.Passed {
+			t.Errorf("check %s failed: %s", c.Name, c.Detail)
+		}
+	}
+	return r
+}
+
+// oneFault returns the report's one fault.
+func oneFault(t *testing.T, r *leaderelection.Report) leaderelection.FaultReport {
+	t.Helper()
+	if len(r.Faults) != 1 || r.Faults[0].Failed != "" {
+		t.Fatalf("faults %+v, want one injected", r.Faults)
+	}
+	return r.Faults[0]
+}
+
+// assertTheftsAgree checks that the fault's detection, when the Lease was
+// taken by a candidate while the victim still believed it led, is the
+// theft's: the two are measured apart (Lease writes, leaderships).
+func assertTheftsAgree(t *testing.T, r *leaderelection.Report, f leaderelection.FaultReport) {
+	t.Helper()
+	if !f.Taken || f.Detection <= 0 || f.TakenBy == leaderelection.Intruder {
+		return
+	}
+	for _, th := range r.Thefts {
+		if th.Victim == f.Victim {
+			if f.Overlap <= 0 {
+				t.Errorf("the victim went on leading %s after the taking, but the window has no overlap", f.Detection)
+			}
+			return
+		}
+	}
+	t.Errorf("the victim went on leading %s after the taking, but no theft from it was found: %+v", f.Detection, r.Thefts)
+}
+
+// TestPartitionOnLocalControlPlane holds the leader's requests for 4s,
+// twice the lease: another candidate takes the Lease during the
+// partition. Each lock steps down when no renewal succeeds within the
+// renew deadline (its renewals are held). The leader-only write the
+// partition held is delivered when it heals, after the taking: a write
+// from a deposed leader, which the fencing token would refuse.
+func TestPartitionOnLocalControlPlane(t *testing.T) {
+	const partition = 4 * time.Second
+	for _, lock := range []string{leaderelection.LockClientGo, leaderelection.LockWatch} {
+		t.Run(lock, func(t *testing.T) {
+			r := runFault(t, faultSettings(lock, leaderelection.FaultPartition, map[string]any{"faultDuration": partition.String()}),
+				faultAt+partition+2*faultLease)
+			f := oneFault(t, r)
+			if !f.Taken || !f.VictimStopped {
+				t.Fatalf("fault %+v: want the Lease taken and the victim stepped down", f)
+			}
+			if f.Duration < partition {
+				t.Errorf("the partition lasted %s, want %s", f.Duration, partition)
+			}
+			// The victim's renewals wait at the partition and fail at the
+			// renew deadline: it steps down without a word from the
+			// apiserver, before the partition heals.
+			if f.StoppedAfter >= f.Duration {
+				t.Errorf("the victim stepped down %s after the partition, want before it healed (%s): at its renew deadline", f.StoppedAfter, f.Duration)
+			}
+			if f.TakenAfter < f.Duration {
+				// Taken while partitioned: the held leader-only write lands
+				// at the heal, after the taking.
+				if f.DeposedWrites < 1 {
+					t.Errorf("the Lease was taken %s into a %s partition, but no write of the victim's was accepted after: want the held one", f.TakenAfter, f.Duration)
+				}
+			}
+			if f.WouldBeFenced < f.DeposedWrites {
+				t.Errorf("victim's deposed writes %d, fencing refuses %d: want every one refused", f.DeposedWrites, f.WouldBeFenced)
+			}
+			assertTheftsAgree(t, r, f)
+		})
+	}
+}
+
+// TestEditOnLocalControlPlane overwrites the Lease's holder with an
+// intruder. client-go's leader finds out at its next renewal and retries
+// until its renew deadline, believing it leads all the while; the watch
+// lock steps down on the watch event, within a retry period.
+func TestEditOnLocalControlPlane(t *testing.T) {
+	for _, lock := range []string{leaderelection.LockClientGo, leaderelection.LockWatch} {
+		t.Run(lock, func(t *testing.T) {
+			r := runFault(t, faultSettings(lock, leaderelection.FaultEdit, map[string]any{"retryPeriod": slowRetry.String()}), faultAt+3*faultLease)
+			f := oneFault(t, r)
+			if !f.Taken || f.TakenBy != leaderelection.Intruder {
+				t.Fatalf("fault %+v: want the Lease taken by %s at the fault", f, leaderelection.Intruder)
+			}
+			if !f.VictimStopped {
+				t.Fatalf("fault %+v: the victim never stepped down", f)
+			}
+			switch lock {
+			case leaderelection.LockClientGo:
+				// Its renewals fail from the next one on, and it gives up
+				// only at the renew deadline.
+				if f.Detection < slowRetry { // nor before the edit
+					t.Errorf("client-go's leader detected the edit after %s, want no sooner than a retry period %s", f.Detection, slowRetry)
+				}
+			case leaderelection.LockWatch:
+				// Negative when the watch event came before the intruder's
+				// answer.
+				if f.Detection >= slowRetry {
+					t.Errorf("the watch lock detected the edit after %s, want within a retry period %s", f.Detection, slowRetry)
+				}
+			}
+			// The intruder is nobody's candidate: after its lease runs
+			// out a candidate takes over.
+			if f.Leaderless <= 0 {
+				t.Errorf("no leaderless time after the edit: %+v", f)
+			}
+			if r.Intruder.Writes < 1 || r.Intruder.Reads < 1 {
+				t.Errorf("intruder requests %+v, want its read and its write", r.Intruder)
+			}
+		})
+	}
+}
+
+// TestDeleteOnLocalControlPlane deletes the Lease: a leader appears on a
+// re-created Lease (client-go's leader often re-creates it itself, and
+// never noticed; the watch lock steps down on the delete event).
+func TestDeleteOnLocalControlPlane(t *testing.T) {
+	for _, lock := range []string{leaderelection.LockClientGo, leaderelection.LockWatch} {
+		t.Run(lock, func(t *testing.T) {
+			r := runFault(t, faultSettings(lock, leaderelection.FaultDelete, map[string]any{"retryPeriod": slowRetry.String()}), faultAt+3*faultLease)
+			f := oneFault(t, r)
+			if f.NextHolder == "" {
+				t.Fatalf("fault %+v: no one took the Lease after it was deleted", f)
+			}
+			if r.Intruder.Writes != 1 || r.Intruder.Conflicts != 0 {
+				t.Errorf("intruder writes %+v, want its one delete", r.Intruder)
+			}
+			if lock == leaderelection.LockWatch {
+				if !f.VictimStopped {
+					t.Fatalf("fault %+v: the watch lock's leader never stepped down", f)
+				}
+				if f.Taken && f.Detection >= slowRetry {
+					t.Errorf("the watch lock stepped down %s after another took the Lease, want within a retry period %s", f.Detection, slowRetry)
+				}
+			}
+			assertTheftsAgree(t, r, f)
+		})
+	}
+}
+
+// TestSkewOnLocalControlPlane runs the last candidate with a 2s lease
+// against the others' 3s, and stops the leader every 1.5s so that the
+// skewed candidate competes with every other. Expiry is judged from the
+// holder's recorded lease duration on the follower's own clock from when
+// it saw the Lease change, by both locks: a leader that renews is never
+// robbed, whatever the others' settings.
+func TestSkewOnLocalControlPlane(t *testing.T) {
+	for _, lock := range []string{leaderelection.LockClientGo, leaderelection.LockWatch} {
+		t.Run(lock, func(t *testing.T) {
+			set := faultSettings(lock, leaderelection.FaultSkew, map[string]any{"faultDuration": "2s", "failoverEvery": "1500ms"})
+			set["leaseDuration"] = "3s"
+			delete(set, "faultAt")
+			r := runFault(t, set, 4*time.Second)
+			if r.SkewedLeaseSeconds != 2 {
+				t.Errorf("skewed lease %ds, want 2s", r.SkewedLeaseSeconds)
+			}
+			if len(r.Thefts) != 0 || len(r.Overlaps) != 0 {
+				t.Errorf("thefts %+v, overlaps %+v: want none", r.Thefts, r.Overlaps)
+			}
+			if r.LeaderWrites.Deposed != 0 {
+				t.Errorf("%d writes accepted from deposed leaders, want none", r.LeaderWrites.Deposed)
+			}
+		})
+	}
+}

@@ -1,0 +1,199 @@
+package leaderelection
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	watchtools "k8s.io/client-go/tools/watch"
+)
+
+// watchElector is kb-bench's raw Lease lock, the other lock the scenario
+// compares with client-go's. It takes and renews the Lease with the same
+// compare-and-swap writes and the same timings, with two differences:
+//
+//   - while it leads it watches the Lease, and steps down the moment an
+//     event names another holder or deletes the Lease, instead of finding
+//     out at its next renewal;
+//   - a renewal answered 409 or 404 ends its leadership at once (the Lease
+//     is someone else's now); client-go retries until the renew deadline.
+//
+// A follower judges the Lease expired when it has not changed
+// (resourceVersion) for the holder's recorded lease duration, measured on
+// the follower's own clock from when it saw the change, as client-go does.
+type watchElector struct {
+	r       *run
+	slot    int
+	id      string
+	lock    *meteredLock
+	lease   time.Duration // this candidate's lease duration
+	renew   time.Duration
+	retry   time.Duration
+	release bool
+
+	observedRV string
+	observedAt time.Time
+	// acquired is the record its last successful acquire wrote.
+	acquired resourcelock.LeaderElectionRecord
+}
+
+// run campaigns until ctx ends or the candidate loses the Lease after
+// leading; it reports whether it led.
+func (e *watchElector) run(ctx context.Context) (led bool) {
+	for {
+		if e.tryAcquire(ctx) {
+			e.lead(ctx)
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait.Jitter(e.retry, 1.2)):
+		}
+	}
+}
+
+func (e *watchElector) record(now time.Time) resourcelock.LeaderElectionRecord {
+	return resourcelock.LeaderElectionRecord{
+		HolderIdentity:       e.id,
+		LeaseDurationSeconds: int(e.lease / time.Second),
+		AcquireTime:          metav1.NewTime(now),
+		RenewTime:            metav1.NewTime(now),
+	}
+}
+
+// tryAcquire takes the Lease if it is free, released or expired.
+func (e *watchElector) tryAcquire(ctx context.Context) bool {
+	now := time.Now()
+	rec := e.record(now)
+	old, _, err := e.lock.Get(ctx)
+	if apierrors.IsNotFound(err) {
+		e.acquired = rec
+		return e.lock.Create(ctx, rec) == nil
+	}
+	if err != nil {
+		return false
+	}
+	if seen := e.lock.seen.Load(); seen != nil && seen.ResourceVersion != e.observedRV {
+		e.observedRV, e.observedAt = seen.ResourceVersion, now
+	}
+	valid := e.observedAt.Add(time.Duration(old.LeaseDurationSeconds) * time.Second).After(now)
+	if old.HolderIdentity != "" && old.HolderIdentity != e.id && valid {
+		return false
+	}
+	rec.LeaderTransitions = old.LeaderTransitions
+	if old.HolderIdentity != e.id {
+		rec.LeaderTransitions++
+	}
+	e.acquired = rec
+	return e.lock.Update(ctx, rec) == nil
+}
+
+// lead runs the candidate's leadership until it steps down: ctx ends (it
+// is stopped), the watch shows another holder or no Lease, a renewal is
+// refused (409 or 404), or a renewal round does not succeed within the
+// renew deadline.
+func (e *watchElector) lead(ctx context.Context) {
+	acquired := time.Now()
+	var acquireRV string
+	if seen := e.lock.seen.Load(); seen != nil {
+		acquireRV = seen.ResourceVersion
+	}
+	lctx, stepDown := context.WithCancel(ctx)
+	defer stepDown()
+	ended := make(chan struct{})
+	e.r.beginLeading(e.slot, e.id, acquired)
+	go func() {
+		defer close(ended)
+		<-lctx.Done()
+		e.r.endLeading(e.slot, time.Now())
+	}()
+	e.r.startLeaderWrites(lctx, e.slot, e.id, e.lock)
+	var watching sync.WaitGroup
+	watching.Go(func() { e.watch(lctx, acquireRV, stepDown) })
+
+	rec := e.acquired
+	// Renew as client-go does: a retry period after each success, a
+	// renewal round starts; it retries every retry period and gives up
+	// leading when the round has not succeeded within the renew deadline.
+	sleep := func(d time.Duration) bool {
+		select {
+		case <-lctx.Done():
+			return false
+		case <-time.After(d):
+			return true
+		}
+	}
+	for sleep(e.retry) {
+		deadline := time.Now().Add(e.renew)
+		for {
+			rec.RenewTime = metav1.NewTime(time.Now())
+			rctx, cancel := context.WithDeadline(lctx, deadline)
+			err := e.lock.Update(rctx, rec)
+			cancel()
+			if err == nil {
+				break
+			}
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				stepDown() // someone else's Lease now
+				break
+			}
+			if !sleep(min(e.retry, time.Until(deadline))) {
+				break
+			}
+			if !time.Now().Before(deadline) {
+				stepDown() // out of time
+				break
+			}
+		}
+	}
+	<-ended
+	watching.Wait()
+	// A stopped leader that still holds the Lease gives it up.
+	if e.release && ctx.Err() != nil && e.lock.held.Load() {
+		rel := resourcelock.LeaderElectionRecord{LeaderTransitions: rec.LeaderTransitions, LeaseDurationSeconds: 1,
+			RenewTime: metav1.NewTime(time.Now()), AcquireTime: metav1.NewTime(time.Now())}
+		_ = e.lock.Update(ctx, rel) //nolint:errcheck // counted by the lock; nothing to do on failure
+	}
+}
+
+// watch steps the leader down at the first event that names another
+// holder or deletes the Lease. The watch goes through the candidate's own
+// client and partition: a partitioned leader sees nothing until it heals.
+func (e *watchElector) watch(lctx context.Context, fromRV string, stepDown func()) {
+	if fromRV == "" {
+		return
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(lctx, fromRV, leaseWatcher{e.r.env.Client(e.slot), e.r.env.Namespace})
+	if err != nil {
+		return // the renewals still find out
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-lctx.Done():
+			return
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return
+			}
+			if e.lock.gate.wait(lctx) != nil {
+				return
+			}
+			l, isLease := ev.Object.(*coordinationv1.Lease)
+			if !isLease {
+				continue
+			}
+			if ev.Type == watch.Deleted || holderOf(l) != e.id {
+				stepDown()
+				return
+			}
+		}
+	}
+}
