@@ -49,17 +49,17 @@ func (w *warnings) take() []string {
 
 var dryRun = metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 
-// TestDryRunAccepted has the real apiserver validate every object, through
-// admission, with a server-side dry run, in a namespace that enforces (and
+// restricted is a client of the local control plane that collects the
+// apiserver's warnings, and a new namespace of it that enforces (and
 // warns about) the restricted Pod Security Standard.
-func TestDryRunAccepted(t *testing.T) {
+func restricted(t *testing.T) (kubernetes.Interface, *warnings, context.Context, *corev1.Namespace) {
+	t.Helper()
 	cfg := rest.CopyConfig(local.Config(t))
 	warn := &warnings{}
 	cfg.WarningHandlerWithContext = warn
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-
+	t.Cleanup(cancel)
 	ns, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		GenerateName: "job-dry-run-",
 		Labels: map[string]string{
@@ -70,6 +70,14 @@ func TestDryRunAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return kube, warn, ctx, ns
+}
+
+// TestDryRunAccepted has the real apiserver validate every object, through
+// admission, with a server-side dry run, in a namespace that enforces (and
+// warns about) the restricted Pod Security Standard.
+func TestDryRunAccepted(t *testing.T) {
+	kube, warn, ctx, ns := restricted(t)
 	o := options()
 	o.Namespace = ns.Name
 	o.Shards = 5
@@ -155,22 +163,7 @@ func TestDryRunAccepted(t *testing.T) {
 // TestDryRunRefused shows the dry runs above are real: the same apiserver
 // refuses broken variants of the objects.
 func TestDryRunRefused(t *testing.T) {
-	cfg := rest.CopyConfig(local.Config(t))
-	warn := &warnings{}
-	cfg.WarningHandlerWithContext = warn
-	kube := kubernetes.NewForConfigOrDie(cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ns, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		GenerateName: "job-dry-run-",
-		Labels: map[string]string{
-			"pod-security.kubernetes.io/enforce": "restricted",
-			"pod-security.kubernetes.io/warn":    "restricted",
-		},
-	}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube, warn, ctx, ns := restricted(t)
 	o := options()
 	o.Namespace = ns.Name
 	build := func(t *testing.T) job.Objects {

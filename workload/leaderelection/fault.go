@@ -151,15 +151,7 @@ func (r *run) intrude(ctx context.Context, slot int, holder string, do func(cont
 	rq, err := send(ctx, shard, r.env.Spec.OpTimeout.Duration, nil, do)
 	out := metrics.Classify(err)
 	if rq.measured {
-		c := &r.counts[phaseIntruder]
-		c.writes.Add(1)
-		switch out {
-		case metrics.Success:
-		case metrics.VersionConflict:
-			c.conflicts.Add(1)
-		default:
-			c.errors.Add(1)
-		}
+		r.counts.write(phaseIntruder, out)
 	}
 	r.logLeaseWrite(leaseWrite{at: rq.end, writer: Intruder, holder: holder, ok: err == nil, conflict: out == metrics.VersionConflict})
 	shard.RecordAttempt(rq.intended, metrics.Attempt{Kind: metrics.Write, Latency: rq.end.Sub(rq.intended), Outcome: out})

@@ -33,6 +33,18 @@ type phaseCounters [numPhases]struct {
 	reads, writes, conflicts, errors atomic.Int64
 }
 
+// write counts a measured Lease write of phase p by its outcome.
+func (c *phaseCounters) write(p phase, out metrics.Outcome) {
+	c[p].writes.Add(1)
+	switch out {
+	case metrics.Success:
+	case metrics.VersionConflict:
+		c[p].conflicts.Add(1)
+	default:
+		c[p].errors.Add(1)
+	}
+}
+
 func (c *phaseCounters) report(p phase) LeasePhase {
 	return LeasePhase{
 		Reads:     c[p].reads.Load(),
@@ -260,15 +272,7 @@ func (l *meteredLock) write(ctx context.Context, ler resourcelock.LeaderElection
 		l.logWrite(leaseWrite{at: rq.end, writer: l.inner.Identity(), holder: ler.HolderIdentity, ok: out == metrics.Success, conflict: out == metrics.VersionConflict})
 	}
 	if rq.measured {
-		c := &l.counts[p]
-		c.writes.Add(1)
-		switch out {
-		case metrics.Success:
-		case metrics.VersionConflict:
-			c.conflicts.Add(1)
-		default:
-			c.errors.Add(1)
-		}
+		l.counts.write(p, out)
 		l.onWrite()
 	}
 	l.shard.RecordAttempt(rq.intended, metrics.Attempt{Kind: metrics.Write, Latency: rq.end.Sub(rq.intended), Outcome: out})
