@@ -152,6 +152,9 @@ func (p *process) terminate(ctx context.Context, grace time.Duration) error {
 	if err := syscall.Kill(p.pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("stopping %s (pid %d): %w", p.name, p.pid, err)
 	}
+	// A stopped process (SIGSTOP, a debugger) acts on SIGTERM only once
+	// it runs again: without this it would wait out the grace period.
+	_ = syscall.Kill(p.pid, syscall.SIGCONT)
 	if p.waitGone(ctx, grace) {
 		return nil
 	}

@@ -199,6 +199,11 @@ func Status(ctx context.Context, stateDir string) (*LocalState, error) {
 		st.Detail = fmt.Sprintf("%s no longer running: clean up with `kb-bench local down`, then `kb-bench local up`", strings.Join(gone, " and "))
 		return st, nil
 	}
+	if stopped(st.APIServer.PID) || stopped(st.Etcd.PID) {
+		st.Detail = fmt.Sprintf("its processes are stopped (SIGSTOP or a debugger) and answer nothing: resume them with kill -CONT %d %d, or remove them with `kb-bench local down`",
+			st.APIServer.PID, st.Etcd.PID)
+		return st, nil
+	}
 	cfg, err := loadKubeconfig(st.Kubeconfig, "")
 	if err != nil {
 		st.Detail = fmt.Sprintf("its kubeconfig is unusable (%v): restart it with `kb-bench local down` and `kb-bench local up`", err)
