@@ -375,6 +375,13 @@ func OneLine(r *Result) string {
 			server = "server MISMATCH"
 		}
 	}
-	return fmt.Sprintf("%.1f ops/s, %.1f successful writes/s, %s conflicts, p99 %s, %d lost updates, %s",
+	line := fmt.Sprintf("%.1f ops/s, %.1f successful writes/s, %s conflicts, p99 %s, %d lost updates, %s",
 		s.Throughput, s.WriteThroughput, percent(s.ConflictRate), FormatDuration(s.Latency.P99), s.LostUpdates, server)
+	switch {
+	case r.TargetLost != "":
+		line += " (TARGET LOST: the figures cover what ran before)"
+	case r.Interrupted:
+		line += " (INTERRUPTED: the figures cover what ran)"
+	}
+	return line
 }

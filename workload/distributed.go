@@ -161,10 +161,13 @@ func (r *run) coordinate(ctx context.Context, sc scenario.Scenario) (scenario.Re
 
 	began := time.Now()
 	if _, err := w.await(ctx, stateJoined, time.Time{}, began.Add(joinTimeout), nil); err != nil {
+		if time.Since(began) >= joinTimeout {
+			err = fmt.Errorf("%w (--shard-timeout %s)", err, joinTimeout)
+		}
 		if st := group.Status(); st != "" {
 			err = fmt.Errorf("%w; the runner says: %s", err, st)
 		}
-		return abort(fmt.Errorf("%w (waited %s for the shards to join: --shard-timeout)", err, joinTimeout))
+		return abort(err)
 	}
 	fmt.Fprintf(r.log, "%d shards joined in %s\n", s.Shards, time.Since(began).Round(time.Millisecond))
 	warmStart := time.Now().Add(shardLead)
@@ -312,8 +315,15 @@ func (w waiter) await(ctx context.Context, want string, notBefore, timeout time.
 }
 
 // awaitWatching is await that also shows each poll's states to onPoll.
+// While it waits for the window's end it also fails a shard whose
+// progress stops (frozen, hung, or cut off from the apiserver) for
+// longer than an operation may take plus shardSilence.
 func (w waiter) awaitWatching(ctx context.Context, want string, notBefore, timeout time.Time, onCancel func(), onPoll func(map[int]shardState)) (map[int]shardState, error) {
 	n := w.r.spec.Shards
+	silence := w.r.spec.OpTimeout.Duration + shardSilence
+	began := time.Now()
+	lastAt := map[int]time.Duration{} // each shard's last published second
+	lastSeen := map[int]time.Time{}   // when it changed, by this clock
 	var failingSince time.Time
 	for {
 		states, err := w.p.readShards(context.WithoutCancel(ctx))
@@ -331,7 +341,22 @@ func (w waiter) awaitWatching(ctx context.Context, want string, notBefore, timeo
 				return states, err
 			}
 			if !timeout.IsZero() && time.Now().After(timeout) {
-				return nil, fmt.Errorf("shards %s did not report %s in time: %s", notIn(states, n, want), want, describeStates(states, n))
+				return nil, fmt.Errorf("shards %s did not %s in time: %s", notIn(states, n, want), stateGoals[want], describeStates(states, n))
+			}
+			if want == stateQuietEnd {
+				for i := range n {
+					st := states[i]
+					if st.progress != nil && (lastSeen[i].IsZero() || st.progress.At != lastAt[i]) {
+						lastAt[i], lastSeen[i] = st.progress.At, time.Now()
+					}
+					since := lastSeen[i]
+					if since.IsZero() {
+						since = began
+					}
+					if st.state != stateQuietEnd && st.state != stateUploaded && time.Since(since) > silence {
+						return nil, fmt.Errorf("shard %d (%s) has reported no progress for %s: it is stopped or hung, or cannot reach the apiserver", i, st.holder, time.Since(since).Round(time.Second))
+					}
+				}
 			}
 		}
 		poll := 50 * time.Millisecond
@@ -346,8 +371,11 @@ func (w waiter) awaitWatching(ctx context.Context, want string, notBefore, timeo
 			return nil, err
 		case <-ctx.Done():
 			t.Stop()
+			if cause := context.Cause(ctx); errors.Is(cause, ErrTargetLost) {
+				return nil, cause // the target is gone: nothing to wait for
+			}
 			if onCancel == nil {
-				return nil, fmt.Errorf("interrupted while waiting for the shards: %w", context.Cause(ctx))
+				return nil, fmt.Errorf("waiting for the shards: %w", context.Cause(ctx))
 			}
 			onCancel()
 			onCancel = nil
@@ -355,6 +383,27 @@ func (w waiter) awaitWatching(ctx context.Context, want string, notBefore, timeo
 			timeout = time.Now().Add(w.r.spec.OpTimeout.Duration + shardSlack)
 		}
 	}
+}
+
+// shardSilence is how long past an operation's timeout a shard may go
+// without progress in the measured window.
+const shardSilence = 5 * time.Second
+
+// stateGoals say what reaching each state means, for messages.
+var stateGoals = map[string]string{
+	stateJoined:     "join the run",
+	stateQuietStart: "finish the warm-up",
+	stateQuietEnd:   "finish the measured window",
+	stateUploaded:   "upload their results",
+}
+
+// stateWords say where a shard in each state is, for messages.
+var stateWords = map[string]string{
+	stateJoined:     "has joined",
+	stateQuietStart: "has finished the warm-up",
+	stateQuietEnd:   "has finished the measured window",
+	stateUploaded:   "has uploaded its result",
+	stateFailed:     "failed",
 }
 
 // stateOrder ranks the states a shard goes through.
@@ -398,7 +447,7 @@ func describeStates(states map[int]shardState, n int) string {
 		case !ok:
 			parts[i] = fmt.Sprintf("shard %d never joined", i)
 		default:
-			parts[i] = fmt.Sprintf("shard %d (%s) %s", i, st.holder, st.state)
+			parts[i] = fmt.Sprintf("shard %d (%s) %s", i, st.holder, stateWords[st.state])
 		}
 	}
 	return strings.Join(parts, "; ")
@@ -452,7 +501,7 @@ func RunShard(ctx context.Context, o ShardOptions) error {
 		return err
 	}
 	err = runShard(ctx, o, p, st)
-	if err != nil && !errors.Is(err, errAborted) {
+	if err != nil && !errors.Is(err, errAborted) && !errors.Is(err, ErrTargetLost) {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), spec.DefaultOpTimeout)
 		defer cancel()
 		_ = p.setState(fctx, o.Index, stateFailed, map[string]string{annReason: err.Error()})
@@ -581,7 +630,7 @@ func runShard(ctx context.Context, o ShardOptions, p protocol, st runState) erro
 	if err := p.setState(ctx, o.Index, stateQuietEnd, nil); err != nil {
 		return err
 	}
-	r.result.Interrupted = runCtx.Err() != nil || st.phase == phaseStop || ended.Before(end)
+	r.result.Interrupted = runCtx.Err() != nil || st.phase == phaseStop
 	cctx := context.WithoutCancel(ctx)
 	if _, err := awaitPhase(cctx, p, st.deadline, phaseCollect); err != nil {
 		return err

@@ -761,3 +761,57 @@ func TestShardsInterruptedKeepMergedFigures(t *testing.T) {
 	}
 	waitClean(t, tmp)
 }
+
+// A distributed run bounded by --operations runs exactly that many and
+// ends as a run that was not interrupted.
+func TestShardsOperationsBound(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
+	cmd, stdout, _ := start(t, bin, cpBin, tmp, out, "--shards", "2", "--writers", "4", "--operations", "201")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kb-bench run --shards 2 --operations 201: %v\n%s", err, stdout)
+	}
+	r, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Interrupted || r.Summary.Ops != 201 || r.Shards[0].Ops+r.Shards[1].Ops != 201 {
+		t.Errorf("want 201 ops, not interrupted: interrupted=%v ops=%d shards %+v", r.Interrupted, r.Summary.Ops, r.Shards)
+	}
+	waitClean(t, tmp)
+}
+
+// A shard that stops (SIGSTOP: frozen, as a paused VM) fails the run
+// once it has sent no progress for longer than an operation may take,
+// naming it, and is removed with the others.
+func TestShardStoppedFailsRun(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
+	cmd, _, lines := start(t, bin, cpBin, tmp, out, "--shards", "2", "--writers", "4", "--duration", "5m", "--op-timeout", "2s")
+	var stderr []string
+	for line := range lines {
+		stderr = append(stderr, line)
+		if strings.HasPrefix(line, "measured window from") {
+			break
+		}
+	}
+	shards := shardProcs(t, cmd.Process.Pid)
+	if len(shards) != 2 {
+		t.Fatalf("want 2 shard processes, found %v", shards)
+	}
+	if err := syscall.Kill(shards[0], syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for line := range lines {
+		stderr = append(stderr, line)
+	}
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(strings.Join(stderr, "\n"), "has reported no progress for") {
+		t.Fatalf("kb-bench with a stopped shard: %v, want exit 1 saying the shard reported no progress\n%s", err, strings.Join(stderr, "\n"))
+	}
+	if left := shardProcs(t, cmd.Process.Pid); len(left) > 0 {
+		t.Errorf("shard processes left: %v", left)
+	}
+	waitClean(t, tmp)
+}

@@ -285,19 +285,23 @@ func (g *group) remove(ctx context.Context) error {
 	}
 	background := metav1.DeletePropagationBackground
 	errs := []error{
-		gone(g.kube.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background})),
-		gone(g.kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{
-			LabelSelector: scenario.LabelRunID + "=" + g.objs.Job.Labels[scenario.LabelRunID] + "," + LabelComponent + "=" + ComponentShard,
-		})),
 		gone(g.target.RbacV1().RoleBindings(rights).Delete(ctx, name, metav1.DeleteOptions{})),
 		gone(g.target.RbacV1().Roles(rights).Delete(ctx, name, metav1.DeleteOptions{})),
 		gone(g.target.CoreV1().ServiceAccounts(rights).Delete(ctx, name, metav1.DeleteOptions{})),
 	}
-	if g.remote {
-		errs = append(errs, gone(g.kube.CoreV1().Secrets(ns).Delete(ctx, name+"-target", metav1.DeleteOptions{})))
-		if g.madeNamespace {
-			errs = append(errs, gone(g.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})))
-		}
+	// On a runner cluster everything else lives in the namespace made for
+	// it: nothing there when it was not made.
+	if !g.remote || g.madeNamespace {
+		errs = append(errs,
+			gone(g.kube.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background})),
+			gone(g.kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{
+				LabelSelector: scenario.LabelRunID + "=" + g.objs.Job.Labels[scenario.LabelRunID] + "," + LabelComponent + "=" + ComponentShard,
+			})))
+	}
+	if g.remote && g.madeNamespace {
+		errs = append(errs,
+			gone(g.kube.CoreV1().Secrets(ns).Delete(ctx, name+"-target", metav1.DeleteOptions{})),
+			gone(g.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("removing the shards' Job %s/%s and its rights: %w (kubectl delete -n %s job,role,rolebinding,serviceaccount %s)", ns, name, err, ns, name)

@@ -1,8 +1,7 @@
 // Package process starts a distributed run's shards as local kb-bench
 // processes (kb-bench run --shards N --runner process): for tests without
 // nodes, and for big machines where one Go process is the bottleneck. Each
-// shard reaches the target through a kubeconfig written for it, readable
-// only by its owner and removed when the shards stop.
+// shard reaches the target through a kubeconfig it reads from its stdin.
 package process
 
 import (
@@ -12,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,19 +41,13 @@ func (r Runner) Start(ctx context.Context, run workload.ShardRun) (workload.Shar
 	if err != nil {
 		return nil, fmt.Errorf("handing the target to the shard processes: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "kb-bench-shards-")
-	if err != nil {
-		return nil, err
-	}
-	path := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(path, kc, 0o600); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	g := &group{dir: dir, failed: make(chan error, run.Shards), stopping: make(chan struct{})}
+	g := &group{failed: make(chan error, run.Shards), stopping: make(chan struct{})}
 	for i := range run.Shards {
 		cmd := exec.Command(r.Executable, "shard",
-			"--namespace", run.Namespace, "--run-id", run.RunID, "--index", strconv.Itoa(i), "--kubeconfig", path)
+			"--namespace", run.Namespace, "--run-id", run.RunID, "--index", strconv.Itoa(i), "--kubeconfig", "-")
+		// The credentials go through a pipe, never a file that a killed
+		// coordinator would leave behind.
+		cmd.Stdin = bytes.NewReader(kc)
 		cmd.Env = append(os.Environ(), r.Env...)
 		cmd.SysProcAttr = attr()
 		out := &tail{}
@@ -88,7 +80,6 @@ func (r Runner) Start(ctx context.Context, run workload.ShardRun) (workload.Shar
 
 // group is the started shard processes.
 type group struct {
-	dir      string
 	procs    []*os.Process
 	wg       sync.WaitGroup
 	failed   chan error
@@ -109,7 +100,7 @@ func (g *group) Status() string {
 
 // Stop waits for the shards to exit; those still running when ctx is done
 // (or at once, when ctx is already done) get SIGTERM, and SIGKILL a few
-// seconds later. Then the kubeconfig goes.
+// seconds later.
 func (g *group) Stop(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { g.wg.Wait(); close(done) }()
@@ -119,6 +110,7 @@ func (g *group) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		g.once.Do(func() { close(g.stopping) })
 		g.signal(syscall.SIGTERM)
+		g.signal(syscall.SIGCONT) // a stopped shard acts on SIGTERM only once it runs
 		t := time.NewTimer(killAfter)
 		select {
 		case <-done:
@@ -129,7 +121,7 @@ func (g *group) Stop(ctx context.Context) error {
 		}
 		t.Stop()
 	}
-	return errors.Join(err, os.RemoveAll(g.dir))
+	return err
 }
 
 // exitTargetLost is the exit status of a shard whose apiserver stopped

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
@@ -121,6 +122,14 @@ func (j *jobFlags) remote(target *rest.Config) (*job.Remote, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("--runner-kubeconfig %s: %w", j.runnerKubeconfig, err))
+	}
+	// Found out now, before the run's namespace and objects are made.
+	probe := rest.CopyConfig(cfg)
+	probe.Timeout = 10 * time.Second
+	if pk, err := kubernetes.NewForConfig(probe); err == nil {
+		if _, err := pk.Discovery().ServerVersion(); err != nil {
+			return nil, spec.Input(fmt.Errorf("cannot reach the runner cluster %s (--runner-kubeconfig %s): %w: check it, or drop --runner-kubeconfig to run the shards on the target", cfg.Host, j.runnerKubeconfig, err))
+		}
 	}
 	ca := target.CAData
 	if len(ca) == 0 && target.CAFile != "" {

@@ -2,10 +2,12 @@ package app
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kb-bench/kb-bench/spec"
@@ -42,7 +44,16 @@ without --kubeconfig the shard uses the pod's service account.`,
 				}
 				o.index = i
 			}
-			cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+			var cfg *rest.Config
+			var err error
+			if o.kubeconfig == "-" {
+				var b []byte
+				if b, err = io.ReadAll(s.In); err == nil {
+					cfg, err = clientcmd.RESTConfigFromKubeConfig(b)
+				}
+			} else {
+				cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+			}
 			if err != nil {
 				return spec.Input(fmt.Errorf("reaching the target: %w (give --kubeconfig, or run in a pod)", err))
 			}
@@ -65,6 +76,6 @@ without --kubeconfig the shard uses the pod's service account.`,
 	fs.StringVar(&o.namespace, "namespace", "", "the run's namespace, where its coordination Lease is")
 	fs.StringVar(&o.runID, "run-id", "", "the run's id")
 	fs.IntVar(&o.index, "index", 0, "this shard's index, from 0 (default $JOB_COMPLETION_INDEX)")
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the target (default: the pod's service account)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the target, - to read it from stdin (default: the pod's service account)")
 	return cmd
 }
