@@ -147,11 +147,17 @@ func (r *run) coordinate(ctx context.Context, sc scenario.Scenario) (scenario.Re
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shardSlack)
 		defer cancel()
+		if errors.Is(context.Cause(ctx), ErrTargetLost) {
+			cancel() // the shards cannot hear an abort from a lost target: stop them now
+		}
 		if err := group.Stop(sctx); err != nil {
 			r.warn("stopping the shards: %v", err)
 		}
 	}()
 	abort := func(err error) (scenario.Report, error) {
+		if errors.Is(err, ErrTargetLost) || errors.Is(context.Cause(ctx), ErrTargetLost) {
+			return nil, err // nobody would read it: the shards are stopped instead
+		}
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.OpTimeout.Duration)
 		defer cancel()
 		_ = p.setPhase(actx, phaseAbort, "", time.Time{}, time.Time{})
