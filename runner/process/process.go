@@ -29,8 +29,6 @@ type Runner struct {
 	Executable string
 	// Config is the target's connection, handed to each shard.
 	Config *rest.Config
-	// Env is added to each shard's environment (e.g. GOMAXPROCS=1).
-	Env []string
 }
 
 var _ workload.ShardRunner = Runner{}
@@ -48,7 +46,6 @@ func (r Runner) Start(ctx context.Context, run workload.ShardRun) (workload.Shar
 		// The credentials go through a pipe, never a file that a killed
 		// coordinator would leave behind.
 		cmd.Stdin = bytes.NewReader(kc)
-		cmd.Env = append(os.Environ(), r.Env...)
 		cmd.SysProcAttr = attr()
 		out := &tail{}
 		cmd.Stdout, cmd.Stderr = out, out
