@@ -35,7 +35,7 @@ func TestJobRunnerFailsCleanlyWhenShardsNeverJoin(t *testing.T) {
 		Runner:       job.Runner{Kube: kube, Image: "kb-bench/kb-bench:test", Poll: 100 * time.Millisecond},
 		ShardTimeout: 2 * time.Second,
 	})
-	if err == nil || !strings.Contains(err.Error(), "shards 0, 1 did not report joined in time") ||
+	if err == nil || !strings.Contains(err.Error(), "shards 0, 1 did not join the run in time") ||
 		!strings.Contains(err.Error(), "0 of 2 shard pods created") {
 		t.Fatalf("want the shards' join to time out, naming them and what the runner saw; got %v", err)
 	}

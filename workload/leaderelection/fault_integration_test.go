@@ -163,10 +163,12 @@ func TestEditOnLocalControlPlane(t *testing.T) {
 			}
 			switch lock {
 			case leaderelection.LockClientGo:
-				// Its renewals fail from the next one on, and it gives up
-				// only at the renew deadline.
-				if f.Detection < slowRetry { // nor before the edit
-					t.Errorf("client-go's leader detected the edit after %s, want no sooner than a retry period %s", f.Detection, slowRetry)
+				// It has no way to hear of the edit but its renewals, and
+				// gives up at the end of a renewal round: not before the
+				// fault. (How soon after depends on where its round was:
+				// on a loaded machine a round may already be running out.)
+				if f.StoppedAfter < 0 {
+					t.Errorf("client-go's leader stepped down %s before the edit", -f.StoppedAfter)
 				}
 			case leaderelection.LockWatch:
 				// Negative when the watch event came before the intruder's
