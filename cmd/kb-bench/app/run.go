@@ -65,7 +65,9 @@ given on the command line overrides the profile.`,
 		Example: `  kb-bench run --writers 50 --strategy ssa
   kb-bench run --writers 8 --strategy retry --backoff default-backoff
   kb-bench run --profile hot-key --duration 30s
-  kb-bench run --kubeconfig ~/.kube/config --context staging --writers 20`,
+  kb-bench run --kubeconfig ~/.kube/config --context staging --writers 20
+  kb-bench run --writers 3000 --shards 3                  # three shard processes, one exact result
+  kb-bench run --kubeconfig KC --writers 3000 --shards 6 --runner job --image REGISTRY/kb-bench:TAG`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.run(cmd.Context(), cmd.Flags(), s, version, getenv)
