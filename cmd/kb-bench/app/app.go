@@ -60,7 +60,7 @@ func Main(version string) int {
 		again := make(chan os.Signal, 1)
 		signal.Notify(again, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		stop()
-		fmt.Fprintln(os.Stderr, "\nkb-bench: interrupted: saving what ran and cleaning up (interrupt again to exit at once)")
+		fmt.Fprintln(os.Stderr, "\nkb-bench: interrupted: stopping; what ran is saved and what was started is cleaned up (interrupt again to exit at once)")
 		<-again
 		fmt.Fprintln(os.Stderr, "\nkb-bench: interrupted again: exiting now, without cleaning up. A local control plane of the run's own dies with kb-bench; "+
 			"on another cluster the run's namespace may be left: kubectl delete namespace -l app.kubernetes.io/managed-by=kb-bench "+
