@@ -22,36 +22,35 @@ func detachedAttr() *syscall.SysProcAttr {
 // procStat reads /proc/<pid>/stat: the start time in clock ticks after boot
 // and whether the process runs (exists and is not a zombie).
 func procStat(pid int) (startTicks uint64, running bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	// "pid (comm) state ppid ...": comm may hold spaces, so split after ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 20 {
-		return 0, false
-	}
-	ticks, _ := strconv.ParseUint(string(f[19]), 10, 64) // field 22, starttime
-	return ticks, string(f[0]) != "Z"
+	ticks, state := procState(pid)
+	return ticks, state != 0 && state != 'Z'
 }
 
 // stopped reports whether pid is stopped (SIGSTOP, or a debugger): alive
 // but answering nothing.
 func stopped(pid int) bool {
+	_, state := procState(pid)
+	return state == 'T' || state == 't'
+}
+
+// procState reads /proc/<pid>/stat: the start time in clock ticks after
+// boot and the state letter (R, S, T, Z, ...; 0 when pid is gone).
+func procState(pid int) (startTicks uint64, state byte) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return false
+		return 0, 0
 	}
+	// "pid (comm) state ppid ...": comm may hold spaces, so split after ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return false
+		return 0, 0
 	}
 	f := bytes.Fields(b[i+1:])
-	return len(f) > 0 && (string(f[0]) == "T" || string(f[0]) == "t")
+	if len(f) < 20 || len(f[0]) != 1 {
+		return 0, 0
+	}
+	ticks, _ := strconv.ParseUint(string(f[19]), 10, 64) // field 22, starttime
+	return ticks, f[0][0]
 }
 
 // alive reports whether pid runs and, when startTicks is known, is still
