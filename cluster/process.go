@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kb-bench/kb-bench/internal/procattr"
 )
 
 // process is one control-plane process: a child of this kb-bench (exited is
@@ -43,7 +45,7 @@ func startProcess(name, path string, args []string, logPath string, detached boo
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	p := &process{name: name, logPath: logPath, exited: make(chan struct{})}
 	if detached {
-		cmd.SysProcAttr = detachedAttr()
+		cmd.SysProcAttr = procattr.Detached()
 		if err := cmd.Start(); err != nil {
 			return nil, fmt.Errorf("starting %s: %w", name, err)
 		}
@@ -52,7 +54,7 @@ func startProcess(name, path string, args []string, logPath string, detached boo
 			close(p.exited)
 		}()
 	} else {
-		cmd.SysProcAttr = attachedAttr()
+		cmd.SysProcAttr = procattr.Attached()
 		if err := startOnLockedThread(cmd, p); err != nil {
 			return nil, fmt.Errorf("starting %s: %w", name, err)
 		}

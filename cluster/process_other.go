@@ -7,13 +7,6 @@ import (
 	"syscall"
 )
 
-// attachedAttr puts a child in its own process group. Outside Linux there is
-// no parent-death signal: the janitor alone cleans up after a kill -9.
-func attachedAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
-
-// detachedAttr gives a child its own session so it outlives kb-bench.
-func detachedAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
-
 // procStat has no start time outside Linux; it reports whether pid exists.
 func procStat(pid int) (uint64, bool) {
 	err := syscall.Kill(pid, 0)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/internal/procattr"
 	"github.com/kb-bench/kb-bench/workload"
 )
 
@@ -46,7 +47,7 @@ func (r Runner) Start(ctx context.Context, run workload.ShardRun) (workload.Shar
 		// The credentials go through a pipe, never a file that a killed
 		// coordinator would leave behind.
 		cmd.Stdin = bytes.NewReader(kc)
-		cmd.SysProcAttr = attr()
+		cmd.SysProcAttr = procattr.Attached() // a Ctrl-C reaches only the coordinator, and the shards die with it
 		out := &tail{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
