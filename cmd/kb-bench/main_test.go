@@ -637,6 +637,40 @@ func shardProcs(t *testing.T, pid int) []int {
 	return pids
 }
 
+// inWindow reads kb-bench's stderr lines until the distributed run's
+// measured window is announced, and returns them with its n shard
+// processes.
+func inWindow(t *testing.T, cmd *exec.Cmd, lines <-chan string, n int) (stderr []string, shards []int) {
+	t.Helper()
+	for line := range lines {
+		stderr = append(stderr, line)
+		if strings.HasPrefix(line, "measured window from") {
+			break
+		}
+	}
+	if shards = shardProcs(t, cmd.Process.Pid); len(shards) != n {
+		t.Fatalf("want %d shard processes, found %v", n, shards)
+	}
+	return stderr, shards
+}
+
+// failsNamingShard waits for a distributed run that a shard's fault must
+// fail: exit status 1, stderr saying want, and no shard left.
+func failsNamingShard(t *testing.T, cmd *exec.Cmd, lines <-chan string, stderr []string, want string) {
+	t.Helper()
+	for line := range lines {
+		stderr = append(stderr, line)
+	}
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(strings.Join(stderr, "\n"), want) {
+		t.Fatalf("kb-bench after the shard's fault: %v, want exit status 1 saying %q\n%s", err, want, strings.Join(stderr, "\n"))
+	}
+	if left := shardProcs(t, cmd.Process.Pid); len(left) > 0 {
+		t.Errorf("shard processes left: %v", left)
+	}
+}
+
 // Three shard processes on the local control plane give one result whose
 // requests the apiserver counted exactly, whose operations are the sum of
 // the shards', and whose lost-update check covers every shard's writes.
@@ -693,36 +727,12 @@ func TestShardKilledFailsRun(t *testing.T) {
 	bin, cpBin := binary(t)
 	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
 	cmd, _, lines := start(t, bin, cpBin, tmp, out, "--shards", "3", "--writers", "6", "--duration", "5m")
-	var stderr []string
-	for line := range lines {
-		stderr = append(stderr, line)
-		if strings.HasPrefix(line, "measured window from") {
-			break
-		}
-	}
-	shards := shardProcs(t, cmd.Process.Pid)
-	if len(shards) != 3 {
-		t.Fatalf("want 3 shard processes, found %v", shards)
-	}
+	stderr, shards := inWindow(t, cmd, lines, 3)
 	victim := shards[1]
 	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for line := range lines {
-		stderr = append(stderr, line)
-	}
-	err := cmd.Wait()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-		t.Fatalf("kb-bench after a shard was killed: %v, want exit status 1\n%s", err, strings.Join(stderr, "\n"))
-	}
-	want := fmt.Sprintf("(pid %d) exited before the run ended (signal: killed)", victim)
-	if !strings.Contains(strings.Join(stderr, "\n"), want) {
-		t.Errorf("the error does not name the killed shard (%q):\n%s", want, strings.Join(stderr, "\n"))
-	}
-	if left := shardProcs(t, cmd.Process.Pid); len(left) > 0 {
-		t.Errorf("shard processes left: %v", left)
-	}
+	failsNamingShard(t, cmd, lines, stderr, fmt.Sprintf("(pid %d) exited before the run ended (signal: killed)", victim))
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("a failed run left its result directory: %v", err)
 	}
@@ -735,11 +745,7 @@ func TestShardsInterruptedKeepMergedFigures(t *testing.T) {
 	bin, cpBin := binary(t)
 	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
 	cmd, stdout, lines := start(t, bin, cpBin, tmp, out, "--shards", "2", "--writers", "4", "--duration", "5m")
-	for line := range lines {
-		if strings.HasPrefix(line, "measured window from") {
-			break
-		}
-	}
+	inWindow(t, cmd, lines, 2)
 	go func() {
 		for range lines { // drain
 		}
@@ -788,30 +794,10 @@ func TestShardStoppedFailsRun(t *testing.T) {
 	bin, cpBin := binary(t)
 	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
 	cmd, _, lines := start(t, bin, cpBin, tmp, out, "--shards", "2", "--writers", "4", "--duration", "5m", "--op-timeout", "2s")
-	var stderr []string
-	for line := range lines {
-		stderr = append(stderr, line)
-		if strings.HasPrefix(line, "measured window from") {
-			break
-		}
-	}
-	shards := shardProcs(t, cmd.Process.Pid)
-	if len(shards) != 2 {
-		t.Fatalf("want 2 shard processes, found %v", shards)
-	}
+	stderr, shards := inWindow(t, cmd, lines, 2)
 	if err := syscall.Kill(shards[0], syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	for line := range lines {
-		stderr = append(stderr, line)
-	}
-	err := cmd.Wait()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(strings.Join(stderr, "\n"), "has reported no progress for") {
-		t.Fatalf("kb-bench with a stopped shard: %v, want exit 1 saying the shard reported no progress\n%s", err, strings.Join(stderr, "\n"))
-	}
-	if left := shardProcs(t, cmd.Process.Pid); len(left) > 0 {
-		t.Errorf("shard processes left: %v", left)
-	}
+	failsNamingShard(t, cmd, lines, stderr, "has reported no progress for")
 	waitClean(t, tmp)
 }
