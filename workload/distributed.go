@@ -555,13 +555,8 @@ func runShard(ctx context.Context, o ShardOptions, p protocol, st runState) erro
 	if err := p.setState(ctx, o.Index, stateJoined, nil); err != nil {
 		return err
 	}
-	loop := func(ctx context.Context, pl plan) {
-		if s.Rate > 0 {
-			openLoop(ctx, pl, hi-lo, constantPacer{rate: s.Rate * float64(hi-lo) / float64(total)}, rec, sharded.Do)
-		} else {
-			closedLoop(ctx, pl, hi-lo, sharded.Do)
-		}
-	}
+	rate := s.Rate * float64(hi-lo) / float64(total) // this shard's share of an open loop's
+	loop := func(ctx context.Context, pl plan) { drive(ctx, pl, hi-lo, rate, rec, sharded.Do) }
 
 	st, err = awaitPhase(runCtx, p, st.deadline, phaseWarmup)
 	if err != nil {
@@ -646,11 +641,7 @@ func runShard(ctx context.Context, o ShardOptions, p protocol, st runState) erro
 	if err != nil {
 		return err
 	}
-	if r.opts.ClientLog != nil {
-		for _, line := range r.opts.ClientLog() {
-			r.warn("%s", line)
-		}
-	}
+	r.warnClientLog()
 	res := r.result
 	res.Shard = &results.ShardInfo{
 		Index: o.Index, Name: o.Name, From: lo, To: hi, Ops: res.Measurements.Ops,

@@ -17,6 +17,17 @@ type plan struct {
 	thinkTime   time.Duration // closed loop: pause between a writer's operations
 }
 
+// drive runs plan p with n workers: an open loop at rate operations per
+// second in all (arrivals that find no free worker counted in rec), or a
+// closed loop when rate is 0.
+func drive(ctx context.Context, p plan, n int, rate float64, rec arrivals, do opFunc) {
+	if rate > 0 {
+		openLoop(ctx, p, n, constantPacer{rate: rate}, rec, do)
+	} else {
+		closedLoop(ctx, p, n, do)
+	}
+}
+
 // opFunc runs one operation for worker w that was due at intended, and
 // records it.
 type opFunc func(w int, intended time.Time)

@@ -92,6 +92,16 @@ type run struct {
 	result   *results.Result
 }
 
+// warnClientLog makes what client-go logged during the run warnings.
+func (r *run) warnClientLog() {
+	if r.opts.ClientLog == nil {
+		return
+	}
+	for _, line := range r.opts.ClientLog() {
+		r.warn("%s", line)
+	}
+}
+
 // warn writes a warning to the log and keeps it in the result.
 func (r *run) warn(format string, a ...any) {
 	msg := fmt.Sprintf(format, a...)
@@ -319,13 +329,7 @@ func (r *run) run(ctx context.Context, sc scenario.Scenario) (scenario.Report, e
 	}
 	switch {
 	case isDriven:
-		loop = func(p plan) {
-			if s.Rate > 0 {
-				openLoop(ctx, p, workers, constantPacer{rate: s.Rate}, rec, driven.Do)
-			} else {
-				closedLoop(ctx, p, workers, driven.Do)
-			}
-		}
+		loop = func(p plan) { drive(ctx, p, workers, s.Rate, rec, driven.Do) }
 		if s.Warmup.Duration > 0 {
 			loop(plan{start: start, measureFrom: warmupEnd, deadline: warmupEnd, thinkTime: s.ThinkTime.Duration})
 		}
@@ -494,11 +498,7 @@ func (r *run) conclude(ctx context.Context, sc scenario.Scenario) (scenario.Repo
 		return nil, err
 	}
 	res.Checks = report.Checks()
-	if r.opts.ClientLog != nil {
-		for _, line := range r.opts.ClientLog() {
-			r.warn("%s", line)
-		}
-	}
+	r.warnClientLog()
 	if b, err := json.Marshal(report); err == nil && string(b) != "{}" && string(b) != "null" {
 		res.Details = b
 	}
