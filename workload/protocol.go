@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -342,7 +341,7 @@ func (p protocol) download(ctx context.Context, i, chunks int) (*results.Result,
 		return nil, fmt.Errorf("shard %d's result: %w", i, err)
 	}
 	if r.Shard == nil || r.Shard.Index != i {
-		return nil, errors.New("shard " + strconv.Itoa(i) + "'s result does not say it is that shard's")
+		return nil, fmt.Errorf("shard %d's result does not say it is that shard's", i)
 	}
 	return &r, nil
 }
