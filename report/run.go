@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
@@ -344,5 +343,3 @@ func attemptsChart(r Run, m results.Measurements) figure {
 	}
 	return figure{SVG: ch.SVG(), Caption: caption + "."}
 }
-
-func millis(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }

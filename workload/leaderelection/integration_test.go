@@ -78,10 +78,9 @@ func leaseRequests(sc *results.ServerCheck, code func(string) bool, verbs ...str
 	return n
 }
 
-func anyCode(string) bool          { return true }
-func success(code string) bool     { return strings.HasPrefix(code, "2") }
-func conflict(code string) bool    { return code == "409" }
-func notConflict(code string) bool { return code != "409" }
+func anyCode(string) bool       { return true }
+func success(code string) bool  { return strings.HasPrefix(code, "2") }
+func conflict(code string) bool { return code == "409" }
 
 // assertServerAgrees checks that the apiserver counted, in the measured
 // window, exactly the Lease requests the report counts, and that the
