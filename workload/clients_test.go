@@ -76,7 +76,7 @@ func TestClientsHaveTheirOwnConnections(t *testing.T) {
 	for _, n := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d clients", n), func(t *testing.T) {
 			base, conns, _ := tlsServer(t)
-			clients, note, err := newClients(restConfig(base, spec.Client{ContentType: spec.ContentJSON}, "test"), n, newGate(), newHealth())
+			clients, note, err := newClients(scenario.ClientConfig(base, spec.Client{ContentType: spec.ContentJSON}, "test"), n, newGate(), newHealth())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +116,7 @@ func TestClientSettingsReachTheWire(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			base, _, headers := tlsServer(t)
-			clients, _, err := newClients(restConfig(base, tt.client, "v9.9.9"), 1, newGate(), newHealth())
+			clients, _, err := newClients(scenario.ClientConfig(base, tt.client, "v9.9.9"), 1, newGate(), newHealth())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func TestRateLimiterWaitIsMeasured(t *testing.T) {
 	// 5 QPS, burst 1: after the first, each request waits about 200ms, far
 	// longer than a request takes even on a loaded machine, so the count of
 	// held-back requests is exact.
-	clients, _, err := newClients(restConfig(base, spec.Client{QPS: 5, Burst: 1, ContentType: spec.ContentJSON}, "test"), 1, newGate(), newHealth())
+	clients, _, err := newClients(scenario.ClientConfig(base, spec.Client{QPS: 5, Burst: 1, ContentType: spec.ContentJSON}, "test"), 1, newGate(), newHealth())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -245,7 +245,7 @@ func newRun(s spec.Spec, def scenario.Definition, settings scenario.Settings, o 
 		Namespace:  namespaceOf(s, o.RunID),
 		Workload:   describe(def, settings, &s),
 	}
-	cfg := restConfig(o.Config, s.Client, o.Version)
+	cfg := scenario.ClientConfig(o.Config, s.Client, o.Version)
 	clients, note, err := newClients(cfg, n, r.gate, r.health)
 	if err != nil {
 		return nil, nil, err
@@ -257,7 +257,7 @@ func newRun(s spec.Spec, def scenario.Definition, settings scenario.Settings, o 
 	// The admin client is not measured: it sends what client-go prefers,
 	// and no request of its own (setup, read-back, scrape, clean-up) waits
 	// longer than an operation may: a hung apiserver cannot hold the run.
-	adminCfg := restConfig(o.Config, spec.Client{QPS: s.Client.QPS, Burst: s.Client.Burst}, o.Version)
+	adminCfg := scenario.ClientConfig(o.Config, spec.Client{QPS: s.Client.QPS, Burst: s.Client.Burst}, o.Version)
 	adminCfg.Timeout = s.OpTimeout.Duration
 	if r.admin, err = kubernetes.NewForConfig(adminCfg); err != nil {
 		return nil, nil, fmt.Errorf("building the setup client: %w (check the target's kubeconfig)", err)
