@@ -69,24 +69,35 @@ type faultEvent struct {
 	at     time.Time // injected (for delete and edit: when the request was sent)
 	victim string    // the leader it was injected on
 	slot   int
-	// healed is when a partition ended (zero: at the end of the run).
+	// healed is when a partition or pause ended (zero: at the end of the
+	// run).
 	healed time.Time
-	err    error // the delete or edit failed
+	err    error // the fault could not be injected
 }
 
 // inject injects the run's fault on the leader id in slot.
 func (r *run) inject(ctx context.Context, slot int, id string) {
 	ev := faultEvent{kind: r.set.fault(), at: time.Now(), victim: id, slot: slot}
 	switch ev.kind {
-	case FaultPartition:
-		heal := r.gates[slot].cut()
+	case FaultPartition, FaultPause:
+		// The fault's times are taken before its signals, so that a paused
+		// process's next event comes after both.
+		var resume func()
+		if ev.kind == FaultPause {
+			resume, ev.err = r.procs[slot].pause()
+		} else {
+			resume = r.gates[slot].cut()
+		}
+		if ev.err != nil {
+			break
+		}
 		i := r.addFault(ev)
-		r.heals = append(r.heals, heal)
+		r.heals = append(r.heals, resume)
 		timer := time.AfterFunc(r.set.FaultDuration.Duration, func() {
-			heal()
 			r.mu.Lock()
 			r.faults[i].healed = time.Now()
 			r.mu.Unlock()
+			resume()
 		})
 		r.timers = append(r.timers, timer)
 		return
@@ -147,36 +158,16 @@ func (r *run) editLease(ctx context.Context, slot int) error {
 // (one operation of one write attempt, counted in the intruder phase);
 // holder is the holder it writes ("" for a delete).
 func (r *run) intrude(ctx context.Context, slot int, holder string, do func(context.Context) error) error {
-	shard := r.env.Recorder.Shard(slot)
-	rq, err := send(ctx, shard, r.env.Spec.OpTimeout.Duration, nil, do)
+	t, err := send(ctx, r.env.Spec.OpTimeout.Duration, nil, do)
 	out := metrics.Classify(err)
-	if rq.measured {
-		r.counts.write(phaseIntruder, out)
-	}
-	r.logLeaseWrite(leaseWrite{at: rq.end, writer: Intruder, holder: holder, ok: err == nil, conflict: out == metrics.VersionConflict})
-	shard.RecordAttempt(rq.intended, metrics.Attempt{Kind: metrics.Write, Latency: rq.end.Sub(rq.intended), Outcome: out})
-	shard.RecordOp(metrics.Op{Intended: rq.intended, Start: rq.intended, End: rq.end, Outcome: out, Err: err, Attempts: 1})
+	r.leaseWrite(slot, phaseIntruder, t, out, err, leaseWrite{at: t.end, writer: Intruder, holder: holder, ok: err == nil, conflict: out == metrics.VersionConflict})
 	return err
 }
 
 // intruderRead runs one read of the intruder, recorded in the intruder
 // phase.
 func (r *run) intruderRead(ctx context.Context, slot int, do func(context.Context) error) error {
-	shard := r.env.Recorder.Shard(slot)
-	rq, err := send(ctx, shard, r.env.Spec.OpTimeout.Duration, nil, do)
-	out := metrics.Classify(err)
-	if rq.measured {
-		r.counts[phaseIntruder].reads.Add(1)
-		if out != metrics.Success {
-			r.counts[phaseIntruder].errors.Add(1)
-		}
-	}
-	shard.RecordAttempt(rq.intended, metrics.Attempt{Kind: metrics.Read, Latency: rq.end.Sub(rq.intended), Outcome: out})
+	t, err := send(ctx, r.env.Spec.OpTimeout.Duration, nil, do)
+	r.leaseRead(slot, phaseIntruder, t, metrics.Classify(err))
 	return err
-}
-
-func (r *run) logLeaseWrite(w leaseWrite) {
-	r.mu.Lock()
-	r.leaseLog = append(r.leaseLog, w)
-	r.mu.Unlock()
 }

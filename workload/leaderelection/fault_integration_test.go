@@ -146,6 +146,64 @@ func TestPartitionOnLocalControlPlane(t *testing.T) {
 	}
 }
 
+// TestPauseOnLocalControlPlane freezes the leader's process (SIGSTOP, the
+// candidates then run as processes of their own) for 6s, three times the
+// lease: another candidate takes the Lease during the pause while the
+// frozen leader still believes it leads. Whatever its lock, a frozen
+// leader cannot step down before it is continued, so the overlap lasts at
+// least from the taking to the end of the pause, and no longer than the
+// victim's detection. Once continued, the watch lock steps down within a
+// retry period: the watch event and its renewal's 409 are waiting for it.
+func TestPauseOnLocalControlPlane(t *testing.T) {
+	const pause = 6 * time.Second
+	for _, lock := range []string{leaderelection.LockClientGo, leaderelection.LockWatch} {
+		t.Run(lock, func(t *testing.T) {
+			r := runFault(t, faultSettings(lock, leaderelection.FaultPause, map[string]any{"faultDuration": pause.String(), "retryPeriod": slowRetry.String()}),
+				faultAt+pause+2*faultLease)
+			f := oneFault(t, r)
+			if !f.Taken || !f.VictimStopped {
+				t.Fatalf("fault %+v: want the Lease taken and the victim stepped down", f)
+			}
+			if f.Duration < pause {
+				t.Errorf("the pause lasted %s, want %s", f.Duration, pause)
+			}
+			if f.StoppedAfter < f.Duration {
+				t.Errorf("the victim stepped down %s into a %s pause: a frozen process cannot", f.StoppedAfter, f.Duration)
+			}
+			if lock == leaderelection.LockWatch {
+				if after := f.StoppedAfter - f.Duration; after >= slowRetry {
+					t.Errorf("the watch lock stepped down %s after the pause ended, want within a retry period %s", after, slowRetry)
+				}
+			}
+			if f.TakenAfter >= f.Duration {
+				t.Logf("the Lease was taken only %s into a %s pause: no theft from a frozen leader to measure", f.TakenAfter, f.Duration)
+				return
+			}
+			// Taken while the victim was frozen: a theft, and an overlap
+			// from the thief's start to at least the end of the pause.
+			var theft *leaderelection.Theft
+			for i, th := range r.Thefts {
+				if th.Victim == f.Victim {
+					theft = &r.Thefts[i]
+				}
+			}
+			if theft == nil {
+				t.Fatalf("the Lease was taken %s into the pause of %s, but no theft from it was found: %+v", f.TakenAfter, f.Victim, r.Thefts)
+			}
+			frozen := f.At + f.Duration - theft.At
+			if theft.Detection < frozen {
+				t.Errorf("the victim went on believing %s after the theft, want at least the %s it stayed frozen", theft.Detection, frozen)
+			}
+			if f.Overlap < frozen || f.Overlap > theft.Detection {
+				t.Errorf("overlap %s, want between the %s the victim stayed frozen after the theft and its detection %s", f.Overlap, frozen, theft.Detection)
+			}
+			if f.WouldBeFenced < f.DeposedWrites {
+				t.Errorf("victim's deposed writes %d, fencing refuses %d: want every one refused", f.DeposedWrites, f.WouldBeFenced)
+			}
+		})
+	}
+}
+
 // TestEditOnLocalControlPlane overwrites the Lease's holder with an
 // intruder. client-go's leader finds out at its next renewal and retries
 // until its renew deadline, believing it leads all the while; the watch

@@ -25,7 +25,14 @@ import (
 // share.
 var local clustertest.Shared
 
-func TestMain(m *testing.M) { os.Exit(local.Main(m)) }
+// TestMain also serves as the candidate processes of the pause fault's
+// runs, which start this test binary.
+func TestMain(m *testing.M) {
+	if status, ok := leaderelection.CandidateMain(); ok {
+		os.Exit(status)
+	}
+	os.Exit(local.Main(m))
+}
 
 var runSeq atomic.Int64
 

@@ -3,10 +3,11 @@ package leaderelection
 import (
 	"context"
 	"fmt"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -14,10 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/klog/v2"
 
+	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -81,21 +82,23 @@ type run struct {
 	measuredWrites atomic.Int64
 	changed        chan struct{} // poked whenever a candidate starts leading
 
-	// The faults: each slot's partition, and (owned by the failover loop)
-	// the partitions' heal functions and timers.
-	gates  []*partition
+	// The candidate slots, and each slot's partition; with the pause
+	// fault, their processes and the proxy they reach the apiserver by.
+	cands []*candidate
+	gates []*partition
+	procs []*candidateProcess
+	proxy *proxy
+	// The faults' heal functions and timers (owned by the failover loop).
 	heals  []func()
 	timers []*time.Timer
-	// The leader-only writes.
-	writers   sync.WaitGroup
-	fencedSeq atomic.Int64
+	// The leader-only writes of the candidates in this process.
+	writers sync.WaitGroup
 
 	mu          sync.Mutex
 	leaderships []leadership
 	leading     map[int]int // slot -> index of its open leadership
 	stops       []stop
-	lost        int
-	gens        []int // per slot: the next identity's generation
+	losses      int
 	holders     []string
 	lastRV      string
 	history     []leaseEvent
@@ -116,7 +119,6 @@ func newRun(env *scenario.Env, set *Settings) *run {
 		seen:         make(chan struct{}, 1),
 		changed:      make(chan struct{}, 1),
 		leading:      map[int]int{},
-		gens:         make([]int, env.Spec.Writers),
 		gates:        make([]*partition, env.Spec.Writers),
 	}
 	for i := range r.gates {
@@ -138,7 +140,7 @@ func (r *run) Setup(ctx context.Context) error {
 	if r.set.LeaderWrites.Duration > 0 {
 		cctx, cancel := context.WithTimeout(ctx, env.Spec.OpTimeout.Duration)
 		defer cancel()
-		_, err := env.Admin.CoreV1().ConfigMaps(env.Namespace).Create(cctx, r.newFenced(map[string]string{"holder": ""}), metav1.CreateOptions{})
+		_, err := env.Admin.CoreV1().ConfigMaps(env.Namespace).Create(cctx, newFenced(env.Namespace, env.RunID, map[string]string{"holder": ""}), metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("leader election: creating ConfigMap %s for the leader-only writes: %w%s", FencedName, err, scenario.Why(err, "create configmaps", env.Spec.OpTimeout.Duration))
 		}
@@ -162,6 +164,13 @@ func (r *run) Setup(ctx context.Context) error {
 	}
 	r.stopWatch, r.watchDone = stop, make(chan struct{})
 	go r.watch(watchCtx, w)
+	if r.set.fault() == FaultPause {
+		if err := r.startProcesses(ctx); err != nil {
+			r.stopWatch()
+			<-r.watchDone
+			return err
+		}
+	}
 	return nil
 }
 
@@ -173,6 +182,15 @@ func (r *run) Start(ctx context.Context, done func()) {
 	// client-go's leader election logs through klog; a discarding logger in
 	// the context keeps it quiet without touching klog's global state.
 	ctx, r.cancel = context.WithCancel(klog.NewContext(ctx, logr.Discard()))
+	env := r.env
+	for i, gate := range r.gates {
+		r.cands = append(r.cands, &candidate{
+			slot: i, set: r.set, lease: r.leaseFor(i),
+			client: env.Client(i), namespace: env.Namespace, runID: env.RunID,
+			timeout: env.Spec.OpTimeout.Duration, ops: env.Ops(),
+			gate: gate, obs: r, writers: &r.writers,
+		})
+	}
 	r.loops.Go(func() { r.failoverLoop(ctx) })
 }
 
@@ -189,9 +207,11 @@ func (r *run) Stop() {
 	}
 	r.loops.Wait()
 	r.writers.Wait()
+	r.stopProcesses()
 }
 
-// slotRun is one candidate process occupying a slot.
+// slotRun is a slot's candidate campaigning: a goroutine, or with the
+// pause fault a process of its own.
 type slotRun struct {
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -318,67 +338,20 @@ func (r *run) leaderSince(slot int) time.Time {
 	return r.leaderships[r.leading[slot]].start
 }
 
-// startSlot starts a new candidate process in slot, under a new identity.
+// startSlot starts slot's candidate campaigning, under a new identity: as
+// a goroutine, or with the pause fault by telling its process to begin
+// (the failover loop never stops a leader then, so never restarts one).
 func (r *run) startSlot(parent context.Context, slot int) *slotRun {
+	if r.procs != nil {
+		return r.begin(r.procs[slot])
+	}
 	ctx, cancel := context.WithCancel(parent)
 	s := &slotRun{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		r.campaign(ctx, slot)
+		r.cands[slot].campaign(ctx)
 	}()
 	return s
-}
-
-// nextID returns a fresh identity for slot: candidate-<slot>.<generation>.
-func (r *run) nextID(slot int) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	id := fmt.Sprintf("candidate-%d.%d", slot, r.gens[slot])
-	r.gens[slot]++
-	return id
-}
-
-// campaign runs one candidate until ctx ends. When the candidate loses the
-// Lease on its own (client-go: a renewal failed within the renew deadline;
-// the watch lock: also another holder seen) its election ends, and the
-// candidate starts over under a new identity.
-func (r *run) campaign(ctx context.Context, slot int) {
-	env := r.env
-	client := env.Client(slot)
-	lease := r.leaseFor(slot)
-	for ctx.Err() == nil {
-		id := r.nextID(slot)
-		lock := &meteredLock{
-			runCtx:          ctx,
-			releaseOnCancel: r.set.ReleaseOnCancel,
-			timeout:         env.Spec.OpTimeout.Duration,
-			shard:           env.Recorder.Shard(slot),
-			counts:          &r.counts,
-			onWrite:         r.wrote,
-			gate:            r.gates[slot],
-			logWrite:        r.logLeaseWrite,
-		}
-		lock.inner = lock.newLeaseLock(client.CoordinationV1(), env.Namespace, id)
-		var led bool
-		if r.set.Lock == LockWatch {
-			e := &watchElector{r: r, slot: slot, id: id, lock: lock, lease: lease,
-				renew: r.set.RenewDeadline.Duration, retry: r.set.RetryPeriod.Duration, release: r.set.ReleaseOnCancel}
-			led = e.run(ctx)
-		} else {
-			var ok bool
-			if led, ok = r.clientGo(ctx, slot, id, lock, lease); !ok {
-				return
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		if led {
-			r.mu.Lock()
-			r.lost++
-			r.mu.Unlock()
-		}
-	}
 }
 
 // leaseFor is the lease duration the candidate in slot runs with: the
@@ -390,55 +363,6 @@ func (r *run) leaseFor(slot int) time.Duration {
 	return r.set.LeaseDuration.Duration
 }
 
-// clientGo runs one candidate with client-go's leader election until ctx
-// ends or it stops leading; it reports whether it led, and ok false when
-// client-go refused the configuration.
-func (r *run) clientGo(ctx context.Context, slot int, id string, lock *meteredLock, lease time.Duration) (led, ok bool) {
-	ended := make(chan struct{})
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		Name:            LeaseName,
-		LeaseDuration:   lease,
-		RenewDeadline:   r.set.RenewDeadline.Duration,
-		RetryPeriod:     r.set.RetryPeriod.Duration,
-		ReleaseOnCancel: r.set.ReleaseOnCancel,
-		Callbacks: leaderelection.LeaderCallbacks{
-			// The candidate believes it leads from here until client-go
-			// cancels the context it hands over: that is when the work a
-			// real leader guards must stop.
-			OnStartedLeading: func(lctx context.Context) {
-				defer close(ended)
-				r.beginLeading(slot, id, time.Now())
-				r.startLeaderWrites(lctx, slot, id, lock)
-				<-lctx.Done()
-				r.endLeading(slot, time.Now())
-			},
-			OnStoppedLeading: func() {},
-		},
-	})
-	if err != nil {
-		// Settings.Validate checks everything NewLeaderElector checks.
-		r.mu.Lock()
-		r.electorErr = fmt.Errorf("candidate %s: %w (a bug in kb-bench: please report it)", id, err)
-		r.mu.Unlock()
-		return false, false
-	}
-	elector.Run(ctx)
-	if lock.acquired.Load() {
-		<-ended // client-go starts OnStartedLeading in its own goroutine
-	}
-	return lock.acquired.Load(), true
-}
-
-// startLeaderWrites starts the candidate's leader-only writes, which last
-// while lctx does (while it believes it leads).
-func (r *run) startLeaderWrites(lctx context.Context, slot int, id string, lock *meteredLock) {
-	if r.set.LeaderWrites.Duration <= 0 {
-		return
-	}
-	r.writers.Go(func() { r.leaderWrites(lctx, slot, id, lock) })
-}
-
 // wrote counts a measured Lease write, and ends the run at Spec.Operations.
 func (r *run) wrote() {
 	if ops := r.env.Spec.Operations; r.measuredWrites.Add(1) == ops {
@@ -446,7 +370,50 @@ func (r *run) wrote() {
 	}
 }
 
-func (r *run) beginLeading(slot int, id string, at time.Time) {
+// The run is its candidates' observer.
+var _ observer = (*run)(nil)
+
+func (r *run) leaseRead(slot int, p phase, t sendTimes, out metrics.Outcome) {
+	rq := r.request(slot, t)
+	if rq.measured {
+		r.counts[p].reads.Add(1)
+		if out != metrics.Success {
+			r.counts[p].errors.Add(1)
+		}
+	}
+	r.env.Recorder.Shard(slot).RecordAttempt(rq.intended, metrics.Attempt{Kind: metrics.Read, Latency: rq.end.Sub(rq.intended), Outcome: out})
+}
+
+// leaseWrite records one Lease write: one operation of one write attempt.
+func (r *run) leaseWrite(slot int, p phase, t sendTimes, out metrics.Outcome, err error, w leaseWrite) {
+	rq := r.request(slot, t)
+	r.mu.Lock()
+	r.leaseLog = append(r.leaseLog, w)
+	r.mu.Unlock()
+	if rq.measured {
+		r.counts.write(p, out)
+		r.wrote()
+	}
+	r.record(slot, rq, out, err)
+}
+
+func (r *run) fencedWrite(slot int, t sendTimes, out metrics.Outcome, err error, w fencedWrite) {
+	rq := r.request(slot, t)
+	w.start, w.end, w.measured = rq.intended, rq.end, rq.measured
+	r.mu.Lock()
+	r.fenced = append(r.fenced, w)
+	r.mu.Unlock()
+	r.record(slot, rq, out, err)
+}
+
+// record records a write as one operation of one attempt.
+func (r *run) record(slot int, rq request, out metrics.Outcome, err error) {
+	shard := r.env.Recorder.Shard(slot)
+	shard.RecordAttempt(rq.intended, metrics.Attempt{Kind: metrics.Write, Latency: rq.end.Sub(rq.intended), Outcome: out})
+	shard.RecordOp(metrics.Op{Intended: rq.intended, Start: rq.intended, End: rq.end, Outcome: out, Err: err, Attempts: 1})
+}
+
+func (r *run) began(slot int, id string, at time.Time) {
 	r.mu.Lock()
 	r.leading[slot] = len(r.leaderships)
 	r.leaderships = append(r.leaderships, leadership{id: id, start: at})
@@ -457,13 +424,25 @@ func (r *run) beginLeading(slot int, id string, at time.Time) {
 	}
 }
 
-func (r *run) endLeading(slot int, at time.Time) {
+func (r *run) ended(slot int, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if i, ok := r.leading[slot]; ok {
 		r.leaderships[i].end = at
 		delete(r.leading, slot)
 	}
+}
+
+func (r *run) lost(int) {
+	r.mu.Lock()
+	r.losses++
+	r.mu.Unlock()
+}
+
+func (r *run) failed(err error) {
+	r.mu.Lock()
+	r.electorErr = err
+	r.mu.Unlock()
 }
 
 // currentLeader returns the slot and identity of the candidate that most
@@ -605,7 +584,7 @@ func (r *run) report(lease *coordinationv1.Lease, end time.Time) *Report {
 		LeaseDurationSeconds: r.leaseSeconds,
 		Leaderships:          len(ls),
 		Transitions:          transitions(r.holders),
-		LostLeadership:       r.lost,
+		LostLeadership:       r.losses,
 		Acquire:              r.counts.report(phaseAcquire),
 		Renew:                r.counts.report(phaseRenew),
 		Release:              r.counts.report(phaseRelease),

@@ -65,19 +65,10 @@ func (c *phaseCounters) report(p phase) LeasePhase {
 // cross-check.
 type meteredLock struct {
 	inner *resourcelock.LeaseLock
+	c     *candidate
 	// runCtx is the candidate's run context: once it is done, the requests of
 	// a candidate that still holds the Lease are its release.
-	runCtx          context.Context
-	releaseOnCancel bool
-	timeout         time.Duration
-	shard           *metrics.Shard
-	counts          *phaseCounters
-	// onWrite is told of every measured write.
-	onWrite func()
-	// gate holds the candidate's requests while it is partitioned.
-	gate *partition
-	// logWrite is told of every write, measured or not.
-	logWrite func(leaseWrite)
+	runCtx context.Context
 
 	held     atomic.Bool // this candidate's last successful write named it holder
 	acquired atomic.Bool // it held the Lease at some point
@@ -161,32 +152,50 @@ func (l *meteredLock) phase(holder *string) phase {
 		return phaseRelease
 	case !l.held.Load():
 		return phaseAcquire
-	case holder == nil && l.releaseOnCancel && l.runCtx.Err() != nil:
+	case holder == nil && l.c.set.ReleaseOnCancel && l.runCtx.Err() != nil:
 		return phaseRelease // the read that starts a release
 	}
 	return phaseRenew
 }
 
-// request is one Lease request as the recorder sees it: when it was due
-// (the zero time when it falls outside the measured window), when it ended.
+// sendTimes are one request's times as its sender saw them: when it
+// started, when it left the client for the apiserver (zero when not
+// known), when its answer came.
+type sendTimes struct {
+	start, sent, end time.Time
+}
+
+// request is one request as the recorder sees it: when it was due, when it
+// ended, and whether it falls in the measured window.
 type request struct {
 	intended, end time.Time
 	measured      bool
 }
 
-// send runs do with ctx's deadline (and the operation timeout) but not its
-// cancellation. The request is due when it started; but one that waited at
-// the engine's gate across the start of the measured window is due when it
-// left the gate (when it got its connection), which is when the apiserver
-// saw it: so the window holds exactly the requests the apiserver counted in
-// it.
-func (l *meteredLock) send(ctx context.Context, do func(context.Context) error) (request, error) {
-	return send(ctx, l.shard, l.timeout, l.gate, do)
+// request places t in the measured window of slot's recorder shard. The
+// request is due when it started; but one that waited at the engine's
+// gate across the start of the measured window is due when it left the
+// gate (when it got its connection), which is when the apiserver saw it:
+// so the window holds exactly the requests the apiserver counted in it.
+func (r *run) request(slot int, t sendTimes) request {
+	shard := r.env.Recorder.Shard(slot)
+	rq := request{intended: t.start, end: t.end}
+	if !t.sent.IsZero() && !shard.Measured(t.start) {
+		rq.intended = t.sent
+	}
+	rq.measured = shard.Measured(rq.intended)
+	return rq
 }
 
-// send is meteredLock.send for any request of a candidate (its partition
-// gate may be nil) or of the intruder.
-func send(ctx context.Context, shard *metrics.Shard, timeout time.Duration, gate *partition, do func(context.Context) error) (request, error) {
+// sentKey is the context key of the time a request left the client: its
+// connection's GotConn in one process, or, for a candidate process, what
+// the run's proxy says (sentHeader).
+type sentKey struct{}
+
+// send runs do with ctx's deadline (and the operation timeout) but not its
+// cancellation, after the partition gate (which may be nil), and returns
+// its times.
+func send(ctx context.Context, timeout time.Duration, gate *partition, do func(context.Context) error) (sendTimes, error) {
 	rctx := context.WithoutCancel(ctx)
 	if deadline, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
@@ -196,21 +205,26 @@ func send(ctx context.Context, shard *metrics.Shard, timeout time.Duration, gate
 	rctx, cancel := context.WithTimeout(rctx, timeout)
 	defer cancel()
 	var sent atomic.Pointer[time.Time]
+	rctx = context.WithValue(rctx, sentKey{}, &sent)
 	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
 		now := time.Now()
 		sent.CompareAndSwap(nil, &now)
 	}})
-	start := time.Now()
+	t := sendTimes{start: time.Now()}
 	err := gate.wait(rctx)
 	if err == nil {
 		err = do(rctx)
 	}
-	rq := request{intended: start, end: time.Now()}
-	if s := sent.Load(); s != nil && !shard.Measured(start) {
-		rq.intended = *s
+	t.end = time.Now()
+	if s := sent.Load(); s != nil {
+		t.sent = *s
 	}
-	rq.measured = shard.Measured(rq.intended)
-	return rq, err
+	return t, err
+}
+
+// send runs one request of the candidate, through its partition.
+func (l *meteredLock) send(ctx context.Context, do func(context.Context) error) (sendTimes, error) {
+	return send(ctx, l.c.timeout, l.c.gate, do)
 }
 
 // Get reads the Lease. NotFound is a successful read: the Lease does not
@@ -219,7 +233,7 @@ func (l *meteredLock) Get(ctx context.Context) (*resourcelock.LeaderElectionReco
 	p := l.phase(nil)
 	var rec *resourcelock.LeaderElectionRecord
 	var raw []byte
-	rq, err := l.send(ctx, func(ctx context.Context) (err error) {
+	t, err := l.send(ctx, func(ctx context.Context) (err error) {
 		rec, raw, err = l.inner.Get(ctx)
 		return err
 	})
@@ -227,13 +241,7 @@ func (l *meteredLock) Get(ctx context.Context) (*resourcelock.LeaderElectionReco
 	if apierrors.IsNotFound(err) {
 		out = metrics.Success
 	}
-	if rq.measured {
-		l.counts[p].reads.Add(1)
-		if out != metrics.Success {
-			l.counts[p].errors.Add(1)
-		}
-	}
-	l.shard.RecordAttempt(rq.intended, metrics.Attempt{Kind: metrics.Read, Latency: rq.end.Sub(rq.intended), Outcome: out})
+	l.c.obs.leaseRead(l.c.slot, p, t, out)
 	return rec, raw, err
 }
 
@@ -251,7 +259,7 @@ func (l *meteredLock) Update(ctx context.Context, ler resourcelock.LeaderElectio
 // write runs one Lease write: one operation of one write attempt.
 func (l *meteredLock) write(ctx context.Context, ler resourcelock.LeaderElectionRecord, do func(context.Context, resourcelock.LeaderElectionRecord) error) error {
 	p := l.phase(&ler.HolderIdentity)
-	rq, err := l.send(ctx, func(ctx context.Context) error { return do(ctx, ler) })
+	t, err := l.send(ctx, func(ctx context.Context) error { return do(ctx, ler) })
 	out := metrics.Classify(err)
 	// A create that loses the race for a new Lease answers 409
 	// AlreadyExists: the same lost compare-and-swap as a stale update.
@@ -268,15 +276,8 @@ func (l *meteredLock) write(ctx context.Context, ler resourcelock.LeaderElection
 			}
 		}
 	}
-	if l.logWrite != nil {
-		l.logWrite(leaseWrite{at: rq.end, writer: l.inner.Identity(), holder: ler.HolderIdentity, ok: out == metrics.Success, conflict: out == metrics.VersionConflict})
-	}
-	if rq.measured {
-		l.counts.write(p, out)
-		l.onWrite()
-	}
-	l.shard.RecordAttempt(rq.intended, metrics.Attempt{Kind: metrics.Write, Latency: rq.end.Sub(rq.intended), Outcome: out})
-	l.shard.RecordOp(metrics.Op{Intended: rq.intended, Start: rq.intended, End: rq.end, Outcome: out, Err: err, Attempts: 1})
+	w := leaseWrite{at: t.end, writer: l.inner.Identity(), holder: ler.HolderIdentity, ok: out == metrics.Success, conflict: out == metrics.VersionConflict}
+	l.c.obs.leaseWrite(l.c.slot, p, t, out, err, w)
 	return err
 }
 

@@ -125,12 +125,12 @@ type LeaderWrites struct {
 // FaultReport is one injected fault and what followed it, up to the next
 // fault (or the end).
 type FaultReport struct {
-	// Kind is partition, delete or edit; At when it was injected; Victim
-	// the leader it hit.
+	// Kind is pause, partition, delete or edit; At when it was injected;
+	// Victim the leader it hit.
 	Kind   string        `json:"kind"`
 	At     time.Duration `json:"at"`
 	Victim string        `json:"victim"`
-	// Duration is how long a partition lasted.
+	// Duration is how long a pause or partition lasted.
 	Duration time.Duration `json:"duration,omitempty"`
 	// Failed says why a delete or edit failed.
 	Failed string `json:"failed,omitempty"`

@@ -34,15 +34,15 @@ type Settings struct {
 	// watches the Lease and steps down as soon as another holder appears.
 	Lock string `json:"lock,omitempty" flag:"lock" help:"the lock implementation: client-go (tools/leaderelection) or watch (a raw Lease lock that watches the Lease and steps down when another holder appears)"`
 	// Fault is what is done to the leader at each fault time instead of
-	// stopping it: none, partition, skew, delete or edit (pause is not
-	// built yet).
-	Fault string `json:"fault,omitempty" flag:"fault" help:"the fault injected instead of stopping the leader: none, partition, skew, delete, edit"`
+	// stopping it: none, pause, partition, skew, delete or edit.
+	Fault string `json:"fault,omitempty" flag:"fault" help:"the fault injected instead of stopping the leader: none, pause (SIGSTOP of the leader's process), partition (its requests held), skew, delete, edit"`
 	// FaultAt injects the fault once, this long after the warm-up, on
 	// whoever leads then. Zero: every FailoverEvery instead.
 	FaultAt spec.Duration `json:"faultAt,omitzero" flag:"fault-at" help:"inject the fault once, this long after the warm-up (0: every --failover-every)"`
-	// FaultDuration is how long a partition holds the leader's requests,
-	// or, for skew, the lease duration the skewed candidate runs with.
-	FaultDuration spec.Duration `json:"faultDuration,omitzero" flag:"fault-duration" help:"partition: how long the leader's requests are held; skew: the skewed candidate's lease duration"`
+	// FaultDuration is how long a pause freezes the leader or a partition
+	// holds its requests, or, for skew, the lease duration the skewed
+	// candidate runs with.
+	FaultDuration spec.Duration `json:"faultDuration,omitzero" flag:"fault-duration" help:"pause: how long the leader is frozen; partition: how long its requests are held; skew: the skewed candidate's lease duration"`
 	// LeaderWrites is how often a candidate that believes it leads writes
 	// the fenced ConfigMap, carrying its fencing token. Zero: never;
 	// defaults to 100ms with a fault.
@@ -145,21 +145,18 @@ func (c *Settings) validateFault(s *spec.Spec, p *field.Path) field.ErrorList {
 			errs = append(errs, field.Forbidden(p.Child("fault"), "--fault-at and --fault-duration need a fault: use --fault partition, skew, delete or edit"))
 		}
 		return errs
-	case FaultPause:
-		return append(errs, field.Invalid(p.Child("fault"), c.Fault,
-			"pause (SIGSTOP of a candidate running as its own process) is not built yet: use partition, which holds the leader's requests while its clock runs on"))
-	case FaultPartition, FaultSkew, FaultDelete, FaultEdit:
+	case FaultPartition, FaultPause, FaultSkew, FaultDelete, FaultEdit:
 	default:
-		return append(errs, field.NotSupported(p.Child("fault"), c.Fault, []string{FaultNone, FaultPartition, FaultSkew, FaultDelete, FaultEdit}))
+		return append(errs, field.NotSupported(p.Child("fault"), c.Fault, []string{FaultNone, FaultPause, FaultPartition, FaultSkew, FaultDelete, FaultEdit}))
 	}
 	if s != nil && s.Writers < 2 {
 		errs = append(errs, field.Invalid(field.NewPath("writers"), s.Writers, "a fault needs another candidate to take over: use at least 2 (--writers)"))
 	}
 	switch fault {
-	case FaultPartition:
+	case FaultPartition, FaultPause:
 		if c.FaultDuration.Duration <= recorded {
 			errs = append(errs, field.Invalid(p.Child("faultDuration"), c.FaultDuration.String(),
-				fmt.Sprintf("a partition must outlast the lease (%s as the Lease records it) for another candidate to take it: use at least %s (--fault-duration)", recorded, recorded+c.RetryPeriod.Duration)))
+				fmt.Sprintf("a %s must outlast the lease (%s as the Lease records it) for another candidate to take it: use at least %s (--fault-duration)", fault, recorded, recorded+c.RetryPeriod.Duration)))
 		}
 	case FaultSkew:
 		d := c.FaultDuration.Duration
@@ -182,9 +179,9 @@ func (c *Settings) validateFault(s *spec.Spec, p *field.Path) field.ErrorList {
 	if fault != FaultSkew && c.FaultAt.Duration == 0 && c.FailoverEvery.Duration == 0 {
 		errs = append(errs, field.Required(p.Child("faultAt"), "say when to inject the fault: --fault-at (once) or --failover-every (repeatedly)"))
 	}
-	if fault == FaultPartition && c.FaultAt.Duration == 0 && c.FailoverEvery.Duration > 0 && c.FailoverEvery.Duration <= c.FaultDuration.Duration {
+	if (fault == FaultPartition || fault == FaultPause) && c.FaultAt.Duration == 0 && c.FailoverEvery.Duration > 0 && c.FailoverEvery.Duration <= c.FaultDuration.Duration {
 		errs = append(errs, field.Invalid(p.Child("failoverEvery"), c.FailoverEvery.String(),
-			fmt.Sprintf("partitions repeat only after the previous one healed: use more than --fault-duration %s", c.FaultDuration)))
+			fmt.Sprintf("a %s repeats only after the previous one ended: use more than --fault-duration %s", fault, c.FaultDuration)))
 	}
 	return errs
 }

@@ -257,7 +257,7 @@ func faultReports(faults []faultEvent, ls []leadership, log []leaseWrite, fenced
 		if f.err != nil {
 			fr.Failed = f.err.Error()
 		}
-		if f.kind == FaultPartition {
+		if f.kind == FaultPartition || f.kind == FaultPause {
 			healed := f.healed
 			if healed.IsZero() {
 				healed = end

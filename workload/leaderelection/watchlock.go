@@ -28,14 +28,9 @@ import (
 // (resourceVersion) for the holder's recorded lease duration, measured on
 // the follower's own clock from when it saw the change, as client-go does.
 type watchElector struct {
-	r       *run
-	slot    int
-	id      string
-	lock    *meteredLock
-	lease   time.Duration // this candidate's lease duration
-	renew   time.Duration
-	retry   time.Duration
-	release bool
+	c    *candidate
+	id   string
+	lock *meteredLock
 
 	observedRV string
 	observedAt time.Time
@@ -54,7 +49,7 @@ func (e *watchElector) run(ctx context.Context) (led bool) {
 		select {
 		case <-ctx.Done():
 			return false
-		case <-time.After(wait.Jitter(e.retry, 1.2)):
+		case <-time.After(wait.Jitter(e.c.set.RetryPeriod.Duration, 1.2)):
 		}
 	}
 }
@@ -62,7 +57,7 @@ func (e *watchElector) run(ctx context.Context) (led bool) {
 func (e *watchElector) record(now time.Time) resourcelock.LeaderElectionRecord {
 	return resourcelock.LeaderElectionRecord{
 		HolderIdentity:       e.id,
-		LeaseDurationSeconds: int(e.lease / time.Second),
+		LeaseDurationSeconds: int(e.c.lease / time.Second),
 		AcquireTime:          metav1.NewTime(now),
 		RenewTime:            metav1.NewTime(now),
 	}
@@ -108,17 +103,18 @@ func (e *watchElector) lead(ctx context.Context) {
 	lctx, stepDown := context.WithCancel(ctx)
 	defer stepDown()
 	ended := make(chan struct{})
-	e.r.beginLeading(e.slot, e.id, acquired)
+	e.c.obs.began(e.c.slot, e.id, acquired)
 	go func() {
 		defer close(ended)
 		<-lctx.Done()
-		e.r.endLeading(e.slot, time.Now())
+		e.c.obs.ended(e.c.slot, time.Now())
 	}()
-	e.r.startLeaderWrites(lctx, e.slot, e.id, e.lock)
+	e.c.startLeaderWrites(lctx, e.id, e.lock)
 	var watching sync.WaitGroup
 	watching.Go(func() { e.watch(lctx, acquireRV, stepDown) })
 
 	rec := e.acquired
+	retry, renew := e.c.set.RetryPeriod.Duration, e.c.set.RenewDeadline.Duration
 	// Renew as client-go does: a retry period after each success, a
 	// renewal round starts; it retries every retry period and gives up
 	// leading when the round has not succeeded within the renew deadline.
@@ -130,8 +126,8 @@ func (e *watchElector) lead(ctx context.Context) {
 			return true
 		}
 	}
-	for sleep(e.retry) {
-		deadline := time.Now().Add(e.renew)
+	for sleep(retry) {
+		deadline := time.Now().Add(renew)
 		for {
 			rec.RenewTime = metav1.NewTime(time.Now())
 			rctx, cancel := context.WithDeadline(lctx, deadline)
@@ -144,7 +140,7 @@ func (e *watchElector) lead(ctx context.Context) {
 				stepDown() // someone else's Lease now
 				break
 			}
-			if !sleep(min(e.retry, time.Until(deadline))) {
+			if !sleep(min(retry, time.Until(deadline))) {
 				break
 			}
 			if !time.Now().Before(deadline) {
@@ -156,7 +152,7 @@ func (e *watchElector) lead(ctx context.Context) {
 	<-ended
 	watching.Wait()
 	// A stopped leader that still holds the Lease gives it up.
-	if e.release && ctx.Err() != nil && e.lock.held.Load() {
+	if e.c.set.ReleaseOnCancel && ctx.Err() != nil && e.lock.held.Load() {
 		rel := resourcelock.LeaderElectionRecord{LeaderTransitions: rec.LeaderTransitions, LeaseDurationSeconds: 1,
 			RenewTime: metav1.NewTime(time.Now()), AcquireTime: metav1.NewTime(time.Now())}
 		_ = e.lock.Update(ctx, rel) //nolint:errcheck // counted by the lock; nothing to do on failure
@@ -170,7 +166,7 @@ func (e *watchElector) watch(lctx context.Context, fromRV string, stepDown func(
 	if fromRV == "" {
 		return
 	}
-	w, err := watchtools.NewRetryWatcherWithContext(lctx, fromRV, leaseWatcher{e.r.env.Client(e.slot), e.r.env.Namespace})
+	w, err := watchtools.NewRetryWatcherWithContext(lctx, fromRV, leaseWatcher{e.c.client, e.c.namespace})
 	if err != nil {
 		return // the renewals still find out
 	}
@@ -183,7 +179,7 @@ func (e *watchElector) watch(lctx context.Context, fromRV string, stepDown func(
 			if !ok {
 				return
 			}
-			if e.lock.gate.wait(lctx) != nil {
+			if e.c.gate.wait(lctx) != nil {
 				return
 			}
 			l, isLease := ev.Object.(*coordinationv1.Lease)

@@ -20,6 +20,7 @@ import (
 	"github.com/kb-bench/kb-bench/metrics/clientgo"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
+	"github.com/kb-bench/kb-bench/workload/leaderelection"
 )
 
 // Streams are the standard streams, swappable in tests.
@@ -49,6 +50,11 @@ const (
 // the exit status. The first interrupt cancels the run, which then drains and
 // writes what it has; a second one ends the process at once.
 func Main(version string) int {
+	// A leader-election run with the pause fault starts its candidates as
+	// processes of this executable.
+	if status, ok := leaderelection.CandidateMain(); ok {
+		return status
+	}
 	// A closed terminal or SSH connection (SIGHUP) stops a run like Ctrl-C,
 	// so its result is still written.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)

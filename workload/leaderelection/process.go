@@ -1,0 +1,328 @@
+package leaderelection
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/http/httputil"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kb-bench/kb-bench/internal/procattr"
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/workload/scenario"
+)
+
+// With the pause fault every candidate runs in a process of its own, so
+// that SIGSTOP freezes all of a leader at once (its renewals, its watch,
+// its leader-only writes and its clock-driven timers), as a long GC or VM
+// pause does. The processes are the kb-bench executable itself, started
+// with CandidateEnv set. They reach the apiserver through the run's proxy,
+// over the run's own clients: their requests are counted, held at the
+// measured window's edges and cross-checked with the apiserver's exactly
+// like those of candidate goroutines. Each tells the run what it does as
+// lines of JSON (events) on its stdout; closing its stdin stops it.
+
+// processStartTimeout bounds how long a candidate process may take to say
+// hello. It only turns a process that never starts into an error.
+const processStartTimeout = 30 * time.Second
+
+// processStopGrace is how long a stopped candidate process gets, beyond
+// two requests' timeouts (a releasing leader's read and write), before it
+// is killed.
+const processStopGrace = 5 * time.Second
+
+// candidateProcess is a candidate slot running as a process of its own.
+type candidateProcess struct {
+	slot  int
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	// stderr keeps the end of what the process wrote there.
+	stderr tail
+	hello  chan struct{} // closed when it has said hello
+	exited chan struct{} // closed when its output has ended and it has exited
+	// exitErr is how it exited, set before exited closes.
+	exitErr error
+	// stopping is set once the run has told it to stop.
+	stopping  atomic.Bool
+	closeOnce sync.Once
+}
+
+// startProcesses starts the proxy and one candidate process per slot, and
+// waits for each to say hello (the campaigns begin at Start).
+func (r *run) startProcesses(ctx context.Context) (err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("leader election: the pause fault runs candidates as kb-bench processes, but kb-bench's executable is not known: %w", err)
+	}
+	if r.proxy, err = startProxy(r.env); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			r.stopProcesses()
+		}
+	}()
+	for slot := range r.env.Spec.Writers {
+		p, err := r.startProcess(exe, slot)
+		if err != nil {
+			return err
+		}
+		r.procs = append(r.procs, p)
+	}
+	timer := time.NewTimer(processStartTimeout)
+	defer timer.Stop()
+	for _, p := range r.procs {
+		select {
+		case <-p.hello:
+		case <-p.exited:
+			return fmt.Errorf("leader election: candidate process %d (%s) exited before it started: %v%s", p.slot, exe, p.exitErr, p.stderr.said())
+		case <-timer.C:
+			return fmt.Errorf("leader election: candidate process %d (%s, pid %d) did not start within %s: is the machine overloaded?%s", p.slot, exe, p.cmd.Process.Pid, processStartTimeout, p.stderr.said())
+		case <-ctx.Done():
+			return fmt.Errorf("leader election: starting the candidate processes: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+// startProcess starts slot's candidate process and the goroutine that
+// reads its events.
+func (r *run) startProcess(exe string, slot int) (*candidateProcess, error) {
+	p := &candidateProcess{slot: slot, hello: make(chan struct{}), exited: make(chan struct{})}
+	p.cmd = &exec.Cmd{
+		Path:        exe,
+		Args:        []string{fmt.Sprintf("kb-bench-candidate-%d", slot)},
+		Env:         append(os.Environ(), CandidateEnv+"=1"),
+		Stderr:      &p.stderr,
+		SysProcAttr: procattr.Attached(),
+	}
+	var err error
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("leader election: starting candidate process %d (%s): %w", slot, exe, err)
+	}
+	go func() {
+		defer close(p.exited)
+		dec := json.NewDecoder(stdout)
+		var bad error
+		for {
+			var e event
+			if err := dec.Decode(&e); err != nil {
+				if !errors.Is(err, io.EOF) {
+					bad = err
+				}
+				break
+			}
+			if e.Kind == evHello {
+				close(p.hello)
+				continue
+			}
+			if err := r.observe(slot, &e); err != nil {
+				bad = err
+				break
+			}
+		}
+		if bad != nil {
+			_ = p.cmd.Process.Kill()
+			_, _ = io.Copy(io.Discard, stdout)
+		}
+		p.exitErr = p.cmd.Wait()
+		// A process that is gone believes nothing any more.
+		r.ended(slot, time.Now())
+		if bad != nil {
+			r.env.Warn("leader election: candidate process %d wrote what is not an event (%v): it was stopped", slot, bad)
+		} else if !p.stopping.Load() {
+			r.env.Warn("leader election: candidate process %d (pid %d) exited during the run: %v%s", slot, p.cmd.Process.Pid, p.exitErr, p.stderr.said())
+		}
+	}()
+	return p, nil
+}
+
+// begin starts the process's campaign; its slotRun stops it.
+func (r *run) begin(p *candidateProcess) *slotRun {
+	cfg := candidateConfig{
+		Slot: p.slot, Namespace: r.env.Namespace, RunID: r.env.RunID,
+		Settings: *r.set, Lease: r.leaseFor(p.slot), Timeout: r.env.Spec.OpTimeout.Duration,
+		Client: r.env.Spec.Client, Server: r.proxy.url + slotPrefix(p.slot),
+	}
+	b, err := json.Marshal(cfg)
+	if err == nil {
+		_, err = p.stdin.Write(append(b, '\n'))
+	}
+	if err != nil {
+		r.env.Warn("leader election: starting candidate process %d's campaign: %v", p.slot, err)
+	}
+	done := make(chan struct{})
+	stopped := sync.OnceFunc(func() {
+		r.stopProcess(p)
+		close(done)
+	})
+	return &slotRun{cancel: func() { go stopped() }, done: done}
+}
+
+// stopProcess tells p to stop (its stdin ends), continues it if it is
+// paused, and waits for it to exit; one that does not within two request
+// timeouts and processStopGrace is killed.
+func (r *run) stopProcess(p *candidateProcess) {
+	p.stopping.Store(true)
+	p.closeOnce.Do(func() { _ = p.stdin.Close() })
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	grace := 2*r.env.Spec.OpTimeout.Duration + processStopGrace
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+	case <-t.C:
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		r.env.Warn("leader election: candidate process %d did not stop within %s of being told to: killed", p.slot, grace)
+	}
+}
+
+// stopProcesses stops every candidate process and then the proxy.
+func (r *run) stopProcesses() {
+	var wg sync.WaitGroup
+	for _, p := range r.procs {
+		wg.Go(func() { r.stopProcess(p) })
+	}
+	wg.Wait()
+	if r.proxy != nil {
+		r.proxy.close()
+	}
+}
+
+// pause freezes p (SIGSTOP) until the returned function continues it
+// (SIGCONT).
+func (p *candidateProcess) pause() (resume func(), err error) {
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return nil, fmt.Errorf("pausing candidate process %d (pid %d): %w", p.slot, p.cmd.Process.Pid, err)
+	}
+	return sync.OnceFunc(func() { _ = p.cmd.Process.Signal(syscall.SIGCONT) }), nil
+}
+
+// proxy lets candidate processes reach the apiserver through the run's
+// clients: a request to /slot/N/... goes out through the transport of
+// Env.Client(N), so that the engine counts it, holds it at the measured
+// window's edges and sees its errors. It listens on loopback only.
+type proxy struct {
+	srv *http.Server
+	url string
+}
+
+func slotPrefix(slot int) string { return "/slot/" + strconv.Itoa(slot) }
+
+func startProxy(env *scenario.Env) (*proxy, error) {
+	mux := http.NewServeMux()
+	for slot := range env.Spec.Writers {
+		rc, ok := env.Client(slot).CoordinationV1().RESTClient().(*rest.RESTClient)
+		if !ok || rc.Client == nil || rc.Client.Transport == nil {
+			return nil, fmt.Errorf("leader election: the run's clients are not client-go REST clients with a transport, which candidate processes need (a bug in kb-bench: please report it)")
+		}
+		target := rc.Get().URL()
+		prefix := slotPrefix(slot)
+		mux.Handle(prefix+"/", &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.Out.URL.Scheme, pr.Out.URL.Host = target.Scheme, target.Host
+				pr.Out.URL.Path = strings.TrimPrefix(pr.In.URL.Path, prefix)
+				pr.Out.URL.RawPath = strings.TrimPrefix(pr.In.URL.RawPath, prefix)
+				pr.Out.Host = ""
+				// The run's client says who it is.
+				pr.Out.Header.Del("User-Agent")
+			},
+			Transport:     stampSent{rc.Client.Transport},
+			FlushInterval: -1, // watch events as they come
+			ErrorHandler:  proxyError,
+		})
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("leader election: the candidate processes' proxy cannot listen on loopback: %w", err)
+	}
+	p := &proxy{srv: &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute}, url: "http://" + ln.Addr().String()}
+	go func() { _ = p.srv.Serve(ln) }()
+	return p, nil
+}
+
+func (p *proxy) close() { _ = p.srv.Close() }
+
+// stampSent tells the candidate process when its request left the run's
+// client for the apiserver (sentHeader).
+type stampSent struct{ next http.RoundTripper }
+
+func (s stampSent) RoundTrip(req *http.Request) (*http.Response, error) {
+	var sent atomic.Int64
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
+		sent.CompareAndSwap(0, time.Now().UnixNano())
+	}}))
+	resp, err := s.next.RoundTrip(req)
+	if err == nil && sent.Load() != 0 {
+		resp.Header.Set(sentHeader, strconv.FormatInt(sent.Load(), 10))
+	}
+	return resp, err
+}
+
+// proxyError answers a request the apiserver did not answer, saying why
+// (errorHeader) for the candidate process's client to rebuild the error.
+func proxyError(w http.ResponseWriter, _ *http.Request, err error) {
+	kind := "other"
+	switch {
+	case errors.Is(err, scenario.ErrNotSent):
+		kind = "not-sent"
+	case metrics.Classify(err) == metrics.Timeout:
+		kind = "timeout"
+	}
+	w.Header().Set(errorHeader, kind)
+	w.WriteHeader(http.StatusBadGateway)
+	_, _ = io.WriteString(w, err.Error())
+}
+
+// tail keeps the last few KiB written to it: the end of a candidate
+// process's stderr.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailSize = 4096
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - tailSize; over > 0 {
+		t.buf = t.buf[over:]
+	}
+	return len(p), nil
+}
+
+// said is what the process wrote to stderr, as the end of a message.
+func (t *tail) said() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := string(bytes.TrimSpace(t.buf))
+	if s == "" {
+		return ""
+	}
+	return "; it said: " + s
+}
