@@ -614,15 +614,26 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 // shardProcs lists the live shard processes whose parent is pid.
 func shardProcs(t *testing.T, pid int) []int {
 	t.Helper()
-	entries, _ := os.ReadDir("/proc")
 	var pids []int
+	for child := range childProcs(t, pid, []byte("\x00shard\x00")) {
+		pids = append(pids, child)
+	}
+	return pids
+}
+
+// childProcs returns the live (not zombie) processes whose parent is pid
+// and whose command line holds marker, with their state (R, S, T...).
+func childProcs(t *testing.T, pid int, marker []byte) map[int]string {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	procs := map[int]string{}
 	for _, e := range entries {
 		child, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.Contains(cmdline, []byte("\x00shard\x00")) {
+		if err != nil || !bytes.Contains(cmdline, marker) {
 			continue
 		}
 		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
@@ -631,10 +642,129 @@ func shardProcs(t *testing.T, pid int) []int {
 		}
 		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
 		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(pid) {
-			pids = append(pids, child)
+			procs[child] = f[0]
 		}
 	}
-	return pids
+	return procs
+}
+
+// pauseArgs is a leader-election run whose leader is frozen for 3s, 500ms
+// into the measured window.
+var pauseArgs = []string{"--scenario", "leader-election", "--writers", "3", "--lease-duration", "2s", "--renew-deadline", "1s",
+	"--retry-period", "200ms", "--fault", "pause", "--fault-at", "500ms", "--fault-duration", "3s"}
+
+// candidateMarker is in the command line of a pause run's candidate
+// processes.
+var candidateMarker = []byte("kb-bench-candidate-")
+
+// waitPaused waits until one of kb-bench's candidate processes is stopped
+// (the pause fault) and returns every candidate process.
+func waitPaused(t *testing.T, cmd *exec.Cmd) map[int]string {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute) // a hang guard only
+	for {
+		procs := childProcs(t, cmd.Process.Pid, candidateMarker)
+		for _, state := range procs {
+			if state == "T" {
+				if len(procs) != 3 {
+					t.Fatalf("want 3 candidate processes, found %v", procs)
+				}
+				return procs
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no candidate process was paused: %v", procs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The pause fault runs the candidates as processes of the kb-bench binary:
+// the run completes with the fault measured, and leaves none behind.
+func TestPauseFaultEndToEnd(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
+	cmd, stdout, _ := start(t, bin, cpBin, tmp, out, append(pauseArgs, "--duration", "6s")...)
+	waitPaused(t, cmd)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kb-bench run: %v\n%s", err, stdout)
+	}
+	for _, want := range []string{"pause for 3.00s of candidate-", "taken by candidate-", "apiserver counted the same"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	if left := childProcs(t, cmd.Process.Pid, candidateMarker); len(left) > 0 {
+		t.Errorf("candidate processes left: %v", left)
+	}
+	waitClean(t, tmp)
+}
+
+// Ctrl-C while the leader is paused continues it and stops every
+// candidate: the figures so far are kept (130) and no process is left.
+func TestPauseInterruptedLeavesNothing(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
+	cmd, stdout, lines := start(t, bin, cpBin, tmp, out, append(pauseArgs, "--duration", "5m")...)
+	go func() {
+		for range lines { // drain
+		}
+	}()
+	procs := waitPaused(t, cmd)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("kb-bench after SIGINT: %v, want exit status 130\n%s", err, stdout)
+	}
+	for pid := range procs {
+		if err := syscall.Kill(pid, 0); err == nil {
+			t.Errorf("candidate process %d outlived the run", pid)
+		}
+	}
+	r, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Interrupted || r.Server == nil || !r.Server.Match {
+		t.Errorf("want an interrupted result whose server counts match, got interrupted=%v server=%+v", r.Interrupted, r.Server)
+	}
+	waitClean(t, tmp)
+}
+
+// kill -9 of kb-bench while a candidate is paused leaves no candidate:
+// the kernel kills them with their parent, stopped or not.
+func TestPauseKilledLeavesNothing(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
+	cmd, _, _ := start(t, bin, cpBin, tmp, out, append(pauseArgs, "--duration", "5m")...)
+	procs := waitPaused(t, cmd)
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline := time.Now().Add(time.Minute) // a hang guard only
+	for pid := range procs {
+		for syscall.Kill(pid, 0) == nil && !isZombie(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("candidate process %d outlived kb-bench's kill -9", pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitClean(t, tmp)
+}
+
+// isZombie says whether pid has exited and waits to be reaped.
+func isZombie(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	return len(f) > 0 && f[0] == "Z"
 }
 
 // inWindow reads kb-bench's stderr lines until the distributed run's

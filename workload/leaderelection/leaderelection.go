@@ -32,7 +32,7 @@ const LeaseName = "kb-bench-leader"
 // Definition registers the leader-election scenario.
 var Definition = scenario.Definition{
 	Name:        Name,
-	Description: "candidates run client-go's leader election (or a watch-based Lease lock) on one Lease; failovers, faults (partition, skew, delete, edit), overlapping leaders and writes from deposed leaders are measured",
+	Description: "candidates run client-go's leader election (or a watch-based Lease lock) on one Lease; failovers, faults (pause, partition, skew, delete, edit), overlapping leaders and writes from deposed leaders are measured",
 	Traits:      spec.Traits{Strategies: false, Driven: false},
 	NewSettings: func() scenario.Settings { return &Settings{} },
 	New: func(env *scenario.Env, settings scenario.Settings) (scenario.Scenario, error) {

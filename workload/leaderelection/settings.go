@@ -191,7 +191,8 @@ func (c *Settings) validateFault(s *spec.Spec, p *field.Path) field.ErrorList {
 func (c *Settings) Describe(s *spec.Spec) string {
 	d := fmt.Sprintf("%s on one Lease, lease %s, renew %s, retry %s",
 		results.Plural(s.Writers, "candidate"), c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
-	if c.FailoverEvery.Duration > 0 {
+	fault := c.fault()
+	if c.FailoverEvery.Duration > 0 && (fault == "" || fault == FaultSkew) {
 		d += ", leader stopped every " + c.FailoverEvery.String()
 	}
 	if c.ReleaseOnCancel {
@@ -200,17 +201,19 @@ func (c *Settings) Describe(s *spec.Spec) string {
 	if c.Lock == LockWatch {
 		d += ", watch lock"
 	}
-	switch f := c.fault(); f {
+	switch fault {
 	case "":
 	case FaultSkew:
 		d += fmt.Sprintf(", fault skew (one candidate with lease %s)", c.FaultDuration)
 	default:
-		d += ", fault " + f
+		d += ", fault " + fault
 		if c.FaultDuration.Duration > 0 {
 			d += " for " + c.FaultDuration.String()
 		}
 		if c.FaultAt.Duration > 0 {
 			d += " at " + c.FaultAt.String()
+		} else {
+			d += " every " + c.FailoverEvery.String()
 		}
 	}
 	return d

@@ -97,4 +97,15 @@ func TestSettingsDescribe(t *testing.T) {
 	if got := c.Describe(&spec.Spec{Writers: 3}); got != want {
 		t.Errorf("Describe() = %q, want %q", got, want)
 	}
+	// A repeated fault replaces stopping the leader; skew does not.
+	c.ReleaseOnCancel, c.Fault, c.FaultDuration = false, FaultPause, spec.D(4*time.Second)
+	want = "3 candidates on one Lease, lease 2s, renew 1s, retry 200ms, fault pause for 4s every 1s"
+	if got := c.Describe(&spec.Spec{Writers: 3}); got != want {
+		t.Errorf("Describe() = %q, want %q", got, want)
+	}
+	c.Fault, c.FaultDuration = FaultSkew, spec.D(time.Second)
+	want = "3 candidates on one Lease, lease 2s, renew 1s, retry 200ms, leader stopped every 1s, fault skew (one candidate with lease 1s)"
+	if got := c.Describe(&spec.Spec{Writers: 3}); got != want {
+		t.Errorf("Describe() = %q, want %q", got, want)
+	}
 }
