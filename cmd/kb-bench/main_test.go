@@ -700,6 +700,51 @@ func TestPauseFaultEndToEnd(t *testing.T) {
 	waitClean(t, tmp)
 }
 
+// A candidate process killed during a pause run fails the run's check
+// that every candidate ran to the end (exit 1), naming it, and the result
+// is kept.
+func TestPauseCandidateKilledFailsCheck(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
+	cmd, stdout, lines := start(t, bin, cpBin, tmp, out, append(pauseArgs, "--duration", "6s")...)
+	var stderr []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for line := range lines {
+			stderr = append(stderr, line)
+		}
+	}()
+	victim := 0
+	for pid, state := range waitPaused(t, cmd) {
+		if state != "T" {
+			victim = pid
+		}
+	}
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	<-done
+	want := fmt.Sprintf("(pid %d) exited: signal: killed", victim)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(stdout.String()+strings.Join(stderr, "\n"), want) {
+		t.Fatalf("kb-bench after a candidate was killed: %v, want exit status 1 saying %q\n%s\n%s", err, want, stdout, strings.Join(stderr, "\n"))
+	}
+	r, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := false
+	for _, c := range r.Checks {
+		failed = failed || (c.Name == "leader election: every candidate process ran to the end" && !c.Passed && strings.Contains(c.Detail, want))
+	}
+	if !failed {
+		t.Errorf("checks %+v: want the candidates' check failed naming pid %d", r.Checks, victim)
+	}
+	waitClean(t, tmp)
+}
+
 // Ctrl-C while the leader is paused continues it and stops every
 // candidate: the figures so far are kept (130) and no process is left.
 func TestPauseInterruptedLeavesNothing(t *testing.T) {

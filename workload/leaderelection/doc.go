@@ -4,10 +4,13 @@
 // request, stops the leader at intervals to measure failover, and checks
 // that no two candidates ever believed they led at once.
 //
-// With a fault (partition, skew, delete, edit) the Lease is taken from a
-// leader that does not know it yet, and two leaders at once are expected:
+// With a fault (pause, partition, skew, delete, edit) the Lease is taken
+// from a leader that does not know it yet, and two leaders at once are
+// expected:
 // the scenario measures how long the deposed leader went on believing,
 // the overlap, the time with no leader, and the leader-only writes (a
 // fenced ConfigMap each leader writes) accepted from a deposed leader,
-// with how many a fencing token would have refused.
+// with how many a fencing token would have refused. For the pause fault
+// every candidate runs as a process of its own (RunCandidate), so that
+// SIGSTOP freezes all of a leader at once.
 package leaderelection

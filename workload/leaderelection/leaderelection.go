@@ -7,10 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
@@ -105,6 +104,7 @@ type run struct {
 	leaseLog    []leaseWrite
 	fenced      []fencedWrite
 	faults      []faultEvent
+	procsLost   []string // how candidate processes ended early
 	electorErr  error
 	stopAt      time.Time // when Stop was first called
 }
@@ -591,6 +591,7 @@ func (r *run) report(lease *coordinationv1.Lease, end time.Time) *Report {
 		Intruder:             r.counts.report(phaseIntruder),
 		Lock:                 r.set.Lock,
 		Fault:                r.set.fault(),
+		CandidatesLost:       r.procsLost,
 	}
 	if rep.Fault == FaultSkew {
 		rep.SkewedLeaseSeconds = int(r.set.FaultDuration.Duration / time.Second)

@@ -97,6 +97,12 @@ func (r *run) startProcesses(ctx context.Context) (err error) {
 			return fmt.Errorf("leader election: starting the candidate processes: %w", ctx.Err())
 		}
 	}
+	pids := make([]string, len(r.procs))
+	for i, p := range r.procs {
+		pids[i] = strconv.Itoa(p.cmd.Process.Pid)
+	}
+	fmt.Fprintf(r.env.Log, "leader election: for the pause fault each candidate is a process of its own (pids %s), reaching the apiserver through the run's clients by a proxy on %s\n",
+		strings.Join(pids, ", "), r.proxy.url)
 	return nil
 }
 
@@ -150,13 +156,23 @@ func (r *run) startProcess(exe string, slot int) (*candidateProcess, error) {
 		p.exitErr = p.cmd.Wait()
 		// A process that is gone believes nothing any more.
 		r.ended(slot, time.Now())
-		if bad != nil {
-			r.env.Warn("leader election: candidate process %d wrote what is not an event (%v): it was stopped", slot, bad)
-		} else if !p.stopping.Load() {
-			r.env.Warn("leader election: candidate process %d (pid %d) exited during the run: %v%s", slot, p.cmd.Process.Pid, p.exitErr, p.stderr.said())
+		switch {
+		case bad != nil:
+			r.candidateLost(fmt.Sprintf("candidate process %d (pid %d) wrote what is not an event (%v) and was killed", slot, p.cmd.Process.Pid, bad))
+		case !p.stopping.Load():
+			r.candidateLost(fmt.Sprintf("candidate process %d (pid %d) exited: %v%s", slot, p.cmd.Process.Pid, p.exitErr, p.stderr.said()))
 		}
 	}()
 	return p, nil
+}
+
+// candidateLost records a candidate process that ended before the run
+// stopped it: a warning now, and a failed check at the end.
+func (r *run) candidateLost(how string) {
+	r.env.Warn("leader election: %s", how)
+	r.mu.Lock()
+	r.procsLost = append(r.procsLost, how)
+	r.mu.Unlock()
 }
 
 // begin starts the process's campaign; its slotRun stops it.

@@ -15,6 +15,10 @@ const CheckOneLeader = "leader election: exactly one leader at a time"
 // every leader-only write accepted from a deposed leader.
 const CheckFencing = "leader election: the fencing token refuses every deposed leader's write"
 
+// CheckCandidates names the check, with the pause fault, that every
+// candidate process ran until the run stopped it.
+const CheckCandidates = "leader election: every candidate process ran to the end"
+
 // Report holds the leader-election scenario's figures. Times ("At") are
 // offsets from the moment the candidates were started (Start). The
 // leaderships, transitions and failovers cover the whole run, warm-up
@@ -34,6 +38,9 @@ type Report struct {
 	// skewed candidate's lease with the skew fault.
 	Fault              string `json:"fault,omitempty"`
 	SkewedLeaseSeconds int    `json:"skewedLeaseSeconds,omitempty"`
+	// CandidatesLost, with the pause fault, says how each candidate
+	// process that ended before the run stopped it ended.
+	CandidatesLost []string `json:"candidatesLost,omitempty"`
 
 	// TimeToFirstLeader is from starting the candidates to the first
 	// OnStartedLeading; zero with FirstLeader empty when none was elected.
@@ -241,6 +248,13 @@ func (r *Report) Checks() []results.Check {
 		if !c.Passed {
 			c.Detail = fmt.Sprintf("%d spans, %s in total, in which two or more candidates believed they led at once",
 				len(r.Overlaps), results.FormatDuration(r.OverlapTotal))
+		}
+		checks = append(checks, c)
+	}
+	if r.Fault == FaultPause {
+		c := results.Check{Name: CheckCandidates, Observed: int64(len(r.CandidatesLost)), Passed: len(r.CandidatesLost) == 0}
+		if !c.Passed {
+			c.Detail = "candidate processes ended during the run, so the figures lack what they would have done: " + strings.Join(r.CandidatesLost, "; ")
 		}
 		checks = append(checks, c)
 	}
