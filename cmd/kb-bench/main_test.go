@@ -756,14 +756,7 @@ func TestPauseInterruptedLeavesNothing(t *testing.T) {
 		}
 	}()
 	procs := waitPaused(t, cmd)
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	err := cmd.Wait()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
-		t.Fatalf("kb-bench after SIGINT: %v, want exit status 130\n%s", err, stdout)
-	}
+	interrupt(t, cmd, stdout)
 	for pid := range procs {
 		if err := syscall.Kill(pid, 0); err == nil {
 			t.Errorf("candidate process %d outlived the run", pid)
@@ -800,6 +793,20 @@ func TestPauseKilledLeavesNothing(t *testing.T) {
 		}
 	}
 	waitClean(t, tmp)
+}
+
+// interrupt sends kb-bench SIGINT (Ctrl-C) and wants it to exit with
+// status 130, interrupted.
+func interrupt(t *testing.T, cmd *exec.Cmd, stdout *bytes.Buffer) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("kb-bench after SIGINT: %v, want exit status 130\n%s", err, stdout)
+	}
 }
 
 // isZombie says whether pid has exited and waits to be reaped.
@@ -925,14 +932,7 @@ func TestShardsInterruptedKeepMergedFigures(t *testing.T) {
 		for range lines { // drain
 		}
 	}()
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	err := cmd.Wait()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
-		t.Fatalf("kb-bench after SIGINT: %v, want exit status 130\n%s", err, stdout)
-	}
+	interrupt(t, cmd, stdout)
 	r, err := results.Read(out)
 	if err != nil {
 		t.Fatal(err)
