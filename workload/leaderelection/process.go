@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/internal/procattr"
@@ -255,13 +256,16 @@ func startProxy(env *scenario.Env) (*proxy, error) {
 		if !ok || rc.Client == nil || rc.Client.Transport == nil {
 			return nil, fmt.Errorf("leader election: the run's clients are not client-go REST clients with a transport, which candidate processes need (a bug in kb-bench: please report it)")
 		}
+		// The client's URLs are its server's (with any path the kubeconfig
+		// gives it) followed by the group's versioned path.
 		target := rc.Get().URL()
+		base := strings.TrimSuffix(target.Path, rest.DefaultVersionedAPIPath("/apis", coordinationv1.SchemeGroupVersion))
 		prefix := slotPrefix(slot)
 		mux.Handle(prefix+"/", &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.Out.URL.Scheme, pr.Out.URL.Host = target.Scheme, target.Host
-				pr.Out.URL.Path = strings.TrimPrefix(pr.In.URL.Path, prefix)
-				pr.Out.URL.RawPath = strings.TrimPrefix(pr.In.URL.RawPath, prefix)
+				pr.Out.URL.Path = base + strings.TrimPrefix(pr.In.URL.Path, prefix)
+				pr.Out.URL.RawPath = ""
 				pr.Out.Host = ""
 				// The run's client says who it is.
 				pr.Out.Header.Del("User-Agent")

@@ -81,6 +81,18 @@ func TestProxyPassesThrough(t *testing.T) {
 	if got := path.Load(); got != "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l" {
 		t.Errorf("the apiserver saw path %q", got)
 	}
+	// A kubeconfig's server may carry a path: it is kept.
+	c = proxied(t, "http://apiserver.invalid/behind/a/gateway", roundTripper(func(r *http.Request) (*http.Response, error) {
+		path.Store(r.URL.Path)
+		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(leaseJSON)), Request: r}, nil
+	}))
+	if _, err := c.CoordinationV1().Leases("ns").Get(t.Context(), "l", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := path.Load(); got != "/behind/a/gateway/apis/coordination.k8s.io/v1/namespaces/ns/leases/l" {
+		t.Errorf("behind a path, the apiserver saw path %q", got)
+	}
 	if got := agent.Load(); got != "kb-bench/test" {
 		t.Errorf("the apiserver saw user agent %q, want the run's client's", got)
 	}
