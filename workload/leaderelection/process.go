@@ -66,6 +66,12 @@ type candidateProcess struct {
 // startProcesses starts the proxy and one candidate process per slot, and
 // waits for each to say hello (the campaigns begin at Start).
 func (r *run) startProcesses(ctx context.Context) (err error) {
+	if os.Getenv(CandidateEnv) != "" {
+		// A binary that did not look for CandidateEnv first (a test binary
+		// without CandidateMain in its TestMain) would start candidates of
+		// its own in every candidate: stop at the first level.
+		return fmt.Errorf("leader election: this process is itself a candidate process (%s is set), so it starts none: its main must call leaderelection.CandidateMain first", CandidateEnv)
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("leader election: the pause fault runs candidates as kb-bench processes, but kb-bench's executable is not known: %w", err)
