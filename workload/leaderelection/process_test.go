@@ -178,3 +178,17 @@ func BenchmarkProxyHop(b *testing.B) {
 		})
 	}
 }
+
+// A candidate process does not start candidates: a binary that runs as
+// itself in its candidate processes fails the run at the first level.
+func TestCandidateStartsNoCandidates(t *testing.T) {
+	t.Setenv(CandidateEnv, "1")
+	r := &run{env: &scenario.Env{Spec: spec.Spec{Writers: 2}}}
+	err := r.startProcesses(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "CandidateMain") {
+		t.Fatalf("startProcesses in a candidate process: %v, want an error naming CandidateMain", err)
+	}
+	if r.procs != nil || r.proxy != nil {
+		t.Errorf("it started processes %v or a proxy %v", r.procs, r.proxy)
+	}
+}
