@@ -278,11 +278,19 @@ thresholds:
 	if code != 1 {
 		t.Errorf("A/B gate: exit %d, want 1:\n%s", code, out)
 	}
+	// One writer never conflicts, sixteen on one object mostly do: the
+	// conflict rate fails significantly on any machine. (Latency is not
+	// asserted: on a loaded 2-core machine one writer's p99 over 1s
+	// samples is as noisy as sixteen's, and the gate rightly calls an
+	// unclear difference not significant.)
+	failed := false
 	for _, line := range strings.Split(out, "\n") {
-		if (strings.HasPrefix(line, "p99 ") || strings.HasPrefix(line, "conflictRate ")) &&
-			(!strings.Contains(line, "FAIL") || !strings.Contains(line, "the difference is significant (p=0.0")) {
-			t.Errorf("A/B: want a significant FAIL: %s", line)
+		if strings.HasPrefix(line, "conflictRate ") {
+			failed = strings.Contains(line, "FAIL") && strings.Contains(line, "the difference is significant (p=0.0")
 		}
+	}
+	if !failed {
+		t.Errorf("A/B: want the conflict rate to fail significantly:\n%s", out)
 	}
 	// The A/A comparison shows no significant change in the figures.
 	cmp, err := exec.Command(bin, "compare", filepath.Join(dir, "a1"), filepath.Join(dir, "a2")).CombinedOutput()
