@@ -212,16 +212,7 @@ func TestSettingsValidateFaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			errs := tt.set.Validate(&spec.Spec{Writers: tt.writers}, field.NewPath("settings"))
-			if tt.field == "" {
-				if len(errs) > 0 {
-					t.Errorf("errors %v, want none", errs)
-				}
-				return
-			}
-			if len(errs) != 1 || errs[0].Field != tt.field || !strings.Contains(errs[0].Error(), tt.says) {
-				t.Errorf("errors %v, want one on %s saying %q", errs, tt.field, tt.says)
-			}
+			wantOneError(t, tt.set.Validate(&spec.Spec{Writers: tt.writers}, field.NewPath("settings")), tt.field, tt.says)
 		})
 	}
 }

@@ -196,17 +196,12 @@ func (r *run) begin(p *candidateProcess) *slotRun {
 	if err != nil {
 		r.env.Warn("leader election: starting candidate process %d's campaign: %v", p.slot, err)
 	}
-	done := make(chan struct{})
-	stopped := sync.OnceFunc(func() {
-		r.stopProcess(p)
-		close(done)
-	})
-	return &slotRun{cancel: func() { go stopped() }, done: done}
+	return &slotRun{cancel: func() { r.stopProcess(p) }, done: p.exited}
 }
 
 // stopProcess tells p to stop (its stdin ends), continues it if it is
 // paused, and waits for it to exit; one that does not within two request
-// timeouts and processStopGrace is killed.
+// timeouts and processStopGrace is killed. Calling it again waits no more.
 func (r *run) stopProcess(p *candidateProcess) {
 	p.stopping.Store(true)
 	p.closeOnce.Do(func() { _ = p.stdin.Close() })

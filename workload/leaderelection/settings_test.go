@@ -45,17 +45,23 @@ func TestSettingsValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			errs := tt.set.Validate(&spec.Spec{}, field.NewPath("settings"))
-			if tt.field == "" {
-				if len(errs) > 0 {
-					t.Errorf("errors %v, want none", errs)
-				}
-				return
-			}
-			if len(errs) != 1 || errs[0].Field != tt.field || !strings.Contains(errs[0].Error(), tt.says) {
-				t.Errorf("errors %v, want one on %s saying %q", errs, tt.field, tt.says)
-			}
+			wantOneError(t, tt.set.Validate(&spec.Spec{}, field.NewPath("settings")), tt.field, tt.says)
 		})
+	}
+}
+
+// wantOneError wants no error when path is "", else exactly one, on path,
+// whose message holds says.
+func wantOneError(t *testing.T, errs field.ErrorList, path, says string) {
+	t.Helper()
+	if path == "" {
+		if len(errs) > 0 {
+			t.Errorf("errors %v, want none", errs)
+		}
+		return
+	}
+	if len(errs) != 1 || errs[0].Field != path || !strings.Contains(errs[0].Error(), says) {
+		t.Errorf("errors %v, want one on %s saying %q", errs, path, says)
 	}
 }
 
