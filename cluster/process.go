@@ -254,7 +254,7 @@ func startJanitor() (*janitor, error) {
 	cmd.Stdin = r
 	// Its own session: a Ctrl-C at the terminal or a kill of kb-bench's
 	// process group does not reach it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = procattr.Detached()
 	err = cmd.Start()
 	r.Close()
 	if err != nil {

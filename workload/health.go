@@ -25,6 +25,10 @@ const (
 // answering.
 var ErrTargetLost = errors.New("the apiserver stopped answering")
 
+// ExitTargetLost is the exit status of kb-bench, and of a shard, whose run
+// ended with ErrTargetLost; the shard runners map it back to the error.
+const ExitTargetLost = 3
+
 // health records, for every request the writers' clients send, whether an
 // HTTP answer came back (whatever its status) or the request failed
 // without one.

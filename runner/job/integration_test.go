@@ -87,7 +87,6 @@ func TestDryRunAccepted(t *testing.T) {
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
 	}
-	o.Args = []string{"--writers", "10"}
 	o.ActiveDeadline = 5 * time.Minute
 	objs, err := job.Build(o)
 	if err != nil {

@@ -22,13 +22,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kb-bench/kb-bench/internal/ociimage"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 const (
-	// Binary is the path of kb-bench in the image (scripts/image.sh).
-	Binary = "/kb-bench"
+	// Binary is the path of kb-bench in the image (make image).
+	Binary = ociimage.BinaryPath
 	// ContainerName is the name of the shard container.
 	ContainerName = "shard"
 	// UserID is the non-root user (and group) the shard runs as, the one
@@ -39,9 +40,6 @@ const (
 	LabelComponent = "app.kubernetes.io/component"
 	// ComponentShard is the value of LabelComponent on shard pods.
 	ComponentShard = "shard"
-	// MaxShards bounds Options.Shards: far more shards than this would be
-	// more pods than a benchmark cluster has room for.
-	MaxShards = 1000
 )
 
 // Options describe one run's shards.
@@ -50,8 +48,9 @@ type Options struct {
 	// "kb-bench-" + RunID. It must be a DNS label short enough for the pod
 	// hostnames NAME-INDEX.
 	Name string
-	// Namespace is the run's namespace, where everything is created and
-	// which the shards are told to use.
+	// Namespace is the Job's namespace; without TargetNamespace it is also
+	// the run's, where the shards' rights are made and which the shards
+	// are told to use.
 	Namespace string
 	// RunID is the run's id, passed to the shards and set as the
 	// scenario.LabelRunID label on every object.
@@ -77,8 +76,6 @@ type Options struct {
 	// running that long after the Job started (a safety net for a lost
 	// coordinator; rounded up to whole seconds).
 	ActiveDeadline time.Duration
-	// Args are appended to the shard command's arguments.
-	Args []string
 	// Labels are added to every object and pod; they may not change
 	// kb-bench's own labels (scenario.Labels).
 	Labels map[string]string
@@ -86,8 +83,8 @@ type Options struct {
 	// (--runner-kubeconfig): the pods reach the target with the
 	// kubeconfig under the key "kubeconfig" of this Secret (in Namespace),
 	// join the run in TargetNamespace there, and use no service account
-	// of the runner cluster. The ServiceAccount, Role and RoleBinding then
-	// belong in TargetNamespace on the target.
+	// of the runner cluster. The ServiceAccount, Role and RoleBinding are
+	// then in TargetNamespace, to be made on the target.
 	TargetSecret    string
 	TargetNamespace string
 }
@@ -141,25 +138,35 @@ func Build(o Options) (Objects, error) {
 		return Objects{}, spec.Input(fmt.Errorf("the shard Job cannot be built: %w", errs.ToAggregate()))
 	}
 	labels := o.labels()
-	meta := func() metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, Labels: maps.Clone(labels)}
+	meta := func(namespace string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: o.Name, Namespace: namespace, Labels: maps.Clone(labels)}
 	}
+	rights := o.runNamespace()
 	sa := &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta: meta(),
+		ObjectMeta: meta(rights),
 	}
 	role := &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
-		ObjectMeta: meta(),
+		ObjectMeta: meta(rights),
 		Rules:      deepCopyRules(o.Rules),
 	}
 	binding := &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
-		ObjectMeta: meta(),
+		ObjectMeta: meta(rights),
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: o.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: o.Name, Namespace: o.Namespace}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: o.Name, Namespace: rights}},
 	}
-	return Objects{ServiceAccount: sa, Role: role, RoleBinding: binding, Job: o.job(meta(), labels)}, nil
+	return Objects{ServiceAccount: sa, Role: role, RoleBinding: binding, Job: o.job(meta(o.Namespace), labels)}, nil
+}
+
+// runNamespace is the run's namespace on the target: where the shards
+// join the run and their rights are.
+func (o Options) runNamespace() string {
+	if o.TargetNamespace != "" {
+		return o.TargetNamespace
+	}
+	return o.Namespace
 }
 
 // job is the Indexed Job: one pod per shard, none retried.
@@ -168,10 +175,9 @@ func (o Options) job(meta metav1.ObjectMeta, labels map[string]string) *batchv1.
 	podLabels[LabelComponent] = ComponentShard
 	indexed := batchv1.IndexedCompletion
 	shards := int32(o.Shards)
-	args := append([]string{"shard", "--namespace", o.Namespace, "--run-id", o.RunID}, o.Args...)
+	args := []string{"shard", "--namespace", o.runNamespace(), "--run-id", o.RunID}
 	if o.TargetSecret != "" {
-		args = append([]string{"shard", "--namespace", o.TargetNamespace, "--run-id", o.RunID,
-			"--kubeconfig", targetDir + "/" + TargetKubeconfigKey}, o.Args...)
+		args = append(args, "--kubeconfig", targetDir+"/"+TargetKubeconfigKey)
 	}
 	pod := corev1.PodSpec{
 		ServiceAccountName:           o.Name,
@@ -300,8 +306,8 @@ func (o Options) validate() field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("runID"), o.RunID, msg+" (it is the value of the "+scenario.LabelRunID+" label)"))
 		}
 	}
-	if o.Shards < 1 || o.Shards > MaxShards {
-		errs = append(errs, field.Invalid(field.NewPath("shards"), o.Shards, fmt.Sprintf("use 1 to %d (--shards)", MaxShards)))
+	if o.Shards < 1 || o.Shards > spec.MaxShards {
+		errs = append(errs, field.Invalid(field.NewPath("shards"), o.Shards, fmt.Sprintf("use 1 to %d (--shards)", spec.MaxShards)))
 	}
 	if o.ActiveDeadline < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("activeDeadline"), o.ActiveDeadline.String(), "use a positive duration, or 0 for none"))

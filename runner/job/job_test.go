@@ -42,7 +42,6 @@ func TestYAMLGolden(t *testing.T) {
 	}
 	tuned.AntiAffinity = true
 	tuned.NodeSelector = map[string]string{"kb-bench.io/pool": "load", "kubernetes.io/arch": "amd64"}
-	tuned.Args = []string{"--writers", "50", "--strategy", "ssa"}
 	tuned.ActiveDeadline = 90*time.Second + time.Millisecond // rounded up to 91
 	tuned.Labels = map[string]string{"team": "apimachinery"}
 	remote := options()
@@ -120,8 +119,8 @@ func TestBuildInvalid(t *testing.T) {
 		edit func(*job.Options)
 		want []string // every one must appear in the error
 	}{
-		{"no shards", func(o *job.Options) { o.Shards = 0 }, []string{"shards: Invalid value: 0: use 1 to 1000 (--shards)"}},
-		{"too many shards", func(o *job.Options) { o.Shards = 5000 }, []string{"use 1 to 1000"}},
+		{"no shards", func(o *job.Options) { o.Shards = 0 }, []string{"shards: Invalid value: 0: use 1 to 256 (--shards)"}},
+		{"too many shards", func(o *job.Options) { o.Shards = 5000 }, []string{"use 1 to 256"}},
 		{"no image", func(o *job.Options) { o.Image = "" }, []string{"image: Required value", "make image"}},
 		{"no name", func(o *job.Options) { o.Name = "" }, []string{"name: Required value"}},
 		{"name not a DNS label", func(o *job.Options) { o.Name = "KB_bench" }, []string{`name: Invalid value: "KB_bench"`, "RFC 1123"}},

@@ -48,10 +48,13 @@ type Runner struct {
 type Remote struct {
 	// Kube is the runner cluster's.
 	Kube kubernetes.Interface
-	// TargetServer and TargetCA are the target apiserver's URL and CA
-	// bundle as the runner cluster's pods reach it.
-	TargetServer string
-	TargetCA     []byte
+	// TargetServer, TargetCA and TargetServerName are the target
+	// apiserver's URL, CA bundle and TLS server name (when the URL's host
+	// is not the one its certificate names) as the runner cluster's pods
+	// reach it.
+	TargetServer     string
+	TargetCA         []byte
+	TargetServerName string
 }
 
 var _ workload.ShardRunner = Runner{}
@@ -130,15 +133,8 @@ func (g *group) Failed() <-chan error { return g.failed }
 // holding a kubeconfig for the shards' ServiceAccount on the target (a
 // token that expires with the run).
 func (g *group) create(ctx context.Context, remote *Remote, run workload.ShardRun) error {
-	objs := g.objs // the pointers: remove finds the rights where they are made
-	rights := objs.ServiceAccount.Namespace
-	if remote != nil {
-		rights = run.Namespace
-		for _, o := range []*metav1.ObjectMeta{&objs.ServiceAccount.ObjectMeta, &objs.Role.ObjectMeta, &objs.RoleBinding.ObjectMeta} {
-			o.Namespace = rights
-		}
-		objs.RoleBinding.Subjects[0].Namespace = rights
-	}
+	objs := g.objs
+	rights := objs.ServiceAccount.Namespace // the run's, on the target
 	opts := metav1.CreateOptions{FieldManager: scenario.SetupManager}
 	if _, err := g.target.CoreV1().ServiceAccounts(rights).Create(ctx, objs.ServiceAccount, opts); err != nil {
 		return fmt.Errorf("creating the shards' ServiceAccount %s: %w", objs.ServiceAccount.Name, err)
@@ -158,7 +154,7 @@ func (g *group) create(ctx context.Context, remote *Remote, run workload.ShardRu
 			return fmt.Errorf("requesting a token for the shards' ServiceAccount %s on the target: %w", objs.ServiceAccount.Name, err)
 		}
 		kubeconfig, err := cluster.Kubeconfig(&rest.Config{Host: remote.TargetServer, BearerToken: token.Status.Token,
-			TLSClientConfig: rest.TLSClientConfig{CAData: remote.TargetCA}})
+			TLSClientConfig: rest.TLSClientConfig{CAData: remote.TargetCA, ServerName: remote.TargetServerName}})
 		if err != nil {
 			return err
 		}
@@ -221,7 +217,7 @@ func (g *group) watch(poll time.Duration) {
 
 // startFailures are the container waiting reasons of a pod that will not
 // start without someone's help.
-var startFailures = []string{"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError", "CrashLoopBackOff"}
+var startFailures = []string{"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError"}
 
 // judgePods describes the shard pods and returns the first failure: a pod
 // that failed, cannot be scheduled or cannot start its container.
@@ -251,7 +247,11 @@ func judgePods(completions *int32, pods []corev1.Pod) (string, error) {
 				return "", fmt.Errorf("%s cannot start: %s: %s%s", who, w.Reason, w.Message, hint)
 			}
 			if term := cs.State.Terminated; term != nil && term.ExitCode != 0 {
-				return "", fmt.Errorf("%s failed (exit %d, %s): %s", who, term.ExitCode, term.Reason, strings.TrimSpace(term.Message))
+				err := fmt.Errorf("%s failed (exit %d, %s): %s", who, term.ExitCode, term.Reason, strings.TrimSpace(term.Message))
+				if term.ExitCode == workload.ExitTargetLost {
+					err = fmt.Errorf("%w: %w", workload.ErrTargetLost, err)
+				}
+				return "", err
 			}
 		}
 		if p.Status.Phase == corev1.PodFailed {
@@ -266,17 +266,29 @@ func judgePods(completions *int32, pods []corev1.Pod) (string, error) {
 }
 
 // Stop stops watching, deletes the Job (and its pods, also on clusters
-// without a garbage collector) and the shards' rights.
+// without a garbage collector) and the shards' rights. A done ctx (a
+// lost target) ends the requests to the target at once; a runner
+// cluster's objects are still removed, within removeTimeout.
 func (g *group) Stop(ctx context.Context) error {
 	g.once.Do(func() { close(g.done) })
 	<-g.finished
 	return g.remove(ctx)
 }
 
+// removeTimeout bounds the removal of a runner cluster's objects.
+const removeTimeout = 30 * time.Second
+
 // remove deletes every object Start made, those not made included.
 func (g *group) remove(ctx context.Context) error {
 	ns, name := g.objs.Job.Namespace, g.objs.Job.Name
-	rights := g.objs.ServiceAccount.Namespace // on the target (create moved them there)
+	rights := g.objs.ServiceAccount.Namespace // on the target
+	target := ctx
+	if g.remote {
+		// The runner cluster is still there when the target is lost.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
+		defer cancel()
+	}
 	gone := func(err error) error {
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -285,9 +297,9 @@ func (g *group) remove(ctx context.Context) error {
 	}
 	background := metav1.DeletePropagationBackground
 	errs := []error{
-		gone(g.target.RbacV1().RoleBindings(rights).Delete(ctx, name, metav1.DeleteOptions{})),
-		gone(g.target.RbacV1().Roles(rights).Delete(ctx, name, metav1.DeleteOptions{})),
-		gone(g.target.CoreV1().ServiceAccounts(rights).Delete(ctx, name, metav1.DeleteOptions{})),
+		gone(g.target.RbacV1().RoleBindings(rights).Delete(target, name, metav1.DeleteOptions{})),
+		gone(g.target.RbacV1().Roles(rights).Delete(target, name, metav1.DeleteOptions{})),
+		gone(g.target.CoreV1().ServiceAccounts(rights).Delete(target, name, metav1.DeleteOptions{})),
 	}
 	// On a runner cluster everything else lives in the namespace made for
 	// it: nothing there when it was not made.
@@ -304,7 +316,11 @@ func (g *group) remove(ctx context.Context) error {
 			gone(g.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("removing the shards' Job %s/%s and its rights: %w (kubectl delete -n %s job,role,rolebinding,serviceaccount %s)", ns, name, err, ns, name)
+		hint := fmt.Sprintf("kubectl delete -n %s job,role,rolebinding,serviceaccount %s", ns, name)
+		if g.remote {
+			hint = fmt.Sprintf("on the runner cluster: kubectl delete namespace %s; on the target: kubectl delete -n %s role,rolebinding,serviceaccount %s", ns, rights, name)
+		}
+		return fmt.Errorf("removing the shards' Job %s/%s and its rights: %w (%s)", ns, name, err, hint)
 	}
 	return nil
 }

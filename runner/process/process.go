@@ -65,7 +65,7 @@ func (r Runner) Start(ctx context.Context, run workload.ShardRun) (workload.Shar
 			}
 			if err != nil {
 				err = fmt.Errorf("shard %d (pid %d) exited before the run ended (%v)%s", i, cmd.Process.Pid, err, out.last())
-				if cmd.ProcessState.ExitCode() == exitTargetLost {
+				if cmd.ProcessState.ExitCode() == workload.ExitTargetLost {
 					err = fmt.Errorf("%w: %w", workload.ErrTargetLost, err)
 				}
 				g.failed <- err
@@ -121,10 +121,6 @@ func (g *group) Stop(ctx context.Context) error {
 	}
 	return err
 }
-
-// exitTargetLost is the exit status of a shard whose apiserver stopped
-// answering (kb-bench's exit status 3).
-const exitTargetLost = 3
 
 // killAfter is how long a shard has to stop after SIGTERM.
 const killAfter = 5 * time.Second

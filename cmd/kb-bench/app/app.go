@@ -40,7 +40,7 @@ const (
 	// ExitTargetLost: the target failed during the run (its apiserver
 	// stopped answering, or the local control plane died); the result
 	// holds the figures of what ran before.
-	ExitTargetLost = 3
+	ExitTargetLost = workload.ExitTargetLost
 	// ExitInterrupted: the run was stopped (Ctrl-C, SIGTERM, a closed
 	// terminal); the result holds the figures of what ran.
 	ExitInterrupted = 130

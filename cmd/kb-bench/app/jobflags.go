@@ -137,5 +137,5 @@ func (j *jobFlags) remote(target *rest.Config) (*job.Remote, error) {
 			return nil, fmt.Errorf("reading the target's CA for the runner cluster's pods: %w", err)
 		}
 	}
-	return &job.Remote{Kube: kube, TargetServer: target.Host, TargetCA: ca}, nil
+	return &job.Remote{Kube: kube, TargetServer: target.Host, TargetCA: ca, TargetServerName: target.ServerName}, nil
 }
