@@ -35,7 +35,7 @@ type client struct {
 	limiter *timedLimiter // nil without a client-side rate limit
 }
 
-// newClients builds n clients from cfg (see restConfig), each with its own
+// newClients builds n clients from cfg (see scenario.ClientConfig), each with its own
 // HTTP transport and so its own connections, whose requests pass through
 // g. client-go caches transports by config, so clients built from equal
 // configs would share one transport and its HTTP/2 connection; a Dial
@@ -348,7 +348,7 @@ func newGate() *gate {
 }
 
 // enter waits while the gate is held and counts the request in flight. A
-// request whose context ends while it waits is refused (heldError): it
+// request whose context ends while it waits is refused (notSentError): it
 // was never sent, so it is neither counted nor may it have landed.
 func (g *gate) enter(ctx context.Context) error {
 	g.mu.Lock()
@@ -358,7 +358,8 @@ func (g *gate) enter(ctx context.Context) error {
 		select {
 		case <-released:
 		case <-ctx.Done():
-			return &heldError{ctx: ctx.Err()}
+			return &notSentError{ctx: ctx.Err(),
+				why: "the request waited at the measured window's edge (kb-bench reads the apiserver's /metrics there with no request in flight) until its context ended, and was not sent"}
 		}
 		g.mu.Lock()
 	}
@@ -367,17 +368,19 @@ func (g *gate) enter(ctx context.Context) error {
 	return nil
 }
 
-// heldError is a request whose context ended while the gate held it at a
-// window's edge: it never left the client.
-type heldError struct{ ctx error }
-
-func (e *heldError) Error() string {
-	return fmt.Sprintf("the request waited at the measured window's edge (kb-bench reads the apiserver's /metrics there with no request in flight) until its deadline, and was not sent: %v", e.ctx)
+// notSentError is a request refused before it left the client, because
+// its context ended first: held at a window's edge, or waiting for a free
+// stream. It neither reached the apiserver nor was counted.
+type notSentError struct {
+	why string
+	ctx error
 }
 
-func (e *heldError) Is(target error) bool { return target == scenario.ErrNotSent }
+func (e *notSentError) Error() string { return e.why + ": " + e.ctx.Error() }
 
-func (e *heldError) Unwrap() error { return e.ctx }
+func (e *notSentError) Is(target error) bool { return target == scenario.ErrNotSent }
+
+func (e *notSentError) Unwrap() error { return e.ctx }
 
 func (g *gate) leave() {
 	g.mu.Lock()
@@ -472,12 +475,15 @@ func (l *timedLimiter) observe(d time.Duration) {
 // net/http) dials a new TLS connection for every request that finds the
 // connection's streams taken, and while those dials are under way every
 // further request dials too: 10,000 writers on one client had up to
-// 12,800 sockets open at once, and dialed more as surplus ones were
-// closed; the process peaked at 0.7-1 GB (TLS handshakes, the connections'
-// buffers and goroutines) and spent twice the CPU, the apiserver spent its
-// own on handshakes, and the client was one connection only in name. x/net's own remedy (StrictMaxConcurrentStreams) stalls once
-// requests queue (golang/go#70809: reserved streams count against the
-// limit), so the wait is kept here instead, in front of the transport.
+// 12,810 sockets open at once, and dialed more as surplus ones were
+// closed; the process peaked at 0.65-1.05 GB (TLS handshakes, the
+// connections' buffers and goroutines) and spent twice the CPU, the
+// apiserver spent its own on handshakes, and the client was one
+// connection only in name. x/net's own remedy (StrictMaxConcurrentStreams)
+// stalls once requests queue (golang/go#70809: reserved streams count
+// against the limit), so the wait is kept here instead, in front of the
+// transport. A stream is freed when its response body is closed, a little
+// before x/net forgets it, so a rare extra connection is still possible.
 //
 // The client's first request (the engine's connect, before the run) asks
 // the server for its limit first (streamLimit: a connection of its own,
@@ -536,7 +542,8 @@ func (s *streamSlots) acquire(r *http.Request) error {
 		case <-ready: // given a stream meanwhile: it is this request's
 		default:
 			s.waiting.Remove(e)
-			err = &noStreamError{limit: s.limit, ctx: r.Context().Err()}
+			err = &notSentError{ctx: r.Context().Err(), why: fmt.Sprintf(
+				"no stream of the client's HTTP/2 connection (it carries %d at a time) came free before the request's context ended, so it was not sent (more --clients spread the writers over more connections)", s.limit)}
 		}
 		s.mu.Unlock()
 	}
@@ -562,22 +569,6 @@ func (s *streamSlots) handOutLocked() {
 		s.inUse++
 	}
 }
-
-// noStreamError is a request that found no free stream before its context
-// ended. It is a timeout (or a cancellation) that certainly never reached
-// the apiserver.
-type noStreamError struct {
-	limit int
-	ctx   error
-}
-
-func (e *noStreamError) Error() string {
-	return fmt.Sprintf("no stream of the client's HTTP/2 connection (it carries %d at a time) came free before the operation's deadline, so the request was not sent (more --clients spread the writers over more connections): %v", e.limit, e.ctx)
-}
-
-func (e *noStreamError) Is(target error) bool { return target == scenario.ErrNotSent }
-
-func (e *noStreamError) Unwrap() error { return e.ctx }
 
 // streamLimit asks the server at u how many streams one HTTP/2 connection
 // of t may have open at a time: it opens a connection of its own as t

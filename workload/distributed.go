@@ -155,9 +155,11 @@ func (r *run) coordinate(ctx context.Context, sc scenario.Scenario) (scenario.Re
 		}
 	}()
 	abort := func(err error) (scenario.Report, error) {
-		if errors.Is(err, ErrTargetLost) || errors.Is(context.Cause(ctx), ErrTargetLost) {
+		if errors.Is(context.Cause(ctx), ErrTargetLost) {
 			return nil, err // nobody would read it: the shards are stopped instead
 		}
+		// A shard that lost the target says so; the coordinator may still
+		// reach it, and the other shards must stop loading it now.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.OpTimeout.Duration)
 		defer cancel()
 		_ = p.setPhase(actx, phaseAbort, "", time.Time{}, time.Time{})
@@ -405,6 +407,7 @@ var stateGoals = map[string]string{
 
 // stateWords say where a shard in each state is, for messages.
 var stateWords = map[string]string{
+	stateJoining:    "is getting ready (objects, writers, connections)",
 	stateJoined:     "has joined",
 	stateQuietStart: "has finished the warm-up",
 	stateQuietEnd:   "has finished the measured window",
@@ -487,7 +490,9 @@ var errAborted = errors.New("the coordinator aborted the run (another shard fail
 // for the coordinator to merge. A failure is reported to the coordinator
 // (the shard's Lease says failed, and why) and returned.
 func RunShard(ctx context.Context, o ShardOptions) error {
-	adminCfg := rest.CopyConfig(o.Config)
+	// No client-side limit: the protocol's polls must not queue behind
+	// client-go's default 5 QPS.
+	adminCfg := scenario.ClientConfig(o.Config, spec.Client{QPS: -1}, o.Version)
 	adminCfg.Timeout = spec.DefaultOpTimeout
 	admin, err := kubernetes.NewForConfig(adminCfg)
 	if err != nil {
@@ -620,10 +625,10 @@ func runShard(ctx context.Context, o ShardOptions, p protocol, st runState) erro
 		ended = start // stopped before the window began: an empty window
 	}
 	stopLoop()
+	stopTicks()
 	if <-aborted {
 		return errAborted
 	}
-	stopTicks()
 	after := r.quiesce()
 	if lost := stopWatching(); lost != "" {
 		return fmt.Errorf("%w: %s", ErrTargetLost, lost)

@@ -123,7 +123,7 @@ func deleteOwn(ctx context.Context, kube kubernetes.Interface, ns, runID string,
 	defer cancel()
 	selector := scenario.LabelRunID + "=" + runID
 	if err := deleteCollections(ctx, kube, ns, selector, kinds); err != nil {
-		return fmt.Errorf("deleting the run's objects from namespace %s: %w (delete them by hand: kubectl delete -n %s configmaps,pods,leases,resourcequotas,jobs,roles,rolebindings -l %s)", ns, err, ns, selector)
+		return fmt.Errorf("deleting the run's objects from namespace %s: %w (delete them by hand: kubectl delete -n %s %s -l %s)", ns, err, ns, OwnKinds, selector)
 	}
 	return nil
 }
@@ -168,3 +168,8 @@ func finalizeNamespace(ctx context.Context, kube kubernetes.Interface, name stri
 	}
 	return nil
 }
+
+// OwnKinds lists, for kubectl, every kind of object kb-bench may create in
+// a namespace it was given (--namespace): the scenarios' objects, the
+// coordination Leases, and the shard Job's pods and rights.
+const OwnKinds = "configmaps,pods,leases,resourcequotas,jobs,roles,rolebindings,serviceaccounts"

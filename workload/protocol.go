@@ -54,6 +54,9 @@ const (
 
 // States of a shard's Lease.
 const (
+	// stateJoining: the Lease is made, the shard is getting ready (its
+	// objects, writers and connections); joined: it is ready.
+	stateJoining    = "joining"
 	stateJoined     = "joined"
 	stateQuietStart = "quiet-start"
 	stateQuietEnd   = "quiet-end"
@@ -213,10 +216,11 @@ func (p protocol) readRun(ctx context.Context) (runState, error) {
 	return st, nil
 }
 
-// join creates shard i's Lease in the joined state, held by name.
+// join creates shard i's Lease in the joining state, held by name: the
+// index is taken; the shard says joined once it is ready.
 func (p protocol) join(ctx context.Context, i int, name string) error {
 	l := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: p.shardLease(i), Labels: p.labels("shard"), Annotations: map[string]string{annState: stateJoined}},
+		ObjectMeta: metav1.ObjectMeta{Name: p.shardLease(i), Labels: p.labels("shard"), Annotations: map[string]string{annState: stateJoining}},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &name},
 	}
 	_, err := p.kube.CoordinationV1().Leases(p.namespace).Create(ctx, l, metav1.CreateOptions{FieldManager: scenario.SetupManager})

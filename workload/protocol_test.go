@@ -37,6 +37,11 @@ func TestJudgeStates(t *testing.T) {
 	if done, _ := judgeStates(states, 3, stateJoined); done {
 		t.Error("shard 2 never joined")
 	}
+	states[2] = shardState{state: stateJoining}
+	if done, _ := judgeStates(states, 3, stateJoined); done {
+		t.Error("shard 2 made its Lease but is still getting ready")
+	}
+	delete(states, 2)
 	if got := notIn(states, 3, stateQuietStart); got != "1, 2" {
 		t.Errorf("late shards: %q", got)
 	}

@@ -202,7 +202,7 @@ func Run(ctx context.Context, s spec.Spec, o Options) (*Outcome, error) {
 	case r.result.TargetLost != "" && o.Ephemeral:
 		// Its data goes with it.
 	case r.result.TargetLost != "" && s.Namespace != "":
-		r.warn("the run's objects are left on the target, which stopped answering: once it answers, delete them with kubectl delete -n %s configmaps,pods,leases,resourcequotas -l %s=%s", s.Namespace, scenario.LabelRunID, o.RunID)
+		r.warn("the run's objects are left on the target, which stopped answering: once it answers, delete them with kubectl delete -n %s %s -l %s=%s", s.Namespace, OwnKinds, scenario.LabelRunID, o.RunID)
 	case r.result.TargetLost != "":
 		r.warn("the run's namespace is left on the target, which stopped answering: once it answers, delete it with kubectl delete namespace %s", r.env.Namespace)
 	case s.Keep && s.Namespace != "":

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/cluster"
 	"github.com/kb-bench/kb-bench/internal/procattr"
+	"github.com/kb-bench/kb-bench/internal/proctail"
 	"github.com/kb-bench/kb-bench/workload"
 )
 
@@ -48,10 +49,14 @@ func (r Runner) Start(ctx context.Context, run workload.ShardRun) (workload.Shar
 		// coordinator would leave behind.
 		cmd.Stdin = bytes.NewReader(kc)
 		cmd.SysProcAttr = procattr.Attached() // a Ctrl-C reaches only the coordinator, and the shards die with it
-		out := &tail{}
+		out := &proctail.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
-			_ = g.Stop(ctx)
+			// The shards started wait for a run that will not come: stop
+			// them now.
+			stopNow, cancel := context.WithCancel(context.WithoutCancel(ctx))
+			cancel()
+			_ = g.Stop(stopNow)
 			return nil, fmt.Errorf("starting shard %d (%s): %w", i, r.Executable, err)
 		}
 		g.wg.Add(1)
@@ -64,7 +69,7 @@ func (r Runner) Start(ctx context.Context, run workload.ShardRun) (workload.Shar
 			default:
 			}
 			if err != nil {
-				err = fmt.Errorf("shard %d (pid %d) exited before the run ended (%v)%s", i, cmd.Process.Pid, err, out.last())
+				err = fmt.Errorf("shard %d (pid %d) exited before the run ended (%v)%s", i, cmd.Process.Pid, err, out.Last())
 				if cmd.ProcessState.ExitCode() == workload.ExitTargetLost {
 					err = fmt.Errorf("%w: %w", workload.ErrTargetLost, err)
 				}
@@ -129,40 +134,4 @@ func (g *group) signal(sig os.Signal) {
 	for _, p := range g.procs {
 		_ = p.Signal(sig)
 	}
-}
-
-// tail keeps a process's output, for the last line of a failed shard.
-type tail struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.buf.Len() > 64<<10 {
-		b := t.buf.Bytes()
-		t.buf.Reset()
-		t.buf.Write(b[len(b)-16<<10:])
-	}
-	return t.buf.Write(p)
-}
-
-// last is what the process said last, as ": line": its last line, or a
-// Go panic's first one; "" when it said nothing.
-func (t *tail) last() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := strings.TrimSpace(t.buf.String())
-	if i := strings.LastIndex(out, "panic: "); i >= 0 {
-		out = out[i:]
-		if j := strings.IndexByte(out, '\n'); j >= 0 {
-			out = out[:j]
-		}
-	}
-	lines := strings.Split(out, "\n")
-	if l := strings.TrimSpace(lines[len(lines)-1]); l != "" {
-		return ": " + l
-	}
-	return ""
 }

@@ -1,7 +1,6 @@
 package leaderelection
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/internal/procattr"
+	"github.com/kb-bench/kb-bench/internal/proctail"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -53,7 +53,7 @@ type candidateProcess struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	// stderr keeps the end of what the process wrote there.
-	stderr tail
+	stderr proctail.Buffer
 	hello  chan struct{} // closed when it has said hello
 	exited chan struct{} // closed when its output has ended and it has exited
 	// exitErr is how it exited, set before exited closes.
@@ -97,9 +97,9 @@ func (r *run) startProcesses(ctx context.Context) (err error) {
 		select {
 		case <-p.hello:
 		case <-p.exited:
-			return fmt.Errorf("leader election: candidate process %d (%s) exited before it started: %v%s", p.slot, exe, p.exitErr, p.stderr.said())
+			return fmt.Errorf("leader election: candidate process %d (%s) exited before it started: %v%s", p.slot, exe, p.exitErr, p.stderr.Last())
 		case <-timer.C:
-			return fmt.Errorf("leader election: candidate process %d (%s, pid %d) did not start within %s: is the machine overloaded?%s", p.slot, exe, p.cmd.Process.Pid, processStartTimeout, p.stderr.said())
+			return fmt.Errorf("leader election: candidate process %d (%s, pid %d) did not start within %s: is the machine overloaded?%s", p.slot, exe, p.cmd.Process.Pid, processStartTimeout, p.stderr.Last())
 		case <-ctx.Done():
 			return fmt.Errorf("leader election: starting the candidate processes: %w", ctx.Err())
 		}
@@ -167,7 +167,7 @@ func (r *run) startProcess(exe string, slot int) (*candidateProcess, error) {
 		case bad != nil:
 			r.candidateLost(fmt.Sprintf("candidate process %d (pid %d) wrote what is not an event (%v) and was killed", slot, p.cmd.Process.Pid, bad))
 		case !p.stopping.Load():
-			r.candidateLost(fmt.Sprintf("candidate process %d (pid %d) exited: %v%s", slot, p.cmd.Process.Pid, p.exitErr, p.stderr.said()))
+			r.candidateLost(fmt.Sprintf("candidate process %d (pid %d) exited: %v%s", slot, p.cmd.Process.Pid, p.exitErr, p.stderr.Last()))
 		}
 	}()
 	return p, nil
@@ -316,34 +316,4 @@ func proxyError(w http.ResponseWriter, _ *http.Request, err error) {
 	w.Header().Set(errorHeader, kind)
 	w.WriteHeader(http.StatusBadGateway)
 	_, _ = io.WriteString(w, err.Error())
-}
-
-// tail keeps the last few KiB written to it: the end of a candidate
-// process's stderr.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-const tailSize = 4096
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - tailSize; over > 0 {
-		t.buf = t.buf[over:]
-	}
-	return len(p), nil
-}
-
-// said is what the process wrote to stderr, as the end of a message.
-func (t *tail) said() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := string(bytes.TrimSpace(t.buf))
-	if s == "" {
-		return ""
-	}
-	return "; it said: " + s
 }

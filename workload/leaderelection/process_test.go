@@ -141,7 +141,7 @@ func TestProxyErrors(t *testing.T) {
 }
 
 // testNotSent is the engine's error for a request held at a window's
-// edge until its deadline (its gate's heldError).
+// edge until its deadline (its gate's notSentError).
 type testNotSent struct{}
 
 func (*testNotSent) Error() string        { return "the request waited at the measured window's edge" }

@@ -100,9 +100,10 @@ func Why(err error, grant string, timeout time.Duration) string {
 	return ""
 }
 
-// ErrNotSent marks a request that the client-side rate limiter held back
-// until its operation's deadline: it was never sent, so it cannot have
-// reached the apiserver.
+// ErrNotSent marks a request that never left the client, so it cannot have
+// reached the apiserver: held back until its deadline by the client-side
+// rate limiter (this error itself), or by the engine's gate or stream
+// queue (errors that match it with errors.Is).
 var ErrNotSent = errors.New("the client-side rate limiter had no token for this request before the operation's deadline, so it was not sent (raise the client QPS and burst, or the operation timeout)")
 
 // MayHaveLanded reports whether a failed write may still have been applied:

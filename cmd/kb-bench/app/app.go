@@ -70,7 +70,7 @@ func Main(version string) int {
 		<-again
 		fmt.Fprintln(os.Stderr, "\nkb-bench: interrupted again: exiting now, without cleaning up. A local control plane of the run's own dies with kb-bench; "+
 			"on another cluster the run's namespace may be left: kubectl delete namespace -l app.kubernetes.io/managed-by=kb-bench "+
-			"(with --namespace, its objects: kubectl delete -n NAMESPACE configmaps,pods,leases,resourcequotas -l app.kubernetes.io/managed-by=kb-bench)")
+			"(with --namespace, its objects: kubectl delete -n NAMESPACE "+workload.OwnKinds+" -l app.kubernetes.io/managed-by=kb-bench)")
 		os.Exit(ExitInterrupted)
 	}()
 	// client-go logs through klog: its lines become the run's warnings
