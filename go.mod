@@ -13,6 +13,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/mod v0.39.0
 	golang.org/x/net v0.58.0
 	golang.org/x/term v0.45.0
 	gonum.org/v1/gonum v0.17.0

@@ -1,20 +1,22 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/kb-bench/kb-bench/cluster/upstream"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
-// Versions of the local control plane that scripts/control-plane.sh builds.
-// Keep them in step with that script.
+// Versions of the local control plane that Install builds.
 const (
-	KubeVersion = "v1.37.1"
-	EtcdVersion = "v3.6.16"
+	KubeVersion = upstream.KubeVersion
+	EtcdVersion = upstream.EtcdVersion
 )
 
 // Where FindBinaries found the binaries (Binaries.Source).
@@ -42,8 +44,9 @@ type Binaries struct {
 	PassedOver string
 }
 
-// CacheDir is where scripts/control-plane.sh (`make control-plane`) puts the
-// binaries: ${KB_BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kb-bench}/control-plane/<KubeVersion>.
+// CacheDir is where Install (`kb-bench local install`, `make
+// control-plane`) puts the binaries:
+// ${KB_BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kb-bench}/control-plane/<KubeVersion>.
 func CacheDir(getenv func(string) string) string {
 	root := getenv("KB_BENCH_CACHE")
 	if root == "" {
@@ -95,8 +98,34 @@ func FindBinaries(explicitDir string, getenv func(string) string) (Binaries, err
 		strings.Join(looked, "; "), howToGet))
 }
 
-const howToGet = "run `make control-plane` in a kb-bench checkout (builds kube-apiserver " + KubeVersion +
-	" and etcd " + EtcdVersion + " from source, ~5 minutes), or pass --control-plane-bin DIR, or set KUBEBUILDER_ASSETS"
+const howToGet = "run `kb-bench local install` (builds kube-apiserver " + KubeVersion +
+	" and etcd " + EtcdVersion + " from the pinned source with your Go toolchain, ~5 minutes once; `make control-plane` in a checkout), or pass --control-plane-bin DIR, or set KUBEBUILDER_ASSETS"
+
+// InstallOptions configures Install.
+type InstallOptions struct {
+	// ControllerManager builds kube-controller-manager too.
+	ControllerManager bool
+	// Log receives progress; nil discards it.
+	Log io.Writer
+	// Getenv reads the environment for CacheDir (os.Getenv when nil).
+	Getenv func(string) string
+}
+
+// Install builds the pinned local control plane (etcd and kube-apiserver,
+// and kube-controller-manager with o.ControllerManager) from source with
+// the user's Go toolchain into CacheDir, skipping what is there already,
+// and returns the directory.
+func Install(ctx context.Context, o InstallOptions) (string, error) {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	programs := []string{upstream.Etcd, upstream.APIServer}
+	if o.ControllerManager {
+		programs = append(programs, upstream.ControllerManager)
+	}
+	dir := CacheDir(o.Getenv)
+	return dir, upstream.Build(ctx, upstream.Options{Dir: dir, Programs: programs, Log: o.Log})
+}
 
 // binariesIn checks that dir holds executable kube-apiserver and etcd files.
 func binariesIn(dir, source string) (Binaries, error) {

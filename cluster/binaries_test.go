@@ -73,7 +73,7 @@ func TestFindBinaries(t *testing.T) {
 		{name: "explicit dir", explicit: full, env: map[string]string{"KUBEBUILDER_ASSETS": other}, wantDir: full, wantSource: SourceFlag},
 		{name: "explicit dir wins over cache", explicit: full, env: map[string]string{"KB_BENCH_CACHE": cacheRoot}, wantDir: full, wantSource: SourceFlag},
 		{name: "explicit dir missing etcd is an error, not a fallback", explicit: noEtcd, env: map[string]string{"KB_BENCH_CACHE": cacheRoot},
-			wantErr: []string{"--control-plane-bin " + noEtcd, "no etcd", "make control-plane"}},
+			wantErr: []string{"--control-plane-bin " + noEtcd, "no etcd", "kb-bench local install"}},
 		{name: "explicit etcd not executable", explicit: notExec, wantErr: []string{"etcd is not executable"}},
 		{name: "KUBEBUILDER_ASSETS", env: map[string]string{"KUBEBUILDER_ASSETS": other, "KB_BENCH_CACHE": cacheRoot}, wantDir: other, wantSource: SourceEnvtest},
 		{name: "KUBEBUILDER_ASSETS incomplete falls back to the cache", env: map[string]string{"KUBEBUILDER_ASSETS": noEtcd, "KB_BENCH_CACHE": cacheRoot},
@@ -84,7 +84,7 @@ func TestFindBinaries(t *testing.T) {
 			wantErr: []string{
 				"KUBEBUILDER_ASSETS=" + empty,
 				filepath.Join(empty, ".cache", "kb-bench", "control-plane", KubeVersion),
-				"run `make control-plane` in a kb-bench checkout (builds kube-apiserver v1.37.1 and etcd v3.6.16 from source, ~5 minutes)",
+				"run `kb-bench local install` (builds kube-apiserver v1.37.1 and etcd v3.6.16 from the pinned source with your Go toolchain, ~5 minutes once; `make control-plane` in a checkout)",
 				"or pass --control-plane-bin DIR, or set KUBEBUILDER_ASSETS",
 			}},
 		{name: "KUBEBUILDER_ASSETS unset is said", env: map[string]string{"HOME": empty}, wantErr: []string{"KUBEBUILDER_ASSETS: not set"}},

@@ -81,16 +81,16 @@ func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
 	case spec.TargetKindCluster:
 		return openKind(ctx, t, kindDeps{
 			newProvider: newKindProvider(o.Getenv),
-			config: func(name string) string {
+			describe: func(name string) (string, string) {
 				st, err := ReadKindState("", name, o.Getenv)
 				if err != nil {
-					return ""
+					return "", kindNodeImage(o.Getenv, name)
 				}
 				b, _ := KindConfigYAML(st.Options)
-				return string(b)
+				return string(b), st.Options.NodeImage
 			},
-			up: func(ctx context.Context, ko KindOptions) error {
-				_, _, err := KindUp(ctx, ko, KindUpOptions{Log: o.Log, Getenv: o.Getenv})
+			up: func(ctx context.Context, ko KindOptions, pull spec.PullPolicy) error {
+				_, _, err := KindUp(ctx, ko, KindUpOptions{Log: o.Log, Getenv: o.Getenv, Pull: pull})
 				return err
 			},
 			down: func(ctx context.Context, name string) error {
@@ -144,6 +144,17 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 	bins, err := FindBinaries(t.ControlPlaneBin, o.Getenv)
 	if err != nil {
 		return nil, err
+	}
+	if t.ControllerManager && bins.ControllerManager == "" && bins.Source == SourceCache {
+		// The default run does not need it, so the first install leaves
+		// it out: build it now, once.
+		fmt.Fprintf(o.Log, "local control plane: --controller-manager needs kube-controller-manager %s, which is not built yet: building it now (minutes, once)\n", KubeVersion)
+		if _, err := Install(ctx, InstallOptions{ControllerManager: true, Log: o.Log, Getenv: o.Getenv}); err != nil {
+			return nil, err
+		}
+		if bins, err = FindBinaries(t.ControlPlaneBin, o.Getenv); err != nil {
+			return nil, err
+		}
 	}
 	if bins.PassedOver != "" {
 		fmt.Fprintf(o.Log, "local control plane: %s\n", bins.PassedOver)

@@ -1,7 +1,11 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +26,7 @@ import (
 func TestControllerManagerRunsTheRealControllers(t *testing.T) {
 	b := binariesOrSkip(t)
 	if b.ControllerManager == "" {
-		t.Fatalf("no kube-controller-manager in %s: run make control-plane", b.Dir)
+		t.Fatalf("no kube-controller-manager in %s: run kb-bench local install --controller-manager", b.Dir)
 	}
 	ctx := context.Background()
 	cp, err := StartLocal(ctx, LocalOptions{Binaries: b, Storage: spec.StorageDisk, Log: testLog{t}, ControllerManager: true})
@@ -62,7 +66,7 @@ func TestControllerManagerRunsTheRealControllers(t *testing.T) {
 		_, err := cs.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	procs := append(procsOf(cp), ProcessState{PID: cp.kcm.pid, StartTicks: cp.kcm.startTicks})
+	procs := append(procsOf(cp), ProcessState{PID: cp.kcm.Pid, StartTicks: cp.kcm.StartTicks})
 	if err := cp.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +78,41 @@ func TestControllerManagerMissingIsBadInput(t *testing.T) {
 	b.ControllerManager = ""
 	_, err := StartLocal(context.Background(), LocalOptions{Binaries: b, ControllerManager: true})
 	if !spec.IsInput(err) {
-		t.Fatalf("no kube-controller-manager: %v, want bad input saying to run make control-plane", err)
+		t.Fatalf("no kube-controller-manager: %v, want bad input saying to run kb-bench local install --controller-manager", err)
+	}
+}
+
+// The default install leaves kube-controller-manager out; a run that asks
+// for it builds it into the cache first, and says so. A stand-in go
+// command records the build and fails it, so no real build runs here.
+func TestControllerManagerBuiltOnDemand(t *testing.T) {
+	cache, home, bin := t.TempDir(), t.TempDir(), t.TempDir()
+	dir := filepath.Join(cache, "control-plane", KubeVersion)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := filepath.Join(bin, "calls")
+	goStub := "#!/bin/sh\necho \"$@\" >> " + calls + "\necho 'go: stand-in of the test' >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(goStub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var log bytes.Buffer
+	_, err := Open(context.Background(), spec.Target{Kind: spec.TargetLocal, ControllerManager: true},
+		Options{Log: &log, Getenv: envOf(map[string]string{"KB_BENCH_CACHE": cache, "HOME": home})})
+	if err == nil || !strings.Contains(err.Error(), "building kube-controller-manager "+KubeVersion) {
+		t.Fatalf("Open = %v, want the failed build of kube-controller-manager", err)
+	}
+	if !strings.Contains(log.String(), "--controller-manager needs kube-controller-manager "+KubeVersion+", which is not built yet: building it now") {
+		t.Errorf("kb-bench does not say it builds it:\n%s", log.String())
+	}
+	got, _ := os.ReadFile(calls)
+	if strings.Count(string(got), "build ") != 1 || !strings.Contains(string(got), "k8s.io/kubernetes/cmd/kube-controller-manager") {
+		t.Errorf("go was called with:\n%s\nwant one build, of kube-controller-manager", got)
 	}
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/kind/pkg/cluster/nodes"
+	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	kindexec "sigs.k8s.io/kind/pkg/exec"
 
 	"github.com/kb-bench/kb-bench/spec"
@@ -74,7 +77,7 @@ func openKind(ctx context.Context, t spec.Target, deps kindDeps) (conn *Connecti
 		if len(clusters) > 0 {
 			found = strings.Join(clusters, ", ")
 		}
-		if err := deps.up(ctx, KindOptions{Name: name, NodeImage: t.KindNodeImage}); err != nil {
+		if err := deps.up(ctx, KindOptions{Name: name, NodeImage: t.KindNodeImage}, t.KindPull); err != nil {
 			return nil, fmt.Errorf("kind cluster %q does not exist (kind clusters: %s), and creating it for the run failed: %w", name, found, err)
 		}
 		if !t.KeepCluster {
@@ -99,9 +102,10 @@ func openKind(ctx context.Context, t spec.Target, deps kindDeps) (conn *Connecti
 		return nil, spec.Input(fmt.Errorf("kind cluster %q: cannot reach its apiserver %s (%w): is the cluster running? (`docker ps`; recreate it with `kind delete cluster --name %s && kind create cluster --name %s`)",
 			name, cfg.Host, err, name, name))
 	}
+	kindConfig, nodeImage := deps.describe(name)
 	return &Connection{
 		Config: cfg,
-		Target: spec.TargetInfo{Kind: spec.TargetKindCluster, Server: cfg.Host, ServerVersion: version, Context: "kind-" + name, KindConfig: deps.config(name)},
+		Target: spec.TargetInfo{Kind: spec.TargetKindCluster, Server: cfg.Host, ServerVersion: version, Context: "kind-" + name, KindConfig: kindConfig, NodeImage: nodeImage},
 		Close:  closeConn,
 	}, nil
 }
@@ -109,11 +113,34 @@ func openKind(ctx context.Context, t spec.Target, deps kindDeps) (conn *Connecti
 // kindDeps are what openKind uses of kind, swappable in tests.
 type kindDeps struct {
 	newProvider func() (kindProvider, error)
-	// config returns the configuration of a cluster kb-bench made ("" for
-	// another); up creates one, down deletes one it made.
-	config func(name string) string
-	up     func(ctx context.Context, o KindOptions) error
-	down   func(ctx context.Context, name string) error
+	// describe returns the configuration of a cluster kb-bench made (""
+	// for another) and the node image its control plane runs; up creates
+	// a cluster, down deletes one kb-bench made.
+	describe func(name string) (config, nodeImage string)
+	up       func(ctx context.Context, o KindOptions, pull spec.PullPolicy) error
+	down     func(ctx context.Context, name string) error
+}
+
+// kindNodeImage is the image the first control-plane node of cluster name
+// runs, as the runtime reports it; "" when it cannot tell.
+func kindNodeImage(getenv func(string) string, name string) string {
+	rt, err := kindRuntime(getenv)
+	if err != nil {
+		return ""
+	}
+	p, err := kindProviderFor(getenv)
+	if err != nil {
+		return ""
+	}
+	node, err := firstControlPlane(p, name)
+	if err != nil {
+		return ""
+	}
+	out, err := exec.Command(rt, "inspect", "--format", "{{.Config.Image}}", node.String()).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // runtimeError says what the container runtime printed, which kind's
@@ -122,6 +149,12 @@ func runtimeError(err error) string {
 	var re *kindexec.RunError
 	if !errors.As(err, &re) {
 		return err.Error()
+	}
+	// kind wraps the command's error with what it was doing ("failed to
+	// init node with kubeadm: command ... failed with error: ...").
+	doing := ""
+	if i := strings.Index(err.Error(), ": command \""); i > 0 {
+		doing = err.Error()[:i] + ": "
 	}
 	cmd := strings.Join(re.Command, " ")
 	if len(re.Command) > 2 {
@@ -132,7 +165,24 @@ func runtimeError(err error) string {
 		out = out[:300] + "..."
 	}
 	if out == "" {
-		return fmt.Sprintf("`%s` failed: %v", cmd, re.Inner)
+		return fmt.Sprintf("%s`%s` failed: %v", doing, cmd, re.Inner)
 	}
-	return fmt.Sprintf("`%s` failed (%v): %s", cmd, re.Inner, out)
+	return fmt.Sprintf("%s`%s` failed (%v): %s", doing, cmd, re.Inner, out)
+}
+
+// firstControlPlane is the control-plane node of cluster name that kind
+// bootstraps (and reads the kubeconfig from).
+func firstControlPlane(p *kindcluster.Provider, name string) (nodes.Node, error) {
+	all, err := p.ListNodes(name)
+	if err != nil {
+		return nil, err
+	}
+	cps, err := nodeutils.ControlPlaneNodes(all)
+	if err != nil {
+		return nil, err
+	}
+	if len(cps) == 0 {
+		return nil, fmt.Errorf("kind cluster %q has no control-plane node", name)
+	}
+	return cps[0], nil
 }

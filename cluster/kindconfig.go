@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"sigs.k8s.io/kind/pkg/apis/config/defaults"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
 
@@ -17,9 +18,21 @@ import (
 const DefaultKindCluster = "kb-bench"
 
 // DefaultKindNodeImage is the node image kb-bench creates kind clusters
-// with: one for the pinned Kubernetes version, which must be present in
-// the container runtime (kb-bench never pulls).
-const DefaultKindNodeImage = "kb-bench/kind-node:" + KubeVersion
+// with: kind's own default (kindest/node, Kubernetes v1.37.0 for kind
+// v0.33.0, pinned by digest), the image kind users already trust. The
+// local control plane is KubeVersion (v1.37.1): results of the two name
+// their versions.
+const DefaultKindNodeImage = defaults.Image
+
+// DefaultKindKubeVersion is the Kubernetes version of DefaultKindNodeImage
+// (its tag).
+const DefaultKindKubeVersion = "v1.37.0"
+
+// KindLoadBalancerImage is the image of the load balancer kind puts in
+// front of three control planes (sigs.k8s.io/kind's internal
+// loadbalancer.Image, which kind's docker run pulls when missing; a test
+// reads kind's source to keep the two in step).
+const KindLoadBalancerImage = "docker.io/envoyproxy/envoy:v1.36.2"
 
 // KindOptions is a benchmark kind cluster's configuration. Every field is
 // recorded in the results of runs against it.
@@ -37,6 +50,15 @@ type KindOptions struct {
 	// EtcdOnTmpfs keeps etcd's data in the node's /tmp, a tmpfs: less disk
 	// noise, nothing durable. Default: on the node's disk.
 	EtcdOnTmpfs bool `json:"etcdOnTmpfs,omitempty"`
+}
+
+// Images are the images the cluster's containers run: the node image,
+// and kind's load balancer in front of three control planes.
+func (o KindOptions) Images() []string {
+	if o.ControlPlanes == 3 {
+		return []string{o.NodeImage, KindLoadBalancerImage}
+	}
+	return []string{o.NodeImage}
 }
 
 var apiserverArgRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*=`)

@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -56,5 +59,26 @@ func TestKindOptionsBadInput(t *testing.T) {
 		if _, err := KindConfig(o); !spec.IsInput(err) {
 			t.Errorf("%+v: %v, want bad input", o, err)
 		}
+	}
+}
+
+// The constants kb-bench keeps about kind's images agree with the kind
+// library it links: the node image's tag is DefaultKindKubeVersion, and
+// KindLoadBalancerImage is kind's (internal) loadbalancer.Image, read from
+// kind's source in the module cache.
+func TestKindImagesMatchKind(t *testing.T) {
+	if !strings.Contains(DefaultKindNodeImage, "kindest/node:"+DefaultKindKubeVersion+"@sha256:") {
+		t.Errorf("DefaultKindNodeImage %s is not kindest/node:%s pinned by digest", DefaultKindNodeImage, DefaultKindKubeVersion)
+	}
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kind").Output()
+	if err != nil {
+		t.Skipf("go list -m sigs.k8s.io/kind: %v", err)
+	}
+	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "pkg", "cluster", "internal", "loadbalancer", "const.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "const Image = \"" + KindLoadBalancerImage + "\""; !strings.Contains(string(src), want) {
+		t.Errorf("kind's loadbalancer/const.go does not say %s:\n%s", want, src)
 	}
 }

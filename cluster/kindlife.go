@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,9 +15,12 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/term"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 
 	"github.com/kb-bench/kb-bench/internal/atomicfile"
+	"github.com/kb-bench/kb-bench/internal/proc"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -34,13 +39,20 @@ type KindUpOptions struct {
 	StateDir string
 	// Retain keeps the nodes of a create that failed, for debugging.
 	Retain bool
+	// Pull says when the images are pulled (spec.PullMissing when empty).
+	Pull spec.PullPolicy
 }
 
 // KindState is what KindUp records about a cluster it made.
 type KindState struct {
-	Options    KindOptions `json:"options"`
-	Kubeconfig string      `json:"kubeconfig"`
-	Created    time.Time   `json:"created"`
+	Options KindOptions `json:"options"`
+	// KubernetesVersion is what the node image holds (its /kind/version).
+	KubernetesVersion string    `json:"kubernetesVersion,omitempty"`
+	Kubeconfig        string    `json:"kubeconfig"`
+	Created           time.Time `json:"created"`
+	// MadeNetwork is set when kind made its network ("kind") for this
+	// cluster: KindDown removes it again unless another cluster uses it.
+	MadeNetwork bool `json:"madeNetwork,omitempty"`
 }
 
 // DefaultKindStateDir is $XDG_STATE_HOME/kb-bench/kind (~/.local/state/...).
@@ -69,24 +81,95 @@ func kindRuntime(getenv func(string) string) (string, error) {
 	return "", errors.New("no container runtime (docker, podman or nerdctl) on PATH")
 }
 
-// KindPreflight checks, before anything is created, that the container
-// runtime answers and holds the node image (kb-bench never pulls one).
-func KindPreflight(ctx context.Context, o KindOptions, getenv func(string) string) error {
-	if err := o.Defaults(); err != nil {
-		return err
-	}
+// kindRuntimeReady returns the container runtime kind will use, once it
+// answers.
+func kindRuntimeReady(ctx context.Context, getenv func(string) string) (string, error) {
 	rt, err := kindRuntime(getenv)
 	if err != nil {
-		return spec.Input(fmt.Errorf("a kind cluster needs a container runtime: %w: install and start Docker, or use the local target (the default)", err))
+		return "", spec.Input(fmt.Errorf("a kind cluster needs a container runtime: %w: install and start Docker (or Podman), or use the local target (the default)", err))
 	}
 	if out, err := exec.CommandContext(ctx, rt, "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
-		return spec.Input(fmt.Errorf("the container runtime does not answer (`%s info`: %v: %s): start it, or use the local target (the default)", rt, err, firstLine(out)))
+		return "", spec.Input(fmt.Errorf("the container runtime does not answer (`%s info`: %v: %s): start it, or use the local target (the default)", rt, err, firstLine(out)))
 	}
-	if out, err := exec.CommandContext(ctx, rt, "image", "inspect", o.NodeImage).CombinedOutput(); err != nil {
-		return spec.Input(fmt.Errorf("the kind node image %s is not in %s (`%s image inspect`: %s), and kb-bench never pulls one: build or load a node image for Kubernetes %s and pass it with --node-image",
-			o.NodeImage, rt, rt, firstLine(out), KubeVersion))
+	return rt, nil
+}
+
+// ensureKindImages makes sure the runtime holds every image the cluster
+// needs before anything is created, so that a pull that fails leaves
+// nothing behind: a missing image is pulled (pull missing, kind's own
+// behaviour), every image is (always), or a missing one is an error that
+// says how to load it (never).
+func ensureKindImages(ctx context.Context, rt string, o KindOptions, pull spec.PullPolicy, log io.Writer) error {
+	for _, image := range o.Images() {
+		what := "the kind node image"
+		if image != o.NodeImage {
+			what = "kind's load balancer image (for --control-planes 3)"
+		}
+		present := exec.CommandContext(ctx, rt, "image", "inspect", image).Run() == nil
+		switch {
+		case pull == spec.PullAlways:
+			fmt.Fprintf(log, "kind: pulling %s %s (--pull always)...\n", what, image)
+			if err := pullImage(ctx, rt, image, what, log); err != nil {
+				return err
+			}
+		case !present && pull != spec.PullNever:
+			fmt.Fprintf(log, "kind: %s %s is not in %s: pulling it, as `kind create cluster` does (--pull never forbids it)...\n", what, image, rt)
+			if err := pullImage(ctx, rt, image, what, log); err != nil {
+				return err
+			}
+		case !present:
+			return spec.Input(fmt.Errorf("%s %s is not in %s, and --pull never forbids pulling it: %s (`kind load` puts images into a running cluster's nodes, not this one); or drop --pull never",
+				what, image, rt, loadAdvice(rt, image)))
+		}
 	}
 	return nil
+}
+
+// loadAdvice says how to bring image to an air-gapped machine. A loaded
+// image has no registry digest, so an image pinned by digest is tagged
+// before it is saved and named by that tag here.
+func loadAdvice(rt, image string) string {
+	name, _, pinned := strings.Cut(image, "@")
+	if !pinned {
+		return fmt.Sprintf("on a machine that reaches the registry run `%[1]s pull %[2]s && %[1]s save %[2]s -o image.tar`, then here `%[1]s load -i image.tar`", rt, image)
+	}
+	return fmt.Sprintf("on a machine that reaches the registry run `%[1]s pull %[2]s && %[1]s tag %[2]s %[3]s && %[1]s save %[3]s -o image.tar`, then here `%[1]s load -i image.tar` and pass --node-image %[3]s (a loaded image has no registry digest)",
+		rt, image, name)
+}
+
+// pullImage pulls image as kind does, showing the runtime's progress: its
+// own progress bars on a terminal, plain lines otherwise.
+func pullImage(ctx context.Context, rt, image, what string, log io.Writer) error {
+	cmd := exec.CommandContext(ctx, rt, "pull", image)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	var lines io.ReadCloser
+	if f, ok := log.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		cmd.Stdout = f
+	} else {
+		var err error
+		if lines, err = cmd.StdoutPipe(); err != nil {
+			return err
+		}
+	}
+	err := cmd.Start()
+	if err == nil && lines != nil {
+		sc := bufio.NewScanner(lines)
+		for sc.Scan() {
+			fmt.Fprintf(log, "kind: %s\n", sc.Text())
+		}
+	}
+	if err == nil {
+		err = cmd.Wait()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("pulling %s: %w", image, ctx.Err())
+	}
+	return spec.Input(fmt.Errorf("pulling %s %s failed: %s: check that %s reaches the registry (network, proxy, `%[4]s login`), or load the image (`%[4]s load -i`) and pass --pull never, or pass another --node-image",
+		what, image, firstLine(stderr.Bytes()), rt))
 }
 
 // firstLine is the first line the runtime printed that says something
@@ -115,10 +198,13 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 	if uo.StateDir == "" {
 		uo.StateDir = DefaultKindStateDir(uo.Getenv)
 	}
-	if err := KindPreflight(ctx, o, uo.Getenv); err != nil {
+	if err := o.Defaults(); err != nil {
 		return nil, false, err
 	}
-	_ = o.Defaults() // checked by KindPreflight
+	rt, err := kindRuntimeReady(ctx, uo.Getenv)
+	if err != nil {
+		return nil, false, err
+	}
 	p, err := kindProviderFor(uo.Getenv)
 	if err != nil {
 		return nil, false, spec.Input(fmt.Errorf("kind: %w", err))
@@ -140,13 +226,25 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 	if err != nil {
 		return nil, false, err
 	}
+	if err := ensureKindImages(ctx, rt, o, uo.Pull, uo.Log); err != nil {
+		return nil, false, err
+	}
 	if err := os.MkdirAll(uo.StateDir, 0o700); err != nil {
 		return nil, false, fmt.Errorf("kind: creating %s: %w", uo.StateDir, err)
 	}
 	st = &KindState{Options: o, Kubeconfig: filepath.Join(uo.StateDir, o.Name+".kubeconfig"), Created: time.Now().UTC()}
 	fmt.Fprintf(uo.Log, "kind: creating cluster %s (%d control-plane node(s), image %s)...\n", o.Name, o.ControlPlanes, o.NodeImage)
-	rt, _ := kindRuntime(uo.Getenv) // checked by KindPreflight
 	hadNetwork := exec.CommandContext(ctx, rt, "network", "inspect", "kind").Run() == nil
+	if !uo.Retain {
+		// Should kb-bench be killed during the create, the janitor
+		// removes what kind made of it.
+		j, err := proc.StartJanitor()
+		if err != nil {
+			return nil, false, err
+		}
+		defer j.Release()
+		j.RunOnDeath(kindCleanup(rt, o.Name, !hadNetwork))
+	}
 	begin := time.Now()
 	done := make(chan error, 1)
 	go func() {
@@ -173,12 +271,14 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 			_ = p.Delete(o.Name, st.Kubeconfig)
 			if !hadNetwork {
 				// kind made its docker network for this cluster alone.
-				_ = exec.Command(rt, "network", "rm", "kind").Run()
+				removeKindNetwork(rt)
 			}
 		}
 		return nil, false, fmt.Errorf("kind: creating cluster %s: %s", o.Name, runtimeError(err))
 	}
-	fmt.Fprintf(uo.Log, "kind: cluster %s ready after %s\n", o.Name, time.Since(begin).Round(time.Second))
+	st.KubernetesVersion = kindNodeVersion(p, o.Name)
+	st.MadeNetwork = !hadNetwork
+	fmt.Fprintf(uo.Log, "kind: cluster %s ready after %s (Kubernetes %s)\n", o.Name, time.Since(begin).Round(time.Second), st.KubernetesVersion)
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err == nil {
 		err = atomicfile.WriteFile(statePath, append(b, '\n'), 0o600)
@@ -207,8 +307,32 @@ func KindDown(ctx context.Context, name, stateDir string, getenv func(string) st
 	if err := p.Delete(name, st.Kubeconfig); err != nil {
 		return fmt.Errorf("kind: deleting cluster %s: %s", name, runtimeError(err))
 	}
+	if rt, err := kindRuntime(getenv); err == nil && st.MadeNetwork {
+		removeKindNetwork(rt)
+	}
 	_ = os.Remove(st.Kubeconfig)
 	return os.Remove(statePath)
+}
+
+// removeKindNetwork removes the network kind makes for its clusters; the
+// runtime refuses while a container (another cluster) uses it.
+func removeKindNetwork(rt string) {
+	_ = exec.Command(rt, "network", "rm", "kind").Run()
+}
+
+// kindNodeVersion is the Kubernetes version the first control-plane node
+// of cluster name holds (its /kind/version, which kind reads too); ""
+// when it cannot be read.
+func kindNodeVersion(p *kindcluster.Provider, name string) string {
+	node, err := firstControlPlane(p, name)
+	if err != nil {
+		return ""
+	}
+	v, err := nodeutils.KubeVersion(node)
+	if err != nil {
+		return ""
+	}
+	return v
 }
 
 // ReadKindState reads what KindUp recorded about the cluster name.

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kb-bench/kb-bench/internal/proc"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -76,15 +78,15 @@ type ControlPlane struct {
 	etcdURL     string
 	apiPort     int
 	etcdPort    int
-	etcd        *process
-	apiserver   *process
-	kcm         *process // nil without LocalOptions.ControllerManager
+	etcd        *proc.Process
+	apiserver   *proc.Process
+	kcm         *proc.Process // nil without LocalOptions.ControllerManager
 	binaries    Binaries
 	kubeVersion string
 	etcdVersion string
 	started     time.Time
 	startup     time.Duration
-	janitor     *janitor
+	janitor     *proc.Janitor
 	log         io.Writer
 
 	mu      sync.Mutex
@@ -107,7 +109,7 @@ func StartLocal(ctx context.Context, o LocalOptions) (*ControlPlane, error) {
 		return nil, errors.New("LocalOptions.Binaries is empty: find them with cluster.FindBinaries")
 	}
 	if o.ControllerManager && o.Binaries.ControllerManager == "" {
-		return nil, spec.Input(fmt.Errorf("--controller-manager needs kube-controller-manager next to kube-apiserver in %s, and it is not there: run `make control-plane` (builds it from the pinned source), or drop --controller-manager", o.Binaries.Dir))
+		return nil, spec.Input(fmt.Errorf("--controller-manager needs kube-controller-manager next to kube-apiserver in %s, and it is not there: run `kb-bench local install --controller-manager` (builds it from the pinned source), or drop --controller-manager", o.Binaries.Dir))
 	}
 	switch o.Storage {
 	case "":
@@ -144,7 +146,7 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 			cp = nil
 		}
 	}()
-	if cp.janitor, err = startJanitor(); err != nil {
+	if cp.janitor, err = proc.StartJanitor(); err != nil {
 		return cp, err
 	}
 	if cp.dir, err = os.MkdirTemp(o.Dir, "kb-bench-*"); err != nil {
@@ -153,12 +155,12 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 	if strings.ContainsRune(cp.dir, '\n') {
 		return cp, spec.Input(fmt.Errorf("the temp dir %q has a newline in its name: set TMPDIR to a plain path", cp.dir))
 	}
-	cp.janitor.watchDir(cp.dir)
+	cp.janitor.WatchDir(cp.dir)
 	if o.Storage == spec.StorageMemory {
 		if cp.etcdDataDir, err = os.MkdirTemp(memoryDir, "kb-bench-etcd-*"); err != nil {
 			return cp, spec.Input(fmt.Errorf("storage memory puts etcd's data on the tmpfs %s, which is not usable here (%w): use --storage disk", memoryDir, err))
 		}
-		cp.janitor.watchDir(cp.etcdDataDir)
+		cp.janitor.WatchDir(cp.etcdDataDir)
 	} else if onMemoryFS(cp.dir) {
 		// /tmp is a tmpfs on many systems: disk storage must mean a disk,
 		// or disk and memory results would be the same thing.
@@ -169,7 +171,7 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 		if cp.etcdDataDir, err = os.MkdirTemp(base, "kb-bench-etcd-*"); err != nil {
 			return cp, fmt.Errorf("creating etcd's data dir on disk (the temp dir %s is in memory): %w", cp.dir, err)
 		}
-		cp.janitor.watchDir(cp.etcdDataDir)
+		cp.janitor.WatchDir(cp.etcdDataDir)
 		fmt.Fprintf(o.Log, "local control plane: %s is in memory, so etcd's disk storage goes to %s\n", filepath.Dir(cp.dir), base)
 	} else {
 		cp.etcdDataDir = filepath.Join(cp.dir, "etcd")
@@ -207,7 +209,7 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 	if err != nil {
 		return cp, err
 	}
-	cp.janitor.watchGroup(cp.etcd.pid)
+	cp.janitor.WatchGroup(cp.etcd.Pid)
 	if cp.etcdVersion, err = cp.waitEtcd(waitCtx); err != nil {
 		return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "etcd", err)
 	}
@@ -239,7 +241,7 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 	if err != nil {
 		return cp, err
 	}
-	cp.janitor.watchGroup(cp.apiserver.pid)
+	cp.janitor.WatchGroup(cp.apiserver.Pid)
 	if cp.kubeVersion, err = cp.waitReady(waitCtx); err != nil {
 		return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "kube-apiserver", err)
 	}
@@ -283,7 +285,7 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context, creds *crede
 	if err != nil {
 		return err
 	}
-	cp.janitor.watchGroup(cp.kcm.pid)
+	cp.janitor.WatchGroup(cp.kcm.Pid)
 	// Its serving certificate is self-signed: /healthz is all we read.
 	health := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	admin, err := rest.HTTPClientFor(cp.RESTConfig())
@@ -293,8 +295,8 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context, creds *crede
 	admin.Timeout = 2 * time.Second
 	last := errors.New("no answer yet")
 	for {
-		if !cp.kcm.running() {
-			return fmt.Errorf("kube-controller-manager %s", cp.kcm.exitStatus())
+		if !cp.kcm.Running() {
+			return fmt.Errorf("kube-controller-manager %s", cp.kcm.ExitStatus())
 		}
 		if err := getOK(ctx, health, url+"/healthz"); err != nil {
 			last = err
@@ -318,9 +320,9 @@ func (cp *ControlPlane) startError(ctx, waitCtx context.Context, timeout time.Du
 		err = fmt.Errorf("%s was not ready within %s (%v)", what, timeout, err)
 	}
 	tails := fmt.Sprintf("\n--- kube-apiserver log (last %d lines) ---\n%s\n--- etcd log (last %d lines) ---\n%s",
-		logTailLines, cp.apiserver.logTailOr("(not started)"), logTailLines, cp.etcd.logTailOr("(not started)"))
+		logTailLines, logTailOr(cp.apiserver, "(not started)"), logTailLines, logTailOr(cp.etcd, "(not started)"))
 	if cp.kcm != nil {
-		tails += fmt.Sprintf("\n--- kube-controller-manager log (last %d lines) ---\n%s", logTailLines, cp.kcm.logTail(logTailLines))
+		tails += fmt.Sprintf("\n--- kube-controller-manager log (last %d lines) ---\n%s", logTailLines, cp.kcm.LogTail(logTailLines))
 	}
 	if strings.Contains(tails, "address already in use") {
 		err = fmt.Errorf("%w: %w", errPortTaken, err)
@@ -329,11 +331,17 @@ func (cp *ControlPlane) startError(ctx, waitCtx context.Context, timeout time.Du
 		err, cp.binaries.Source, cp.binaries.Dir, tails)
 }
 
-func (p *process) logTailOr(none string) string {
+func logTailOr(p *proc.Process, none string) string {
 	if p == nil {
 		return none
 	}
-	return p.logTail(logTailLines)
+	return p.LogTail(logTailLines)
+}
+
+// startProcess runs path with args, stdout and stderr appended to logPath,
+// attached to kb-bench or detached from it (see proc.Start).
+func startProcess(name, path string, args []string, logPath string, detached bool) (*proc.Process, error) {
+	return proc.Start(exec.Command(path, args...), name, logPath, detached)
 }
 
 // waitEtcd polls etcd's /health until it is healthy and returns its version.
@@ -341,8 +349,8 @@ func (cp *ControlPlane) waitEtcd(ctx context.Context) (string, error) {
 	client := &http.Client{Timeout: 2 * time.Second}
 	var last error
 	for {
-		if !cp.etcd.running() {
-			return "", fmt.Errorf("etcd %s", cp.etcd.exitStatus())
+		if !cp.etcd.Running() {
+			return "", fmt.Errorf("etcd %s", cp.etcd.ExitStatus())
 		}
 		var health struct {
 			Health string `json:"health"`
@@ -378,8 +386,8 @@ func (cp *ControlPlane) waitReady(ctx context.Context) (string, error) {
 	client.Timeout = 2 * time.Second
 	last := errors.New("no answer yet")
 	for {
-		if !cp.apiserver.running() {
-			return "", fmt.Errorf("kube-apiserver %s", cp.apiserver.exitStatus())
+		if !cp.apiserver.Running() {
+			return "", fmt.Errorf("kube-apiserver %s", cp.apiserver.ExitStatus())
 		}
 		// Ready, and settled: right after start the apiserver creates a
 		// ConfigMap of its own (legacy token tracking). Waiting for it
@@ -535,21 +543,21 @@ func (cp *ControlPlane) Storage() spec.Storage { return cp.storage }
 func (cp *ControlPlane) Lost() (lost <-chan struct{}, why func() string) {
 	ch := make(chan struct{})
 	var reason string
-	if cp.etcd == nil || cp.apiserver == nil || cp.etcd.exited == nil || cp.apiserver.exited == nil {
+	if cp.etcd == nil || cp.apiserver == nil || cp.etcd.Exited() == nil || cp.apiserver.Exited() == nil {
 		return nil, func() string { return "" } // not our children: not watched
 	}
 	var kcmExited <-chan struct{} // nil: never
 	if cp.kcm != nil {
-		kcmExited = cp.kcm.exited
+		kcmExited = cp.kcm.Exited()
 	}
 	go func() {
 		select {
-		case <-cp.etcd.exited:
-			reason = "etcd " + cp.etcd.exitStatus()
-		case <-cp.apiserver.exited:
-			reason = "kube-apiserver " + cp.apiserver.exitStatus()
+		case <-cp.etcd.Exited():
+			reason = "etcd " + cp.etcd.ExitStatus()
+		case <-cp.apiserver.Exited():
+			reason = "kube-apiserver " + cp.apiserver.ExitStatus()
 		case <-kcmExited:
-			reason = "kube-controller-manager " + cp.kcm.exitStatus()
+			reason = "kube-controller-manager " + cp.kcm.ExitStatus()
 		}
 		close(ch)
 	}()
@@ -575,9 +583,9 @@ func (cp *ControlPlane) Stop(ctx context.Context) error {
 		return cp.stopErr
 	}
 	cp.stopped = true
-	cp.stopErr = stopAndClean(ctx, []*process{cp.kcm, cp.apiserver, cp.etcd}, []string{cp.dir, cp.etcdDataDir})
+	cp.stopErr = stopAndClean(ctx, []*proc.Process{cp.kcm, cp.apiserver, cp.etcd}, []string{cp.dir, cp.etcdDataDir})
 	if cp.stopErr == nil {
-		cp.janitor.release()
+		cp.janitor.Release()
 	}
 	// On an error the janitor stays: when kb-bench exits it kills what is
 	// left and removes the directories.
@@ -588,22 +596,22 @@ func (cp *ControlPlane) Stop(ctx context.Context) error {
 // longer stops it when kb-bench dies. Call it once the control plane is
 // recorded where `kb-bench local down` finds it.
 func (cp *ControlPlane) keep() {
-	cp.janitor.release()
+	cp.janitor.Release()
 }
 
 // stopAndClean terminates the processes in order, then removes the dirs
 // (empty names are skipped), unless a process would not die.
-func stopAndClean(ctx context.Context, procs []*process, dirs []string) error {
+func stopAndClean(ctx context.Context, procs []*proc.Process, dirs []string) error {
 	var errs []error
 	for _, p := range procs {
 		if p == nil {
 			continue
 		}
 		grace := etcdGrace
-		if p.name == "kube-apiserver" {
+		if p.Name == "kube-apiserver" {
 			grace = apiserverGrace
 		}
-		if err := p.terminate(ctx, grace); err != nil {
+		if _, err := p.Stop(ctx, grace, nil); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,18 +26,22 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kb-bench/kb-bench/internal/proc"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
 // childEnv makes the test binary act as kb-bench. With a storage name it
 // starts a control plane, prints "ready" and what it started, and waits
-// for a signal; with "up=STATEDIR" it runs `kb-bench local up` and exits.
+// for a signal; with "up=STATEDIR" it runs `kb-bench local up` and exits;
+// with "kindup=JSON" it runs `kb-bench kind up` (KindOptions in JSON).
 const childEnv = "KB_BENCH_CLUSTER_TEST_CHILD"
 
 func TestMain(m *testing.M) {
 	switch v := os.Getenv(childEnv); {
 	case strings.HasPrefix(v, "up="):
 		os.Exit(runChildUp(strings.TrimPrefix(v, "up=")))
+	case strings.HasPrefix(v, "kindup="):
+		os.Exit(runChildKindUp(strings.TrimPrefix(v, "kindup=")))
 	case v != "":
 		os.Exit(runChild(spec.Storage(v)))
 	}
@@ -74,7 +80,7 @@ func runChild(storage spec.Storage) int {
 		return 1
 	}
 	rep := childReport{
-		Procs: []ProcessState{{PID: cp.apiserver.pid, StartTicks: cp.apiserver.startTicks}, {PID: cp.etcd.pid, StartTicks: cp.etcd.startTicks}},
+		Procs: []ProcessState{{PID: cp.apiserver.Pid, StartTicks: cp.apiserver.StartTicks}, {PID: cp.etcd.Pid, StartTicks: cp.etcd.StartTicks}},
 		Dirs:  []string{cp.dir, cp.etcdDataDir},
 	}
 	b, _ := json.Marshal(rep)
@@ -134,7 +140,7 @@ func assertGone(t *testing.T, procs []ProcessState, dirs []string, d time.Durati
 	for {
 		var left []string
 		for _, p := range procs {
-			if alive(p.PID, p.StartTicks) {
+			if proc.Alive(p.PID, p.StartTicks) {
 				left = append(left, fmt.Sprintf("pid %d", p.PID))
 			}
 		}
@@ -154,7 +160,7 @@ func assertGone(t *testing.T, procs []ProcessState, dirs []string, d time.Durati
 }
 
 func procsOf(cp *ControlPlane) []ProcessState {
-	return []ProcessState{{PID: cp.apiserver.pid, StartTicks: cp.apiserver.startTicks}, {PID: cp.etcd.pid, StartTicks: cp.etcd.startTicks}}
+	return []ProcessState{{PID: cp.apiserver.Pid, StartTicks: cp.apiserver.StartTicks}, {PID: cp.etcd.Pid, StartTicks: cp.etcd.StartTicks}}
 }
 
 func clientset(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
@@ -291,7 +297,7 @@ func TestLocalControlPlaneIsARealCluster(t *testing.T) {
 		}
 	})
 
-	if !cp.apiserver.running() || !cp.etcd.running() {
+	if !cp.apiserver.Running() || !cp.etcd.Running() {
 		t.Fatal("a control-plane process died during the test")
 	}
 	procs, dirs := procsOf(cp), []string{cp.dir}
@@ -358,7 +364,7 @@ func TestNothingLeftWhenKbBenchIsInterruptedOrKilled(t *testing.T) {
 				t.Fatal("the child did not report ready")
 			}
 			for _, p := range rep.Procs {
-				if !alive(p.PID, p.StartTicks) {
+				if !proc.Alive(p.PID, p.StartTicks) {
 					t.Fatalf("pid %d is not running before the signal", p.PID)
 				}
 			}
@@ -422,7 +428,7 @@ func TestTargetsOverARealControlPlane(t *testing.T) {
 		t.Run(fmt.Sprintf("kind created keep=%t", keep), func(t *testing.T) {
 			var created, deleted []string
 			deps := fakeKindDeps(fakeKind{kubeconfig: string(raw)}, nil)
-			deps.up = func(_ context.Context, o KindOptions) error {
+			deps.up = func(_ context.Context, o KindOptions, _ spec.PullPolicy) error {
 				created = append(created, o.Name+" "+o.NodeImage)
 				return nil
 			}
@@ -579,6 +585,15 @@ func TestLocalUpKilledWhileStartingLeavesNothing(t *testing.T) {
 // contains any of the strings.
 func procsMentioning(t *testing.T, strs ...string) []int {
 	t.Helper()
+	return procsWhere(t, "cmdline", func(cmdline []byte) bool {
+		return slices.ContainsFunc(strs, func(s string) bool { return bytes.Contains(cmdline, []byte(s)) })
+	})
+}
+
+// procsWhere returns the pids of running processes (but this one) whose
+// /proc/PID/file (cmdline, environ) matches.
+func procsWhere(t *testing.T, file string, match func([]byte) bool) []int {
+	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Skip("no /proc")
@@ -589,17 +604,12 @@ func procsMentioning(t *testing.T, strs ...string) []int {
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), file))
+		if err != nil || !match(b) {
 			continue
 		}
-		for _, s := range strs {
-			if strings.Contains(string(cmdline), s) {
-				if _, running := procStat(pid); running {
-					pids = append(pids, pid)
-				}
-				break
-			}
+		if _, running := proc.Stat(pid); running {
+			pids = append(pids, pid)
 		}
 	}
 	return pids

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,62 +149,5 @@ func TestDiskStorageStaysOnDiskWhenTmpIsInMemory(t *testing.T) {
 	}
 	if left := kbBenchDirs(t, filepath.Join(cache, "kb-bench")); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
-	}
-}
-
-// groupMembers lists the running processes in process group pgid.
-func groupMembers(t *testing.T, pgid int) []string {
-	t.Helper()
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var left []string
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		// state, ppid, pgrp
-		if len(fields) > 2 && fields[2] == strconv.Itoa(pgid) && fields[0] != "Z" {
-			left = append(left, f)
-		}
-	}
-	return left
-}
-
-// TestStopKillsTheWholeGroupOfAStubbornProcess: a process that ignores
-// SIGTERM is SIGKILLed with its process group, at once when ctx has ended.
-func TestStopKillsTheWholeGroupOfAStubbornProcess(t *testing.T) {
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("no /proc")
-	}
-	dir := t.TempDir()
-	// The shell ignores SIGTERM and has a child of its own in its group.
-	p, err := startProcess("stubborn", "/bin/sh", []string{"-c", `trap "" TERM; sleep 60 & while :; do sleep 1; done`}, filepath.Join(dir, "log"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond) // let it start its children
-	if n := len(groupMembers(t, p.pid)); n < 2 {
-		t.Fatalf("the group has %d processes, want the shell and its children", n)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	start := time.Now()
-	if err := p.terminate(ctx, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("terminate with an ended ctx took %s, want it to SIGKILL at once", d)
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for len(groupMembers(t, p.pid)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("left in the process group: %v", groupMembers(t, p.pid))
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kb-bench/kb-bench/internal/proc"
 	"io"
 	"io/fs"
 	"maps"
@@ -125,7 +126,7 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 	case errors.Is(err, ErrNotRunning):
 	case err != nil:
 		return nil, err
-	case old.APIServer.alive() && old.Etcd.alive() && (stopped(old.APIServer.PID) || stopped(old.Etcd.PID)):
+	case old.APIServer.alive() && old.Etcd.alive() && (proc.Stopped(old.APIServer.PID) || proc.Stopped(old.Etcd.PID)):
 		return nil, spec.Input(fmt.Errorf("the local control plane recorded at %s is running but stopped (kube-apiserver pid %d, etcd pid %d; SIGSTOP or a debugger): it answers nothing. Resume it with kill -CONT %d %d, or remove it with `kb-bench local down`",
 			old.Server, old.APIServer.PID, old.Etcd.PID, old.APIServer.PID, old.Etcd.PID))
 	case old.APIServer.alive() && old.Etcd.alive():
@@ -158,8 +159,8 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 		KubeVersion: cp.kubeVersion,
 		EtcdVersion: cp.etcdVersion,
 		Binaries:    cp.binaries.Dir,
-		APIServer:   ProcessState{PID: cp.apiserver.pid, StartTicks: cp.apiserver.startTicks, Port: cp.apiPort, Log: cp.apiserver.logPath},
-		Etcd:        ProcessState{PID: cp.etcd.pid, StartTicks: cp.etcd.startTicks, Port: cp.etcdPort, Log: cp.etcd.logPath},
+		APIServer:   ProcessState{PID: cp.apiserver.Pid, StartTicks: cp.apiserver.StartTicks, Port: cp.apiPort, Log: cp.apiserver.Log},
+		Etcd:        ProcessState{PID: cp.etcd.Pid, StartTicks: cp.etcd.StartTicks, Port: cp.etcdPort, Log: cp.etcd.Log},
 		Started:     cp.started,
 		StartupTime: cp.startup,
 	}
@@ -199,7 +200,7 @@ func Status(ctx context.Context, stateDir string) (*LocalState, error) {
 		st.Detail = fmt.Sprintf("%s no longer running: clean up with `kb-bench local down`, then `kb-bench local up`", strings.Join(gone, " and "))
 		return st, nil
 	}
-	if stopped(st.APIServer.PID) || stopped(st.Etcd.PID) {
+	if proc.Stopped(st.APIServer.PID) || proc.Stopped(st.Etcd.PID) {
 		st.Detail = fmt.Sprintf("its processes are stopped (SIGSTOP or a debugger) and answer nothing: resume them with kill -CONT %d %d, or remove them with `kb-bench local down`",
 			st.APIServer.PID, st.Etcd.PID)
 		return st, nil
@@ -250,9 +251,9 @@ func Down(ctx context.Context, stateDir string) error {
 }
 
 func down(ctx context.Context, stateDir string, st *LocalState) error {
-	procs := []*process{
-		{name: "kube-apiserver", pid: st.APIServer.PID, startTicks: st.APIServer.StartTicks},
-		{name: "etcd", pid: st.Etcd.PID, startTicks: st.Etcd.StartTicks},
+	procs := []*proc.Process{
+		{Name: "kube-apiserver", Pid: st.APIServer.PID, StartTicks: st.APIServer.StartTicks},
+		{Name: "etcd", Pid: st.Etcd.PID, StartTicks: st.Etcd.StartTicks},
 	}
 	if err := stopAndClean(ctx, procs, []string{st.Dir, st.EtcdDataDir}); err != nil {
 		return err
@@ -268,7 +269,7 @@ func down(ctx context.Context, stateDir string, st *LocalState) error {
 // alive reports whether the recorded process still runs. Without a start
 // time to compare, a pid alone is not trusted.
 func (p ProcessState) alive() bool {
-	return p.PID > 0 && p.StartTicks > 0 && alive(p.PID, p.StartTicks)
+	return p.PID > 0 && p.StartTicks > 0 && proc.Alive(p.PID, p.StartTicks)
 }
 
 func readState(stateDir string) (*LocalState, error) {

@@ -3,13 +3,13 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"github.com/kb-bench/kb-bench/internal/proc"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/kb-bench/kb-bench/spec"
 )
@@ -28,13 +28,13 @@ func TestUpAndStatusOnAStoppedRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait for the kernel to show it stopped.
-	for !stopped(pid) {
-		if _, running := procStat(pid); !running {
+	for !proc.Stopped(pid) {
+		if _, running := proc.Stat(pid); !running {
 			t.Fatal("the stopped process is gone")
 		}
 		runtime.Gosched()
 	}
-	ticks, _ := procStat(pid)
+	ticks, _ := proc.Stat(pid)
 	if ticks == 0 {
 		t.Skip("no /proc start times here")
 	}
@@ -52,24 +52,5 @@ func TestUpAndStatusOnAStoppedRecord(t *testing.T) {
 	got, err := Status(context.Background(), dir)
 	if err != nil || got.Healthy || !strings.Contains(got.Detail, "stopped (SIGSTOP or a debugger)") {
 		t.Fatalf("Status of a stopped record: %+v, %v", got, err)
-	}
-}
-
-// A stopped process (SIGSTOP) is continued after SIGTERM, so it stops at
-// once instead of after the whole grace period: terminate returns with a
-// grace of an hour.
-func TestTerminateAStoppedProcess(t *testing.T) {
-	p, err := startProcess("stopped", "sleep", []string{"300"}, filepath.Join(t.TempDir(), "log"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(p.pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	for !stopped(p.pid) {
-		runtime.Gosched()
-	}
-	if err := p.terminate(context.Background(), time.Hour); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"github.com/kb-bench/kb-bench/internal/proc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +23,7 @@ func sleeper(t *testing.T) ProcessState {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	ticks, ok := procStat(cmd.Process.Pid)
+	ticks, ok := proc.Stat(cmd.Process.Pid)
 	if !ok {
 		t.Fatal("sleep is not running")
 	}
@@ -36,7 +37,7 @@ func deadProcess(t *testing.T) ProcessState {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ticks, _ := procStat(cmd.Process.Pid)
+	ticks, _ := proc.Stat(cmd.Process.Pid)
 	_ = cmd.Wait()
 	return ProcessState{PID: cmd.Process.Pid, StartTicks: ticks + 1}
 }
@@ -114,7 +115,7 @@ func TestDownNeverKillsAProcessThatReusedAPid(t *testing.T) {
 	if err := Down(context.Background(), stateDir); err != nil {
 		t.Fatal(err)
 	}
-	if !alive(other.PID, other.StartTicks) {
+	if !proc.Alive(other.PID, other.StartTicks) {
 		t.Fatal("Down killed an unrelated process that had the recorded pid")
 	}
 }
@@ -177,7 +178,7 @@ func TestStateFileRoundTripHoldsNoStatus(t *testing.T) {
 // and starts nothing.
 func TestUpOnAPartlyRunningRecord(t *testing.T) {
 	dir := t.TempDir()
-	ticks, running := procStat(os.Getpid())
+	ticks, running := proc.Stat(os.Getpid())
 	if !running || ticks == 0 {
 		t.Skip("no /proc start times here")
 	}

@@ -129,8 +129,8 @@ func (f fakeKind) KubeConfig(name string, internal bool) (string, error) {
 func fakeKindDeps(p kindProvider, err error) kindDeps {
 	return kindDeps{
 		newProvider: func() (kindProvider, error) { return p, err },
-		config:      func(string) string { return "" },
-		up:          func(context.Context, KindOptions) error { return errors.New("unexpected create") },
+		describe:    func(string) (string, string) { return "", "" },
+		up:          func(context.Context, KindOptions, spec.PullPolicy) error { return errors.New("unexpected create") },
 		down:        func(context.Context, string) error { return errors.New("unexpected delete") },
 	}
 }
@@ -154,7 +154,7 @@ func TestOpenKindErrors(t *testing.T) {
 		{name: "daemon down", cluster: "bench", provider: fakeKind{listErr: fmt.Errorf("failed to list clusters: %w", dockerDown)},
 			wantErr: []string{`kind cluster "bench"`, "Cannot connect to the Docker daemon", "needs a running container runtime", "`kind create cluster`"}},
 		{name: "no such cluster, no node image", cluster: "bench", provider: fakeKind{clusters: []string{"kind", "dev"}},
-			wantErr: []string{`kind cluster "bench" does not exist (kind clusters: kind, dev), and creating it for the run failed`, "never pulls"}},
+			wantErr: []string{`kind cluster "bench" does not exist (kind clusters: kind, dev), and creating it for the run failed`, "--pull never forbids"}},
 		{name: "no clusters at all", provider: fakeKind{},
 			wantErr: []string{`kind cluster "kind" does not exist (kind clusters: none)`}},
 		{name: "kubeconfig fails", provider: fakeKind{clusters: []string{"kind"}, kcErr: errors.New("no control plane node")},
@@ -165,8 +165,8 @@ func TestOpenKindErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			deps := fakeKindDeps(tc.provider, tc.provErr)
-			deps.up = func(context.Context, KindOptions) error {
-				return spec.Input(errors.New("the kind node image X is not in docker, and kb-bench never pulls one"))
+			deps.up = func(context.Context, KindOptions, spec.PullPolicy) error {
+				return spec.Input(errors.New("the kind node image X is not in docker, and --pull never forbids pulling it"))
 			}
 			_, err := openKind(context.Background(), spec.Target{Kind: spec.TargetKindCluster, KindCluster: tc.cluster}, deps)
 			if err == nil {
@@ -194,8 +194,9 @@ func TestOpenKindOnThisMachine(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(env["KIND_EXPERIMENTAL_PROVIDER"]), func(t *testing.T) {
 			start := time.Now()
-			// A node image no machine has: never a real create.
-			_, err := Open(context.Background(), spec.Target{Kind: spec.TargetKindCluster, KindCluster: "kb-bench-test-no-such-cluster", KindNodeImage: "kb-bench-test/absent:v0"}, Options{Getenv: envOf(env)})
+			// A node image no machine has, never pulled: never a real
+			// create, nor a pull from a registry.
+			_, err := Open(context.Background(), spec.Target{Kind: spec.TargetKindCluster, KindCluster: "kb-bench-test-no-such-cluster", KindNodeImage: "kb-bench-test/absent:v0", KindPull: spec.PullNever}, Options{Getenv: envOf(env)})
 			if err == nil || !spec.IsInput(err) {
 				t.Fatalf("Open(kind) = %v, want a spec.Input error", err)
 			}

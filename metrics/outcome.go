@@ -1,5 +1,5 @@
 // Package metrics records what a benchmark run measures: outcomes by class,
-// attempts, and latency in HDR histograms kept per shard and merged exactly at
+// attempts, and latency in HDR histograms kept per lock stripe and merged exactly at
 // the end, plus a per-second series and the apiserver's own counters.
 package metrics
 

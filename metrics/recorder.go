@@ -57,14 +57,14 @@ type Attempt struct {
 	Outcome Outcome
 }
 
-// Recorder collects a run's measurements. Writers record into a Shard each;
-// shards are merged losslessly by Snapshot. Memory is bounded by the number
-// of shards, not by the number of writers or the length of the run (apart
+// Recorder collects a run's measurements. Writers record into a Stripe each;
+// stripes are merged losslessly by Snapshot. Memory is bounded by the number
+// of stripes, not by the number of writers or the length of the run (apart
 // from one row per second in the series, about 1 KB with its interval
 // histogram).
 type Recorder struct {
-	start  time.Time
-	shards []*Shard
+	start   time.Time
+	stripes []*Stripe
 
 	tickMu   sync.Mutex              // serialises Tick, so series points stay in order
 	tickHist *hdrhistogram.Histogram // Tick's scratch histogram (under tickMu)
@@ -76,10 +76,10 @@ type Recorder struct {
 	late     int64
 }
 
-// Shard is one writer's (or a group of writers') part of a Recorder. Its
+// Stripe is one writer's (or a group of writers') part of a Recorder. Its
 // mutex is only contended by the once-a-second interval tick and by writers
-// that share the shard, never by a global lock.
-type Shard struct {
+// that share the stripe, never by a global lock.
+type Stripe struct {
 	mu          sync.Mutex
 	openLoop    bool
 	measureFrom time.Time
@@ -105,40 +105,40 @@ type Shard struct {
 	intervalWrites [NumOutcomes]int64
 }
 
-// MaxErrors bounds the distinct "other" error messages kept (per shard, per
+// MaxErrors bounds the distinct "other" error messages kept (per stripe, per
 // snapshot and per merged result).
 const MaxErrors = 5
 
-// DefaultShards is a shard count for a run with the given number of writers:
-// one per writer up to four per CPU, and never more than MaxShards. Writers
+// DefaultStripes is a stripe count for a run with the given number of writers:
+// one per writer up to four per CPU, and never more than MaxStripes. Writers
 // spend nearly all their time waiting on the network, so a few writers
-// sharing a shard's mutex do not contend, while each shard costs about 1 MB
-// of histograms: shards, not writers, bound the recorder's memory, and
-// MaxShards bounds it on a machine with many CPUs too.
-func DefaultShards(writers int) int {
-	n := min(4*runtime.GOMAXPROCS(0), MaxShards)
+// sharing a stripe's mutex do not contend, while each stripe costs about 1 MB
+// of histograms: stripes, not writers, bound the recorder's memory, and
+// MaxStripes bounds it on a machine with many CPUs too.
+func DefaultStripes(writers int) int {
+	n := min(4*runtime.GOMAXPROCS(0), MaxStripes)
 	if writers < n {
 		n = writers
 	}
 	return max(n, 1)
 }
 
-// MaxShards caps DefaultShards, so that the recorder stays within about
-// 35 MB however many CPUs and writers a run has. Recording takes a shard's
+// MaxStripes caps DefaultStripes, so that the recorder stays within about
+// 35 MB however many CPUs and writers a run has. Recording takes a stripe's
 // mutex for well under a microsecond a few times per operation, so even an
-// apiserver's highest write rates keep 32 shards nearly idle.
-const MaxShards = 32
+// apiserver's highest write rates keep 32 stripes nearly idle.
+const MaxStripes = 32
 
-// NewRecorder returns a Recorder with the given number of shards, timing the
+// NewRecorder returns a Recorder with the given number of stripes, timing the
 // series from start. openLoop records raw latency (from Start) beside the
 // corrected one (from Intended).
-func NewRecorder(start time.Time, shards int, openLoop bool) *Recorder {
-	if shards < 1 {
-		shards = 1
+func NewRecorder(start time.Time, stripes int, openLoop bool) *Recorder {
+	if stripes < 1 {
+		stripes = 1
 	}
 	r := &Recorder{start: start, lastTick: start, tickHist: NewHistogram()}
-	for range shards {
-		s := &Shard{
+	for range stripes {
+		s := &Stripe{
 			openLoop:    openLoop,
 			measureFrom: start,
 			opLatency:   NewHistogram(),
@@ -150,13 +150,13 @@ func NewRecorder(start time.Time, shards int, openLoop bool) *Recorder {
 		if openLoop {
 			s.opRaw = NewHistogram()
 		}
-		r.shards = append(r.shards, s)
+		r.stripes = append(r.stripes, s)
 	}
 	return r
 }
 
-// Shard returns the shard for writer i.
-func (r *Recorder) Shard(i int) *Shard { return r.shards[i%len(r.shards)] }
+// Stripe returns the lock stripe writer i records in.
+func (r *Recorder) Stripe(i int) *Stripe { return r.stripes[i%len(r.stripes)] }
 
 // MeasureFrom starts the measured window at t: operations intended before
 // t are counted as warm-up only and kept out of every figure, and the
@@ -165,7 +165,7 @@ func (r *Recorder) MeasureFrom(t time.Time) {
 	r.mu.Lock()
 	r.start, r.lastTick = t, t
 	r.mu.Unlock()
-	for _, s := range r.shards {
+	for _, s := range r.stripes {
 		s.mu.Lock()
 		s.measureFrom = t
 		s.mu.Unlock()
@@ -175,7 +175,7 @@ func (r *Recorder) MeasureFrom(t time.Time) {
 // Measured reports whether an operation due at intended falls in the
 // measured window (as RecordOp and RecordAttempt decide), for scenarios
 // that keep figures of their own.
-func (s *Shard) Measured(intended time.Time) bool {
+func (s *Stripe) Measured(intended time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return !intended.Before(s.measureFrom)
@@ -211,7 +211,7 @@ func RecordLatency(h *hdrhistogram.Histogram, d time.Duration) {
 }
 
 // RecordOp records a finished operation.
-func (s *Shard) RecordOp(op Op) {
+func (s *Stripe) RecordOp(op Op) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if op.Intended.Before(s.measureFrom) {
@@ -259,7 +259,7 @@ func (s *Shard) RecordOp(op Op) {
 
 // RecordAttempt records one request inside an operation that was due at
 // intended; attempts of warm-up operations are left out.
-func (s *Shard) RecordAttempt(intended time.Time, a Attempt) {
+func (s *Stripe) RecordAttempt(intended time.Time, a Attempt) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if intended.Before(s.measureFrom) {

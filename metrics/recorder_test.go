@@ -24,7 +24,7 @@ func TestRecorder(t *testing.T) {
 	}{
 		{"warm-up is kept out of every figure", func(r *Recorder) {
 			r.MeasureFrom(t0.Add(time.Second))
-			sh := r.Shard(0)
+			sh := r.Stripe(0)
 			sh.RecordAttempt(t0, Attempt{Kind: Write, Latency: time.Millisecond, Outcome: VersionConflict})
 			sh.RecordOp(op(t0, time.Hour, VersionConflict, 1))
 			sh.RecordAttempt(t0.Add(time.Second), Attempt{Kind: Write, Latency: time.Millisecond})
@@ -41,7 +41,7 @@ func TestRecorder(t *testing.T) {
 			for i, n := range []int{1, 1, 2, 5, 0} {
 				o := op(t0, time.Millisecond, Success, n)
 				o.GaveUp = n == 5
-				r.Shard(i).RecordOp(o)
+				r.Stripe(i).RecordOp(o)
 			}
 		}, func(t *testing.T, s Snapshot) {
 			want := []int64{1, 2, 1, 0, 0, 1}
@@ -50,15 +50,15 @@ func TestRecorder(t *testing.T) {
 			}
 		}},
 		{"bad input does not panic the hot path", func(r *Recorder) {
-			r.Shard(0).RecordOp(op(t0, time.Millisecond, Outcome(200), -3))
-			r.Shard(0).RecordAttempt(t0, Attempt{Kind: AttemptKind(9), Outcome: Outcome(99)})
+			r.Stripe(0).RecordOp(op(t0, time.Millisecond, Outcome(200), -3))
+			r.Stripe(0).RecordAttempt(t0, Attempt{Kind: AttemptKind(9), Outcome: Outcome(99)})
 		}, func(t *testing.T, s Snapshot) {
 			if s.Outcomes[Other] != 1 || s.Attempts[0] != 1 || s.AttemptOutcomes[Write][Other] != 1 {
 				t.Errorf("outcomes %v, attempts %v, write attempts %v", s.Outcomes, s.Attempts, s.AttemptOutcomes[Write])
 			}
 		}},
 		{"latency above an hour is clamped and counted", func(r *Recorder) {
-			r.Shard(0).RecordOp(op(t0, 2*time.Hour, Timeout, 1))
+			r.Stripe(0).RecordOp(op(t0, 2*time.Hour, Timeout, 1))
 		}, func(t *testing.T, s Snapshot) {
 			if s.Clamped != 1 || s.Op.TotalCount() != 1 {
 				t.Errorf("clamped %d, recorded %d; want 1, 1", s.Clamped, s.Op.TotalCount())
@@ -68,7 +68,7 @@ func TestRecorder(t *testing.T) {
 			for i := range 20 {
 				o := op(t0, time.Millisecond, Other, 1)
 				o.Err = fmt.Errorf("error %d", i%7)
-				r.Shard(i).RecordOp(o)
+				r.Stripe(i).RecordOp(o)
 			}
 		}, func(t *testing.T, s Snapshot) {
 			if len(s.Errors) != MaxErrors {
@@ -83,7 +83,7 @@ func TestRecorder(t *testing.T) {
 			}
 		}},
 		{"series: one point per tick with spans, writes and interval percentiles", func(r *Recorder) {
-			sh := r.Shard(0)
+			sh := r.Stripe(0)
 			for i := range 100 {
 				at := t0.Add(time.Duration(i) * 5 * time.Millisecond)
 				sh.RecordAttempt(at, Attempt{Kind: Write, Latency: time.Millisecond, Outcome: VersionConflict})
@@ -122,13 +122,13 @@ func TestRecorder(t *testing.T) {
 }
 
 // MeasureFrom starts the measured window: operations due before it are
-// warm-up, Shard.Measured says so to scenarios that keep figures of their
+// warm-up, Stripe.Measured says so to scenarios that keep figures of their
 // own, and the per-second series counts from it.
 func TestMeasureFrom(t *testing.T) {
 	r := NewRecorder(t0, 2, false)
 	from := t0.Add(10 * time.Second) // the warm-up ended late: Setup took time
 	r.MeasureFrom(from)
-	sh := r.Shard(1)
+	sh := r.Stripe(1)
 	for _, tc := range []struct {
 		at   time.Time
 		want bool
@@ -186,7 +186,7 @@ func TestRecorderConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sh := r.Shard(w)
+			sh := r.Stripe(w)
 			for i := range perWriter {
 				sh.RecordAttempt(t0, Attempt{Kind: Write, Latency: time.Millisecond})
 				o := op(t0, time.Duration(i)*time.Microsecond, Success, 1)
@@ -213,24 +213,24 @@ func TestRecorderConcurrent(t *testing.T) {
 	}
 }
 
-func TestDefaultShards(t *testing.T) {
+func TestDefaultStripes(t *testing.T) {
 	cpus := runtime.GOMAXPROCS(0)
-	for _, tc := range []struct{ writers, want int }{{0, 1}, {1, 1}, {2, min(2, 4*cpus)}, {1000, min(4*cpus, MaxShards)}} {
-		if got := DefaultShards(tc.writers); got != tc.want {
-			t.Errorf("DefaultShards(%d) = %d, want %d", tc.writers, got, tc.want)
+	for _, tc := range []struct{ writers, want int }{{0, 1}, {1, 1}, {2, min(2, 4*cpus)}, {1000, min(4*cpus, MaxStripes)}} {
+		if got := DefaultStripes(tc.writers); got != tc.want {
+			t.Errorf("DefaultStripes(%d) = %d, want %d", tc.writers, got, tc.want)
 		}
 	}
 }
 
 // On a machine with many CPUs, 1,000 writers still cost tens of MB, not
-// hundreds: the shard count is capped.
+// hundreds: the stripe count is capped.
 func TestRecorderMemoryOnManyCPUs(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(64))
-	shards := DefaultShards(1000)
-	heap := heapOf(func() any { return NewRecorder(t0, shards, true) })
-	t.Logf("1000 writers with 64 CPUs: %d shards, %.1f MB", shards, float64(heap)/1e6)
+	stripes := DefaultStripes(1000)
+	heap := heapOf(func() any { return NewRecorder(t0, stripes, true) })
+	t.Logf("1000 writers with 64 CPUs: %d stripes, %.1f MB", stripes, float64(heap)/1e6)
 	if heap > 64<<20 {
-		t.Errorf("1000 writers on 64 CPUs cost %.1f MB in %d shards, want under 64 MB", float64(heap)/1e6, shards)
+		t.Errorf("1000 writers on 64 CPUs cost %.1f MB in %d stripes, want under 64 MB", float64(heap)/1e6, stripes)
 	}
 }
 
@@ -253,12 +253,12 @@ func heapOf(build func() any) uint64 {
 // (about 100 ops per writer-second with varied latency), ticking every
 // simulated second, and returns the recorder.
 func simulateRun(writers int, seconds int) *Recorder {
-	r := NewRecorder(t0, DefaultShards(writers), false)
+	r := NewRecorder(t0, DefaultStripes(writers), false)
 	opsPerSecond := max(100*writers, 1)
 	for s := range seconds {
 		for i := range min(opsPerSecond, 20000) {
 			at := t0.Add(time.Duration(s)*time.Second + time.Duration(i)*time.Microsecond)
-			sh := r.Shard(i % writers)
+			sh := r.Stripe(i % writers)
 			sh.RecordAttempt(at, Attempt{Kind: Read, Latency: time.Duration(200+i%800) * time.Microsecond})
 			sh.RecordAttempt(at, Attempt{Kind: Write, Latency: time.Duration(500+i%3000) * time.Microsecond, Outcome: Outcome(i % 3 % 2)})
 			sh.RecordOp(op(at, time.Duration(700+(i*7919)%50000)*time.Microsecond, Success, 1+i%3))
@@ -269,7 +269,7 @@ func simulateRun(writers int, seconds int) *Recorder {
 }
 
 // The recorder's memory is flat in run length (apart from one series point
-// of a few hundred bytes a second) and bounded by shards, not writers.
+// of a few hundred bytes a second) and bounded by stripes, not writers.
 func TestRecorderMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures memory; skipped with -short")
@@ -278,19 +278,19 @@ func TestRecorderMemory(t *testing.T) {
 	long := heapOf(func() any { return simulateRun(8, 60) })
 	many := heapOf(func() any { return simulateRun(1000, 10) })
 	perSecond := (float64(long) - float64(short)) / 50
-	t.Logf("recorder heap: 8 writers 10 s %.1f MB, 60 s %.1f MB (%.0f B per extra second); 1000 writers 10 s %.1f MB (%d shards)",
-		float64(short)/1e6, float64(long)/1e6, perSecond, float64(many)/1e6, DefaultShards(1000))
+	t.Logf("recorder heap: 8 writers 10 s %.1f MB, 60 s %.1f MB (%.0f B per extra second); 1000 writers 10 s %.1f MB (%d stripes)",
+		float64(short)/1e6, float64(long)/1e6, perSecond, float64(many)/1e6, DefaultStripes(1000))
 	if perSecond > 4096 {
 		t.Errorf("recorder grows %.0f B per second of run, want a few hundred (one series point)", perSecond)
 	}
-	if limit := uint64(DefaultShards(1000)) * 2 << 20; many > limit {
-		t.Errorf("1000 writers cost %.1f MB, want under %.1f MB (2 MB per shard)", float64(many)/1e6, float64(limit)/1e6)
+	if limit := uint64(DefaultStripes(1000)) * 2 << 20; many > limit {
+		t.Errorf("1000 writers cost %.1f MB, want under %.1f MB (2 MB per stripe)", float64(many)/1e6, float64(limit)/1e6)
 	}
 }
 
 func BenchmarkRecordOp(b *testing.B) {
 	r := NewRecorder(t0, 1, false)
-	sh := r.Shard(0)
+	sh := r.Stripe(0)
 	o := op(t0, 3*time.Millisecond, Success, 1)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -301,21 +301,21 @@ func BenchmarkRecordOp(b *testing.B) {
 
 func BenchmarkRecordAttempt(b *testing.B) {
 	r := NewRecorder(t0, 1, false)
-	sh := r.Shard(0)
+	sh := r.Stripe(0)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		sh.RecordAttempt(t0, Attempt{Kind: Write, Latency: time.Duration(500+i%20000) * time.Microsecond})
 	}
 }
 
-// Parallel writers, each on its own shard as the engine assigns them (with
-// DefaultShards, writers beyond four per CPU share shards).
+// Parallel writers, each on its own stripe as the engine assigns them (with
+// DefaultStripes, writers beyond four per CPU share stripes).
 func BenchmarkRecordOpParallel(b *testing.B) {
-	r := NewRecorder(t0, DefaultShards(64), false)
+	r := NewRecorder(t0, DefaultStripes(64), false)
 	var next atomic.Int64
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		sh := r.Shard(int(next.Add(1)))
+		sh := r.Stripe(int(next.Add(1)))
 		o := op(t0, 3*time.Millisecond, Success, 1)
 		i := 0
 		for pb.Next() {
@@ -327,12 +327,12 @@ func BenchmarkRecordOpParallel(b *testing.B) {
 	})
 }
 
-// Parallel writers all on one shard: the worst case of shared shards.
+// Parallel writers all on one stripe: the worst case of shared stripes.
 func BenchmarkRecordOpOneShardContended(b *testing.B) {
 	r := NewRecorder(t0, 1, false)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		sh := r.Shard(0)
+		sh := r.Stripe(0)
 		o := op(t0, 3*time.Millisecond, Success, 1)
 		for pb.Next() {
 			sh.RecordOp(o)
@@ -340,14 +340,14 @@ func BenchmarkRecordOpOneShardContended(b *testing.B) {
 	})
 }
 
-// Tick runs once a second off the hot path; this is its cost per shard set.
+// Tick runs once a second off the hot path; this is its cost per stripe set.
 func BenchmarkTick(b *testing.B) {
 	r := simulateRun(64, 1)
 	now := t0.Add(time.Second)
 	b.ReportAllocs()
 	for b.Loop() {
 		now = now.Add(time.Second)
-		r.Shard(0).RecordOp(op(now, time.Millisecond, Success, 1))
+		r.Stripe(0).RecordOp(op(now, time.Millisecond, Success, 1))
 		r.Tick(now)
 	}
 }

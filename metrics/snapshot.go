@@ -20,7 +20,8 @@ type SeriesPoint struct {
 	// Writes counts the interval's write attempts by outcome: unlike
 	// Outcomes it shows every 409, also those a retry strategy absorbed.
 	Writes map[string]int64 `json:"writes"`
-	// P50 and P99 of operation latency in the interval (0 when no ops).
+	// P50 and P99 of operation latency in the interval, nearest rank (see
+	// Percentiles; 0 when no ops).
 	P50 time.Duration `json:"p50"`
 	P99 time.Duration `json:"p99"`
 	// Histogram is the interval's operation latency (µs) in the lossless
@@ -28,6 +29,19 @@ type SeriesPoint struct {
 	// empty when no ops finished). A few hundred bytes a second: it lets
 	// shards' series merge exactly and feeds the interval histogram log.
 	Histogram string `json:"histogram,omitempty"`
+}
+
+// SetPercentiles sets P50 and P99 from the interval's histogram of
+// microseconds.
+func (p *SeriesPoint) SetPercentiles(h *hdrhistogram.Histogram) {
+	pct := Percentiles(h, 0.5, 0.99)
+	p.P50, p.P99 = time.Duration(pct[0])*time.Microsecond, time.Duration(pct[1])*time.Microsecond
+}
+
+// Conflicts are the interval's write attempts answered 409 (a version or
+// a field-manager conflict).
+func (p SeriesPoint) Conflicts() int64 {
+	return p.Writes[VersionConflict.String()] + p.Writes[FieldManagerConflict.String()]
 }
 
 // Snapshot is the merged state of a Recorder: plain data for results.
@@ -61,7 +75,7 @@ type Snapshot struct {
 
 // Tick closes the current interval at now, appends it to the series and
 // returns it. Call it about once a second (the progress display does); it
-// costs one histogram merge per shard, off the writers' hot path.
+// costs one histogram merge per stripe, off the writers' hot path.
 func (r *Recorder) Tick(now time.Time) SeriesPoint {
 	r.tickMu.Lock()
 	defer r.tickMu.Unlock()
@@ -71,7 +85,7 @@ func (r *Recorder) Tick(now time.Time) SeriesPoint {
 	merged := r.tickHist
 	merged.Reset()
 	var out, writes [NumOutcomes]int64
-	for _, s := range r.shards {
+	for _, s := range r.stripes {
 		s.mu.Lock()
 		merged.Merge(s.interval)
 		s.interval.Reset()
@@ -95,8 +109,7 @@ func (r *Recorder) Tick(now time.Time) SeriesPoint {
 		}
 	}
 	if merged.TotalCount() > 0 {
-		p.P50 = time.Duration(merged.ValueAtQuantile(50)) * time.Microsecond
-		p.P99 = time.Duration(merged.ValueAtQuantile(99)) * time.Microsecond
+		p.SetPercentiles(merged)
 		if enc, err := EncodeHistogram(merged); err == nil {
 			p.Histogram = enc
 		}
@@ -108,7 +121,7 @@ func (r *Recorder) Tick(now time.Time) SeriesPoint {
 	return p
 }
 
-// Snapshot merges every shard. It closes the last partial interval of the
+// Snapshot merges every stripe. It closes the last partial interval of the
 // series at now. Call it after the writers have stopped.
 func (r *Recorder) Snapshot(now time.Time) Snapshot {
 	r.mu.Lock()
@@ -122,7 +135,7 @@ func (r *Recorder) Snapshot(now time.Time) Snapshot {
 		Op:    NewHistogram(), Write: NewHistogram(), Read: NewHistogram(), Backoff: NewHistogram(),
 	}
 	seen := map[string]bool{}
-	for _, s := range r.shards {
+	for _, s := range r.stripes {
 		s.mu.Lock()
 		snap.Ops += s.ops
 		snap.WarmupOps += s.warmup

@@ -48,8 +48,10 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		s := p.Spec
-		if _, _, errs := workload.Resolve(&s); len(errs) > 0 {
+		r, errs := workload.Resolve(s)
+		if len(errs) > 0 {
 			t.Fatalf("Parse accepted a profile whose spec does not resolve:\n%s", spec.Describe(errs))
 		}
+		s = r.Spec
 	})
 }

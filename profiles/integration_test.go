@@ -63,7 +63,11 @@ func TestShippedRunLocal(t *testing.T) {
 			s := p.Spec
 			s.Duration = spec.D(1500 * time.Millisecond)
 			// Run resolves the spec (defaults and validation) itself.
-			out, err := workload.Run(t.Context(), s, workload.Options{
+			r, errs := workload.Resolve(s)
+			if len(errs) > 0 {
+				t.Fatal(spec.Describe(errs))
+			}
+			out, err := workload.Run(t.Context(), r, workload.Options{
 				Config: cfg,
 				// A new namespace each run, finalized at the end: the
 				// shared control plane has no namespace controller.
@@ -77,12 +81,8 @@ func TestShippedRunLocal(t *testing.T) {
 			res := out.Result
 			// The result records the scenario and its settings as they ran:
 			// the profile's, resolved.
-			resolved := s
-			if _, _, errs := workload.Resolve(&resolved); len(errs) > 0 {
-				t.Fatal(spec.Describe(errs))
-			}
-			if res.Spec.Scenario != p.Spec.Scenario || !reflect.DeepEqual(res.Spec.Settings, resolved.Settings) {
-				t.Errorf("result records %s %v, want %s %v", res.Spec.Scenario, res.Spec.Settings, p.Spec.Scenario, resolved.Settings)
+			if res.Spec.Scenario != p.Spec.Scenario || !reflect.DeepEqual(res.Spec.Settings, r.Spec.Settings) {
+				t.Errorf("result records %s %v, want %s %v", res.Spec.Scenario, res.Spec.Settings, p.Spec.Scenario, r.Spec.Settings)
 			}
 			if res.Measurements.Ops == 0 {
 				t.Errorf("no operations measured")

@@ -35,7 +35,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/analysis"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
 )
@@ -56,7 +56,7 @@ type Profile struct {
 	// still override it. Resolve the final value (workload.Resolve).
 	Spec spec.Spec
 	// Thresholds are the profile's own gate ("p99 < 50ms", see
-	// results.ParseThreshold), judged after a run of it.
+	// analysis.ParseThreshold), judged after a run of it.
 	Thresholds []string
 }
 
@@ -116,11 +116,11 @@ func parse(source string, data []byte) (*Profile, error) {
 	if err := decodeStrict(source, data, &check); err != nil {
 		return nil, err
 	}
-	if _, _, errs := workload.Resolve(&check.Spec); len(errs) > 0 {
+	if _, errs := workload.Resolve(check.Spec); len(errs) > 0 {
 		return nil, locate(source, specNode(root), errs)
 	}
 	for i, text := range doc.Thresholds {
-		if _, err := results.ParseThreshold(text); err != nil {
+		if _, err := analysis.ParseThreshold(text); err != nil {
 			return nil, fmt.Errorf("%s: thresholds[%d]: %w", source, i, err)
 		}
 	}

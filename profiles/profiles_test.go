@@ -48,7 +48,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"invalid-unknown-nested.yaml", `testdata/invalid-unknown-nested.yaml:6: unknown field "limit" in spec.client (fields here: qps, burst, contentType, userAgent)`, false},
 		{"invalid-unknown-top.yaml", `testdata/invalid-unknown-top.yaml:3: unknown field "specs" at the top level (did you mean "spec"?)`, false},
 		{"invalid-kebab-case.yaml", `testdata/invalid-kebab-case.yaml:4: unknown field "think-time" in spec (did you mean "thinkTime"?)`, false},
-		{"invalid-no-suggestion.yaml", `testdata/invalid-no-suggestion.yaml:5: unknown field "cluster" in spec.target (fields here: kind, kubeconfig, context, kindCluster, kindNodeImage, keepCluster, storage, controlPlaneBin, controllerManager)`, false},
+		{"invalid-no-suggestion.yaml", `testdata/invalid-no-suggestion.yaml:5: unknown field "cluster" in spec.target (fields here: kind, kubeconfig, context, kindCluster, kindNodeImage, kindPull, keepCluster, storage, controlPlaneBin, controllerManager)`, false},
 		{"invalid-duplicate.yaml", `testdata/invalid-duplicate.yaml:6: field "writers" in spec is set twice (first on line 4): keep one`, false},
 		{"invalid-types.yaml", strings.Join([]string{
 			`testdata/invalid-types.yaml:4: spec.writers is "eight": use a whole number`,
@@ -229,9 +229,11 @@ func TestLoadValid(t *testing.T) {
 			}
 			// What the loader accepted resolves: it checked that.
 			s := got.Spec
-			if _, _, errs := workload.Resolve(&s); len(errs) > 0 {
+			r, errs := workload.Resolve(s)
+			if len(errs) > 0 {
 				t.Errorf("loaded spec does not resolve:\n%s", spec.Describe(errs))
 			}
+			s = r.Spec
 		})
 	}
 	files, err := filepath.Glob("testdata/valid-*.yaml")
@@ -253,9 +255,11 @@ func TestLoadThenResolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := p.Spec
-	if _, _, errs := workload.Resolve(&s); len(errs) > 0 {
+	r, errs := workload.Resolve(s)
+	if len(errs) > 0 {
 		t.Fatal(spec.Describe(errs))
 	}
+	s = r.Spec
 	if s.Backoff == nil || *s.Backoff != spec.DefaultRetry {
 		t.Errorf("resolved backoff %v, want default-retry", s.Backoff)
 	}
@@ -352,9 +356,11 @@ func TestShipped(t *testing.T) {
 				t.Errorf("scenario is %q, want %q", p.Spec.Scenario, scenario[name])
 			}
 			s := p.Spec
-			if _, _, errs := workload.Resolve(&s); len(errs) > 0 {
+			r, errs := workload.Resolve(s)
+			if len(errs) > 0 {
 				t.Errorf("spec does not resolve:\n%s", spec.Describe(errs))
 			}
+			s = r.Spec
 			// Shipped profiles run as shipped, so they must stay short.
 			if s.Duration.Duration == 0 || s.Duration.Duration > 10*time.Second {
 				t.Errorf("duration is %s, want a short bound (at most 10s)", s.Duration)
@@ -413,9 +419,11 @@ func TestShippedSettings(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := p.Spec
-			if _, _, errs := workload.Resolve(&s); len(errs) > 0 {
+			r, errs := workload.Resolve(s)
+			if len(errs) > 0 {
 				t.Fatal(spec.Describe(errs))
 			}
+			s = r.Spec
 			if !tt.check(s, s.Settings) {
 				t.Errorf("profile %s does not say what its name promises: %+v", tt.name, s)
 			}

@@ -12,6 +12,7 @@ import (
 // strategy, the loop (only for a scenario the engine's driver runs) and
 // the bounds.
 func TestDescribe(t *testing.T) {
+	counterTraits := spec.Traits{Strategies: true, Driven: true}
 	custom, err := spec.ParseBackoff("10,5ms,1.5,0.1")
 	if err != nil {
 		t.Fatal(err)
@@ -55,5 +56,19 @@ func TestDescribe(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, c.want)
 			}
 		})
+	}
+}
+
+// A count says its noun in the plural it takes: "2 writers", "2 series"
+// (a sweep's header once said "2 seriess").
+func TestPlural(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		what string
+		want string
+	}{{1, "writer", "1 writer"}, {0, "writer", "0 writers"}, {2, "writer", "2 writers"}, {1, "series", "1 series"}, {2, "series", "2 series"}} {
+		if got := Plural(tc.n, tc.what); got != tc.want {
+			t.Errorf("Plural(%d, %q) = %q, want %q", tc.n, tc.what, got, tc.want)
+		}
 	}
 }

@@ -113,6 +113,7 @@ func Summarize(m Measurements, seconds float64, checks []Check) (Summary, error)
 		WriteAttempts: m.WriteAttempts(),
 		Writes:        m.WriteOutcomes[metrics.Success.String()],
 		GaveUp:        m.GaveUp,
+		Percentiles:   PercentilesNearestRank,
 	}
 	version, fieldManager := m.Conflicts()
 	s.Conflicts = version + fieldManager
@@ -161,7 +162,7 @@ func attemptsAt(dist []int64, q float64) int64 {
 	if total == 0 {
 		return 0
 	}
-	rank := max(int64(math.Ceil(q*float64(total))), 1)
+	rank := metrics.Rank(q, total)
 	var cum int64
 	for n, c := range dist {
 		cum += c
@@ -172,18 +173,20 @@ func attemptsAt(dist []int64, q float64) int64 {
 	return int64(len(dist) - 1)
 }
 
-// LatencyOf reads the standard percentiles from a histogram of
-// microseconds (as metrics.NewHistogram makes).
+// LatencyOf reads the standard percentiles (nearest rank, see
+// metrics.Percentiles) from a histogram of microseconds (as
+// metrics.NewHistogram makes).
 func LatencyOf(h *hdrhistogram.Histogram) Latency {
 	if h.TotalCount() == 0 {
 		return Latency{}
 	}
 	us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+	p := metrics.Percentiles(h, 0.5, 0.9, 0.99, 0.999)
 	return Latency{
-		P50:  us(h.ValueAtQuantile(50)),
-		P90:  us(h.ValueAtQuantile(90)),
-		P99:  us(h.ValueAtQuantile(99)),
-		P999: us(h.ValueAtQuantile(99.9)),
+		P50:  us(p[0]),
+		P90:  us(p[1]),
+		P99:  us(p[2]),
+		P999: us(p[3]),
 		Max:  us(h.Max()),
 		Mean: time.Duration(h.Mean() * float64(time.Microsecond)).Round(time.Microsecond),
 	}

@@ -20,7 +20,7 @@ type plannedOp struct {
 func record(r *metrics.Recorder, ops []plannedOp) {
 	for i, p := range ops {
 		intended := t0.Add(time.Duration(i) * time.Millisecond)
-		sh := r.Shard(i)
+		sh := r.Stripe(i)
 		for a := 1; a <= p.attempts; a++ {
 			out := metrics.VersionConflict
 			if a == p.attempts {
@@ -145,7 +145,7 @@ func TestSummarizeErrors(t *testing.T) {
 func TestFromSnapshotOpenLoopKeepsRaw(t *testing.T) {
 	r := metrics.NewRecorder(t0, 1, true)
 	// Scheduled at t0, started 90 ms late, took 10 ms: corrected 100 ms, raw 10 ms.
-	r.Shard(0).RecordOp(metrics.Op{Intended: t0, Start: t0.Add(90 * time.Millisecond), End: t0.Add(100 * time.Millisecond), Attempts: 1})
+	r.Stripe(0).RecordOp(metrics.Op{Intended: t0, Start: t0.Add(90 * time.Millisecond), End: t0.Add(100 * time.Millisecond), Attempts: 1})
 	s, err := Summarize(FromSnapshot(r.Snapshot(t0.Add(time.Second)), ClientStats{}), 1, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,12 @@
-// Package results defines the versioned Result document a run produces, and
-// everything that reads Results without touching a cluster: encoding, atomic
-// writing, merging, the summary table, HDR logs and CSV series.
+// Package results defines the documents kb-bench writes: the versioned
+// Result of one run, the ResultSet that lists a run's samples and the
+// Sweep that links a capacity sweep's points. It encodes and decodes them,
+// validating every figure on read, derives a Result's Summary from its raw
+// Measurements, and says in words what a run ran (Describe).
+//
+// What reads the documents builds on it: package store lays them out on
+// disk, package analysis compares, gates, merges and models them, and the
+// packages under render show them (text tables, HTML).
 package results
 
 import (
@@ -12,9 +18,25 @@ import (
 )
 
 // Document identity. Bump APIVersion when a field changes meaning.
+//
+// v1alpha3: percentiles are nearest rank (Summary.Percentiles says so).
+// Decode still reads v1alpha2 Results, whose percentiles are
+// PercentilesRoundedRank.
 const (
-	APIVersion = "kb-bench.io/v1alpha2"
+	APIVersion = "kb-bench.io/v1alpha3"
 	KindResult = "Result"
+)
+
+// How a Result's percentiles were computed (Summary.Percentiles): the
+// latency summary's and the per-second series'.
+const (
+	// PercentilesNearestRank is the smallest recorded value with at least
+	// q of the operations at or below it (metrics.Percentiles).
+	PercentilesNearestRank = "nearest-rank"
+	// PercentilesRoundedRank is HdrHistogram's ValueAtQuantile, whose rank
+	// int(q*n+0.5) can leave fewer than q of the operations at or below the
+	// figure: kb-bench.io/v1alpha2 Results, read as such.
+	PercentilesRoundedRank = "rounded-rank"
 )
 
 // Histogram names in Measurements.Histograms.
@@ -191,6 +213,9 @@ type Summary struct {
 	AttemptsP50 int64 `json:"attemptsP50"`
 	AttemptsP99 int64 `json:"attemptsP99"`
 	AttemptsMax int64 `json:"attemptsMax"`
+	// Percentiles names how every percentile of the Result was computed
+	// (Latency, RawLatency, the series): a Percentiles* constant.
+	Percentiles string `json:"percentiles"`
 	// Latency percentiles of operations, from the intended start (corrected
 	// for coordinated omission in an open loop).
 	Latency Latency `json:"latency"`

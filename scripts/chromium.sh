@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Makes sure the system Chromium is there for the report package's browser
-# test (report/browser_test.go) and prints its path on the last line of
+# Makes sure the system Chromium is there for the HTML report's browser
+# test (results/render/html/browser_test.go) and prints its path on the last line of
 # stdout. When neither chromium nor chromium-browser is in PATH, installs
 # Debian's chromium package with apt-get: as root, or through sudo.
 #

@@ -3,7 +3,8 @@
 # bin/kb-bench-image.tar, tagged kb-bench/kb-bench:VERSION, without Docker or
 # a registry: a static kb-bench (built as scripts/build.sh builds it, with
 # CGO_ENABLED=0) and this host's CA bundle on an empty base, run as user
-# 65532. GOARCH=arm64 builds for arm64 nodes; IMAGE_REPO renames the image.
+# 65532. GOARCH=arm64 builds for arm64 nodes; IMAGE_REPO renames the image;
+# IMAGE_OUT writes the tarball elsewhere (the binary goes beside it).
 #   kind load image-archive bin/kb-bench-image.tar
 #   crane push bin/kb-bench-image.tar REGISTRY/kb-bench:TAG
 set -o errexit -o nounset -o pipefail
@@ -19,9 +20,11 @@ if [[ ! -f "${certs}" ]]; then
 fi
 # The commit's time dates the image, so one commit gives one image digest.
 export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}"
-mkdir -p "bin/linux-${arch}"
+out="${IMAGE_OUT:-bin/kb-bench-image.tar}"
+bindir="$(dirname "${out}")/linux-${arch}"
+mkdir -p "${bindir}"
 CGO_ENABLED=0 GOOS=linux GOARCH="${arch}" \
-  go build -trimpath -ldflags "-X main.version=${version}" -o "bin/linux-${arch}/kb-bench" ./cmd/kb-bench
-go run ./cmd/kb-bench-image -binary "bin/linux-${arch}/kb-bench" -ca-certs "${certs}" -arch "${arch}" \
-  -tag "${repo}:${version}" -version "${version}" -revision "${revision}" -out bin/kb-bench-image.tar
-echo "built bin/kb-bench-image.tar ${repo}:${version} (linux/${arch}, $(du -h bin/kb-bench-image.tar | cut -f1))" >&2
+  go build -trimpath -ldflags "-X main.version=${version}" -o "${bindir}/kb-bench" ./cmd/kb-bench
+go run ./cmd/kb-bench-image -binary "${bindir}/kb-bench" -ca-certs "${certs}" -arch "${arch}" \
+  -tag "${repo}:${version}" -version "${version}" -revision "${revision}" -out "${out}"
+echo "built ${out} ${repo}:${version} (linux/${arch}, $(du -h "${out}" | cut -f1))" >&2

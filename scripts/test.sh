@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, vet, unit and integration tests with the
-# race detector, and a short fuzz of the profile loader. Integration tests
-# run against the real local control plane, which is built first if missing
-# (KB_BENCH_REQUIRE_CONTROL_PLANE makes them fail rather than skip without it),
-# and the HTML report is loaded in headless Chromium, installed if missing.
+# The whole test suite: formatting, vet, a lint of the CI example, unit and
+# integration tests with the race detector, and short fuzzes (the profile
+# loader, the gate's threshold parser, the report's reading of results and
+# sweeps). Integration tests run against the real local control plane, which
+# is built first if missing (KB_BENCH_REQUIRE_CONTROL_PLANE makes them fail
+# rather than skip without it), and the HTML report is loaded in headless
+# Chromium, installed if missing. The shard Job's pods run in Docker
+# containers where a Docker daemon answers; without one that test skips,
+# unless KB_BENCH_REQUIRE_DOCKER is set (CI sets it), which makes it fail.
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 echo "== gofmt" >&2
-unformatted="$(gofmt -l $(git ls-files '*.go' | grep -v '^scripts/tools/'))"
+unformatted="$(gofmt -l $(git ls-files '*.go'))"
 if [[ -n "${unformatted}" ]]; then
   echo "gofmt would change these files (run gofmt -w):" >&2
   echo "${unformatted}" >&2
@@ -18,8 +22,14 @@ fi
 echo "== go vet" >&2
 go vet ./...
 
+# The CI example is a workflow for other repositories: actionlint (pinned,
+# through the Go module proxy) checks it.
+echo "== actionlint examples/ci" >&2
+go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 examples/ci/kb-bench.yml
+
 echo "== control plane" >&2
-scripts/control-plane.sh >/dev/null
+# The tests use kube-controller-manager too (--controller-manager).
+scripts/control-plane.sh --controller-manager >/dev/null
 export KB_BENCH_REQUIRE_CONTROL_PLANE=1
 
 # The HTML report is tested in a real browser (Debian's chromium); its
@@ -29,8 +39,19 @@ scripts/chromium.sh >/dev/null
 export KB_BENCH_REQUIRE_BROWSER=1
 export KB_BENCH_ARTIFACTS="${KB_BENCH_ARTIFACTS:-${PWD}/artifacts}"
 
+echo "== docker" >&2
+if ! docker version >/dev/null 2>&1; then
+  echo "no Docker daemon answers: the shard Job's pods will not run in containers (workload/distributed/job/kubelettest skips${KB_BENCH_REQUIRE_DOCKER:+, and fails: KB_BENCH_REQUIRE_DOCKER is set})" >&2
+fi
+
 echo "== go test -race" >&2
 go test -race -count=1 -timeout 20m ./...
 
 echo "== fuzz profiles loader" >&2
 go test -run='^$' -fuzz=FuzzParse -fuzztime=10s ./profiles
+
+echo "== fuzz gate thresholds" >&2
+go test -run='^$' -fuzz='^FuzzParseGate$' -fuzztime=10s ./results/analysis
+
+echo "== fuzz reading results and sweeps into the report" >&2
+go test -run='^$' -fuzz='^FuzzReport$' -fuzztime=10s ./results/render/html

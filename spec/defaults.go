@@ -267,8 +267,11 @@ func (t *Target) validate(p *field.Path) field.ErrorList {
 	} else if t.Storage != "" {
 		errs = append(errs, field.Forbidden(p.Child("storage"), "applies only to the local control plane: drop --storage"))
 	}
-	if t.Kind != TargetKindCluster && (t.KindNodeImage != "" || t.KeepCluster) {
-		errs = append(errs, field.Forbidden(p.Child("kindNodeImage"), "--node-image and --keep-cluster are for a kind cluster created for the run: add --target kind, or drop them"))
+	if t.Kind != TargetKindCluster && (t.KindNodeImage != "" || t.KindPull != "" || t.KeepCluster) {
+		errs = append(errs, field.Forbidden(p.Child("kindNodeImage"), "--node-image, --pull and --keep-cluster are for a kind cluster created for the run: add --target kind, or drop them"))
+	}
+	if t.KindPull != "" {
+		errs = append(errs, OneOf(p.Child("kindPull"), t.KindPull, PullPolicies, "pull")...)
 	}
 	if t.Kind != TargetLocal && t.ControllerManager {
 		errs = append(errs, field.Forbidden(p.Child("controllerManager"), "applies only to the local control plane (other clusters run their own): drop --controller-manager"))

@@ -94,6 +94,20 @@ const (
 // Storages lists every storage.
 var Storages = []Storage{StorageDisk, StorageMemory}
 
+// PullPolicy says when kb-bench pulls the images of a kind cluster it
+// creates.
+type PullPolicy string
+
+// Pull policies, as `docker run --pull` names them.
+const (
+	PullMissing PullPolicy = "missing" // pull what the runtime does not hold (kind's own behaviour)
+	PullNever   PullPolicy = "never"   // never pull: a missing image is an error
+	PullAlways  PullPolicy = "always"  // pull every time, for a tag that moves
+)
+
+// PullPolicies lists every pull policy.
+var PullPolicies = []PullPolicy{PullMissing, PullNever, PullAlways}
+
 // ContentType is the encoding the clients send and ask for.
 type ContentType string
 
@@ -204,8 +218,11 @@ type Target struct {
 	KindCluster string `json:"kindCluster,omitempty" yaml:"kindCluster" flag:"kind-cluster" help:"kind cluster name for --target kind (default kind); created for the run when it does not exist"`
 	// KindNodeImage is the node image of a kind cluster kb-bench creates
 	// for the run; KeepCluster keeps that cluster after it.
-	KindNodeImage string `json:"kindNodeImage,omitempty" yaml:"kindNodeImage" flag:"node-image" help:"kind target: node image of a cluster created for the run, already in the container runtime (default kb-bench/kind-node:<kube version>; never pulled)"`
-	KeepCluster   bool   `json:"keepCluster,omitempty" yaml:"keepCluster" flag:"keep-cluster" help:"kind target: keep a cluster created for the run (see 'kb-bench kind down')"`
+	KindNodeImage string `json:"kindNodeImage,omitempty" yaml:"kindNodeImage" flag:"node-image" help:"kind target: node image of a cluster created for the run (default: kind's own, kindest/node pinned by the kind kb-bench links)"`
+	// KindPull says when the node image of a cluster created for the run
+	// is pulled: missing (the default, as kind does), never or always.
+	KindPull    PullPolicy `json:"kindPull,omitempty" yaml:"kindPull" flag:"pull" help:"kind target: pull the node image of a cluster created for the run when it is missing (as kind does), never (air-gapped: load it first) or always"`
+	KeepCluster bool       `json:"keepCluster,omitempty" yaml:"keepCluster" flag:"keep-cluster" help:"kind target: keep a cluster created for the run (see 'kb-bench kind down')"`
 	// Storage is where the local control plane keeps etcd's data.
 	Storage Storage `json:"storage,omitempty" yaml:"storage" flag:"storage" help:"local control plane etcd storage: disk or memory (/dev/shm)"`
 	// ControlPlaneBin is a directory holding kube-apiserver and etcd.
@@ -275,4 +292,7 @@ type TargetInfo struct {
 	// KindConfig is the configuration of a kind cluster that `kb-bench
 	// kind up` made (nodes, apiserver flags, etcd storage), as kind reads it.
 	KindConfig string `json:"kindConfig,omitempty"`
+	// NodeImage is the node image a kind cluster's control plane runs
+	// (ServerVersion is the Kubernetes version it serves).
+	NodeImage string `json:"nodeImage,omitempty"`
 }

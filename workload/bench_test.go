@@ -43,7 +43,7 @@ func BenchmarkVsBareClientGo(b *testing.B) {
 						continue
 					}
 					s := spec.Spec{Writers: writers, Duration: spec.D(window)}
-					out, err := Run(context.Background(), s, Options{Config: cfg, RunID: runID(), Version: "test", FinalizeNamespace: true})
+					out, err := Run(context.Background(), resolved(b, s), Options{Config: cfg, RunID: runID(), Version: "test", FinalizeNamespace: true})
 					if err != nil {
 						b.Fatal(err)
 					}

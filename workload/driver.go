@@ -6,7 +6,62 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kb-bench/kb-bench/metrics"
 )
+
+// driver makes this process's load: a Driven scenario's operations with
+// workers workers, in an open loop at rate operations per second in all
+// (arrivals that find no free worker counted in the recorder), or a closed
+// loop when rate is 0; or a Continuous scenario's own goroutines, started
+// at the first phase that runs them.
+type driver struct {
+	e        *engine
+	workers  int
+	rate     float64
+	started  bool
+	finished chan struct{} // a Continuous scenario's operations are done
+}
+
+func newDriver(e *engine, workers int, rate float64) *driver {
+	return &driver{e: e, workers: workers, rate: rate, finished: make(chan struct{})}
+}
+
+// run makes the load of p (a phase) until its deadline or operations, or
+// until ctx is done.
+func (d *driver) run(ctx context.Context, p plan) {
+	switch dr := d.e.sc.Driven; {
+	case dr != nil && d.rate > 0:
+		openLoop(ctx, p, d.workers, constantPacer{rate: d.rate}, d.e.rec, dr.Do)
+		return
+	case dr != nil:
+		closedLoop(ctx, p, d.workers, dr.Do)
+		return
+	}
+	if !d.started {
+		d.started = true
+		d.e.sc.Continuous.Start(ctx, sync.OnceFunc(func() { close(d.finished) }))
+	}
+	sleepUntil(ctx, p.deadline, d.finished)
+}
+
+// stop stops a Continuous scenario's goroutines.
+func (d *driver) stop() {
+	if d.started {
+		d.e.sc.Continuous.Stop()
+	}
+}
+
+// window runs the measured window of p, its per-second series ticking to
+// progress, and returns when it ended.
+func (d *driver) window(ctx context.Context, p plan, progress func(time.Duration, metrics.SeriesPoint)) time.Time {
+	stopTicks := tick(d.e.rec, p.start, progress)
+	d.run(ctx, p)
+	d.stop()
+	ended := time.Now()
+	stopTicks()
+	return ended
+}
 
 // plan bounds a run of the writers.
 type plan struct {
@@ -15,17 +70,6 @@ type plan struct {
 	deadline    time.Time     // no operation is due from here; zero: no time bound
 	operations  int64         // measured operations to run; 0: no bound
 	thinkTime   time.Duration // closed loop: pause between a writer's operations
-}
-
-// drive runs plan p with n workers: an open loop at rate operations per
-// second in all (arrivals that find no free worker counted in rec), or a
-// closed loop when rate is 0.
-func drive(ctx context.Context, p plan, n int, rate float64, rec arrivals, do opFunc) {
-	if rate > 0 {
-		openLoop(ctx, p, n, constantPacer{rate: rate}, rec, do)
-	} else {
-		closedLoop(ctx, p, n, do)
-	}
 }
 
 // opFunc runs one operation for worker w that was due at intended, and

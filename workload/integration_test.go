@@ -17,6 +17,8 @@ import (
 	"github.com/kb-bench/kb-bench/cluster/clustertest"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/render/text"
+	"github.com/kb-bench/kb-bench/results/resultstest"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -55,17 +57,26 @@ func runOn(ctx context.Context, t testing.TB, cfg *rest.Config, s spec.Spec) *re
 func runWith(ctx context.Context, t testing.TB, s spec.Spec, o Options) *results.Result {
 	t.Helper()
 	o.RunID, o.Version, o.Log, o.FinalizeNamespace = runID(), "test", logWriter{t}, true
-	out, err := Run(ctx, s, o)
+	out, err := Run(ctx, resolved(t, s), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var table strings.Builder
-	if err := results.WriteTable(&table, out.Result, out.Report.Rows()); err != nil {
+	if err := text.WriteTable(&table, out.Result, out.Report.Rows()); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", table.String())
 	if out.Result.Summary.Ops == 0 {
 		t.Fatalf("no operations ran")
+	}
+	// The result.json a run writes reports the nearest rank of its stored
+	// histograms, recomputed by a decoder of the test's own.
+	doc, err := results.Encode(out.Result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resultstest.CheckPercentiles(doc); err != nil {
+		t.Errorf("the reported percentiles are not the nearest rank of the stored histograms: %v", err)
 	}
 	return out.Result
 }

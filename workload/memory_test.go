@@ -45,7 +45,7 @@ func BenchmarkMemoryPerWriter(b *testing.B) {
 				resetPeakRSS(b)
 				sampler := startMemSampler(os.Getenv("KB_BENCH_HEAPPROFILE"))
 				s := spec.Spec{Writers: writers, Duration: spec.D(5 * time.Second)}
-				out, err := Run(context.Background(), s, Options{Config: cfg, RunID: runID(), Version: "test", FinalizeNamespace: true})
+				out, err := Run(context.Background(), resolved(b, s), Options{Config: cfg, RunID: runID(), Version: "test", FinalizeNamespace: true})
 				sampler.stop()
 				if err != nil {
 					b.Fatal(err)

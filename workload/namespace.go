@@ -98,7 +98,7 @@ func deleteCollections(ctx context.Context, kube kubernetes.Interface, ns, selec
 			err = kube.CoreV1().ResourceQuotas(ns).DeleteCollection(ctx, opts, list)
 		case groupResource{"coordination.k8s.io", "leases"}:
 			err = kube.CoordinationV1().Leases(ns).DeleteCollection(ctx, opts, list)
-		case groupResource{"batch", "jobs"}: // a distributed run's shards (runner/job)
+		case groupResource{"batch", "jobs"}: // a distributed run's shards (distributed/job)
 			background := metav1.DeletePropagationBackground
 			err = kube.BatchV1().Jobs(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &background}, list)
 		case groupResource{"rbac.authorization.k8s.io", "roles"}:

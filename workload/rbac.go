@@ -13,38 +13,52 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/distributed"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // Rules are the namespaced permissions a run of s needs in its namespace:
-// what its scenario reads and writes, and deleting its own objects at the
-// end. They make the Role that `kb-bench rbac` prints and that the
-// preflight of a run in an existing namespace checks.
-func Rules(s spec.Spec) ([]rbacv1.PolicyRule, error) {
-	def, settings, errs := Resolve(&s)
+// what its scenario reads and writes, deleting its own objects at the end,
+// and what runner, which starts its shards, needs (a RulesNeeder's: the
+// Job runner's; runner may be nil). They make the Role that `kb-bench
+// rbac` prints and that the preflight of a run in an existing namespace
+// checks.
+func Rules(s spec.Spec, runner distributed.ShardRunner) ([]rbacv1.PolicyRule, error) {
+	r, errs := Resolve(s)
 	if len(errs) > 0 {
 		return nil, spec.Input(errors.New(spec.Describe(errs)))
 	}
-	return rulesFor(def, settings, s), nil
+	return withRunner(rulesFor(r.Def, r.Settings, r.Spec), r.Spec, runner), nil
+}
+
+// withRunner adds to a run's rules what the runner that starts its shards
+// needs.
+func withRunner(rules []rbacv1.PolicyRule, s spec.Spec, runner distributed.ShardRunner) []rbacv1.PolicyRule {
+	if rn, ok := runner.(distributed.RulesNeeder); ok && s.Shards > 0 {
+		return append(slices.Clip(rules), rn.Rules()...)
+	}
+	return rules
+}
+
+// scenarioRules are what def's scenario reads and writes with settings.
+func scenarioRules(def scenario.Definition, settings scenario.Settings) []rbacv1.PolicyRule {
+	if def.Rules == nil {
+		return nil
+	}
+	return def.Rules(settings)
 }
 
 func rulesFor(def scenario.Definition, settings scenario.Settings, s spec.Spec) []rbacv1.PolicyRule {
-	var rules []rbacv1.PolicyRule
-	if def.Rules != nil {
-		rules = def.Rules(settings)
-	}
+	rules := scenarioRules(def, settings)
 	if s.Shards > 0 {
-		rules = append(rules, coordinatorRules()...)
-	}
-	if s.Shards > 0 && s.Runner == spec.RunnerJob {
-		rules = append(rules, jobRules()...)
+		rules = append(rules, distributed.CoordinatorRules()...)
 	}
 	for _, g := range cleanupResources(rules) {
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g.group}, Resources: []string{g.resource}, Verbs: []string{"deletecollection"}})
+		rules = append(rules, scenario.Rule(g.group, []string{g.resource}, "deletecollection"))
 	}
 	if s.Client.ContentType == spec.ContentCBOR {
 		// The CBOR probe is a dry-run create of a ConfigMap.
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}})
+		rules = append(rules, scenario.Rule("", []string{"configmaps"}, "create"))
 	}
 	return rules
 }
@@ -74,46 +88,58 @@ func cleanupResources(rules []rbacv1.PolicyRule) []groupResource {
 	return out
 }
 
-// Role is the Role that grants rules in namespace ns.
-func Role(ns, name string, rules []rbacv1.PolicyRule) *rbacv1.Role {
-	return &rbacv1.Role{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Rules:      rules,
-	}
-}
-
 // checkPermissions asks the apiserver (SelfSubjectAccessReview) whether the
 // credentials may do everything rules name in ns, and lists every missing
 // permission at once.
 func checkPermissions(ctx context.Context, kube kubernetes.Interface, ns string, rules []rbacv1.PolicyRule) error {
-	var missing []string
-	for _, r := range rules {
-		for _, g := range r.APIGroups {
-			for _, res := range r.Resources {
-				resource, sub, _ := strings.Cut(res, "/")
-				for _, verb := range r.Verbs {
-					review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-						ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: g, Resource: resource, Subresource: sub},
-					}}
-					got, err := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-					if err != nil {
-						return fmt.Errorf("checking permissions in namespace %s: %w", ns, err)
-					}
-					if !got.Status.Allowed {
-						what := res
-						if g != "" {
-							what += "." + g
-						}
-						missing = append(missing, verb+" "+what)
-					}
-				}
-			}
-		}
+	missing, err := missingPermissions(ctx, kube, ns, rules)
+	if err != nil {
+		return err
 	}
 	if len(missing) > 0 {
 		return spec.Input(fmt.Errorf("these credentials may not do what the run needs in namespace %s: %s; `kb-bench rbac --namespace %s` (with the same scenario flags) prints a Role and RoleBinding that grant exactly what it needs",
 			ns, strings.Join(missing, ", "), ns))
 	}
 	return nil
+}
+
+// missingPermissions lists what of rules the credentials may not do in ns
+// ("update configmaps", "delete jobs.batch NAME"), asking the
+// apiserver (SelfSubjectAccessReview) about every verb, resource and
+// resource name.
+func missingPermissions(ctx context.Context, kube kubernetes.Interface, ns string, rules []rbacv1.PolicyRule) ([]string, error) {
+	var missing []string
+	for _, r := range rules {
+		names := r.ResourceNames
+		if len(names) == 0 {
+			names = []string{""}
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				resource, sub, _ := strings.Cut(res, "/")
+				for _, verb := range r.Verbs {
+					for _, name := range names {
+						review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+							ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: g, Resource: resource, Subresource: sub, Name: name},
+						}}
+						got, err := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+						if err != nil {
+							return nil, fmt.Errorf("checking permissions in namespace %s: %w", ns, err)
+						}
+						if !got.Status.Allowed {
+							what := res
+							if g != "" {
+								what += "." + g
+							}
+							if name != "" {
+								what += " " + name
+							}
+							missing = append(missing, verb+" "+what)
+						}
+					}
+				}
+			}
+		}
+	}
+	return missing, nil
 }

@@ -39,13 +39,28 @@ func lookup(registry []scenario.Definition, name string) (scenario.Definition, b
 	return scenario.Definition{}, false
 }
 
-// Resolve fills in s's defaults and validates it, for its scenario: the
-// shared settings, then the scenario's own, which it decodes, defaults,
-// validates and writes back into s.Settings, so that the result records
-// what ran. The errors carry the path of each field as a profile's spec
-// names it.
-func Resolve(s *spec.Spec) (scenario.Definition, scenario.Settings, field.ErrorList) {
-	return resolve(Scenarios(), s)
+// Resolved is a spec resolved for its scenario (Resolve): its defaults
+// filled in and validated, with its scenario and its scenario's decoded
+// settings. It is what Run runs, so a run's spec is resolved once.
+type Resolved struct {
+	Spec     spec.Spec
+	Def      scenario.Definition
+	Settings scenario.Settings
+}
+
+// Resolve fills in a copy of s's defaults and validates it, for its
+// scenario: the shared settings, then the scenario's own, which it
+// decodes, defaults, validates and writes back into Spec.Settings, so that
+// the result records what ran. The errors carry the path of each field as
+// a profile's spec names it.
+func Resolve(s spec.Spec) (*Resolved, field.ErrorList) {
+	def, settings, errs := resolve(Scenarios(), &s)
+	return &Resolved{Spec: s, Def: def, Settings: settings}, errs
+}
+
+// Workload is the resolved spec in words, as its Result says it.
+func (r *Resolved) Workload() string {
+	return results.Describe(r.Spec, r.Settings.Describe(&r.Spec), r.Def.Traits().Driven)
 }
 
 func resolve(registry []scenario.Definition, s *spec.Spec) (scenario.Definition, scenario.Settings, field.ErrorList) {
@@ -61,8 +76,8 @@ func resolve(registry []scenario.Definition, s *spec.Spec) (scenario.Definition,
 		errs := spec.OneOf(field.NewPath("scenario"), s.Scenario, names, "scenario")
 		return def, nil, errs
 	}
-	s.Defaults(def.Traits)
-	errs := s.Validate(def.Traits)
+	s.Defaults(def.Traits())
+	errs := s.Validate(def.Traits())
 	settings := def.NewSettings()
 	p := field.NewPath("settings")
 	if derrs := scenario.Decode(s.Settings, settings, p); len(derrs) > 0 {
@@ -76,17 +91,4 @@ func resolve(registry []scenario.Definition, s *spec.Spec) (scenario.Definition,
 	}
 	s.Settings = m
 	return def, settings, errs
-}
-
-// Describe is the resolved spec s in words, as a Result's Workload says it.
-func Describe(s spec.Spec) string {
-	def, settings, errs := Resolve(&s)
-	if len(errs) > 0 {
-		return s.Scenario + " (invalid: " + spec.Describe(errs) + ")"
-	}
-	return describe(def, settings, &s)
-}
-
-func describe(def scenario.Definition, settings scenario.Settings, s *spec.Spec) string {
-	return results.Describe(*s, settings.Describe(s), def.Traits.Driven)
 }

@@ -34,6 +34,11 @@ const RequireEnv = "KB_BENCH_REQUIRE_CONTROL_PLANE"
 
 // Shared is one lazily started local control plane for a test binary.
 type Shared struct {
+	// ControllerManager also runs kube-controller-manager (its Job,
+	// garbage collector, namespace and service account controllers...);
+	// set it before the first test asks for the control plane.
+	ControllerManager bool
+
 	once sync.Once
 	mu   sync.Mutex
 	cp   *cluster.ControlPlane
@@ -71,9 +76,13 @@ func (s *Shared) ControlPlane(t testing.TB) *cluster.ControlPlane {
 			s.skip = err.Error()
 			return
 		}
+		if s.ControllerManager && bins.ControllerManager == "" {
+			s.skip = "no kube-controller-manager in " + bins.Dir
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		cp, err := cluster.StartLocal(ctx, cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory})
+		cp, err := cluster.StartLocal(ctx, cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory, ControllerManager: s.ControllerManager})
 		s.mu.Lock()
 		s.cp, s.err = cp, err
 		s.mu.Unlock()
@@ -82,7 +91,7 @@ func (s *Shared) ControlPlane(t testing.TB) *cluster.ControlPlane {
 		if os.Getenv(RequireEnv) != "" {
 			t.Fatalf("%s is set but the control plane is missing: %s", RequireEnv, s.skip)
 		}
-		t.Skipf("no local control plane binaries (run `make control-plane`): %s", s.skip)
+		t.Skipf("no local control plane binaries (run `kb-bench local install`): %s", s.skip)
 	}
 	if s.err != nil {
 		t.Fatalf("starting the local control plane: %v", s.err)

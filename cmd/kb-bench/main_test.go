@@ -20,6 +20,8 @@ import (
 	"github.com/kb-bench/kb-bench/cluster"
 	"github.com/kb-bench/kb-bench/cluster/clustertest"
 	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/resultstest"
+	"github.com/kb-bench/kb-bench/results/store"
 )
 
 // These tests run the real kb-bench binary against the real local control
@@ -149,6 +151,20 @@ func start(t *testing.T, bin, cpBin, tmp, out string, args ...string) (cmd *exec
 	return cmd, stdout, later
 }
 
+// checkPercentiles recomputes the percentiles of the result.json in dir
+// from its stored histograms, with a decoder of the test's own: a run
+// reports the nearest rank of what it recorded.
+func checkPercentiles(t *testing.T, dir string) {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(dir, store.ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resultstest.CheckPercentiles(doc); err != nil {
+		t.Errorf("%s: the reported percentiles are not the nearest rank of the stored histograms: %v", dir, err)
+	}
+}
+
 func TestRunEndToEnd(t *testing.T) {
 	bin, cpBin := binary(t)
 	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
@@ -161,7 +177,7 @@ func TestRunEndToEnd(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, stdout)
 		}
 	}
-	r, err := results.Read(out)
+	r, err := store.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +187,8 @@ func TestRunEndToEnd(t *testing.T) {
 	if r.Target.Kind != "local" || r.Target.ServerVersion != cluster.KubeVersion {
 		t.Errorf("target not recorded: %+v", r.Target)
 	}
-	for _, f := range []string{results.HlogFile, results.SeriesFile} {
+	checkPercentiles(t, out)
+	for _, f := range []string{store.HlogFile, store.SeriesFile} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
 		}
@@ -189,7 +206,7 @@ func TestCountWritesASet(t *testing.T) {
 		t.Fatalf("kb-bench run --count 2: %v\n%s", err, stdout)
 	}
 	var set results.ResultSet
-	b, err := os.ReadFile(filepath.Join(out, results.SetFile))
+	b, err := os.ReadFile(filepath.Join(out, store.SetFile))
 	if err == nil {
 		err = json.Unmarshal(b, &set)
 	}
@@ -197,7 +214,7 @@ func TestCountWritesASet(t *testing.T) {
 		t.Fatalf("set.json: %+v, %v; want 2 samples", set, err)
 	}
 	for _, sample := range set.Samples {
-		if _, err := results.Read(filepath.Join(out, sample)); err != nil {
+		if _, err := store.Read(filepath.Join(out, sample)); err != nil {
 			t.Error(err)
 		}
 	}
@@ -221,7 +238,7 @@ func TestMatrixComparesStrategies(t *testing.T) {
 		t.Fatalf("kb-bench run --strategy update,patch: %v\n%s", err, stdout)
 	}
 	for _, dir := range []string{"strategy-update", "strategy-patch"} {
-		if _, err := results.Read(filepath.Join(out, dir, "sample-1")); err != nil {
+		if _, err := store.Read(filepath.Join(out, dir, "sample-1")); err != nil {
 			t.Error(err)
 		}
 	}
@@ -324,7 +341,7 @@ func TestInterruptKeepsFiguresAndLeavesNothing(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("kb-bench did not stop within 60s of SIGINT")
 	}
-	b, err := os.ReadFile(filepath.Join(out, results.ResultFile))
+	b, err := os.ReadFile(filepath.Join(out, store.ResultFile))
 	if err != nil {
 		t.Fatalf("no result after SIGINT: %v", err)
 	}
@@ -365,7 +382,7 @@ func TestDeadAPIServerFailsTheRun(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !said {
 		t.Fatalf("after the apiserver was killed: %v (said so: %v), want exit status 3 saying the control plane died", err, said)
 	}
-	r, err := results.Read(out)
+	r, err := store.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +427,7 @@ func TestSweepTwoStrategies(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("kb-bench sweep: %v\n%s\n%s", err, stdout.String(), stderr.String())
 	}
-	sw, err := results.ReadSweep(out)
+	sw, err := store.ReadSweep(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,10 +446,11 @@ func TestSweepTwoStrategies(t *testing.T) {
 			if want := []float64{1, 4, 16}[i]; p.Value != want {
 				t.Errorf("%s point %d is %g writers, want %g", ser.Label, i, p.Value, want)
 			}
-			r, err := results.Read(filepath.Join(out, p.Dir))
+			r, err := store.Read(filepath.Join(out, p.Dir))
 			if err != nil {
 				t.Fatal(err)
 			}
+			checkPercentiles(t, filepath.Join(out, p.Dir))
 			if r.Spec.Writers != int(p.Value) || "strategy="+string(r.Spec.Strategy) != ser.Label || p.WriteThroughput != r.Summary.WriteThroughput {
 				t.Errorf("%s: %s holds %d writers of %s (%.1f writes/s), the sweep says %g (%.1f)", ser.Label, p.Dir, r.Spec.Writers, r.Spec.Strategy, r.Summary.WriteThroughput, p.Value, p.WriteThroughput)
 			}
@@ -478,7 +496,7 @@ func TestControllerManagerQuota(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("kb-bench run --controller-manager: %v\n%s", err, stdout)
 	}
-	r, err := results.Read(out)
+	r, err := store.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -553,7 +571,7 @@ func TestLostKubeconfigTargetEndsTheRun(t *testing.T) {
 			if !errors.As(err, &exit) || exit.ExitCode() != 3 || !said {
 				t.Fatalf("after %s of the apiserver: %v (said so: %v), want exit status 3 saying it stopped answering", fault, err, said)
 			}
-			r, err := results.Read(out)
+			r, err := store.Read(out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -739,7 +757,7 @@ func TestPauseCandidateKilledFailsCheck(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(stdout.String()+strings.Join(stderr, "\n"), want) {
 		t.Fatalf("kb-bench after a candidate was killed: %v, want exit status 1 saying %q\n%s\n%s", err, want, stdout, strings.Join(stderr, "\n"))
 	}
-	r, err := results.Read(out)
+	r, err := store.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -770,7 +788,7 @@ func TestPauseInterruptedLeavesNothing(t *testing.T) {
 			t.Errorf("candidate process %d outlived the run", pid)
 		}
 	}
-	r, err := results.Read(out)
+	r, err := store.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -871,13 +889,14 @@ func TestShardsMergeExactly(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("kb-bench run --shards 3: %v\n%s", err, stdout)
 	}
-	r, err := results.Read(out)
+	r, err := store.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(r.Shards) != 3 {
 		t.Fatalf("want 3 shards recorded, got %+v", r.Shards)
 	}
+	checkPercentiles(t, out)
 	var ops int64
 	writers := 0
 	for i, sh := range r.Shards {
@@ -941,7 +960,7 @@ func TestShardsInterruptedKeepMergedFigures(t *testing.T) {
 		}
 	}()
 	interrupt(t, cmd, stdout)
-	r, err := results.Read(out)
+	r, err := store.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -960,7 +979,7 @@ func TestShardsOperationsBound(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("kb-bench run --shards 2 --operations 201: %v\n%s", err, stdout)
 	}
-	r, err := results.Read(out)
+	r, err := store.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}

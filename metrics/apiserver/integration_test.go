@@ -22,6 +22,7 @@ import (
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/metrics/apiserver"
 	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/analysis"
 )
 
 // local is the real kube-apiserver and etcd the package's integration tests
@@ -136,7 +137,7 @@ func testServerCheckMatches(t *testing.T, cfg *rest.Config) {
 
 	start := time.Now()
 	rec := metrics.NewRecorder(start, 4, false)
-	write := func(sh *metrics.Shard, do func() error) {
+	write := func(sh *metrics.Stripe, do func() error) {
 		t0 := time.Now()
 		err := do()
 		out := metrics.Classify(err)
@@ -149,7 +150,7 @@ func testServerCheckMatches(t *testing.T, cfg *rest.Config) {
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
-			sh := rec.Shard(w)
+			sh := rec.Stripe(w)
 			for i := range 15 {
 				// Read-modify-write PUT: conflicts when another writer got in between.
 				write(sh, func() error {
@@ -174,7 +175,7 @@ func testServerCheckMatches(t *testing.T, cfg *rest.Config) {
 		})
 	}
 	wg.Wait()
-	sh := rec.Shard(0)
+	sh := rec.Stripe(0)
 	// A stale PUT (guaranteed 409) and two field managers setting the same
 	// field to different values (409 FieldManagerConflict).
 	stale, err := secrets.Get(ctx, "counter", metav1.GetOptions{})
@@ -205,7 +206,7 @@ func testServerCheckMatches(t *testing.T, cfg *rest.Config) {
 	}
 
 	meas := results.FromSnapshot(rec.Snapshot(time.Now()), results.ClientStats{})
-	c := results.NewServerCheck(before, after, client, nil, meas)
+	c := analysis.NewServerCheck(before, after, client, nil, meas)
 	t.Logf("server check: %+v", *c)
 	if !c.Available || !c.Match {
 		t.Fatalf("kb-bench and the apiserver disagree: %s", c.Mismatch)

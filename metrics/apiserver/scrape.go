@@ -3,7 +3,7 @@
 // metrics.ServerSample, the server's side of kb-bench's cross-check.
 //
 // Scrape once before and once after the measured window, then hand both
-// samples to results.NewServerCheck. When the endpoint cannot be read
+// samples to analysis.NewServerCheck. When the endpoint cannot be read
 // (UnavailableError: 401, 403 or 404, e.g. RBAC without the nonResourceURL
 // /metrics), the caller warns once, records ServerCheck{Available: false}
 // and carries on: the benchmark's own figures do not depend on it.

@@ -18,6 +18,7 @@ import (
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/metrics/apiserver"
 	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/analysis"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -42,7 +43,7 @@ func measured(writes map[metrics.Outcome]int) results.Measurements {
 	i := 0
 	for out, n := range writes {
 		for range n {
-			sh := r.Shard(i)
+			sh := r.Stripe(i)
 			sh.RecordAttempt(t0, metrics.Attempt{Kind: metrics.Write, Latency: time.Millisecond, Outcome: out})
 			sh.RecordOp(metrics.Op{Intended: t0, Start: t0, End: t0.Add(time.Millisecond), Outcome: out, Attempts: 1})
 			i++
@@ -228,11 +229,11 @@ func TestNewServerCheck(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.check(t, results.NewServerCheck(before, after, sent(tc.client), nil, measured(tc.writes)))
+			tc.check(t, analysis.NewServerCheck(before, after, sent(tc.client), nil, measured(tc.writes)))
 		})
 	}
 	t.Run("apiserver restarted", func(t *testing.T) {
-		c := results.NewServerCheck(after, before, sent(configmapRequests), nil, measured(configmapRun))
+		c := analysis.NewServerCheck(after, before, sent(configmapRequests), nil, measured(configmapRun))
 		if c.Available || !strings.Contains(c.Reason, "restarted") {
 			t.Errorf("counters going backwards: available %v, reason %q; want unavailable, restarted", c.Available, c.Reason)
 		}
@@ -247,7 +248,7 @@ func TestNewServerCheckRealExposition(t *testing.T) {
 	client := sent(map[string]int64{
 		"APPLY configmaps 200": 1, "APPLY configmaps 409": 1, "PATCH configmaps 200": 1, "PUT configmaps 200": 3, "PUT configmaps 409": 1,
 	})
-	c := results.NewServerCheck(before, after, client, nil, m)
+	c := analysis.NewServerCheck(before, after, client, nil, m)
 	if !c.Available || !c.Match {
 		t.Errorf("want 5 writes and 2 conflicts matching, got %+v", c)
 	}

@@ -11,8 +11,8 @@ package controllerstatus
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,10 +20,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
@@ -64,10 +65,18 @@ const (
 var Definition = scenario.Definition{
 	Name:        Name,
 	Description: "controllers keep a status condition of their own on the Pods they own and on Pods they share; 409s and lost status updates are counted",
-	Traits:      spec.Traits{Strategies: true, Driven: true},
+	Strategies:  true,
 	NewSettings: func() scenario.Settings { return &Settings{} },
-	New: func(env *scenario.Env, settings scenario.Settings) (scenario.Scenario, error) {
-		return newRun(env, settings.(*Settings)), nil
+	// The report is its figures and its checks, which the Result keeps.
+	DecodeReport: func(details json.RawMessage, checks []results.Check) (scenario.Report, error) {
+		r, err := scenario.DecodeJSON[Report](details, nil)
+		if err == nil {
+			r.(*Report).checks = checks
+		}
+		return r, err
+	},
+	Driven: func(env *scenario.Env, settings scenario.Settings) scenario.Driven {
+		return newControllers(env, settings.(*Settings))
 	},
 	Rules: func(scenario.Settings) []rbacv1.PolicyRule {
 		return []rbacv1.PolicyRule{
@@ -112,24 +121,27 @@ type tally struct {
 	sharedWrites, sharedConflicts atomic.Int64
 }
 
-// run is one run of the scenario.
-type run struct {
+// controllers is one run of the scenario.
+type controllers struct {
 	env     *scenario.Env
 	objects []*object
 	views   [][]*view // views[c] are controller c's views: owned Pods, then shared
 	workers []*worker
-	base    context.Context // Setup's, never cancelled: a reconcile in flight outlives Ctrl-C
+	// strategy is the controllers' write; measures the workers'
+	// Measurers, made by Setup.
+	strategy scenario.Write
+	measures []*scenario.Measurer
 
 	tally tally
 }
 
-var _ scenario.Driven = (*run)(nil)
+var _ scenario.Driven = (*controllers)(nil)
 
-// newRun lays out the Pods, every controller's views of them and the
+// newControllers lays out the Pods, every controller's views of them and the
 // workers: worker c*n+w (n workers per controller) owns view i of
 // controller c when i%n == w.
-func newRun(env *scenario.Env, set *Settings) *run {
-	r := &run{env: env}
+func newControllers(env *scenario.Env, set *Settings) *controllers {
+	r := &controllers{env: env, strategy: scenario.WriteOf(&env.Spec)}
 	var shared []*object
 	for j := range set.SharedObjects {
 		shared = append(shared, &object{name: fmt.Sprintf("shared-%d", j), shared: true})
@@ -161,11 +173,11 @@ func newRun(env *scenario.Env, set *Settings) *run {
 }
 
 // Workers is Controllers x the workers each runs.
-func (r *run) Workers() int { return len(r.workers) }
+func (r *controllers) Workers() int { return len(r.workers) }
 
 // Setup creates the ServiceAccount and the Pods, and primes every
 // controller's cache with the created Pods as an informer would.
-func (r *run) Setup(ctx context.Context) error {
+func (r *controllers) Setup(ctx context.Context) error {
 	env := r.env
 	if err := scenario.EnsureDefaultServiceAccount(ctx, env.Admin, env.Namespace); err != nil {
 		return err
@@ -195,7 +207,7 @@ func (r *run) Setup(ctx context.Context) error {
 			v.cached = created[v.obj.name].DeepCopy()
 		}
 	}
-	r.base = r.env.Ops()
+	r.measures = env.Measurers(r.Workers(), nil)
 	return nil
 }
 
@@ -215,54 +227,38 @@ func newPod(name, runID string) *corev1.Pod {
 	}
 }
 
-// Do reconciles worker w's next Pod and records the operation.
-func (r *run) Do(w int, intended time.Time) {
+// Do reconciles worker w's next Pod: one operation, with the reads and
+// write attempts its strategy makes.
+func (r *controllers) Do(w int, intended time.Time) {
 	wk := r.workers[w]
 	v := wk.views[wk.next]
 	wk.next = (wk.next + 1) % len(wk.views)
-	shard := r.env.Recorder.Shard(w)
-	shard.RecordOp(r.reconcile(wk.c, v, intended, shard))
-}
-
-// reconcile writes controller c's condition on v's Pod: one operation, with
-// the reads and write attempts its strategy makes.
-func (r *run) reconcile(c int, v *view, intended time.Time, shard *metrics.Shard) metrics.Op {
-	s := &r.env.Spec
-	op := metrics.Op{Intended: intended, Start: time.Now()}
-	ctx, cancel := context.WithTimeout(r.base, s.OpTimeout.Duration)
-	defer cancel()
-	attempt := func() error { return r.attempt(ctx, c, v, &op, shard) }
-	var err error
-	if s.Strategy == spec.StrategyRetry {
-		err = scenario.RetryOnConflict(*s.Backoff, &op, attempt)
-	} else {
-		err = attempt()
-	}
-	op.End = time.Now()
-	op.Outcome, op.Err = metrics.Classify(err), err
-	return op
+	r.measures[w].Measure(intended, func(o *scenario.Op) error { return r.attempt(o, wk.c, v) })
 }
 
 // attempt makes one write of controller c's condition on v's Pod, reading
 // the Pod first when the controller's view of it is stale.
-func (r *run) attempt(ctx context.Context, c int, v *view, op *metrics.Op, shard *metrics.Shard) error {
-	if v.cached == nil && r.needsView() {
-		start := time.Now()
-		pod, err := r.env.Client(c).CoreV1().Pods(r.env.Namespace).Get(ctx, v.obj.name, metav1.GetOptions{})
-		shard.RecordAttempt(op.Intended, metrics.Attempt{Kind: metrics.Read, Latency: time.Since(start), Outcome: metrics.Classify(err)})
-		if err != nil {
+func (r *controllers) attempt(o *scenario.Op, c int, v *view) error {
+	pods := r.env.Client(c).CoreV1().Pods(r.env.Namespace)
+	if v.cached == nil && r.strategy.NeedsRead() {
+		var pod *corev1.Pod
+		if err := o.Read(func(ctx context.Context) (err error) {
+			pod, err = pods.Get(ctx, v.obj.name, metav1.GetOptions{})
+			return err
+		}); err != nil {
 			return err
 		}
 		v.cached = pod
 	}
-
 	v.seq++
-	start := time.Now()
-	pod, err := r.write(ctx, c, v)
-	out := metrics.Classify(err)
-	shard.RecordAttempt(op.Intended, metrics.Attempt{Kind: metrics.Write, Latency: time.Since(start), Outcome: out})
-	op.Attempts++
-	r.count(shard, v.obj.shared, out, op.Intended)
+	var pod *corev1.Pod
+	out, err := o.Write(func(ctx context.Context) (err error) {
+		pod, err = r.write(ctx, pods, c, v)
+		return err
+	})
+	if o.Measured() {
+		r.count(v.obj.shared, out)
+	}
 	switch {
 	case err == nil:
 		v.cached, v.lastOK, v.unsure = pod, v.seq, nil
@@ -276,24 +272,8 @@ func (r *run) attempt(ctx context.Context, c int, v *view, op *metrics.Op, shard
 	return err
 }
 
-// needsView reports whether writes carry a resourceVersion (or the whole
-// Pod) and so need the controller's view of the Pod.
-func (r *run) needsView() bool {
-	s := &r.env.Spec
-	switch s.Strategy {
-	case spec.StrategyUpdate, spec.StrategyRetry:
-		return true
-	case spec.StrategyPatch:
-		return s.PatchPrecondition
-	}
-	return false
-}
-
 // count adds a measured write attempt to the owned or shared tally.
-func (r *run) count(shard *metrics.Shard, shared bool, out metrics.Outcome, intended time.Time) {
-	if !shard.Measured(intended) {
-		return
-	}
+func (r *controllers) count(shared bool, out metrics.Outcome) {
 	writes, conflicts := &r.tally.ownedWrites, &r.tally.ownedConflicts
 	if shared {
 		writes, conflicts = &r.tally.sharedWrites, &r.tally.sharedConflicts

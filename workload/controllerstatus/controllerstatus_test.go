@@ -2,11 +2,11 @@ package controllerstatus
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -65,7 +65,7 @@ func TestSettingsValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := spec.Spec{Writers: 8}
 			tt.spec(&s)
-			s.Defaults(Definition.Traits)
+			s.Defaults(Definition.Traits())
 			errs := tt.set.Validate(&s, field.NewPath("settings"))
 			got := map[string]string{}
 			for _, e := range errs {
@@ -84,11 +84,11 @@ func TestSettingsValidate(t *testing.T) {
 }
 
 func TestLayout(t *testing.T) {
-	newLayout := func(writers int) (*run, *strings.Builder) {
+	newLayout := func(writers int) (*controllers, *strings.Builder) {
 		s := spec.Spec{Writers: writers}
-		s.Defaults(Definition.Traits)
+		s.Defaults(Definition.Traits())
 		var log strings.Builder
-		return newRun(&scenario.Env{Spec: s, Log: &log}, &Settings{Controllers: 3, ObjectsPerController: 2, SharedObjects: 2}), &log
+		return newControllers(&scenario.Env{Spec: s, Log: &log}, &Settings{Controllers: 3, ObjectsPerController: 2, SharedObjects: 2}), &log
 	}
 	r, _ := newLayout(3)
 	if len(r.objects) != 3*2+2 {
@@ -213,12 +213,12 @@ func statusBody(t testing.TB, code int32, reason metav1.StatusReason) []byte {
 // fakeRun is a run of one controller with one owned and one shared Pod
 // and two workers (worker 0 has the owned Pod), over f, with its caches
 // primed as Setup leaves them.
-func fakeRun(t testing.TB, s spec.Spec, f *fakeAPI) (*run, *metrics.Recorder) {
+func fakeRun(t testing.TB, s spec.Spec, f *fakeAPI) (*controllers, *metrics.Recorder) {
 	t.Helper()
 	s.Writers = 2
-	s.Defaults(Definition.Traits)
+	s.Defaults(Definition.Traits())
 	set := &Settings{Controllers: 1, ObjectsPerController: 1, SharedObjects: 1}
-	if errs := append(s.Validate(Definition.Traits), set.Validate(&s, field.NewPath("settings"))...); len(errs) > 0 {
+	if errs := append(s.Validate(Definition.Traits()), set.Validate(&s, field.NewPath("settings"))...); len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}
 	kube, err := kubernetes.NewForConfig(&rest.Config{Host: "http://fake.invalid", Transport: f, QPS: -1,
@@ -227,8 +227,8 @@ func fakeRun(t testing.TB, s spec.Spec, f *fakeAPI) (*run, *metrics.Recorder) {
 		t.Fatal(err)
 	}
 	env := &scenario.Env{Spec: s, RunID: "test", Namespace: "kb-bench-test", Clients: []kubernetes.Interface{kube}, Admin: kube, Log: io.Discard}
-	r := newRun(env, set)
-	rec := metrics.NewRecorder(time.Now(), metrics.DefaultShards(r.Workers()), false)
+	r := newControllers(env, set)
+	rec := metrics.NewRecorder(time.Now(), metrics.DefaultStripes(r.Workers()), false)
 	env.Recorder = rec
 	var pod corev1.Pod
 	if err := json.Unmarshal(cannedPod(t, "1"), &pod); err != nil {
@@ -237,7 +237,7 @@ func fakeRun(t testing.TB, s spec.Spec, f *fakeAPI) (*run, *metrics.Recorder) {
 	for _, v := range r.views[0] {
 		v.cached = pod.DeepCopy()
 	}
-	r.base = context.Background()
+	r.measures = env.Measurers(r.Workers(), nil)
 	return r, rec
 }
 
@@ -466,5 +466,27 @@ func TestJudge(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A saved result shows what the run showed: the report, marshalled into
+// the result's details and decoded with the result's checks, has the live
+// report's rows and checks.
+func TestReportDecodes(t *testing.T) {
+	live := &Report{OwnedWrites: 120, OwnedConflicts: 0, SharedWrites: 80, SharedConflicts: 31, checks: []results.Check{
+		{Name: "controller status: controller-0's own Pods hold its last status", Expected: 4, Observed: 4, Passed: true},
+		{Name: "controller status: shared Pod shared-0 holds every controller's last status", Expected: 2, Observed: 1, Lost: 1,
+			Detail: `1 of 2 controllers lost their last status update; e.g. controller-1's condition on Pod shared-0 is missing, but its last accepted write was "write 3"`},
+	}}
+	details, err := json.Marshal(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Definition.DecodeReport(details, live.Checks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Rows(), live.Rows()) || !reflect.DeepEqual(got.Checks(), live.Checks()) {
+		t.Errorf("decoded from %s: rows %q checks %+v, want %q %+v", details, got.Rows(), got.Checks(), live.Rows(), live.Checks())
 	}
 }

@@ -41,7 +41,7 @@ func (r *Report) Rows() [][2]string {
 // Finish reads every Pod back and checks it against what each controller
 // last wrote. When the Pods cannot be read the run's figures still stand:
 // it warns and returns no checks.
-func (r *run) Finish(ctx context.Context) (scenario.Report, error) {
+func (r *controllers) Finish(ctx context.Context) (scenario.Report, error) {
 	env := r.env
 	t := &r.tally
 	report := &Report{

@@ -8,10 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // Condition fields every controller writes; the message carries the
@@ -22,43 +23,38 @@ const (
 )
 
 // write makes one status write of controller c's condition with sequence
-// number v.seq on v's Pod, the way Spec.Strategy says.
-func (r *run) write(ctx context.Context, c int, v *view) (*corev1.Pod, error) {
+// number v.seq on v's Pod, the way the strategy says.
+func (r *controllers) write(ctx context.Context, pods corev1client.PodInterface, c int, v *view) (*corev1.Pod, error) {
 	s := &r.env.Spec
-	pods := r.env.Client(c).CoreV1().Pods(r.env.Namespace)
 	cond := corev1.PodCondition{
 		Type:    conditionType(c),
 		Status:  corev1.ConditionTrue,
 		Reason:  conditionReason,
 		Message: message(v.seq),
 	}
-	switch s.Strategy {
-	case spec.StrategyPatch:
-		patchType := types.MergePatchType
-		if s.PatchType == spec.PatchStrategic {
-			patchType = types.StrategicMergePatchType
-		}
+	switch r.strategy.Kind {
+	case scenario.MergePatch:
 		rv := ""
-		if s.PatchPrecondition {
+		if r.strategy.Precondition {
 			rv = v.cached.ResourceVersion
 		}
 		body, err := conditionPatch(cond, rv)
 		if err != nil {
 			return nil, err
 		}
-		return pods.Patch(ctx, v.obj.name, patchType, body, metav1.PatchOptions{FieldManager: fieldManager}, "status")
-	case spec.StrategySSA:
+		return pods.Patch(ctx, v.obj.name, r.strategy.PatchType, body, metav1.PatchOptions{FieldManager: fieldManager}, "status")
+	case scenario.Apply:
 		manager := fieldManager
 		if s.FieldManager == spec.ManagerPerWriter {
 			manager += "-" + strconv.Itoa(c)
 		}
 		ac := corev1ac.Pod(v.obj.name, r.env.Namespace).WithStatus(corev1ac.PodStatus().WithConditions(
 			corev1ac.PodCondition().WithType(cond.Type).WithStatus(cond.Status).WithReason(cond.Reason).WithMessage(cond.Message)))
-		return pods.ApplyStatus(ctx, ac, metav1.ApplyOptions{FieldManager: manager, Force: s.Force})
-	default: // update and retry: PUT the whole status from the cached Pod
+		return pods.ApplyStatus(ctx, ac, metav1.ApplyOptions{FieldManager: manager, Force: r.strategy.Force})
+	default: // update (and retry): PUT the whole status from the cached Pod
 		pod := v.cached.DeepCopy()
 		setCondition(&pod.Status, cond)
-		if s.Unconditional {
+		if !r.strategy.Precondition {
 			pod.ResourceVersion = ""
 		}
 		return pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{FieldManager: fieldManager})

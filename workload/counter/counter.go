@@ -13,11 +13,9 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/kb-bench/kb-bench/results"
-	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
@@ -25,13 +23,17 @@ import (
 var Definition = scenario.Definition{
 	Name:        "counter",
 	Description: "writers read-modify-write shared ConfigMaps with a write strategy; lost updates are counted",
-	Traits:      spec.Traits{Strategies: true, Driven: true, Shardable: true},
+	Strategies:  true,
 	NewSettings: func() scenario.Settings { return &Settings{} },
-	New: func(env *scenario.Env, settings scenario.Settings) (scenario.Scenario, error) {
-		return newCounter(env, settings.(*Settings)), nil
+	Sharded: func(env *scenario.Env, settings scenario.Settings) scenario.Sharded {
+		return newCounter(env, settings.(*Settings))
 	},
 	Rules: func(scenario.Settings) []rbacv1.PolicyRule {
 		return []rbacv1.PolicyRule{scenario.Rule("", []string{"configmaps"}, "get", "list", "create", "update", "patch")}
+	},
+	// The report is its checks, which the Result keeps.
+	DecodeReport: func(_ json.RawMessage, checks []results.Check) (scenario.Report, error) {
+		return &Report{checks: checks}, nil
 	},
 }
 
@@ -172,42 +174,30 @@ func (c *counter) AddTally(b []byte) error {
 }
 
 // newWriters builds the writers over the run's clients (round robin) and
-// the recorder's shards.
+// the recorder's stripes.
 func (c *counter) newWriters(seed uint64) []*writer {
 	env := c.env
 	s := &env.Spec
-	base := env.Ops()
-	strat := strategyOf(*s)
-	patchType := types.MergePatchType
-	if s.PatchType == spec.PatchStrategic {
-		patchType = types.StrategicMergePatchType
-	}
+	write := scenario.WriteOf(s)
 	writers := make([]*writer, c.hi-c.lo)
 	for local := range writers {
 		i := c.lo + local // the writer's number in the run
 		w := &writer{
-			id:           i,
-			strategy:     strat,
-			cms:          env.Client(local).CoreV1().ConfigMaps(env.Namespace),
-			shard:        env.Recorder.Shard(local),
-			choose:       newChooser(c.set, i, rand.New(rand.NewPCG(seed, uint64(i)+1))),
-			names:        c.names,
-			key:          counterKey,
-			base:         base,
-			opTimeout:    s.OpTimeout.Duration,
-			patchType:    patchType,
-			precondition: s.PatchPrecondition,
-			shared:       c.shared,
-		}
-		if s.Backoff != nil {
-			w.backoff = *s.Backoff
+			id:      i,
+			write:   write,
+			cms:     env.Client(local).CoreV1().ConfigMaps(env.Namespace),
+			measure: env.Measurer(local, nil),
+			choose:  newChooser(c.set, i, rand.New(rand.NewPCG(seed, uint64(i)+1))),
+			names:   c.names,
+			key:     counterKey,
+			shared:  c.shared,
 		}
 		if c.set.Fields == FieldsDisjoint {
 			w.key = c.keys[i]
 			w.own = make([]fieldTally, len(c.names))
 		}
-		if strat == strategyApply {
-			w.applyOpts = metav1.ApplyOptions{FieldManager: fieldManager(s, i), Force: s.Force}
+		if write.Kind == scenario.Apply {
+			w.applyOpts = metav1.ApplyOptions{FieldManager: fieldManager(s, i), Force: write.Force}
 			w.apply = applycorev1.ConfigMap(c.names[0], env.Namespace).WithData(map[string]string{w.key: "0"})
 		}
 		writers[local] = w

@@ -115,9 +115,9 @@ func (f *fakeAPI) writes() []sent {
 // rate limiter.
 func fakeRun(t testing.TB, s spec.Spec, set Settings, rt http.RoundTripper, limiter flowcontrol.RateLimiter) (*counter, *metrics.Recorder) {
 	t.Helper()
-	s.Defaults(Definition.Traits)
+	s.Defaults(Definition.Traits())
 	set.Default(&s)
-	if errs := append(s.Validate(Definition.Traits), set.Validate(&s, field.NewPath("settings"))...); len(errs) > 0 {
+	if errs := append(s.Validate(Definition.Traits()), set.Validate(&s, field.NewPath("settings"))...); len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}
 	// JSON, so the tests can read what was sent.
@@ -129,7 +129,7 @@ func fakeRun(t testing.TB, s spec.Spec, set Settings, rt http.RoundTripper, limi
 	env := &scenario.Env{Spec: s, RunID: "test", Namespace: "kb-bench-test", Clients: []kubernetes.Interface{kube}, Admin: kube,
 		Log: io.Discard, Warn: func(format string, a ...any) { t.Logf("warning: "+format, a...) }}
 	c := newCounter(env, &set)
-	rec := metrics.NewRecorder(time.Now(), metrics.DefaultShards(c.n), s.Rate > 0)
+	rec := metrics.NewRecorder(time.Now(), metrics.DefaultStripes(c.n), s.Rate > 0)
 	env.Recorder = rec
 	c.writers = c.newWriters(1)
 	return c, rec

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
@@ -15,38 +17,6 @@ import (
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
-
-// strategy is the write a writer makes after reading the object, resolved
-// once from the Spec so the hot path only switches on a small integer.
-type strategy uint8
-
-const (
-	strategyUpdate        strategy = iota // PUT with the read resourceVersion: 409 when stale
-	strategyUnconditional                 // PUT without resourceVersion: last write wins
-	strategyRetry                         // strategyUpdate inside retry.RetryOnConflict
-	strategyMergePatch                    // merge or strategic merge patch, optionally with resourceVersion
-	strategyJSONPatch                     // test + replace: a compare-and-swap
-	strategyApply                         // server-side apply
-)
-
-// strategyOf resolves the writers' strategy from the Spec.
-func strategyOf(s spec.Spec) strategy {
-	switch s.Strategy {
-	case spec.StrategyRetry:
-		return strategyRetry
-	case spec.StrategyPatch:
-		if s.PatchType == spec.PatchJSON {
-			return strategyJSONPatch
-		}
-		return strategyMergePatch
-	case spec.StrategySSA:
-		return strategyApply
-	}
-	if s.Unconditional {
-		return strategyUnconditional
-	}
-	return strategyUpdate
-}
 
 // Field names in the benchmark's ConfigMaps.
 const (
@@ -66,26 +36,21 @@ func fieldManager(s *spec.Spec, w int) string {
 }
 
 // writer is one concurrent writer with everything an operation needs: its
-// client, its recorder shard, its chooser and its own counts, so that an
-// operation takes no lock shared with other writers (apart from its
-// recorder shard, which writers share only when there are more writers than
-// shards).
+// client, its measurer (its recorder stripe), its chooser and its own
+// counts, so that an operation takes no lock shared with other writers
+// (apart from its recorder stripe, which writers share only when there
+// are more writers than stripes).
 type writer struct {
-	id        int
-	strategy  strategy
-	cms       corev1client.ConfigMapInterface
-	shard     *metrics.Shard
-	choose    chooser
-	names     []string        // object names (shared, read-only)
-	key       string          // the data key this writer increments
-	base      context.Context // never cancelled: an operation outlives Ctrl-C
-	opTimeout time.Duration
+	id      int
+	write   scenario.Write
+	cms     corev1client.ConfigMapInterface
+	measure *scenario.Measurer
+	choose  chooser
+	names   []string // object names (shared, read-only)
+	key     string   // the data key this writer increments
 
-	patchType    types.PatchType
-	precondition bool
-	backoff      spec.Backoff
-	applyOpts    metav1.ApplyOptions
-	apply        *applycorev1.ConfigMapApplyConfiguration
+	applyOpts metav1.ApplyOptions
+	apply     *applycorev1.ConfigMapApplyConfiguration
 
 	shared []sharedTally // per object, every writer's (FieldsShared); nil otherwise
 	own    []fieldTally  // per object, this writer's (FieldsDisjoint); nil otherwise
@@ -93,45 +58,20 @@ type writer struct {
 
 // do runs one operation that was due at intended and records it.
 func (w *writer) do(intended time.Time) {
-	op := metrics.Op{Intended: intended, Start: time.Now()}
-	// The operation's timeout context is most of the engine's own cost per
-	// operation (a few small allocations), and the one way to bound an
-	// operation's every request and retry together.
-	ctx, cancel := context.WithDeadline(w.base, op.Start.Add(w.opTimeout))
 	obj := w.choose.next()
-	var err error
-	if w.strategy == strategyRetry {
-		err = w.retry(ctx, obj, &op)
-	} else {
-		err = w.readModifyWrite(ctx, obj, &op)
-	}
-	cancel()
-	op.End = time.Now()
-	op.Outcome = metrics.Classify(err)
-	if op.Outcome == metrics.Other {
-		op.Err = err
-	}
-	w.shard.RecordOp(op)
+	w.measure.Measure(intended, func(o *scenario.Op) error { return w.readModifyWrite(o, obj) })
 }
 
-// retry wraps readModifyWrite in client-go's retry.RetryOnConflict,
-// counting every attempt and the backoff slept.
-func (w *writer) retry(ctx context.Context, obj int, op *metrics.Op) error {
-	return scenario.RetryOnConflict(w.backoff, op, func() error { return w.readModifyWrite(ctx, obj, op) })
-}
-
-// readModifyWrite reads object obj, adds one to the writer's field and writes
-// it back with the writer's strategy. It records the read and the write as
-// attempts, adds the write to op.Attempts and counts it for the correctness
-// check.
-func (w *writer) readModifyWrite(ctx context.Context, obj int, op *metrics.Op) error {
+// readModifyWrite reads object obj, adds one to the writer's field and
+// writes it back with the writer's write, and counts the write for the
+// correctness check.
+func (w *writer) readModifyWrite(o *scenario.Op, obj int) error {
 	name := w.names[obj]
-	t0 := time.Now()
-	cm, err := w.cms.Get(ctx, name, metav1.GetOptions{})
-	// The read's end is taken as the write's start: building the write
-	// takes well under a microsecond, and the clock is read once less.
-	t1 := time.Now()
-	w.shard.RecordAttempt(op.Intended, metrics.Attempt{Kind: metrics.Read, Latency: t1.Sub(t0), Outcome: metrics.Classify(err)})
+	var cm *corev1.ConfigMap
+	err := o.Read(func(ctx context.Context) (err error) {
+		cm, err = w.cms.Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -140,41 +80,39 @@ func (w *writer) readModifyWrite(ctx context.Context, obj int, op *metrics.Op) e
 		return err
 	}
 	next := cur + 1
-
-	switch w.strategy {
-	case strategyUpdate, strategyRetry, strategyUnconditional:
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
+	outcome, err := o.Write(func(ctx context.Context) (err error) {
+		switch w.write.Kind {
+		case scenario.Update:
+			if cm.Data == nil {
+				cm.Data = map[string]string{}
+			}
+			cm.Data[w.key] = strconv.FormatInt(next, 10)
+			if !w.write.Precondition {
+				cm.ResourceVersion = ""
+			}
+			_, err = w.cms.Update(ctx, cm, metav1.UpdateOptions{})
+		case scenario.MergePatch:
+			rv := ""
+			if w.write.Precondition {
+				rv = cm.ResourceVersion
+			}
+			// A fresh body each time: net/http may still read a request body
+			// after RoundTrip returns, so a reused buffer could be overwritten
+			// while in flight.
+			body := appendMergePatch(make([]byte, 0, 64+len(w.key)+len(rv)), w.key, next, rv)
+			_, err = w.cms.Patch(ctx, name, w.write.PatchType, body, metav1.PatchOptions{})
+		case scenario.JSONPatch:
+			body := appendJSONPatch(make([]byte, 0, 96+2*len(w.key)), w.key, cur, next)
+			_, err = w.cms.Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{})
+		case scenario.Apply:
+			// Apply marshals the configuration before it returns, so the
+			// writer's one configuration is reused.
+			w.apply.Name = &w.names[obj]
+			w.apply.Data[w.key] = strconv.FormatInt(next, 10)
+			_, err = w.cms.Apply(ctx, w.apply, w.applyOpts)
 		}
-		cm.Data[w.key] = strconv.FormatInt(next, 10)
-		if w.strategy == strategyUnconditional {
-			cm.ResourceVersion = ""
-		}
-		_, err = w.cms.Update(ctx, cm, metav1.UpdateOptions{})
-	case strategyMergePatch:
-		rv := ""
-		if w.precondition {
-			rv = cm.ResourceVersion
-		}
-		// A fresh body each time: net/http may still read a request body
-		// after RoundTrip returns, so a reused buffer could be overwritten
-		// while in flight.
-		body := appendMergePatch(make([]byte, 0, 64+len(w.key)+len(rv)), w.key, next, rv)
-		_, err = w.cms.Patch(ctx, name, w.patchType, body, metav1.PatchOptions{})
-	case strategyJSONPatch:
-		body := appendJSONPatch(make([]byte, 0, 96+2*len(w.key)), w.key, cur, next)
-		_, err = w.cms.Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{})
-	case strategyApply:
-		// Apply marshals the configuration before it returns, so the
-		// writer's one configuration is reused.
-		w.apply.Name = &w.names[obj]
-		w.apply.Data[w.key] = strconv.FormatInt(next, 10)
-		_, err = w.cms.Apply(ctx, w.apply, w.applyOpts)
-	}
-	lat := time.Since(t1)
-	outcome := metrics.Classify(err)
-	w.shard.RecordAttempt(op.Intended, metrics.Attempt{Kind: metrics.Write, Latency: lat, Outcome: outcome})
-	op.Attempts++
+		return err
+	})
 	w.count(obj, outcome, err)
 	return err
 }

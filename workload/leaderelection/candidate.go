@@ -31,9 +31,9 @@ type candidate struct {
 	runID     string
 	timeout   time.Duration
 	// ops is what the leader-only writes' contexts derive from (Env.Ops).
-	ops  context.Context
-	gate *partition // nil: never partitioned
-	obs  observer
+	ops       context.Context
+	partition *partition // nil: never partitioned
+	obs       observer
 	// writers waits for the leader-only writes of every leadership.
 	writers *sync.WaitGroup
 
@@ -41,26 +41,10 @@ type candidate struct {
 	seq atomic.Int64 // leader-only writes sent
 }
 
-// observer is told what candidates do. The run is the observer of its
-// candidate goroutines, and of its candidate processes through their
-// events; in a candidate process the observer writes those events.
-type observer interface {
-	// leaseRead is one Lease read of phase p, leaseWrite one Lease write
-	// (w is its entry in the run's Lease log).
-	leaseRead(slot int, p phase, t sendTimes, out metrics.Outcome)
-	leaseWrite(slot int, p phase, t sendTimes, out metrics.Outcome, err error, w leaseWrite)
-	// fencedWrite is one leader-only write; w has its identity, token
-	// and resourceVersion.
-	fencedWrite(slot int, t sendTimes, out metrics.Outcome, err error, w fencedWrite)
-	// began and ended bound a leadership: from the candidate's first
-	// belief that it leads to the moment it stops believing.
-	began(slot int, id string, at time.Time)
-	ended(slot int, at time.Time)
-	// lost: a candidate that led lost the Lease on its own.
-	lost(slot int)
-	// failed: the candidate cannot campaign (a bug in kb-bench).
-	failed(err error)
-}
+// observer is told what a candidate does: the run observes its candidate
+// goroutines directly, and its candidate processes through the events they
+// write (wire).
+type observer func(event)
 
 // campaign runs the slot's candidates until ctx ends. When one loses the
 // Lease on its own (client-go: a renewal failed within the renew
@@ -86,7 +70,7 @@ func (c *candidate) campaign(ctx context.Context) {
 			return
 		}
 		if led {
-			c.obs.lost(c.slot)
+			c.obs(event{Kind: evLost})
 		}
 	}
 }
@@ -109,17 +93,17 @@ func (c *candidate) clientGo(ctx context.Context, id string, lock *meteredLock) 
 			// real leader guards must stop.
 			OnStartedLeading: func(lctx context.Context) {
 				defer close(ended)
-				c.obs.began(c.slot, id, time.Now())
+				c.obs(event{Kind: evBegan, ID: id, At: time.Now()})
 				c.startLeaderWrites(lctx, id, lock)
 				<-lctx.Done()
-				c.obs.ended(c.slot, time.Now())
+				c.obs(event{Kind: evEnded, At: time.Now()})
 			},
 			OnStoppedLeading: func() {},
 		},
 	})
 	if err != nil {
 		// Settings.Validate checks everything NewLeaderElector checks.
-		c.obs.failed(fmt.Errorf("candidate %s: %w (a bug in kb-bench: please report it)", id, err))
+		c.obs(event{Kind: evFailed, Err: fmt.Sprintf("candidate %s: %v (a bug in kb-bench: please report it)", id, err)})
 		return false, false
 	}
 	elector.Run(ctx)
@@ -166,15 +150,15 @@ func (c *candidate) fencedWrite(id string, lock *meteredLock) {
 		"seq":    strconv.FormatInt(c.seq.Add(1), 10),
 	})
 	var got *corev1.ConfigMap
-	t, err := send(c.ops, c.timeout, c.gate, func(ctx context.Context) (err error) {
+	t, err := send(c.ops, c.timeout, c.partition, func(ctx context.Context) (err error) {
 		got, err = c.client.CoreV1().ConfigMaps(c.namespace).Update(ctx, cm, metav1.UpdateOptions{})
 		return err
 	})
-	w := fencedWrite{id: id, token: token, ok: err == nil}
+	e := event{Kind: evFenced, sendTimes: t, Outcome: metrics.Classify(err), Err: errText(err), ID: id, Token: token, OK: err == nil}
 	if err == nil {
-		w.rv = parseRV(got.ResourceVersion)
+		e.RV = parseRV(got.ResourceVersion)
 	}
-	c.obs.fencedWrite(c.slot, t, metrics.Classify(err), err, w)
+	c.obs(e)
 }
 
 // newFenced is the fenced ConfigMap of run runID, with data.

@@ -76,7 +76,7 @@ type faultEvent struct {
 }
 
 // inject injects the run's fault on the leader id in slot.
-func (r *run) inject(ctx context.Context, slot int, id string) {
+func (r *election) inject(ctx context.Context, slot int, id string) {
 	ev := faultEvent{kind: r.set.fault(), at: time.Now(), victim: id, slot: slot}
 	switch ev.kind {
 	case FaultPartition, FaultPause:
@@ -86,7 +86,7 @@ func (r *run) inject(ctx context.Context, slot int, id string) {
 		if ev.kind == FaultPause {
 			resume, ev.err = r.procs[slot].pause()
 		} else {
-			resume = r.gates[slot].cut()
+			resume = r.partitions[slot].cut()
 		}
 		if ev.err != nil {
 			break
@@ -114,7 +114,7 @@ func (r *run) inject(ctx context.Context, slot int, id string) {
 	r.addFault(ev)
 }
 
-func (r *run) addFault(ev faultEvent) int {
+func (r *election) addFault(ev faultEvent) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.faults = append(r.faults, ev)
@@ -124,7 +124,7 @@ func (r *run) addFault(ev faultEvent) int {
 // editLease overwrites the Lease's holder with Intruder, renewed now for
 // the lease duration: someone else takes the Lease by hand. A 409 (a
 // candidate renewed in between) is retried on a fresh read.
-func (r *run) editLease(ctx context.Context, slot int) error {
+func (r *election) editLease(ctx context.Context, slot int) error {
 	leases := r.env.Clients[0].CoordinationV1().Leases(r.env.Namespace)
 	var err error
 	for range 5 {
@@ -157,17 +157,18 @@ func (r *run) editLease(ctx context.Context, slot int) error {
 // intrude runs one write of the intruder, recorded like the candidates'
 // (one operation of one write attempt, counted in the intruder phase);
 // holder is the holder it writes ("" for a delete).
-func (r *run) intrude(ctx context.Context, slot int, holder string, do func(context.Context) error) error {
+func (r *election) intrude(ctx context.Context, slot int, holder string, do func(context.Context) error) error {
 	t, err := send(ctx, r.env.Spec.OpTimeout.Duration, nil, do)
 	out := metrics.Classify(err)
-	r.leaseWrite(slot, phaseIntruder, t, out, err, leaseWrite{at: t.end, writer: Intruder, holder: holder, ok: err == nil, conflict: out == metrics.VersionConflict})
+	_ = r.observe(slot, event{Kind: evWrite, Phase: phaseIntruder, sendTimes: t, Outcome: out, Err: errText(err),
+		ID: Intruder, Holder: holder, OK: err == nil, Conflict: out == metrics.VersionConflict})
 	return err
 }
 
 // intruderRead runs one read of the intruder, recorded in the intruder
 // phase.
-func (r *run) intruderRead(ctx context.Context, slot int, do func(context.Context) error) error {
+func (r *election) intruderRead(ctx context.Context, slot int, do func(context.Context) error) error {
 	t, err := send(ctx, r.env.Spec.OpTimeout.Duration, nil, do)
-	r.leaseRead(slot, phaseIntruder, t, metrics.Classify(err))
+	_ = r.observe(slot, event{Kind: evRead, Phase: phaseIntruder, sendTimes: t, Outcome: metrics.Classify(err)})
 	return err
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/render/text"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/leaderelection"
 )
@@ -50,7 +50,7 @@ func runFault(t *testing.T, settings map[string]any, d time.Duration) *leaderele
 	}, nil)
 	res := out.Result
 	var b strings.Builder
-	if err := results.WriteTable(&b, res, out.Report.Rows()); err != nil {
+	if err := text.WriteTable(&b, res, out.Report.Rows()); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", b.String())

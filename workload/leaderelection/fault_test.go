@@ -98,18 +98,18 @@ func TestFencing(t *testing.T) {
 	}
 	tests := []struct {
 		name             string
-		w                fencedWrite
+		w                event
 		deposed, refused bool
 	}{
-		{"leader's own write", fencedWrite{id: "a", token: 10, rv: 11}, false, false},
-		{"after its renewal", fencedWrite{id: "a", token: 12, rv: 15}, false, false},
-		{"after the takeover", fencedWrite{id: "a", token: 12, rv: 21}, true, true},
-		{"new leader's write", fencedWrite{id: "b", token: 22, rv: 25}, false, false},
-		{"while deleted", fencedWrite{id: "b", token: 22, rv: 30}, false, false},
-		{"after the delete", fencedWrite{id: "b", token: 22, rv: 31}, true, true},
-		{"on the re-created Lease, old token", fencedWrite{id: "b", token: 22, rv: 40}, false, true},
-		{"on the re-created Lease, new token", fencedWrite{id: "b", token: 31, rv: 40}, false, false},
-		{"before any Lease", fencedWrite{id: "a", token: 0, rv: 5}, true, true},
+		{"leader's own write", event{ID: "a", Token: 10, RV: 11}, false, false},
+		{"after its renewal", event{ID: "a", Token: 12, RV: 15}, false, false},
+		{"after the takeover", event{ID: "a", Token: 12, RV: 21}, true, true},
+		{"new leader's write", event{ID: "b", Token: 22, RV: 25}, false, false},
+		{"while deleted", event{ID: "b", Token: 22, RV: 30}, false, false},
+		{"after the delete", event{ID: "b", Token: 22, RV: 31}, true, true},
+		{"on the re-created Lease, old token", event{ID: "b", Token: 22, RV: 40}, false, true},
+		{"on the re-created Lease, new token", event{ID: "b", Token: 31, RV: 40}, false, false},
+		{"before any Lease", event{ID: "a", Token: 0, RV: 5}, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,12 +134,12 @@ func TestFaultReports(t *testing.T) {
 		{kind: FaultPartition, at: at(1000), victim: "a", healed: at(4000)},
 		{kind: FaultEdit, at: at(4500), victim: "b"},
 	}
-	log := []leaseWrite{
-		{at: at(900), writer: "a", holder: "a", ok: true},
-		{at: at(1500), writer: "c", holder: "c", conflict: true},
-		{at: at(2000), writer: "b", holder: "b", ok: true},
-		{at: at(4500), writer: Intruder, holder: Intruder, ok: true},
-		{at: at(5200), writer: "c", holder: "c", ok: true},
+	log := []event{
+		{sendTimes: sendTimes{End: at(900)}, ID: "a", Holder: "a", OK: true},
+		{sendTimes: sendTimes{End: at(1500)}, ID: "c", Holder: "c", Conflict: true},
+		{sendTimes: sendTimes{End: at(2000)}, ID: "b", Holder: "b", OK: true},
+		{sendTimes: sendTimes{End: at(4500)}, ID: Intruder, Holder: Intruder, OK: true},
+		{sendTimes: sendTimes{End: at(5200)}, ID: "c", Holder: "c", OK: true},
 	}
 	fenced := []classified{
 		{id: "a", end: at(1900)},

@@ -9,21 +9,6 @@ import (
 // leads: the work a Lease guards, standing for a real leader's writes.
 const FencedName = "kb-bench-fenced"
 
-// fencedWrite is one write of the fenced ConfigMap.
-type fencedWrite struct {
-	id string
-	// token is the fencing token the write carried: the resourceVersion
-	// of the writer's last Lease write that named it holder.
-	token uint64
-	// rv is the resourceVersion the apiserver gave the write (0 when it
-	// failed).
-	rv       uint64
-	start    time.Time
-	end      time.Time
-	ok       bool
-	measured bool
-}
-
 // leaseEvent is one change of the Lease as the run's watch saw it.
 type leaseEvent struct {
 	rv      uint64
@@ -39,8 +24,8 @@ type leaseEvent struct {
 // changed hands. history is the Lease's changes in resourceVersion order;
 // a write's place among them is its own resourceVersion, which on one
 // etcd is the same revision counter.
-func fencing(history []leaseEvent, w fencedWrite) (deposed, refused bool) {
-	i := sort.Search(len(history), func(i int) bool { return history[i].rv >= w.rv })
+func fencing(history []leaseEvent, w event) (deposed, refused bool) {
+	i := sort.Search(len(history), func(i int) bool { return history[i].rv >= w.RV })
 	if i == 0 {
 		return true, true // no Lease yet
 	}
@@ -54,5 +39,5 @@ func fencing(history []leaseEvent, w fencedWrite) (deposed, refused bool) {
 		}
 	}
 	cur := history[i-1]
-	return cur.deleted || cur.holder != w.id, w.token < since
+	return cur.deleted || cur.holder != w.ID, w.Token < since
 }

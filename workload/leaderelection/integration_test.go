@@ -15,10 +15,10 @@ import (
 	"github.com/kb-bench/kb-bench/cluster/clustertest"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/render/text"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
 	"github.com/kb-bench/kb-bench/workload/leaderelection"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // local is the real kube-apiserver and etcd the package's integration tests
@@ -49,14 +49,17 @@ func (w logWriter) Write(p []byte) (int, error) {
 func runScenario(ctx context.Context, t *testing.T, cfg *rest.Config, s spec.Spec, progress func(time.Duration, metrics.SeriesPoint)) (*workload.Outcome, *leaderelection.Report) {
 	t.Helper()
 	s.Scenario = leaderelection.Name
-	out, err := workload.Run(ctx, s, workload.Options{
+	r, errs := workload.Resolve(s)
+	if len(errs) > 0 {
+		t.Fatal(spec.Describe(errs))
+	}
+	out, err := workload.Run(ctx, r, workload.Options{
 		Config:            cfg,
 		RunID:             fmt.Sprintf("le-%d-%d", os.Getpid(), runSeq.Add(1)),
 		Version:           "test",
 		Log:               logWriter{t},
 		FinalizeNamespace: true,
 		Progress:          progress,
-		Scenarios:         []scenario.Definition{leaderelection.Definition},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +153,7 @@ func TestLeaderElectionOnLocalControlPlane(t *testing.T) {
 			res := out.Result
 			if tt.table {
 				var b strings.Builder
-				if err := results.WriteTable(&b, res, out.Report.Rows()); err != nil {
+				if err := text.WriteTable(&b, res, out.Report.Rows()); err != nil {
 					t.Fatal(err)
 				}
 				t.Logf("\n%s", b.String())

@@ -18,7 +18,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
@@ -30,12 +29,12 @@ const LeaseName = "kb-bench-leader"
 
 // Definition registers the leader-election scenario.
 var Definition = scenario.Definition{
-	Name:        Name,
-	Description: "candidates run client-go's leader election (or a watch-based Lease lock) on one Lease; failovers, faults (pause, partition, skew, delete, edit), overlapping leaders and writes from deposed leaders are measured",
-	Traits:      spec.Traits{Strategies: false, Driven: false},
-	NewSettings: func() scenario.Settings { return &Settings{} },
-	New: func(env *scenario.Env, settings scenario.Settings) (scenario.Scenario, error) {
-		return newRun(env, settings.(*Settings)), nil
+	Name:         Name,
+	Description:  "candidates run client-go's leader election (or a watch-based Lease lock) on one Lease; failovers, faults (pause, partition, skew, delete, edit), overlapping leaders and writes from deposed leaders are measured",
+	NewSettings:  func() scenario.Settings { return &Settings{} },
+	DecodeReport: scenario.DecodeJSON[Report],
+	Continuous: func(env *scenario.Env, settings scenario.Settings) scenario.Continuous {
+		return newElection(env, settings.(*Settings))
 	},
 	Rules: func(settings scenario.Settings) []rbacv1.PolicyRule {
 		set := settings.(*Settings)
@@ -51,7 +50,7 @@ var Definition = scenario.Definition{
 	},
 }
 
-// run is one run of the scenario: Spec.Writers candidates campaign for one
+// election is one run of the scenario: Spec.Writers candidates campaign for one
 // Lease with client-go's leader election. Every FailoverEvery after the
 // warm-up the current leader is stopped (its context cancelled, which
 // releases the Lease when ReleaseOnCancel is set); it rejoins as a new
@@ -62,7 +61,7 @@ var Definition = scenario.Definition{
 //
 // Every Lease request is recorded in Env.Recorder: each write (create or
 // update) is one operation of one write attempt, each read a read attempt.
-type run struct {
+type election struct {
 	env          *scenario.Env
 	set          *Settings
 	leaseSeconds int
@@ -83,10 +82,10 @@ type run struct {
 
 	// The candidate slots, and each slot's partition; with the pause
 	// fault, their processes and the proxy they reach the apiserver by.
-	cands []*candidate
-	gates []*partition
-	procs []*candidateProcess
-	proxy *proxy
+	cands      []*candidate
+	partitions []*partition
+	procs      []*candidateProcess
+	proxy      *proxy
 	// The faults' heal functions and timers (owned by the failover loop).
 	heals  []func()
 	timers []*time.Timer
@@ -101,28 +100,29 @@ type run struct {
 	holders     []string
 	lastRV      string
 	history     []leaseEvent
-	leaseLog    []leaseWrite
-	fenced      []fencedWrite
+	leaseLog    []event // the Lease writes
+	fenced      []event // the leader-only writes, timed as recorded
+	fencedIn    int64   // those in the measured window
 	faults      []faultEvent
 	procsLost   []string // how candidate processes ended early
 	electorErr  error
 	stopAt      time.Time // when Stop was first called
 }
 
-var _ scenario.Continuous = (*run)(nil)
+var _ scenario.Continuous = (*election)(nil)
 
-func newRun(env *scenario.Env, set *Settings) *run {
-	r := &run{
+func newElection(env *scenario.Env, set *Settings) *election {
+	r := &election{
 		env:          env,
 		set:          set,
 		leaseSeconds: set.leaseSeconds(),
 		seen:         make(chan struct{}, 1),
 		changed:      make(chan struct{}, 1),
 		leading:      map[int]int{},
-		gates:        make([]*partition, env.Spec.Writers),
+		partitions:   make([]*partition, env.Spec.Writers),
 	}
-	for i := range r.gates {
-		r.gates[i] = &partition{}
+	for i := range r.partitions {
+		r.partitions[i] = &partition{}
 	}
 	if set.LeaseDuration.Duration%time.Second != 0 {
 		env.Warn("leader election: settings.leaseDuration %s is recorded in the Lease as %ds (whole seconds): followers wait %ds before taking over",
@@ -133,7 +133,7 @@ func newRun(env *scenario.Env, set *Settings) *run {
 
 // Setup starts watching the Lease, on the admin client: the watch is
 // observation, not load.
-func (r *run) Setup(ctx context.Context) error {
+func (r *election) Setup(ctx context.Context) error {
 	env := r.env
 	fmt.Fprintf(env.Log, "leader election: %d candidates on Lease %s/%s (lock %s, lease %ds, renew deadline %s, retry %s, release on cancel %t)\n",
 		env.Spec.Writers, env.Namespace, LeaseName, r.set.Lock, r.leaseSeconds, r.set.RenewDeadline, r.set.RetryPeriod, r.set.ReleaseOnCancel)
@@ -175,7 +175,7 @@ func (r *run) Setup(ctx context.Context) error {
 }
 
 // Start starts the candidates and the failover loop and returns at once.
-func (r *run) Start(ctx context.Context, done func()) {
+func (r *election) Start(ctx context.Context, done func()) {
 	r.t0 = time.Now()
 	r.warmupEnd = r.t0.Add(r.env.Spec.Warmup.Duration)
 	r.done = done
@@ -183,12 +183,12 @@ func (r *run) Start(ctx context.Context, done func()) {
 	// the context keeps it quiet without touching klog's global state.
 	ctx, r.cancel = context.WithCancel(klog.NewContext(ctx, logr.Discard()))
 	env := r.env
-	for i, gate := range r.gates {
+	for i, part := range r.partitions {
 		r.cands = append(r.cands, &candidate{
 			slot: i, set: r.set, lease: r.leaseFor(i),
 			client: env.Client(i), namespace: env.Namespace, runID: env.RunID,
 			timeout: env.Spec.OpTimeout.Duration, ops: env.Ops(),
-			gate: gate, obs: r, writers: &r.writers,
+			partition: part, obs: func(e event) { _ = r.observe(i, e) }, writers: &r.writers,
 		})
 	}
 	r.loops.Go(func() { r.failoverLoop(ctx) })
@@ -196,7 +196,7 @@ func (r *run) Start(ctx context.Context, done func()) {
 
 // Stop stops the candidates (a releasing leader releases the Lease) and
 // the failover loop, and returns when they are gone.
-func (r *run) Stop() {
+func (r *election) Stop() {
 	r.mu.Lock()
 	if r.stopAt.IsZero() {
 		r.stopAt = time.Now()
@@ -225,7 +225,7 @@ type slotRun struct {
 // rejoining at once would let it grab a released Lease before the
 // standbys' next retry and hide what failover costs them. A lone candidate
 // rejoins at once.
-func (r *run) failoverLoop(ctx context.Context) {
+func (r *election) failoverLoop(ctx context.Context) {
 	n := r.env.Spec.Writers
 	slots := make([]*slotRun, n)
 	for i := range slots {
@@ -316,14 +316,14 @@ func (r *run) failoverLoop(ctx context.Context) {
 // faultFits says whether a fault injected now ends, and the Lease can
 // change hands after it, before the measured window does: the partition
 // and a lease duration.
-func (r *run) faultFits() bool {
+func (r *election) faultFits() bool {
 	end := r.warmupEnd.Add(r.env.Spec.Duration.Duration)
 	return time.Until(end) >= r.set.FaultDuration.Duration+r.set.LeaseDuration.Duration
 }
 
 // stopLeader stops the candidate in slot, which leads as id, and waits for
 // it to finish (a releasing leader has released when it returns).
-func (r *run) stopLeader(slots []*slotRun, slot int, id string) {
+func (r *election) stopLeader(slots []*slotRun, slot int, id string) {
 	r.mu.Lock()
 	r.stops = append(r.stops, stop{id: id, at: time.Now()})
 	r.mu.Unlock()
@@ -332,7 +332,7 @@ func (r *run) stopLeader(slots []*slotRun, slot int, id string) {
 }
 
 // leaderSince returns when the candidate in slot started leading.
-func (r *run) leaderSince(slot int) time.Time {
+func (r *election) leaderSince(slot int) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.leaderships[r.leading[slot]].start
@@ -341,7 +341,7 @@ func (r *run) leaderSince(slot int) time.Time {
 // startSlot starts slot's candidate campaigning, under a new identity: as
 // a goroutine, or with the pause fault by telling its process to begin
 // (the failover loop never stops a leader then, so never restarts one).
-func (r *run) startSlot(parent context.Context, slot int) *slotRun {
+func (r *election) startSlot(parent context.Context, slot int) *slotRun {
 	if r.procs != nil {
 		return r.begin(r.procs[slot])
 	}
@@ -356,98 +356,83 @@ func (r *run) startSlot(parent context.Context, slot int) *slotRun {
 
 // leaseFor is the lease duration the candidate in slot runs with: the
 // setting, but with the skew fault the last slot's is shorter.
-func (r *run) leaseFor(slot int) time.Duration {
+func (r *election) leaseFor(slot int) time.Duration {
 	if r.set.fault() == FaultSkew && slot == r.env.Spec.Writers-1 {
 		return r.set.FaultDuration.Duration
 	}
 	return r.set.LeaseDuration.Duration
 }
 
-// wrote counts a measured Lease write, and ends the run at Spec.Operations.
-func (r *run) wrote() {
-	if ops := r.env.Spec.Operations; r.measuredWrites.Add(1) == ops {
-		r.done()
-	}
-}
-
-// The run is its candidates' observer.
-var _ observer = (*run)(nil)
-
-func (r *run) leaseRead(slot int, p phase, t sendTimes, out metrics.Outcome) {
-	rq := r.request(slot, t)
-	if rq.measured {
-		r.counts[p].reads.Add(1)
-		if out != metrics.Success {
-			r.counts[p].errors.Add(1)
+// observe takes in one thing the candidate in slot did: its Lease reads
+// and writes and its fenced writes are recorded (each write one operation
+// of one write attempt) and logged, its leaderships kept.
+func (r *election) observe(slot int, e event) error {
+	stripe := r.env.Recorder.Stripe(slot)
+	switch e.Kind {
+	case evRead:
+		rq := r.request(slot, e.sendTimes)
+		if rq.measured {
+			r.counts[e.Phase].reads.Add(1)
+			if e.Outcome != metrics.Success {
+				r.counts[e.Phase].errors.Add(1)
+			}
 		}
-	}
-	r.env.Recorder.Shard(slot).RecordAttempt(rq.intended, metrics.Attempt{Kind: metrics.Read, Latency: rq.end.Sub(rq.intended), Outcome: out})
-}
-
-// leaseWrite records one Lease write: one operation of one write attempt.
-func (r *run) leaseWrite(slot int, p phase, t sendTimes, out metrics.Outcome, err error, w leaseWrite) {
-	rq := r.request(slot, t)
-	r.mu.Lock()
-	r.leaseLog = append(r.leaseLog, w)
-	r.mu.Unlock()
-	if rq.measured {
-		r.counts.write(p, out)
-		r.wrote()
-	}
-	r.record(slot, rq, out, err)
-}
-
-func (r *run) fencedWrite(slot int, t sendTimes, out metrics.Outcome, err error, w fencedWrite) {
-	rq := r.request(slot, t)
-	w.start, w.end, w.measured = rq.intended, rq.end, rq.measured
-	r.mu.Lock()
-	r.fenced = append(r.fenced, w)
-	r.mu.Unlock()
-	r.record(slot, rq, out, err)
-}
-
-// record records a write as one operation of one attempt.
-func (r *run) record(slot int, rq request, out metrics.Outcome, err error) {
-	shard := r.env.Recorder.Shard(slot)
-	shard.RecordAttempt(rq.intended, metrics.Attempt{Kind: metrics.Write, Latency: rq.end.Sub(rq.intended), Outcome: out})
-	shard.RecordOp(metrics.Op{Intended: rq.intended, Start: rq.intended, End: rq.end, Outcome: out, Err: err, Attempts: 1})
-}
-
-func (r *run) began(slot int, id string, at time.Time) {
-	r.mu.Lock()
-	r.leading[slot] = len(r.leaderships)
-	r.leaderships = append(r.leaderships, leadership{id: id, start: at})
-	r.mu.Unlock()
-	select {
-	case r.changed <- struct{}{}:
+		scenario.RecordRequest(stripe, metrics.Read, rq.intended, rq.end, e.Outcome, nil)
+	case evWrite:
+		rq := r.request(slot, e.sendTimes)
+		r.mu.Lock()
+		r.leaseLog = append(r.leaseLog, e)
+		r.mu.Unlock()
+		if rq.measured {
+			r.counts.write(e.Phase, e.Outcome)
+			if ops := r.env.Spec.Operations; r.measuredWrites.Add(1) == ops {
+				r.done()
+			}
+		}
+		scenario.RecordRequest(stripe, metrics.Write, rq.intended, rq.end, e.Outcome, e.errOf())
+	case evFenced:
+		rq := r.request(slot, e.sendTimes)
+		r.mu.Lock()
+		e.Start, e.End = rq.intended, rq.end
+		r.fenced = append(r.fenced, e)
+		if rq.measured {
+			r.fencedIn++
+		}
+		r.mu.Unlock()
+		scenario.RecordRequest(stripe, metrics.Write, rq.intended, rq.end, e.Outcome, e.errOf())
+	case evBegan:
+		r.mu.Lock()
+		r.leading[slot] = len(r.leaderships)
+		r.leaderships = append(r.leaderships, leadership{id: e.ID, start: e.At})
+		r.mu.Unlock()
+		select {
+		case r.changed <- struct{}{}:
+		default:
+		}
+	case evEnded:
+		r.mu.Lock()
+		if i, ok := r.leading[slot]; ok {
+			r.leaderships[i].end = e.At
+			delete(r.leading, slot)
+		}
+		r.mu.Unlock()
+	case evLost:
+		r.mu.Lock()
+		r.losses++
+		r.mu.Unlock()
+	case evFailed:
+		r.mu.Lock()
+		r.electorErr = e.errOf()
+		r.mu.Unlock()
 	default:
+		return fmt.Errorf("unknown event %q", e.Kind)
 	}
-}
-
-func (r *run) ended(slot int, at time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if i, ok := r.leading[slot]; ok {
-		r.leaderships[i].end = at
-		delete(r.leading, slot)
-	}
-}
-
-func (r *run) lost(int) {
-	r.mu.Lock()
-	r.losses++
-	r.mu.Unlock()
-}
-
-func (r *run) failed(err error) {
-	r.mu.Lock()
-	r.electorErr = err
-	r.mu.Unlock()
+	return nil
 }
 
 // currentLeader returns the slot and identity of the candidate that most
 // recently started leading and still believes it leads.
-func (r *run) currentLeader() (slot int, id string, ok bool) {
+func (r *election) currentLeader() (slot int, id string, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	best := -1
@@ -475,7 +460,7 @@ func (w leaseWatcher) WatchWithContext(ctx context.Context, o metav1.ListOptions
 
 // watch records every holder the Lease has, as a watcher sees it, until
 // ctx ends.
-func (r *run) watch(ctx context.Context, w *watchtools.RetryWatcher) {
+func (r *election) watch(ctx context.Context, w *watchtools.RetryWatcher) {
 	defer close(r.watchDone)
 	defer w.Stop()
 	for {
@@ -514,7 +499,7 @@ func holderOf(l *coordinationv1.Lease) string {
 
 // waitWatched waits until the watch has seen resourceVersion rv, or ctx
 // ends.
-func (r *run) waitWatched(ctx context.Context, rv string) {
+func (r *election) waitWatched(ctx context.Context, rv string) {
 	for {
 		r.mu.Lock()
 		last := r.lastRV
@@ -533,7 +518,7 @@ func (r *run) waitWatched(ctx context.Context, rv string) {
 
 // Finish reads the final Lease, lets the watch catch up with it so that
 // the holder history is complete, and builds the report.
-func (r *run) Finish(ctx context.Context) (scenario.Report, error) {
+func (r *election) Finish(ctx context.Context) (scenario.Report, error) {
 	env := r.env
 	r.Stop()
 	r.mu.Lock()
@@ -568,7 +553,7 @@ func (r *run) Finish(ctx context.Context) (scenario.Report, error) {
 //
 // Leaderships that Stop ended (at or after end) count as still open at
 // the end.
-func (r *run) report(lease *coordinationv1.Lease, end time.Time) *Report {
+func (r *election) report(lease *coordinationv1.Lease, end time.Time) *Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ls := make([]leadership, len(r.leaderships))
@@ -628,16 +613,14 @@ func (r *run) report(lease *coordinationv1.Lease, end time.Time) *Report {
 		for _, e := range r.history {
 			numeric = numeric && e.rv != 0
 		}
+		w.Measured = r.fencedIn
 		for _, f := range r.fenced {
 			w.Writes++
-			if f.measured {
-				w.Measured++
-			}
-			if !f.ok {
+			if !f.OK {
 				continue
 			}
 			w.Accepted++
-			numeric = numeric && f.rv != 0
+			numeric = numeric && f.RV != 0
 			if !numeric {
 				continue
 			}
@@ -651,7 +634,7 @@ func (r *run) report(lease *coordinationv1.Lease, end time.Time) *Report {
 			if refused {
 				w.WouldBeFenced++
 			}
-			classes = append(classes, classified{id: f.id, end: f.end, deposed: deposed, refused: refused})
+			classes = append(classes, classified{id: f.ID, end: f.End, deposed: deposed, refused: refused})
 		}
 		if !numeric {
 			w.Unclassified, w.Deposed, w.WouldBeFenced, w.Unfenced = true, 0, 0, 0

@@ -80,16 +80,6 @@ type meteredLock struct {
 	token atomic.Uint64
 }
 
-// leaseWrite is one Lease write as the run's log keeps it.
-type leaseWrite struct {
-	at     time.Time // when its answer came
-	writer string    // the candidate's identity, or intruder
-	holder string    // the holder it wrote
-	ok     bool
-	// conflict: answered 409.
-	conflict bool
-}
-
 // newLeaseLock returns client-go's LeaseLock on the run's Lease for
 // identity id, whose requests go through client and whose answers l sees.
 func (l *meteredLock) newLeaseLock(client coordinationv1client.LeasesGetter, namespace, id string) *resourcelock.LeaseLock {
@@ -162,7 +152,9 @@ func (l *meteredLock) phase(holder *string) phase {
 // started, when it left the client for the apiserver (zero when not
 // known), when its answer came.
 type sendTimes struct {
-	start, sent, end time.Time
+	Start time.Time `json:"start,omitzero"`
+	Sent  time.Time `json:"sent,omitzero"`
+	End   time.Time `json:"end,omitzero"`
 }
 
 // request is one request as the recorder sees it: when it was due, when it
@@ -172,16 +164,16 @@ type request struct {
 	measured      bool
 }
 
-// request places t in the measured window of slot's recorder shard. The
+// request places t in the measured window of slot's recorder stripe. The
 // request is due when it started; but one that waited at the engine's
-// gate across the start of the measured window is due when it left the
-// gate (when it got its connection), which is when the apiserver saw it:
+// hold across the start of the measured window is due when it left the
+// hold (when it got its connection), which is when the apiserver saw it:
 // so the window holds exactly the requests the apiserver counted in it.
-func (r *run) request(slot int, t sendTimes) request {
-	shard := r.env.Recorder.Shard(slot)
-	rq := request{intended: t.start, end: t.end}
-	if !t.sent.IsZero() && !shard.Measured(t.start) {
-		rq.intended = t.sent
+func (r *election) request(slot int, t sendTimes) request {
+	shard := r.env.Recorder.Stripe(slot)
+	rq := request{intended: t.Start, end: t.End}
+	if !t.Sent.IsZero() && !shard.Measured(t.Start) {
+		rq.intended = t.Sent
 	}
 	rq.measured = shard.Measured(rq.intended)
 	return rq
@@ -193,9 +185,9 @@ func (r *run) request(slot int, t sendTimes) request {
 type sentKey struct{}
 
 // send runs do with ctx's deadline (and the operation timeout) but not its
-// cancellation, after the partition gate (which may be nil), and returns
+// cancellation, after the slot's partition (which may be nil), and returns
 // its times.
-func send(ctx context.Context, timeout time.Duration, gate *partition, do func(context.Context) error) (sendTimes, error) {
+func send(ctx context.Context, timeout time.Duration, part *partition, do func(context.Context) error) (sendTimes, error) {
 	rctx := context.WithoutCancel(ctx)
 	if deadline, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
@@ -210,21 +202,21 @@ func send(ctx context.Context, timeout time.Duration, gate *partition, do func(c
 		now := time.Now()
 		sent.CompareAndSwap(nil, &now)
 	}})
-	t := sendTimes{start: time.Now()}
-	err := gate.wait(rctx)
+	t := sendTimes{Start: time.Now()}
+	err := part.wait(rctx)
 	if err == nil {
 		err = do(rctx)
 	}
-	t.end = time.Now()
+	t.End = time.Now()
 	if s := sent.Load(); s != nil {
-		t.sent = *s
+		t.Sent = *s
 	}
 	return t, err
 }
 
 // send runs one request of the candidate, through its partition.
 func (l *meteredLock) send(ctx context.Context, do func(context.Context) error) (sendTimes, error) {
-	return send(ctx, l.c.timeout, l.c.gate, do)
+	return send(ctx, l.c.timeout, l.c.partition, do)
 }
 
 // Get reads the Lease. NotFound is a successful read: the Lease does not
@@ -241,7 +233,7 @@ func (l *meteredLock) Get(ctx context.Context) (*resourcelock.LeaderElectionReco
 	if apierrors.IsNotFound(err) {
 		out = metrics.Success
 	}
-	l.c.obs.leaseRead(l.c.slot, p, t, out)
+	l.c.obs(event{Kind: evRead, Phase: p, sendTimes: t, Outcome: out})
 	return rec, raw, err
 }
 
@@ -276,8 +268,8 @@ func (l *meteredLock) write(ctx context.Context, ler resourcelock.LeaderElection
 			}
 		}
 	}
-	w := leaseWrite{at: t.end, writer: l.inner.Identity(), holder: ler.HolderIdentity, ok: out == metrics.Success, conflict: out == metrics.VersionConflict}
-	l.c.obs.leaseWrite(l.c.slot, p, t, out, err, w)
+	l.c.obs(event{Kind: evWrite, Phase: p, sendTimes: t, Outcome: out, Err: errText(err),
+		ID: l.inner.Identity(), Holder: ler.HolderIdentity, OK: out == metrics.Success, Conflict: out == metrics.VersionConflict})
 	return err
 }
 

@@ -22,8 +22,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/kb-bench/kb-bench/internal/procattr"
-	"github.com/kb-bench/kb-bench/internal/proctail"
+	"github.com/kb-bench/kb-bench/internal/proc"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -50,14 +49,11 @@ const processStopGrace = 5 * time.Second
 // candidateProcess is a candidate slot running as a process of its own.
 type candidateProcess struct {
 	slot  int
-	cmd   *exec.Cmd
+	proc  *proc.Process
 	stdin io.WriteCloser
-	// stderr keeps the end of what the process wrote there.
-	stderr proctail.Buffer
-	hello  chan struct{} // closed when it has said hello
-	exited chan struct{} // closed when its output has ended and it has exited
-	// exitErr is how it exited, set before exited closes.
-	exitErr error
+	hello chan struct{} // closed when it has said hello
+	// exited is closed when its output has ended and it has exited.
+	exited chan struct{}
 	// stopping is set once the run has told it to stop.
 	stopping  atomic.Bool
 	closeOnce sync.Once
@@ -65,7 +61,7 @@ type candidateProcess struct {
 
 // startProcesses starts the proxy and one candidate process per slot, and
 // waits for each to say hello (the campaigns begin at Start).
-func (r *run) startProcesses(ctx context.Context) (err error) {
+func (r *election) startProcesses(ctx context.Context) (err error) {
 	if os.Getenv(CandidateEnv) != "" {
 		// A binary that did not look for CandidateEnv first (a test binary
 		// without CandidateMain in its TestMain) would start candidates of
@@ -97,16 +93,16 @@ func (r *run) startProcesses(ctx context.Context) (err error) {
 		select {
 		case <-p.hello:
 		case <-p.exited:
-			return fmt.Errorf("leader election: candidate process %d (%s) exited before it started: %v%s", p.slot, exe, p.exitErr, p.stderr.Last())
+			return fmt.Errorf("leader election: candidate process %d (%s) exited before it started: %v%s", p.slot, exe, p.proc.Err(), p.proc.Last())
 		case <-timer.C:
-			return fmt.Errorf("leader election: candidate process %d (%s, pid %d) did not start within %s: is the machine overloaded?%s", p.slot, exe, p.cmd.Process.Pid, processStartTimeout, p.stderr.Last())
+			return fmt.Errorf("leader election: candidate process %d (%s, pid %d) did not start within %s: is the machine overloaded?%s", p.slot, exe, p.proc.Pid, processStartTimeout, p.proc.Last())
 		case <-ctx.Done():
 			return fmt.Errorf("leader election: starting the candidate processes: %w", ctx.Err())
 		}
 	}
 	pids := make([]string, len(r.procs))
 	for i, p := range r.procs {
-		pids[i] = strconv.Itoa(p.cmd.Process.Pid)
+		pids[i] = strconv.Itoa(p.proc.Pid)
 	}
 	fmt.Fprintf(r.env.Log, "leader election: for the pause fault each candidate is a process of its own (pids %s), reaching the apiserver through the run's clients by a proxy on %s\n",
 		strings.Join(pids, ", "), r.proxy.url)
@@ -114,30 +110,40 @@ func (r *run) startProcesses(ctx context.Context) (err error) {
 }
 
 // startProcess starts slot's candidate process and the goroutine that
-// reads its events.
-func (r *run) startProcess(exe string, slot int) (*candidateProcess, error) {
+// reads its events. Its stdin and stdout are pipes of kb-bench's own, so
+// that its events are read to the end whenever it exits.
+func (r *election) startProcess(exe string, slot int) (*candidateProcess, error) {
 	p := &candidateProcess{slot: slot, hello: make(chan struct{}), exited: make(chan struct{})}
-	p.cmd = &exec.Cmd{
-		Path:        exe,
-		Args:        []string{fmt.Sprintf("kb-bench-candidate-%d", slot)},
-		Env:         append(os.Environ(), CandidateEnv+"=1"),
-		Stderr:      &p.stderr,
-		SysProcAttr: procattr.Attached(),
-	}
-	var err error
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	stdout, err := p.cmd.StdoutPipe()
+	stdin, toChild, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := p.cmd.Start(); err != nil {
+	fromChild, stdout, err := os.Pipe()
+	if err != nil {
+		stdin.Close()
+		toChild.Close()
+		return nil, err
+	}
+	cmd := &exec.Cmd{
+		Path:   exe,
+		Args:   []string{fmt.Sprintf("kb-bench-candidate-%d", slot)},
+		Env:    append(os.Environ(), CandidateEnv+"=1"),
+		Stdin:  stdin,
+		Stdout: stdout,
+	}
+	p.proc, err = proc.Start(cmd, fmt.Sprintf("candidate process %d", slot), "", false)
+	stdin.Close() // the child's ends
+	stdout.Close()
+	if err != nil {
+		toChild.Close()
+		fromChild.Close()
 		return nil, fmt.Errorf("leader election: starting candidate process %d (%s): %w", slot, exe, err)
 	}
+	p.stdin = toChild
 	go func() {
 		defer close(p.exited)
-		dec := json.NewDecoder(stdout)
+		defer fromChild.Close()
+		dec := json.NewDecoder(fromChild)
 		var bad error
 		for {
 			var e event
@@ -151,23 +157,23 @@ func (r *run) startProcess(exe string, slot int) (*candidateProcess, error) {
 				close(p.hello)
 				continue
 			}
-			if err := r.observe(slot, &e); err != nil {
+			if err := r.observe(slot, e); err != nil {
 				bad = err
 				break
 			}
 		}
 		if bad != nil {
-			_ = p.cmd.Process.Kill()
-			_, _ = io.Copy(io.Discard, stdout)
+			_ = p.proc.Signal(syscall.SIGKILL)
+			_, _ = io.Copy(io.Discard, fromChild)
 		}
-		p.exitErr = p.cmd.Wait()
+		exitErr := p.proc.Err()
 		// A process that is gone believes nothing any more.
-		r.ended(slot, time.Now())
+		_ = r.observe(slot, event{Kind: evEnded, At: time.Now()})
 		switch {
 		case bad != nil:
-			r.candidateLost(fmt.Sprintf("candidate process %d (pid %d) wrote what is not an event (%v) and was killed", slot, p.cmd.Process.Pid, bad))
+			r.candidateLost(fmt.Sprintf("candidate process %d (pid %d) wrote what is not an event (%v) and was killed", slot, p.proc.Pid, bad))
 		case !p.stopping.Load():
-			r.candidateLost(fmt.Sprintf("candidate process %d (pid %d) exited: %v%s", slot, p.cmd.Process.Pid, p.exitErr, p.stderr.Last()))
+			r.candidateLost(fmt.Sprintf("candidate process %d (pid %d) exited: %v%s", slot, p.proc.Pid, exitErr, p.proc.Last()))
 		}
 	}()
 	return p, nil
@@ -175,7 +181,7 @@ func (r *run) startProcess(exe string, slot int) (*candidateProcess, error) {
 
 // candidateLost records a candidate process that ended before the run
 // stopped it: a warning now, and a failed check at the end.
-func (r *run) candidateLost(how string) {
+func (r *election) candidateLost(how string) {
 	r.env.Warn("leader election: %s", how)
 	r.mu.Lock()
 	r.procsLost = append(r.procsLost, how)
@@ -183,7 +189,7 @@ func (r *run) candidateLost(how string) {
 }
 
 // begin starts the process's campaign; its slotRun stops it.
-func (r *run) begin(p *candidateProcess) *slotRun {
+func (r *election) begin(p *candidateProcess) *slotRun {
 	cfg := candidateConfig{
 		Slot: p.slot, Namespace: r.env.Namespace, RunID: r.env.RunID,
 		Settings: *r.set, Lease: r.leaseFor(p.slot), Timeout: r.env.Spec.OpTimeout.Duration,
@@ -202,24 +208,19 @@ func (r *run) begin(p *candidateProcess) *slotRun {
 // stopProcess tells p to stop (its stdin ends), continues it if it is
 // paused, and waits for it to exit; one that does not within two request
 // timeouts and processStopGrace is killed. Calling it again waits no more.
-func (r *run) stopProcess(p *candidateProcess) {
+func (r *election) stopProcess(p *candidateProcess) {
 	p.stopping.Store(true)
-	p.closeOnce.Do(func() { _ = p.stdin.Close() })
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
 	grace := 2*r.env.Spec.OpTimeout.Duration + processStopGrace
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-p.exited:
-	case <-t.C:
-		_ = p.cmd.Process.Kill()
-		<-p.exited
+	p.closeOnce.Do(func() { _ = p.stdin.Close() }) // asks it to stop
+	killed, _ := p.proc.Stop(context.Background(), grace, func() {})
+	<-p.exited
+	if killed {
 		r.env.Warn("leader election: candidate process %d did not stop within %s of being told to: killed", p.slot, grace)
 	}
 }
 
 // stopProcesses stops every candidate process and then the proxy.
-func (r *run) stopProcesses() {
+func (r *election) stopProcesses() {
 	var wg sync.WaitGroup
 	for _, p := range r.procs {
 		wg.Go(func() { r.stopProcess(p) })
@@ -233,10 +234,10 @@ func (r *run) stopProcesses() {
 // pause freezes p (SIGSTOP) until the returned function continues it
 // (SIGCONT).
 func (p *candidateProcess) pause() (resume func(), err error) {
-	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		return nil, fmt.Errorf("pausing candidate process %d (pid %d): %w", p.slot, p.cmd.Process.Pid, err)
+	if err := p.proc.Signal(syscall.SIGSTOP); err != nil {
+		return nil, fmt.Errorf("pausing candidate process %d (pid %d): %w", p.slot, p.proc.Pid, err)
 	}
-	return sync.OnceFunc(func() { _ = p.cmd.Process.Signal(syscall.SIGCONT) }), nil
+	return sync.OnceFunc(func() { _ = p.proc.Signal(syscall.SIGCONT) }), nil
 }
 
 // proxy lets candidate processes reach the apiserver through the run's

@@ -141,7 +141,7 @@ func TestProxyErrors(t *testing.T) {
 }
 
 // testNotSent is the engine's error for a request held at a window's
-// edge until its deadline (its gate's notSentError).
+// edge until its deadline (the hold's notSentError).
 type testNotSent struct{}
 
 func (*testNotSent) Error() string        { return "the request waited at the measured window's edge" }
@@ -183,7 +183,7 @@ func BenchmarkProxyHop(b *testing.B) {
 // itself in its candidate processes fails the run at the first level.
 func TestCandidateStartsNoCandidates(t *testing.T) {
 	t.Setenv(CandidateEnv, "1")
-	r := &run{env: &scenario.Env{Spec: spec.Spec{Writers: 2}}}
+	r := &election{env: &scenario.Env{Spec: spec.Spec{Writers: 2}}}
 	err := r.startProcesses(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "CandidateMain") {
 		t.Fatalf("startProcesses in a candidate process: %v, want an error naming CandidateMain", err)

@@ -1,6 +1,7 @@
 package leaderelection
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -85,5 +86,44 @@ func TestReportChecks(t *testing.T) {
 	c := two.Checks()
 	if len(c) != 1 || c[0].Passed || c[0].Observed != 2 || c[0].Detail != "2 spans, 50.0ms in total, in which two or more candidates believed they led at once" {
 		t.Errorf("checks with two overlaps = %+v, want one failed check naming 2 spans of 50.0ms", c)
+	}
+}
+
+// A saved result shows what the run showed: a report, marshalled into
+// the result's details, decodes to one with the same rows and checks.
+func TestReportDecodes(t *testing.T) {
+	ms := time.Millisecond
+	reports := map[string]*Report{
+		"overlap": {Candidates: 2, LeaseDurationSeconds: 1, Leaderships: 2, Transitions: 1, LostLeadership: 1,
+			Failovers: []Failover{{At: time.Second, Stopped: "candidate-0.0"}}, FailoverTime: FailoverStats{Count: 1},
+			Acquire: LeasePhase{Reads: 10, Writes: 2, Conflicts: 1, Errors: 1}, Renew: LeasePhase{Writes: 5},
+			Overlaps: []Overlap{{At: 1500 * ms, Duration: 42 * ms, Leaders: []string{"candidate-0.0", "candidate-1.0"}}}, OverlapTotal: 42 * ms},
+		"pause fault": {Candidates: 3, LeaseDurationSeconds: 2, Lock: LockWatch, Fault: FaultPause,
+			CandidatesLost:    []string{"candidate process 1 (pid 7) exited: signal: killed"},
+			TimeToFirstLeader: 12345 * time.Microsecond, FirstLeader: "candidate-1.0", Leaderships: 3, Transitions: 2,
+			Intruder: LeasePhase{Writes: 1},
+			Faults: []FaultReport{{Kind: FaultPause, At: 2 * time.Second, Victim: "candidate-1.0", Duration: 4 * time.Second,
+				Taken: true, TakenBy: "candidate-0.0", TakenAfter: 2100 * ms, NextHolder: "candidate-0.0", NextHolderAfter: 2100 * ms,
+				VictimStopped: true, StoppedAfter: 4010 * ms, Detection: 1910 * ms, Overlap: 1910 * ms, Leaderless: 100 * ms,
+				LeaseWrites: 20, LeaseConflicts: 1, DeposedWrites: 2, WouldBeFenced: 2}},
+			Thefts:       []Theft{{At: 4100 * ms, Victim: "candidate-1.0", Thief: "candidate-0.0", Detection: 1910 * ms}},
+			Leaderless:   100 * ms,
+			LeaderWrites: &LeaderWrites{Writes: 90, Accepted: 88, Measured: 80, Deposed: 2, WouldBeFenced: 2},
+			Overlaps:     []Overlap{{At: 4100 * ms, Duration: 1910 * ms, Leaders: []string{"candidate-0.0", "candidate-1.0"}}}, OverlapTotal: 1910 * ms},
+	}
+	for name, live := range reports {
+		t.Run(name, func(t *testing.T) {
+			details, err := json.Marshal(live)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Definition.DecodeReport(details, live.Checks())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.Rows(), live.Rows()) || !reflect.DeepEqual(got.Checks(), live.Checks()) {
+				t.Errorf("decoded from %s:\nrows %q\nwant %q\nchecks %+v\nwant %+v", details, got.Rows(), live.Rows(), got.Checks(), live.Checks())
+			}
+		})
 	}
 }

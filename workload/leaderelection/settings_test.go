@@ -82,7 +82,7 @@ func TestFractionalLeaseWarns(t *testing.T) {
 			}}
 			set := &Settings{LeaseDuration: spec.D(tt.lease)}
 			set.Default(&env.Spec)
-			r := newRun(env, set)
+			r := newElection(env, set)
 			if r.leaseSeconds != tt.secs {
 				t.Errorf("lease recorded as %ds, want %ds", r.leaseSeconds, tt.secs)
 			}

@@ -246,7 +246,7 @@ type classified struct {
 // faultReports measures each fault over its window, from its injection to
 // the next fault's (or end). The victim's step-down and its deposed
 // writes count in the window only: after it, they are the next fault's.
-func faultReports(faults []faultEvent, ls []leadership, log []leaseWrite, fenced []classified, base, end time.Time) []FaultReport {
+func faultReports(faults []faultEvent, ls []leadership, log []event, fenced []classified, base, end time.Time) []FaultReport {
 	out := make([]FaultReport, 0, len(faults))
 	for i, f := range faults {
 		to := end
@@ -268,12 +268,12 @@ func faultReports(faults []faultEvent, ls []leadership, log []leaseWrite, fenced
 		// naming a holder other than the victim.
 		var taken, next time.Time
 		for _, w := range log {
-			if w.ok && !w.at.Before(f.at) && w.at.Before(to) && w.holder != "" && (next.IsZero() || w.at.Before(next)) {
-				next, fr.NextHolder = w.at, w.holder
+			if w.OK && !w.End.Before(f.at) && w.End.Before(to) && w.Holder != "" && (next.IsZero() || w.End.Before(next)) {
+				next, fr.NextHolder = w.End, w.Holder
 			}
-			if w.ok && !w.at.Before(f.at) && w.at.Before(to) && w.holder != "" && w.holder != f.victim {
-				if taken.IsZero() || w.at.Before(taken) {
-					taken, fr.TakenBy = w.at, w.holder
+			if w.OK && !w.End.Before(f.at) && w.End.Before(to) && w.Holder != "" && w.Holder != f.victim {
+				if taken.IsZero() || w.End.Before(taken) {
+					taken, fr.TakenBy = w.End, w.Holder
 				}
 			}
 		}
@@ -293,9 +293,9 @@ func faultReports(faults []faultEvent, ls []leadership, log []leaseWrite, fenced
 		}
 		fr.Leaderless, fr.Overlap = coverage(ls, f.at, to)
 		for _, w := range log {
-			if !w.at.Before(f.at) && w.at.Before(to) {
+			if !w.End.Before(f.at) && w.End.Before(to) {
 				fr.LeaseWrites++
-				if w.conflict {
+				if w.Conflict {
 					fr.LeaseConflicts++
 				}
 			}

@@ -103,11 +103,11 @@ func (e *watchElector) lead(ctx context.Context) {
 	lctx, stepDown := context.WithCancel(ctx)
 	defer stepDown()
 	ended := make(chan struct{})
-	e.c.obs.began(e.c.slot, e.id, acquired)
+	e.c.obs(event{Kind: evBegan, ID: e.id, At: acquired})
 	go func() {
 		defer close(ended)
 		<-lctx.Done()
-		e.c.obs.ended(e.c.slot, time.Now())
+		e.c.obs(event{Kind: evEnded, At: time.Now()})
 	}()
 	e.c.startLeaderWrites(lctx, e.id, e.lock)
 	var watching sync.WaitGroup
@@ -179,7 +179,7 @@ func (e *watchElector) watch(lctx context.Context, fromRV string, stepDown func(
 			if !ok {
 				return
 			}
-			if e.c.gate.wait(lctx) != nil {
+			if e.c.partition.wait(lctx) != nil {
 				return
 			}
 			l, isLease := ev.Object.(*coordinationv1.Lease)

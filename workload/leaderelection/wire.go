@@ -53,52 +53,45 @@ type candidateConfig struct {
 	Server string `json:"server"`
 }
 
-// event is one line of a candidate process's output: one thing the
-// candidate did, for the run to observe. Times are Unix nanoseconds (0:
-// none); candidate and run read the same clock.
+// event is one thing a candidate did, for the run to observe (observe): a
+// candidate goroutine hands it over as is, a candidate process writes it
+// as a line of JSON on its stdout. Candidate and run read the same clock.
 type event struct {
-	Kind     string          `json:"kind"`
-	Phase    phase           `json:"phase,omitempty"`
-	Start    int64           `json:"start,omitempty"`
-	Sent     int64           `json:"sent,omitempty"`
-	End      int64           `json:"end,omitempty"`
-	At       int64           `json:"at,omitempty"`
-	Outcome  metrics.Outcome `json:"outcome,omitempty"`
-	Err      string          `json:"err,omitempty"`
-	ID       string          `json:"id,omitempty"`
-	Holder   string          `json:"holder,omitempty"`
-	Token    uint64          `json:"token,omitempty"`
-	RV       uint64          `json:"rv,omitempty"`
-	OK       bool            `json:"ok,omitempty"`
-	Conflict bool            `json:"conflict,omitempty"`
+	Kind  string `json:"kind"`
+	Phase phase  `json:"phase,omitempty"`
+	// A request's times (reads, writes, fenced writes).
+	sendTimes
+	// At is when a leadership began or ended.
+	At      time.Time       `json:"at,omitzero"`
+	Outcome metrics.Outcome `json:"outcome,omitempty"`
+	Err     string          `json:"err,omitempty"`
+	// ID is the candidate's identity (or the intruder's); Holder the
+	// holder a Lease write wrote.
+	ID     string `json:"id,omitempty"`
+	Holder string `json:"holder,omitempty"`
+	// Token is the fencing token a fenced write carried: the
+	// resourceVersion of the writer's last Lease write that named it
+	// holder; RV the resourceVersion the apiserver gave it (0: it failed).
+	Token uint64 `json:"token,omitempty"`
+	RV    uint64 `json:"rv,omitempty"`
+	// OK: the write was accepted; Conflict: it was answered 409.
+	OK       bool `json:"ok,omitempty"`
+	Conflict bool `json:"conflict,omitempty"`
 }
 
 // The kinds of event.
 const (
 	evHello  = "hello" // the process started (before its configuration)
-	evRead   = "read"
-	evWrite  = "write"
+	evRead   = "read"  // a Lease read
+	evWrite  = "write" // a Lease write
 	evFenced = "fenced"
-	evBegan  = "began"
-	evEnded  = "ended"
-	evLost   = "lost"
+	evBegan  = "began" // a leadership: from the candidate's first belief that it leads
+	evEnded  = "ended" // to the moment it stops believing
+	evLost   = "lost"  // a candidate that led lost the Lease on its own
 	evFailed = "failed"
 )
 
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func unixNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n)
-}
-
+// errText is err's message ("" for none), as an event carries it.
 func errText(err error) string {
 	if err == nil {
 		return ""
@@ -106,43 +99,12 @@ func errText(err error) string {
 	return err.Error()
 }
 
-func (e *event) setTimes(t sendTimes) {
-	e.Start, e.Sent, e.End = nanos(t.start), nanos(t.sent), nanos(t.end)
-}
-
-func (e *event) times() sendTimes {
-	return sendTimes{start: unixNanos(e.Start), sent: unixNanos(e.Sent), end: unixNanos(e.End)}
-}
-
-func (e *event) err() error {
+// errOf is the error an event carries.
+func (e *event) errOf() error {
 	if e.Err == "" {
 		return nil
 	}
 	return errors.New(e.Err)
-}
-
-// observe hands one event of slot's candidate process to the run.
-func (r *run) observe(slot int, e *event) error {
-	switch e.Kind {
-	case evRead:
-		r.leaseRead(slot, e.Phase, e.times(), e.Outcome)
-	case evWrite:
-		r.leaseWrite(slot, e.Phase, e.times(), e.Outcome, e.err(),
-			leaseWrite{at: unixNanos(e.End), writer: e.ID, holder: e.Holder, ok: e.OK, conflict: e.Conflict})
-	case evFenced:
-		r.fencedWrite(slot, e.times(), e.Outcome, e.err(), fencedWrite{id: e.ID, token: e.Token, rv: e.RV, ok: e.OK})
-	case evBegan:
-		r.began(slot, e.ID, unixNanos(e.At))
-	case evEnded:
-		r.ended(slot, unixNanos(e.At))
-	case evLost:
-		r.lost(slot)
-	case evFailed:
-		r.failed(e.err())
-	default:
-		return fmt.Errorf("unknown event %q", e.Kind)
-	}
-	return nil
 }
 
 // wire is a candidate process's observer: it writes each event as a line
@@ -155,8 +117,6 @@ type wire struct {
 	stop context.CancelFunc
 }
 
-var _ observer = (*wire)(nil)
-
 func (w *wire) send(e event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -167,34 +127,6 @@ func (w *wire) send(e event) {
 		w.stop()
 	}
 }
-
-func (w *wire) leaseRead(_ int, p phase, t sendTimes, out metrics.Outcome) {
-	e := event{Kind: evRead, Phase: p, Outcome: out}
-	e.setTimes(t)
-	w.send(e)
-}
-
-func (w *wire) leaseWrite(_ int, p phase, t sendTimes, out metrics.Outcome, err error, lw leaseWrite) {
-	e := event{Kind: evWrite, Phase: p, Outcome: out, Err: errText(err), ID: lw.writer, Holder: lw.holder, OK: lw.ok, Conflict: lw.conflict}
-	e.setTimes(t)
-	w.send(e)
-}
-
-func (w *wire) fencedWrite(_ int, t sendTimes, out metrics.Outcome, err error, fw fencedWrite) {
-	e := event{Kind: evFenced, Outcome: out, Err: errText(err), ID: fw.id, Token: fw.token, RV: fw.rv, OK: fw.ok}
-	e.setTimes(t)
-	w.send(e)
-}
-
-func (w *wire) began(_ int, id string, at time.Time) {
-	w.send(event{Kind: evBegan, ID: id, At: nanos(at)})
-}
-
-func (w *wire) ended(_ int, at time.Time) { w.send(event{Kind: evEnded, At: nanos(at)}) }
-
-func (w *wire) lost(int) { w.send(event{Kind: evLost}) }
-
-func (w *wire) failed(err error) { w.send(event{Kind: evFailed, Err: errText(err)}) }
 
 // CandidateMain runs this process as a candidate process when CandidateEnv
 // is set, on its stdin and stdout, and returns its exit status; it reports
@@ -246,7 +178,7 @@ func RunCandidate(in io.Reader, out io.Writer) error {
 	c := &candidate{
 		slot: cfg.Slot, set: &cfg.Settings, lease: cfg.Lease,
 		client: client, namespace: cfg.Namespace, runID: cfg.RunID,
-		timeout: cfg.Timeout, ops: context.Background(), obs: w, writers: &writers,
+		timeout: cfg.Timeout, ops: context.Background(), obs: w.send, writers: &writers,
 	}
 	c.campaign(ctx)
 	writers.Wait()

@@ -15,10 +15,10 @@ import (
 	"github.com/kb-bench/kb-bench/cluster/clustertest"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/render/text"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
 	"github.com/kb-bench/kb-bench/workload/quota"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // local is the real kube-apiserver and etcd the package's integration tests
@@ -42,14 +42,17 @@ func (w logWriter) Write(p []byte) (int, error) {
 func runQuota(ctx context.Context, t *testing.T, cfg *rest.Config, s spec.Spec, progress func(time.Duration, metrics.SeriesPoint)) (*workload.Outcome, *quota.Report) {
 	t.Helper()
 	s.Scenario = quota.Definition.Name
-	out, err := workload.Run(ctx, s, workload.Options{
+	r, errs := workload.Resolve(s)
+	if len(errs) > 0 {
+		t.Fatal(spec.Describe(errs))
+	}
+	out, err := workload.Run(ctx, r, workload.Options{
 		Config:            cfg,
 		RunID:             fmt.Sprintf("quota-%d-%d", os.Getpid(), runSeq.Add(1)),
 		Version:           "test",
 		Log:               logWriter{t},
 		FinalizeNamespace: true,
 		Progress:          progress,
-		Scenarios:         []scenario.Definition{quota.Definition},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +100,7 @@ func TestQuotaOnLocalControlPlane(t *testing.T) {
 			result := out.Result
 			if i == 0 {
 				var table strings.Builder
-				if err := results.WriteTable(&table, result, out.Report.Rows()); err != nil {
+				if err := text.WriteTable(&table, result, out.Report.Rows()); err != nil {
 					t.Fatal(err)
 				}
 				t.Logf("\n%s", table.String())

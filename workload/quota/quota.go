@@ -9,17 +9,14 @@ package quota
 import (
 	"context"
 	"fmt"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
@@ -45,12 +42,12 @@ const QuotaName = "kb-bench-quota"
 var Definition = scenario.Definition{
 	Name:        "quota",
 	Description: "writers create objects under a ResourceQuota until it is full and beyond; admission must never let more than the hard limit in",
-	Traits:      spec.Traits{Strategies: false, Driven: true},
 	NewSettings: func() scenario.Settings { return &Settings{} },
-	New: func(env *scenario.Env, settings scenario.Settings) (scenario.Scenario, error) {
-		return newRun(env, settings.(*Settings)), nil
+	Driven: func(env *scenario.Env, settings scenario.Settings) scenario.Driven {
+		return newQuota(env, settings.(*Settings))
 	},
 	ServerResources: []string{"resourcequotas"},
+	DecodeReport:    scenario.DecodeJSON[Report],
 	Rules: func(settings scenario.Settings) []rbacv1.PolicyRule {
 		rules := []rbacv1.PolicyRule{
 			scenario.Rule("", []string{"resourcequotas"}, "get", "create"),
@@ -63,14 +60,14 @@ var Definition = scenario.Definition{
 	},
 }
 
-// run is one run of the scenario.
-type run struct {
-	env    *scenario.Env
-	set    *Settings
-	kind   objectKind
-	base   context.Context // Setup's, never cancelled: a create in flight outlives Ctrl-C
-	next   []int           // next[w] numbers writer w's next object
-	report *Report         // Setup's part: InitialUsed, StatusInitialized
+// quota is one run of the scenario.
+type quota struct {
+	env      *scenario.Env
+	set      *Settings
+	kind     objectKind
+	measures []*scenario.Measurer // the writers', made by Setup
+	next     []int                // next[w] numbers writer w's next object
+	report   *Report              // Setup's part: InitialUsed, StatusInitialized
 
 	// Counts over the whole run, warm-up included: every admitted object
 	// counts against the quota.
@@ -80,75 +77,74 @@ type run struct {
 	rejected          atomic.Int64
 	conflicts, errs   atomic.Int64
 
-	mu              sync.Mutex // guards the two histograms (measured window only)
-	admittedLatency *hdrhistogram.Histogram
-	rejectedLatency *hdrhistogram.Histogram
+	// admittedLatency and rejectedLatency record the measured window's
+	// creates by answer: recorders of their own, of one stripe each, so
+	// that memory stays flat in the number of writers.
+	admittedLatency, rejectedLatency *metrics.Recorder
 }
 
-var _ scenario.Driven = (*run)(nil)
+var _ scenario.Driven = (*quota)(nil)
 
-func newRun(env *scenario.Env, set *Settings) *run {
+func newQuota(env *scenario.Env, set *Settings) *quota {
 	kind, _ := kindFor(set.Resource) // validated
 	n := workers(&env.Spec)
 	if n != env.Spec.Writers {
 		fmt.Fprintf(env.Log, "note: open loop: the %d workers allowed in flight (max-in-flight) are the writers\n", n)
 	}
-	return &run{
+	// Do records only measured creates in them: their window is the run's.
+	now := time.Now()
+	return &quota{
 		env: env, set: set, kind: kind, next: make([]int, n),
 		report:          &Report{Resource: set.Resource, Hard: set.Hard, Writers: n},
-		admittedLatency: metrics.NewHistogram(), rejectedLatency: metrics.NewHistogram(),
+		admittedLatency: metrics.NewRecorder(now, 1, false), rejectedLatency: metrics.NewRecorder(now, 1, false),
 	}
 }
 
 // Workers is the number of writers.
-func (r *run) Workers() int { return len(r.next) }
+func (r *quota) Workers() int { return len(r.next) }
 
-// Do makes writer w's next create, due at intended, and records it.
-func (r *run) Do(w int, intended time.Time) {
+// Do makes writer w's next create, due at intended: one operation of one
+// write attempt.
+func (r *quota) Do(w int, intended time.Time) {
 	env := r.env
 	r.started.CompareAndSwap(0, intended.UnixNano())
 	name := fmt.Sprintf("w%d-%d", w, r.next[w])
 	r.next[w]++
-
-	ctx, cancel := context.WithTimeout(r.base, env.Spec.OpTimeout.Duration)
-	start := time.Now()
-	err := r.kind.create(ctx, env.Client(w), env.Namespace, name, r.set.ObjectSize, false)
-	done := time.Now()
-	cancel()
-
-	shard := env.Recorder.Shard(w)
-	measured := shard.Measured(intended)
-	out := metrics.Classify(err)
+	m := r.measures[w]
+	op := m.Measure(intended, func(o *scenario.Op) error {
+		_, err := o.Write(func(ctx context.Context) error {
+			return r.kind.create(ctx, env.Client(w), env.Namespace, name, r.set.ObjectSize, false)
+		})
+		return err
+	})
 	r.creates.Add(1)
+	var byAnswer *metrics.Recorder
 	switch {
-	case err == nil:
+	case op.Err == nil:
 		r.admitted.Add(1)
-		if measured {
-			r.recordLatency(r.admittedLatency, done.Sub(intended))
-		}
-	case isQuotaRejection(err):
-		out = metrics.FailedPrecondition
+		byAnswer = r.admittedLatency
+	case isQuotaRejection(op.Err):
 		r.rejected.Add(1)
-		r.firstRejection.CompareAndSwap(0, done.UnixNano())
-		if measured {
-			r.recordLatency(r.rejectedLatency, done.Sub(intended))
-		}
-	case out == metrics.VersionConflict:
+		r.firstRejection.CompareAndSwap(0, op.End.UnixNano())
+		byAnswer = r.rejectedLatency
+	case op.Outcome == metrics.VersionConflict:
 		r.conflicts.Add(1)
 	default:
 		r.errs.Add(1)
 	}
-	shard.RecordAttempt(intended, metrics.Attempt{Kind: metrics.Write, Latency: done.Sub(start), Outcome: out})
-	shard.RecordOp(metrics.Op{Intended: intended, Start: start, End: done, Outcome: out, Err: err, Attempts: 1})
+	if byAnswer != nil && m.Measured(intended) {
+		byAnswer.Stripe(0).RecordOp(op)
+	}
 }
 
-// recordLatency adds d to one of the run's two histograms. One pair for all
-// writers keeps memory flat in the number of writers; the lock is held for
-// well under a microsecond against creates that take milliseconds.
-func (r *run) recordLatency(h *hdrhistogram.Histogram, d time.Duration) {
-	r.mu.Lock()
-	metrics.RecordLatency(h, d)
-	r.mu.Unlock()
+// classify makes a quota rejection (403 "exceeded quota") a failed
+// precondition: like a failed JSON patch test, it is the server's
+// compare-and-swap on the quota's status saying no.
+func classify(err error) metrics.Outcome {
+	if isQuotaRejection(err) {
+		return metrics.FailedPrecondition
+	}
+	return metrics.Classify(err)
 }
 
 // isQuotaRejection reports whether err is quota admission's 403.

@@ -3,10 +3,10 @@ package quota
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -76,14 +76,14 @@ func TestSettingsValidate(t *testing.T) {
 
 func TestSharedSettingsRefused(t *testing.T) {
 	s := spec.Spec{Strategy: spec.StrategyRetry}
-	s.Defaults(Definition.Traits)
-	errs := s.Validate(Definition.Traits)
+	s.Defaults(Definition.Traits())
+	errs := s.Validate(Definition.Traits())
 	if len(errs) != 1 || errs[0].Field != "strategy" {
 		t.Errorf("errors %v, want strategy refused: the quota scenario has no write strategies", errs)
 	}
 	s = spec.Spec{Rate: 100}
-	s.Defaults(Definition.Traits)
-	if errs := s.Validate(Definition.Traits); len(errs) > 0 {
+	s.Defaults(Definition.Traits())
+	if errs := s.Validate(Definition.Traits()); len(errs) > 0 {
 		t.Errorf("errors %v for an open loop, want none: the scenario is driven", errs)
 	}
 	set := Settings{Resource: ResourceConfigMaps, Hard: 50, ObjectSize: 1024}
@@ -104,7 +104,7 @@ func TestChecks(t *testing.T) {
 		{"over-admitted by creates", Report{Hard: 10, InitialUsed: 1, Admitted: 10, ExistingAtEnd: 11, UsedAtEnd: 11}, [3]bool{false, false, true}},
 		{"timed-out create exists beyond hard", Report{Hard: 10, Admitted: 10, ExistingAtEnd: 11, UsedAtEnd: 10}, [3]bool{true, false, false}},
 		{"used drifted above what exists", Report{Hard: 10, Admitted: 9, ExistingAtEnd: 9, UsedAtEnd: 10}, [3]bool{true, true, false}},
-		{"end not read", Report{Hard: 10, Admitted: 9, endErr: errors.New("connection refused")}, [3]bool{true, false, false}},
+		{"end not read", Report{Hard: 10, Admitted: 9, EndError: "connection refused"}, [3]bool{true, false, false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -240,16 +240,16 @@ func TestDoRecordsEachCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := spec.Spec{Writers: 2}
-	s.Defaults(Definition.Traits)
+	s.Defaults(Definition.Traits())
 	set := &Settings{}
 	set.Default(&s)
 	var warnings []string
 	env := &scenario.Env{Spec: s, RunID: "test", Namespace: "kb-bench-test", Clients: []kubernetes.Interface{kube}, Admin: kube, Log: io.Discard,
 		Warn: func(format string, a ...any) { warnings = append(warnings, fmt.Sprintf(format, a...)) }}
-	r := newRun(env, set)
+	r := newQuota(env, set)
 	start := time.Now()
-	env.Recorder = metrics.NewRecorder(start, metrics.DefaultShards(r.Workers()), false)
-	r.base = t.Context()
+	env.Recorder = metrics.NewRecorder(start, metrics.DefaultStripes(r.Workers()), false)
+	r.measures = env.Measurers(r.Workers(), classify)
 
 	for _, w := range []int{0, 0, 1, 0, 1} {
 		r.Do(w, time.Now())
@@ -291,5 +291,32 @@ func TestDoRecordsEachCreate(t *testing.T) {
 	}
 	if snap.Ops != 5 || len(snap.Attempts) != 2 || snap.Attempts[1] != 5 {
 		t.Errorf("%d ops, attempts per op %v: want 5 ops of one attempt each", snap.Ops, snap.Attempts)
+	}
+}
+
+// A saved result shows what the run showed: a report, marshalled into
+// the result's details, decodes to one with the same rows and checks, the
+// end that could not be read included.
+func TestReportDecodes(t *testing.T) {
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	for name, live := range map[string]*Report{
+		"full": {Resource: ResourceConfigMaps, Hard: 50, Writers: 8, StatusInitialized: true, InitialUsed: 1, Creates: 200, Admitted: 49,
+			Rejected: 150, Conflicts: 1, FullAt: ms(830), ExistingAtEnd: 50, UsedAtEnd: 50,
+			AdmittedLatency: results.Latency{P50: ms(4), P99: ms(21), Max: ms(30)}, RejectedLatency: results.Latency{P50: ms(0.9), P99: ms(3), Max: ms(5)}},
+		"end not read": {Resource: ResourceGPU, Hard: 10, Writers: 2, Creates: 12, Admitted: 10, Rejected: 1, Errors: 1, EndError: "connection refused"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			details, err := json.Marshal(live)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Definition.DecodeReport(details, live.Checks())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.Rows(), live.Rows()) || !reflect.DeepEqual(got.Checks(), live.Checks()) {
+				t.Errorf("decoded from %s:\nrows %q\nwant %q\nchecks %+v\nwant %+v", details, got.Rows(), live.Rows(), got.Checks(), live.Checks())
+			}
+		})
 	}
 }

@@ -59,8 +59,8 @@ type Report struct {
 	AdmittedLatency results.Latency `json:"admittedLatency"`
 	RejectedLatency results.Latency `json:"rejectedLatency"`
 
-	// endErr is why the end state could not be read, if it could not.
-	endErr error
+	// EndError is why the end state could not be read, if it could not.
+	EndError string `json:"endError,omitempty"`
 }
 
 // Checks are the quota invariants: no more creates admitted than the hard
@@ -76,10 +76,10 @@ func (r *Report) Checks() []results.Check {
 	if !c[0].Passed {
 		c[0].Detail = fmt.Sprintf("%d creates succeeded on top of %d already used: %d more than the hard limit %d", r.Admitted, r.InitialUsed, creates-r.Hard, r.Hard)
 	}
-	if r.endErr != nil {
+	if r.EndError != "" {
 		for i := range c[1:] {
 			c[1+i].Passed = false
-			c[1+i].Detail = fmt.Sprintf("not checked: %v", r.endErr)
+			c[1+i].Detail = "not checked: " + r.EndError
 		}
 		return c
 	}
@@ -106,7 +106,7 @@ func (r *Report) Rows() [][2]string {
 	if r.FullAt > 0 {
 		rows = append(rows, [2]string{"", "full after " + results.FormatDuration(r.FullAt)})
 	}
-	if r.endErr == nil {
+	if r.EndError == "" {
 		rows = append(rows, [2]string{"", fmt.Sprintf("at the end: existing %d  status.used %d  (before the run: %d)", r.ExistingAtEnd, r.UsedAtEnd, r.InitialUsed)})
 	}
 	return append(rows,
@@ -116,7 +116,7 @@ func (r *Report) Rows() [][2]string {
 
 // Finish counts what exists, reads the quota's status, and returns the
 // report. It runs also after Ctrl-C.
-func (r *run) Finish(ctx context.Context) (scenario.Report, error) {
+func (r *quota) Finish(ctx context.Context) (scenario.Report, error) {
 	env := r.env
 	rep := r.report
 	rep.Creates = r.creates.Load()
@@ -127,13 +127,13 @@ func (r *run) Finish(ctx context.Context) (scenario.Report, error) {
 	if full, start := r.firstRejection.Load(), r.started.Load(); full > 0 {
 		rep.FullAt = time.Duration(full - start)
 	}
-	r.mu.Lock()
-	rep.AdmittedLatency = results.LatencyOf(r.admittedLatency)
-	rep.RejectedLatency = results.LatencyOf(r.rejectedLatency)
-	r.mu.Unlock()
+	now := time.Now()
+	rep.AdmittedLatency = results.LatencyOf(r.admittedLatency.Snapshot(now).Op)
+	rep.RejectedLatency = results.LatencyOf(r.rejectedLatency.Snapshot(now).Op)
 
-	if rep.endErr = r.readBack(ctx, rep); rep.endErr != nil {
-		env.Warn("%v: the objects and the quota at the end were not checked", rep.endErr)
+	if err := r.readBack(ctx, rep); err != nil {
+		rep.EndError = err.Error()
+		env.Warn("%v: the objects and the quota at the end were not checked", err)
 		return rep, nil
 	}
 	if lost := rep.ExistingAtEnd - rep.InitialUsed - rep.Admitted; lost > 0 {
@@ -144,7 +144,7 @@ func (r *run) Finish(ctx context.Context) (scenario.Report, error) {
 
 // readBack fills rep's end state: the usage of the objects that exist and
 // the quota's status.used.
-func (r *run) readBack(ctx context.Context, rep *Report) error {
+func (r *quota) readBack(ctx context.Context, rep *Report) error {
 	env := r.env
 	sctx, cancel := r.step(ctx)
 	defer cancel()

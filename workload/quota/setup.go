@@ -18,17 +18,17 @@ import (
 const controllerWait = 10 * time.Second
 
 // step bounds one set-up or read-back request by the operation timeout.
-func (r *run) step(ctx context.Context) (context.Context, context.CancelFunc) {
+func (r *quota) step(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, r.env.Spec.OpTimeout.Duration)
 }
 
 // Setup creates the ResourceQuota (and, for Pods, the default
 // ServiceAccount that Pod admission needs) and makes sure the quota is
 // being enforced before any writer starts.
-func (r *run) Setup(ctx context.Context) error {
+func (r *quota) Setup(ctx context.Context) error {
 	env := r.env
 	ns := env.Namespace
-	r.base = env.Ops()
+	r.measures = env.Measurers(r.Workers(), classify)
 	if r.set.Resource == ResourceGPU {
 		sctx, cancel := r.step(ctx)
 		err := scenario.EnsureDefaultServiceAccount(sctx, env.Admin, ns)
@@ -79,7 +79,7 @@ func (r *run) Setup(ctx context.Context) error {
 
 // waitForController polls the quota until its status names the resource,
 // for up to controllerWait. It returns nil when no controller filled it.
-func (r *run) waitForController(ctx context.Context, name corev1.ResourceName) (*corev1.ResourceQuota, error) {
+func (r *quota) waitForController(ctx context.Context, name corev1.ResourceName) (*corev1.ResourceQuota, error) {
 	deadline := time.Now().Add(controllerWait)
 	for time.Now().Before(deadline) {
 		sctx, cancel := r.step(ctx)
@@ -106,7 +106,7 @@ func (r *run) waitForController(ctx context.Context, name corev1.ResourceName) (
 // admission without writing: first the status says the quota is full and
 // a dry run must be refused, then it says the real usage and a dry run
 // must be admitted, which only that last version of the status allows.
-func (r *run) initialiseStatus(ctx context.Context, rq *corev1.ResourceQuota, name corev1.ResourceName, used int64) error {
+func (r *quota) initialiseStatus(ctx context.Context, rq *corev1.ResourceQuota, name corev1.ResourceName, used int64) error {
 	hard := r.set.Hard
 	setStatus := func(used int64) error {
 		rq.Status.Hard = corev1.ResourceList{name: *resource.NewQuantity(hard, resource.DecimalSI)}
@@ -137,7 +137,7 @@ func (r *run) initialiseStatus(ctx context.Context, rq *corev1.ResourceQuota, na
 
 // probeUntil dry-runs a create until done(err) says admission answered as
 // expected, for up to the operation timeout.
-func (r *run) probeUntil(ctx context.Context, want string, done func(error) bool) error {
+func (r *quota) probeUntil(ctx context.Context, want string, done func(error) bool) error {
 	timeout := r.env.Spec.OpTimeout.Duration
 	deadline := time.Now().Add(timeout)
 	for {

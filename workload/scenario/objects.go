@@ -102,7 +102,7 @@ func Why(err error, grant string, timeout time.Duration) string {
 
 // ErrNotSent marks a request that never left the client, so it cannot have
 // reached the apiserver: held back until its deadline by the client-side
-// rate limiter (this error itself), or by the engine's gate or stream
+// rate limiter (this error itself), or by the engine's hold at a window's edge or its stream
 // queue (errors that match it with errors.Is).
 var ErrNotSent = errors.New("the client-side rate limiter had no token for this request before the operation's deadline, so it was not sent (raise the client QPS and burst, or the operation timeout)")
 

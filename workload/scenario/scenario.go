@@ -9,18 +9,21 @@
 // Adding a scenario is one new package plus one line in the registry
 // (workload/registry.go):
 //
-//  1. Declare a Definition: name, one-line description, the shared
-//     settings it uses (spec.Traits) and its own Settings type, a struct
+//  1. Declare a Definition: name, one-line description, whether its
+//     writers take a write strategy, its own Settings type (a struct
 //     whose fields carry `json`, `flag` and `help` tags; flags and profile
-//     fields follow from those tags.
+//     fields follow from those tags), and its constructor, which says how
+//     it runs: Driven, Sharded or Continuous.
 //  2. Implement Scenario: Setup creates the objects; Driven scenarios run
 //     one operation per Do call in the engine's driver loop (closed or open
-//     loop, warm-up, stop), Continuous ones run their own goroutines
-//     between Start and Stop; Finish reads back what the run left and
-//     returns a Report.
-//  3. Record every request in the Recorder (Shard.RecordAttempt) and every
-//     operation (Shard.RecordOp). Send the load only through Env.Clients:
-//     the engine counts their requests for the server cross-check.
+//     loop, warm-up, stop), Sharded ones also over shard processes,
+//     Continuous ones run their own goroutines between Start and Stop;
+//     Finish reads back what the run left and returns a Report, which
+//     DecodeReport reads back from a saved Result.
+//  3. Measure every operation with its worker's Measurer (Env.Measurer),
+//     or record the requests the scenario times itself (RecordRequest).
+//     Send the load only through Env.Clients: the engine counts their
+//     requests for the server cross-check.
 //
 // The registry test runs every registered scenario briefly on the local
 // control plane and checks its server cross-check, so a new scenario is
@@ -29,6 +32,8 @@ package scenario
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"time"
 
@@ -47,15 +52,19 @@ type Definition struct {
 	Name string
 	// Description is one line for 'kb-bench scenarios' and help text.
 	Description string
-	// Traits says which shared settings the scenario uses.
-	Traits spec.Traits
+	// Strategies says the writers write with a Strategy and its options.
+	Strategies bool
 	// NewSettings returns the scenario's settings at their zero values: a
 	// pointer to a struct with `json`, `flag` and `help` tags on each field
 	// (flat: no nested structs).
 	NewSettings func() Settings
-	// New builds the scenario for one run. settings is NewSettings' type,
-	// decoded from the spec, defaulted and validated.
-	New func(env *Env, settings Settings) (Scenario, error)
+	// Exactly one of Driven, Sharded and Continuous builds the scenario
+	// for one run: which one is how it runs, and so which shared settings
+	// it takes (Traits). settings is NewSettings' type, decoded from the
+	// spec, defaulted and validated.
+	Driven     func(env *Env, settings Settings) Driven
+	Sharded    func(env *Env, settings Settings) Sharded
+	Continuous func(env *Env, settings Settings) Continuous
 	// ServerResources are resources ("resourcequotas", "pods/status")
 	// whose requests the server cross-check reports even when kb-bench's
 	// clients did not send them: what the apiserver did on its own behalf,
@@ -65,11 +74,55 @@ type Definition struct {
 	// with these settings: what it reads and writes (the engine adds
 	// deleting the kinds it creates). They make `kb-bench rbac`'s Role.
 	Rules func(settings Settings) []rbacv1.PolicyRule
+	// DecodeReport decodes the Report a run kept in its Result's Details,
+	// given the Result's Checks, so that a saved result shows what the run
+	// showed: the decoded report's Rows and Checks are the live one's.
+	DecodeReport func(details json.RawMessage, checks []results.Check) (Report, error)
 }
 
-// Rule is a PolicyRule for resources of one API group ("" for core).
-func Rule(group string, resources []string, verbs ...string) rbacv1.PolicyRule {
-	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: verbs}
+// DecodeJSON decodes a Report whose figures are all in its JSON (a *R),
+// its checks among them.
+func DecodeJSON[R any, P interface {
+	*R
+	Report
+}](details json.RawMessage, _ []results.Check) (Report, error) {
+	p := P(new(R))
+	if len(details) == 0 {
+		return p, nil
+	}
+	if err := json.Unmarshal(details, p); err != nil {
+		return nil, fmt.Errorf("decoding the scenario's report: %w", err)
+	}
+	return p, nil
+}
+
+// Traits are the shared settings the scenario takes, which follow from
+// how it runs.
+func (d Definition) Traits() spec.Traits {
+	return spec.Traits{Strategies: d.Strategies, Driven: d.Driven != nil || d.Sharded != nil, Shardable: d.Sharded != nil}
+}
+
+// Instance is one run of a scenario as the engine drives it: Driven or
+// Continuous is set, and Sharded too when it runs in shards.
+type Instance struct {
+	Scenario
+	Driven     Driven
+	Sharded    Sharded
+	Continuous Continuous
+}
+
+// New builds the scenario for one run.
+func (d Definition) New(env *Env, settings Settings) Instance {
+	switch {
+	case d.Sharded != nil:
+		s := d.Sharded(env, settings)
+		return Instance{Scenario: s, Driven: s, Sharded: s}
+	case d.Driven != nil:
+		s := d.Driven(env, settings)
+		return Instance{Scenario: s, Driven: s}
+	}
+	s := d.Continuous(env, settings)
+	return Instance{Scenario: s, Continuous: s}
 }
 
 // Settings are a scenario's own settings.
@@ -101,7 +154,7 @@ type Scenario interface {
 type Driven interface {
 	Scenario
 	// Workers is how many workers the driver runs; worker w records in
-	// Env.Recorder.Shard(w).
+	// Env.Recorder.Stripe(w).
 	Workers() int
 	// Do runs one operation of worker w that was due at intended, and
 	// records it. Calls for one worker never overlap.
@@ -109,7 +162,7 @@ type Driven interface {
 }
 
 // Sharded is a Driven scenario whose workers can be spread over several
-// processes (kb-bench run --shards; Traits.Shardable). The coordinator's
+// processes (kb-bench run --shards). The coordinator's
 // instance runs Setup and, after adding every shard's Tally, Finish; it
 // runs no operation. Each shard's instance runs Join instead of Setup,
 // then its share of the workers, then Tally instead of Finish.
@@ -141,7 +194,8 @@ type Continuous interface {
 }
 
 // Report is what a scenario returns from Finish: its verdicts and its own
-// figures. It is marshalled as JSON into the Result's details.
+// figures. It is marshalled as JSON into the Result's details, and
+// decoded from there by its Definition's DecodeReport.
 type Report interface {
 	// Checks are the scenario's correctness verdicts; a check with Lost > 0
 	// counts lost updates.

@@ -1,5 +1,6 @@
-// Package app is kb-bench's command line: thin cobra commands that turn flags
-// into a spec.Spec and call the engine. Errors are printed once, here.
+// Package app is kb-bench's command line: thin cobra commands that turn
+// flags into a request of package bench, call it, and print what it
+// returns. Errors are printed once, here, and mapped to exit statuses.
 package app
 
 import (
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
+	"github.com/kb-bench/kb-bench/bench"
 	"github.com/kb-bench/kb-bench/cluster"
 	"github.com/kb-bench/kb-bench/metrics/clientgo"
 	"github.com/kb-bench/kb-bench/spec"
@@ -55,30 +57,44 @@ func Main(version string) int {
 	if status, ok := leaderelection.CandidateMain(); ok {
 		return status
 	}
-	// A closed terminal or SSH connection (SIGHUP) stops a run like Ctrl-C,
-	// so its result is still written.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := signal.NotifyContext(context.Background(), interruptSignals...)
 	defer stop()
-	go func() {
-		<-ctx.Done()
-		// The run now drains, saves its result and cleans up. A second
-		// signal ends the process at once, saying what may be left.
-		again := make(chan os.Signal, 1)
-		signal.Notify(again, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-		stop()
-		fmt.Fprintln(os.Stderr, "\nkb-bench: interrupted: stopping; what ran is saved and what was started is cleaned up (interrupt again to exit at once)")
-		<-again
-		fmt.Fprintln(os.Stderr, "\nkb-bench: interrupted again: exiting now, without cleaning up. A local control plane of the run's own dies with kb-bench; "+
-			"on another cluster the run's namespace may be left: kubectl delete namespace -l app.kubernetes.io/managed-by=kb-bench "+
-			"(with --namespace, its objects: kubectl delete -n NAMESPACE "+workload.OwnKinds+" -l app.kubernetes.io/managed-by=kb-bench)")
-		os.Exit(ExitInterrupted)
-	}()
+	go onInterrupt(ctx, stop, os.Stderr, os.Exit)
 	// client-go logs through klog: its lines become the run's warnings
 	// (counted, deduplicated) instead of interleaving with the summary.
 	clientLog := clientgo.NewLog()
 	klog.SetLogger(logr.New(clientLog))
 	streams := Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ClientLog: clientLog}
 	return Run(ctx, streams, os.Args[1:], resolveVersion(version), os.Getenv)
+}
+
+// interruptSignals stop a run: Ctrl-C, a termination request, and a
+// closed terminal or SSH connection (SIGHUP), so that its result is
+// still written.
+var interruptSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// onInterrupt waits for ctx, Main's signal context, to end. When a signal
+// ended it, the run now drains, saves its result and cleans up: it says
+// so, and a second signal ends the process at once (exit), saying what
+// may be left. When stop ended it (Main returning: the command is over)
+// it says nothing, for that is no interruption; stop cancels the context
+// too, so only the cause tells the two apart: context.Canceled itself
+// for stop, the signal's own error (which errors.Is calls Canceled too)
+// for a signal.
+func onInterrupt(ctx context.Context, stop context.CancelFunc, errOut io.Writer, exit func(int)) {
+	<-ctx.Done()
+	if context.Cause(ctx) == context.Canceled {
+		return
+	}
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, interruptSignals...)
+	stop()
+	fmt.Fprintln(errOut, "\nkb-bench: interrupted: stopping; what ran is saved and what was started is cleaned up (interrupt again to exit at once)")
+	<-again
+	fmt.Fprintln(errOut, "\nkb-bench: interrupted again: exiting now, without cleaning up. A local control plane of the run's own dies with kb-bench; "+
+		"on another cluster the run's namespace may be left: kubectl delete namespace -l app.kubernetes.io/managed-by=kb-bench "+
+		"(with --namespace, its objects: kubectl delete -n NAMESPACE "+workload.OwnKinds+" -l app.kubernetes.io/managed-by=kb-bench)")
+	exit(ExitInterrupted)
 }
 
 // Run executes one command line and returns the exit status.
@@ -90,10 +106,10 @@ func Run(ctx context.Context, s Streams, args []string, version string, getenv f
 		return ExitOK
 	}
 	fmt.Fprintf(s.Err, "kb-bench: %v\n", err)
-	if errors.Is(err, errInterrupted) {
+	if errors.Is(err, bench.ErrInterrupted) {
 		return ExitInterrupted
 	}
-	if errors.Is(err, errTargetLost) || errors.Is(err, workload.ErrTargetLost) { // the latter: a shard's
+	if errors.Is(err, bench.ErrTargetLost) || errors.Is(err, workload.ErrTargetLost) { // the latter: a shard's
 		return ExitTargetLost
 	}
 	if ctx.Err() != nil { // interrupted before anything ran (starting the target)
@@ -105,14 +121,6 @@ func Run(ctx context.Context, s Streams, args []string, version string, getenv f
 	}
 	return ExitError
 }
-
-// errInterrupted ends a run that was stopped before its end, after its
-// result was saved.
-var errInterrupted = errors.New("the run was interrupted: the saved result covers what ran")
-
-// errTargetLost ends a run whose target failed during it, after its result
-// was saved.
-var errTargetLost = errors.New("the target failed during the run")
 
 // flagError marks a cobra flag or argument parsing error (exit status 2).
 type flagError struct{ error }
@@ -145,6 +153,7 @@ one with --kubeconfig or --context.`,
 		newRunCommand(s, version, getenv),
 		newSweepCommand(s, version, getenv),
 		newReportCommand(s, version),
+		newShowCommand(s),
 		newLocalCommand(s, getenv),
 		newKindCommand(s, getenv),
 		newRBACCommand(s),
@@ -155,6 +164,7 @@ one with --kubeconfig or --context.`,
 		newGateCommand(s),
 		newVersionCommand(s, version),
 	)
+	checkCommandLine(root)
 	return root
 }
 
@@ -173,11 +183,11 @@ func resolveVersion(stamped string) string {
 func newVersionCommand(s Streams, version string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the kb-bench version and the control-plane versions it builds",
-		Args:  cobra.NoArgs,
+		Short: "Print the kb-bench version, the control-plane versions it builds and the kind node image it uses",
+		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			fmt.Fprintf(s.Out, "kb-bench %s\nlocal control plane: kube-apiserver %s, etcd %s (built by `make control-plane`)\n",
-				version, cluster.KubeVersion, cluster.EtcdVersion)
+			fmt.Fprintf(s.Out, "kb-bench %s\nlocal control plane: kube-apiserver %s, etcd %s (built by `kb-bench local install`)\nkind node image: %s (Kubernetes %s, kind's own default)\n",
+				version, cluster.KubeVersion, cluster.EtcdVersion, cluster.DefaultKindNodeImage, cluster.DefaultKindKubeVersion)
 			return nil
 		},
 	}

@@ -3,21 +3,28 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
+	rbacv1 "k8s.io/api/rbac/v1"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kb-bench/kb-bench/results"
-	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/results/store"
+	"github.com/kb-bench/kb-bench/workload/distributed/job"
 )
 
 // run executes kb-bench in-process and returns its exit status and output.
@@ -85,6 +92,10 @@ spec:
 	}{
 		{"unknown flag", []string{"run", "--writerz", "3"}, "unknown flag: --writerz"},
 		{"stray argument", []string{"run", "now"}, "takes no arguments"},
+		{"mistyped alias", []string{"kind", "delet"}, `unknown command "delet" for "kb-bench kind"; did you mean "delete"?`},
+		{"unknown help topic", []string{"help", "local", "stp"}, `kb-bench help: unknown command "stp" for "kb-bench local"; did you mean "up" or "stop"?`},
+		// kind's nouns after the verbs it lends (kind get clusters): the alias as typed.
+		{"noun after an alias", []string{"kind", "get", "clusters"}, `kb-bench kind get takes no arguments, got ["clusters"]`},
 		{"unknown strategy", []string{"run", "--strategy", "put"}, `strategy: Unsupported value: "put": supported values: "update", "retry", "patch", "ssa" (--strategy)`},
 		{"zero writers", []string{"run", "--writers", "0"}, "--writers 0 would mean its default (8) here"},
 		{"negative objects", []string{"run", "--objects", "-1"}, "settings.objects: Invalid value: -1: use 1 to 10000 (--objects)"},
@@ -109,8 +120,8 @@ spec:
 		{"context with target kind", []string{"run", "--target", "kind", "--context", "dead"}, "but --target is kind"},
 		// Before any load, not after the whole run.
 		{"unusable out dir", []string{"run", "--out", filepath.Join(notADir, "result"), "--duration", "1s"}, "choose another with --out"},
-		{"out holds a result", []string{"run", "--out", filepath.Dir(writeFile(t, results.ResultFile, "{}")), "--duration", "1s"}, "already holds a result (result.json): choose another --out"},
-		{"missing binaries", []string{"run", "--control-plane-bin", t.TempDir(), "--duration", "1s"}, "make control-plane"},
+		{"out holds a result", []string{"run", "--out", filepath.Dir(writeFile(t, store.ResultFile, "{}")), "--duration", "1s"}, "already holds a result (result.json): choose another --out"},
+		{"missing binaries", []string{"run", "--control-plane-bin", t.TempDir(), "--duration", "1s"}, "kb-bench local install"},
 		{"dead kubeconfig server", []string{"run", "--kubeconfig", kubeconfig, "--duration", "1s"}, "127.0.0.1"},
 		{"missing kubeconfig", []string{"run", "--kubeconfig", "/does/not/exist", "--duration", "1s"}, "/does/not/exist"},
 		{"profiles show unknown", []string{"profiles", "show", "nope"}, "nope"},
@@ -139,6 +150,15 @@ spec:
 		{"shard without a run", []string{"shard", "--index", "0"}, "--namespace and --run-id name the run this shard joins"},
 		{"shard without an index", []string{"shard", "--namespace", "n", "--run-id", "r"}, "no --index, and $JOB_COMPLETION_INDEX is"},
 		{"controller manager on kind", []string{"run", "--target", "kind", "--controller-manager"}, "controllerManager: Forbidden: applies only to the local control plane"},
+		// A RoleBinding the apiserver would refuse is not printed.
+		{"rbac bad service account", []string{"rbac", "--namespace", "team-a", "--service-account", "Bad_Name!"}, `--service-account "Bad_Name!" is not a ServiceAccount name`},
+		{"rbac bad namespace", []string{"rbac", "--namespace", "Team_A"}, `namespace: Invalid value: "Team_A"`},
+		// Found out up front, not after the shards' time to join (the
+		// missing binaries would be found next).
+		{"job runner on the local control plane", []string{"run", "--shards", "2", "--runner", "job", "--control-plane-bin", t.TempDir()}, "the local control plane has no node to run a pod"},
+		{"job runner sweep on the local control plane", []string{"sweep", "--writers", "4,8", "--shards", "2", "--runner", "job", "--control-plane-bin", t.TempDir()}, "--runner job runs the shards as the pods of a Job"},
+		{"pull without kind", []string{"run", "--pull", "never"}, "--node-image, --pull and --keep-cluster are for a kind cluster created for the run"},
+		{"unknown pull policy", []string{"run", "--target", "kind", "--pull", "sometimes"}, `kindPull: Unsupported value: "sometimes": supported values: "missing", "never", "always" (--pull)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -153,51 +173,6 @@ spec:
 				t.Fatalf("stderr leaks the kubeconfig token:\n%s", stderr)
 			}
 		})
-	}
-}
-
-func TestFlagsOverrideProfile(t *testing.T) {
-	f := &runFlags{}
-	cmd := &cobra.Command{}
-	if err := f.spec.register(cmd.Flags()); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Flags().StringVar(&f.profile, "profile", "", "")
-	if err := cmd.Flags().Parse([]string{"--profile", "hot-key", "--writers", "3", "--duration", "2s"}); err != nil {
-		t.Fatal(err)
-	}
-	cells, err := f.resolve(cmd.Flags())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := cells[0].spec
-	if s.Writers != 3 || s.Duration.Duration != 2*time.Second {
-		t.Errorf("flags did not override the profile: writers %d, duration %s", s.Writers, s.Duration)
-	}
-	if s.Settings["distribution"] != "zipf" || s.Settings["objects"] != float64(100) {
-		t.Errorf("the profile's own settings were lost: %v", s.Settings)
-	}
-	if s.Target.Kind != spec.TargetLocal {
-		t.Errorf("target %q, want local", s.Target.Kind)
-	}
-}
-
-func TestContextAloneSelectsKubeconfigTarget(t *testing.T) {
-	f := &runFlags{}
-	cmd := &cobra.Command{}
-	if err := f.spec.register(cmd.Flags()); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Flags().Parse([]string{"--context", "staging"}); err != nil {
-		t.Fatal(err)
-	}
-	cells, err := f.resolve(cmd.Flags())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := cells[0].spec
-	if s.Target.Kind != spec.TargetKubeconfig || s.Target.Context != "staging" {
-		t.Fatalf("target %+v, want kubeconfig with context staging", s.Target)
 	}
 }
 
@@ -296,6 +271,9 @@ func TestVersion(t *testing.T) {
 	if !strings.Contains(rest, "kube-apiserver v1.") || !strings.Contains(rest, "etcd v3.") {
 		t.Errorf("version does not show the control-plane versions:\n%s", out)
 	}
+	if !strings.Contains(rest, "kind node image: kindest/node:v1.") {
+		t.Errorf("version does not show the kind node image:\n%s", out)
+	}
 }
 
 // Every flag has one default in --help, the field's own (issue: durations
@@ -305,12 +283,13 @@ func TestHelpShowsOneDefaultPerFlag(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, line := range strings.Split(out, "\n") {
+	_, kindUp, _ := run(t, nil, "kind", "up", "--help")
+	for _, line := range strings.Split(out+kindUp, "\n") {
 		if strings.Count(line, "(default") > 1 {
 			t.Errorf("two defaults: %s", line)
 		}
 	}
-	for _, want := range []string{"--writers int", "(default 8)", "--duration duration", "(default 10s)", "--objects int", "--lease-duration"} {
+	for _, want := range []string{"--writers ints", "(default 8)", "--duration duration", "(default 10s)", "--objects int", "--lease-duration"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help does not show %q", want)
 		}
@@ -331,7 +310,7 @@ func TestCompareCommand(t *testing.T) {
 		if err := os.MkdirAll(path, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(path, results.ResultFile), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(path, store.ResultFile), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -343,6 +322,21 @@ func TestCompareCommand(t *testing.T) {
 	code, out, stderr := run(t, nil, "compare", filepath.Join(dir, "before"), filepath.Join(dir, "after"), single)
 	if code != 0 || !strings.Contains(out, "before (n=4)") || !strings.Contains(out, "+50.0% (p=0.029)") || !strings.Contains(out, "run-0 (n=1)") {
 		t.Errorf("compare: exit %d\n%s%s", code, out, stderr)
+	}
+	// Four copies of one run are one sample, not four (which would show a
+	// significant change, p=0.029, where there is one run to go on).
+	for i := range 4 {
+		save(filepath.Join(dir, "copies", fmt.Sprint("copy-", i)), 100)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "copies", "copy-0", store.ResultFile))
+	for i := 1; i < 4; i++ {
+		if err := os.WriteFile(filepath.Join(dir, "copies", fmt.Sprint("copy-", i), store.ResultFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, stderr = run(t, nil, "compare", filepath.Join(dir, "copies"), filepath.Join(dir, "after"))
+	if code != 0 || !strings.Contains(out, "copies (n=1)") || strings.Contains(out, "(p=0.029)") || !strings.Contains(stderr, "run copy-0 is there 4 times") {
+		t.Errorf("compare copies: exit %d\n%s%s", code, out, stderr)
 	}
 	for _, args := range [][]string{
 		{"compare", single},
@@ -373,7 +367,7 @@ func TestGateCommand(t *testing.T) {
 		if err := os.MkdirAll(path, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(path, results.ResultFile), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(path, store.ResultFile), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return path
@@ -383,8 +377,21 @@ func TestGateCommand(t *testing.T) {
 		save(filepath.Join(dir, "slow", fmt.Sprint(i)), time.Duration(40+i)*time.Millisecond)
 	}
 	other := save(filepath.Join(dir, "other", "0"), 20*time.Millisecond)
+	// A side that mixes workloads is not samples of one.
+	mixed := filepath.Join(dir, "mixed")
+	for i := range 4 {
+		save(filepath.Join(mixed, fmt.Sprint(i)), 20*time.Millisecond)
+	}
+	save(filepath.Join(dir, "other", "1"), 20*time.Millisecond)
+	if err := os.Rename(filepath.Join(dir, "other", "1"), filepath.Join(mixed, "4")); err != nil {
+		t.Fatal(err)
+	}
 	gate := writeFile(t, "gate.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds:\n- p99 <= baseline +10%\n- serverMatch == true\n")
 	base, slow := filepath.Join(dir, "base"), filepath.Join(dir, "slow")
+	nan := writeFile(t, "nan.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds:\n- conflictRate < NaN%\n")
+	inf := writeFile(t, "inf.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds:\n- conflictRate < Inf%\n")
+	twoDocs := writeFile(t, "two.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds:\n- p99 < 1h\n---\napiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds:\n- p99 < 1ms\n")
+	relativeProfile := writeFile(t, "rel.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Profile\nspec:\n  writers: 2\nthresholds:\n- throughput >= baseline -10%\n")
 	cases := []struct {
 		args []string
 		code int
@@ -399,9 +406,24 @@ func TestGateCommand(t *testing.T) {
 		{[]string{"gate", "--baseline", base, slow, "--format", "yaml"}, ExitInput, "not known"},
 		{[]string{"gate", "--baseline", base, other}, ExitInput, "pass --force"},
 		{[]string{"gate", "--baseline", base, other, "--force"}, ExitOK, "pass"},
+		{[]string{"gate", "--baseline", base, mixed}, ExitInput, "mixed: its samples are not of one workload: " + filepath.Join(mixed, "4") + " (run 1) ran \"other\""},
+		{[]string{"gate", "--baseline", mixed, base, "--force"}, ExitInput, "its samples are not of one workload"},
 		{[]string{"run", "--baseline", base}, ExitInput, "--baseline is for a gate"},
 		{[]string{"run", "-f", writeFile(t, "p.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Profile\nspec:\n  writers: 2\nthresholds:\n- p99 < soon\n")}, ExitInput, `p.yaml: thresholds[0]: threshold "p99 < soon"`},
 		{[]string{"run", "--gate", "/no/such/gate.yaml"}, ExitInput, "reading the thresholds"},
+		// The exit status is the verdict's, whatever the format; nonsense
+		// is bad input in every format.
+		{[]string{"gate", "--baseline", base, slow, "--thresholds", nan}, ExitInput, `"NaN" is not a number`},
+		{[]string{"gate", "--baseline", base, slow, "--thresholds", nan, "--format", "json"}, ExitInput, `"NaN" is not a number`},
+		{[]string{"gate", "--baseline", base, slow, "--thresholds", inf, "--format", "junit"}, ExitInput, `"Inf" is not a number`},
+		{[]string{"gate", "/no/such/result", "--format", "yaml"}, ExitInput, `--format "yaml" is not known`},
+		{[]string{"gate", "--baseline", base, slow, "--thresholds", twoDocs}, ExitInput, "holds more than one document"},
+		// Relative thresholds without a baseline are refused before the
+		// run, not after it (the missing binaries would be found next).
+		{[]string{"run", "--gate", gate, "--control-plane-bin", t.TempDir()}, ExitInput, `threshold "p99 <= baseline +10%" is relative to a baseline: pass --baseline`},
+		{[]string{"run", "-f", relativeProfile, "--control-plane-bin", t.TempDir()}, ExitInput, `threshold "throughput >= baseline -10%" is relative to a baseline`},
+		// So is a baseline of another workload than the run would have.
+		{[]string{"run", "--gate", gate, "--baseline", base, "--control-plane-bin", t.TempDir()}, ExitInput, `the baseline ran "counter: 8 writers on 1 object" but the candidate "counter: 8 writers on 1 object, shared fields`},
 	}
 	for _, c := range cases {
 		code, out, stderr := run(t, nil, c.args...)
@@ -411,64 +433,9 @@ func TestGateCommand(t *testing.T) {
 	}
 }
 
-// A list given to a matrix flag runs every combination; each is resolved
-// and validated on its own.
-// A sweep's matrix splits into one series per strategy, each going up the
-// axis; the axis is writers even when strategies were given first.
-func TestSplitSweep(t *testing.T) {
-	f := &runFlags{}
-	cmd := &cobra.Command{}
-	if err := f.spec.register(cmd.Flags()); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Flags().Parse([]string{"--strategy", "update,ssa", "--writers", "1,4,16"}); err != nil {
-		t.Fatal(err)
-	}
-	cells, err := f.resolve(cmd.Flags())
-	if err != nil {
-		t.Fatal(err)
-	}
-	series, xs, err := splitSweep(cells, "writers")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(xs, ",") != "1,4,16" || len(series) != 2 || series[0].label != "strategy=update" || series[1].label != "strategy=ssa" {
-		t.Fatalf("series %+v, values %v", series, xs)
-	}
-	for _, ser := range series {
-		for i, c := range ser.cells {
-			sp := cells[c].spec
-			if want := []int{1, 4, 16}[i]; sp.Writers != want || "strategy="+string(sp.Strategy) != ser.label {
-				t.Errorf("%s point %d: writers %d strategy %s", ser.label, i, sp.Writers, sp.Strategy)
-			}
-		}
-	}
-}
-
+// A list given to a matrix flag runs every combination (see package
+// bench); a bad value in one is bad input.
 func TestMatrixFlags(t *testing.T) {
-	f := &runFlags{}
-	cmd := &cobra.Command{}
-	if err := f.spec.register(cmd.Flags()); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Flags().Parse([]string{"--strategy", "update,retry,ssa", "--writers", "1,8"}); err != nil {
-		t.Fatal(err)
-	}
-	cells, err := f.resolve(cmd.Flags())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, c := range cells {
-		got = append(got, c.label)
-		if c.spec.Strategy == spec.StrategyRetry && c.spec.Backoff == nil {
-			t.Errorf("%s: retry without its default backoff", c.label)
-		}
-	}
-	want := "strategy=update writers=1|strategy=update writers=8|strategy=retry writers=1|strategy=retry writers=8|strategy=ssa writers=1|strategy=ssa writers=8"
-	if strings.Join(got, "|") != want {
-		t.Errorf("cells %q, want %q", strings.Join(got, "|"), want)
-	}
 	code, _, stderr := run(t, nil, "run", "--strategy", "update,put")
 	if code != ExitInput || !strings.Contains(stderr, `"put"`) {
 		t.Errorf("a bad value in a list: exit %d\n%s", code, stderr)
@@ -488,7 +455,9 @@ func TestKindCommands(t *testing.T) {
 		want []string // stderr says one of these
 	}{
 		{"no runtime", map[string]string{"KIND_EXPERIMENTAL_PROVIDER": "podman-that-is-not-there"}, []string{"kind", "up"}, []string{"is not a runtime kind knows"}},
-		{"absent image", env, []string{"kind", "up", "--node-image", "kb-bench-test/absent:v0"}, []string{"kb-bench never pulls one", "needs a container runtime", "does not answer"}},
+		// Never a pull from a test: --pull never.
+		{"absent image, never pulled", env, []string{"kind", "up", "--node-image", "kb-bench-test/absent:v0", "--pull", "never"}, []string{"--pull never forbids pulling it", "needs a container runtime", "does not answer"}},
+		{"unknown pull policy", env, []string{"kind", "up", "--pull", "sometimes"}, []string{`Unsupported value: "sometimes"`}},
 		{"two control planes", env, []string{"kind", "up", "--control-planes", "2"}, []string{"use 1, or 3"}},
 		{"bad apiserver arg", env, []string{"kind", "up", "--apiserver-arg", "--v=4"}, []string{"write NAME=VALUE without dashes"}},
 		{"down another", env, []string{"kind", "down", "--name", "not-ours", "--state-dir", state}, []string{"it deletes only its own"}},
@@ -527,6 +496,42 @@ func TestRBACCommand(t *testing.T) {
 	if strings.Contains(out, "namespaces") || strings.Contains(out, "ClusterRole") {
 		t.Errorf("the Role grants more than the run needs:\n%s", out)
 	}
+	// The Job runner's rights: deleting only the shard objects it makes,
+	// by name; a token only for their ServiceAccount, only with a runner
+	// cluster.
+	for _, remote := range []bool{false, true} {
+		args := []string{"rbac", "--namespace", "team-a", "--shards", "2", "--runner", "job"}
+		if remote {
+			args = append(args, "--runner-kubeconfig", "/runner.kubeconfig")
+		}
+		code, out, stderr := run(t, nil, args...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		var role rbacv1.Role
+		if err := sigsyaml.Unmarshal([]byte(strings.Split(out, "\n---\n")[0]), &role); err != nil {
+			t.Fatal(err)
+		}
+		token := false
+		for _, r := range role.Rules {
+			for _, res := range r.Resources {
+				shardKind := slices.Contains([]string{"serviceaccounts", "roles", "rolebindings", "jobs"}, res)
+				if shardKind && slices.Contains(r.Verbs, "deletecollection") {
+					t.Errorf("remote %v: deletecollection of every %s", remote, res)
+				}
+				if (shardKind && slices.Contains(r.Verbs, "delete") || res == "serviceaccounts/token") && !slices.Equal(r.ResourceNames, []string{job.ObjectName}) {
+					t.Errorf("remote %v: %v %s of any name", remote, r.Verbs, res)
+				}
+				token = token || res == "serviceaccounts/token"
+				if remote && (res == "jobs" || res == "pods") {
+					t.Errorf("with a runner cluster, %v %s on the target", r.Verbs, res)
+				}
+			}
+		}
+		if token != remote {
+			t.Errorf("remote %v: serviceaccounts/token granted: %v", remote, token)
+		}
+	}
 	_, out, _ = run(t, nil, "rbac", "--namespace", "team-a", "--scenario", "quota", "--user", "alice", "--with-metrics")
 	for _, want := range []string{"- resourcequotas/status", "kind: User", "kind: ClusterRole\n", "- /metrics"} {
 		if !strings.Contains(out, want) {
@@ -563,4 +568,236 @@ current-context: hung
 	if code == ExitOK || !strings.Contains(stderr, "did not answer within 500ms") || strings.Contains(stderr, "credentials") {
 		t.Fatalf("exit %d, stderr:\n%s\nwant a failure saying the apiserver did not answer within the op timeout", code, stderr)
 	}
+}
+
+// saveDoc writes doc (a JSON document: a result, a set or a sweep) as
+// dir/name.
+func saveDoc(t *testing.T, dir, name string, doc []byte) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A real tenfold regression (throughput divided by ten, every latency
+// percentile multiplied by ten, as the issue's reproduction does to a
+// saved result) fails the default gate with 1, 3 or 5 samples a side; and
+// a result no run can produce (damaged histogram, negative or absurd
+// figures) is bad input (2) in compare, gate and report alike.
+func TestGateVerdictsOnEditedResults(t *testing.T) {
+	real, err := os.ReadFile(filepath.Join("..", "..", "..", "results", "store", "testdata", "closed-loop-result.json.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(id string, f func(r map[string]any)) []byte {
+		var r map[string]any
+		if err := json.Unmarshal(real, &r); err != nil {
+			t.Fatal(err)
+		}
+		r["runID"] = id
+		// Samples differ a little, as repeated runs do.
+		i, _ := strconv.Atoi(strings.TrimPrefix(id, "run-"))
+		s := r["summary"].(map[string]any)
+		s["throughput"] = s["throughput"].(float64) * (1 + float64(i)/100)
+		for k, v := range s["latency"].(map[string]any) {
+			s["latency"].(map[string]any)[k] = math.Round(v.(float64) * (1 + float64(i)/100))
+		}
+		r["server"] = map[string]any{"available": true, "match": true} // only the figures fail
+		f(r)
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	tenfold := func(r map[string]any) {
+		s := r["summary"].(map[string]any)
+		s["throughput"] = s["throughput"].(float64) / 10
+		s["writeThroughput"] = s["writeThroughput"].(float64) / 10
+		l := s["latency"].(map[string]any)
+		for k, v := range l {
+			l[k] = v.(float64) * 10
+		}
+	}
+	dir := t.TempDir()
+	for _, n := range []int{1, 3, 5} {
+		base, slow := filepath.Join(dir, fmt.Sprint("base", n)), filepath.Join(dir, fmt.Sprint("slow", n))
+		for i := range n {
+			id := fmt.Sprint("run-", i)
+			saveDoc(t, filepath.Join(base, id), store.ResultFile, edit(id, func(map[string]any) {}))
+			saveDoc(t, filepath.Join(slow, id), store.ResultFile, edit(id, tenfold))
+		}
+		if n == 1 {
+			base, slow = filepath.Join(base, "run-0"), filepath.Join(slow, "run-0")
+		}
+		code, out, stderr := run(t, nil, "gate", slow, "--baseline", base)
+		want := "does not hold; NOT tested for significance"
+		if n == 5 {
+			want = "the difference is significant (p="
+		}
+		if code != ExitError || !strings.Contains(out, want) {
+			t.Errorf("%d vs %d: exit %d, want %d and %q:\n%s%s", n, n, code, ExitError, want, out, stderr)
+		}
+	}
+
+	spoilt := map[string]func(r map[string]any){
+		"damaged histogram": func(r map[string]any) {
+			h := r["measurements"].(map[string]any)["histograms"].(map[string]any)
+			h["op"] = "AAAAAAAA" + h["op"].(string)[8:]
+		},
+		"negative throughput":   func(r map[string]any) { r["summary"].(map[string]any)["throughput"] = -1 },
+		"negative lost updates": func(r map[string]any) { r["summary"].(map[string]any)["lostUpdates"] = -1 },
+		"absurd p99": func(r map[string]any) {
+			r["summary"].(map[string]any)["latency"].(map[string]any)["p99"] = int64(math.MaxInt64)
+		},
+	}
+	good := filepath.Join(dir, "base1", "run-0")
+	for name, spoil := range spoilt {
+		bad := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+		saveDoc(t, bad, store.ResultFile, edit("bad", spoil))
+		for _, args := range [][]string{
+			{"compare", good, bad},
+			{"gate", bad, "--baseline", good},
+			{"report", bad, "-o", filepath.Join(dir, "r.html")},
+		} {
+			code, _, stderr := run(t, nil, args...)
+			if code != ExitInput || !strings.Contains(stderr, "figures no run can produce") {
+				t.Errorf("%s: %v: exit %d, want %d:\n%s", name, args[0], code, ExitInput, stderr)
+			}
+		}
+	}
+	// The issue's crafted sweep: refused, not drawn until memory runs out.
+	sweep := filepath.Join(dir, "sweep")
+	points := []string{`{"value":-1.7e308,"dir":"a"}`}
+	for v := 1; v <= 12; v++ {
+		points = append(points, fmt.Sprintf(`{"value":%d,"dir":"w%d"}`, v, v))
+	}
+	points = append(points, `{"value":1.7e308,"dir":"z"}`)
+	saveDoc(t, sweep, store.SweepFile, []byte(`{"apiVersion":"kb-bench.io/v1alpha2","kind":"Sweep","axis":"writers","slo":1000000000,"series":[{"points":[`+
+		strings.Join(points, ",")+`]}]}`))
+	if code, _, stderr := run(t, nil, "report", sweep, "-o", filepath.Join(dir, "r.html")); code != ExitInput || !strings.Contains(stderr, "series[0].points[0].value: Invalid value: -1.7e+308") {
+		t.Errorf("crafted sweep: exit %d:\n%s", code, stderr)
+	}
+}
+
+// report -o never replaces what is at the path by surprise: it follows a
+// symbolic link (the link stays), writes into a FIFO in place, writes to
+// standard output for -, and refuses to write over its own input.
+func TestReportOutputs(t *testing.T) {
+	dir := t.TempDir()
+	res := filepath.Join(dir, "result")
+	real, err := os.ReadFile(filepath.Join("..", "..", "..", "results", "store", "testdata", "closed-loop-result.json.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	saveDoc(t, res, store.ResultFile, real)
+	input := filepath.Join(res, store.ResultFile)
+
+	target := filepath.Join(dir, "target.html")
+	link := filepath.Join(dir, "link.html")
+	saveDoc(t, dir, "target.html", []byte("an older report"))
+	if err := os.Symlink("target.html", link); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := run(t, nil, "report", res, "-o", link); code != ExitOK {
+		t.Fatalf("-o a link: exit %d: %s", code, stderr)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode().Type() != os.ModeSymlink {
+		t.Errorf("the link was replaced: %v (%v)", fi.Mode(), err)
+	}
+	if b, _ := os.ReadFile(target); !strings.HasPrefix(string(b), "<!DOCTYPE html>") {
+		t.Errorf("the link's target holds %.40q", b)
+	}
+
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo) // opens when the report does
+		got <- string(b)
+	}()
+	if code, _, stderr := run(t, nil, "report", res, "-o", fifo); code != ExitOK {
+		t.Fatalf("-o a FIFO: exit %d: %s", code, stderr)
+	}
+	if page := <-got; !strings.HasPrefix(page, "<!DOCTYPE html>") {
+		t.Errorf("the FIFO's reader got %.40q", page)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode().Type() != os.ModeNamedPipe {
+		t.Errorf("the FIFO was replaced: %v (%v)", fi.Mode(), err)
+	}
+
+	code, out, stderr := run(t, nil, "report", res, "-o", "-")
+	if code != ExitOK || !strings.HasPrefix(out, "<!DOCTYPE html>") || strings.Contains(stderr, "report: -") {
+		t.Errorf("-o -: exit %d, stdout %.40q, stderr %s", code, out, stderr)
+	}
+
+	for _, in := range []string{input, filepath.Join(dir, "to-input")} {
+		if in != input {
+			if err := os.Symlink(input, in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code, _, stderr := run(t, nil, "report", res, "-o", in)
+		if code != ExitInput || !strings.Contains(stderr, "one of the files being read to make it") {
+			t.Errorf("-o %s: exit %d: %s", in, code, stderr)
+		}
+	}
+	if b, _ := os.ReadFile(input); string(b) != string(real) {
+		t.Error("the report's input was written over")
+	}
+}
+
+// chanWriter sends what is written to it, so that a test can wait for it.
+type chanWriter chan string
+
+func (w chanWriter) Write(b []byte) (int, error) {
+	w <- string(b)
+	return len(b), nil
+}
+
+// A command that ends normally is not reported as interrupted: Main's
+// deferred stop cancels the signal context too, and the watcher once
+// printed "interrupted: stopping" when it won the race to the exit. A
+// real interrupt still says so, and a second one exits at once.
+func TestInterruptWatcher(t *testing.T) {
+	t.Run("normal end", func(t *testing.T) {
+		ctx, stop := signal.NotifyContext(context.Background(), interruptSignals...)
+		var errOut bytes.Buffer
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			onInterrupt(ctx, stop, &errOut, func(code int) { t.Errorf("exited %d", code) })
+		}()
+		stop() // the command returned
+		<-done
+		if errOut.Len() > 0 {
+			t.Errorf("a normal end said: %s", errOut.String())
+		}
+	})
+	t.Run("two interrupts", func(t *testing.T) {
+		ctx, stop := signal.NotifyContext(context.Background(), interruptSignals...)
+		said := make(chanWriter, 2)
+		exited := make(chan int, 1)
+		go onInterrupt(ctx, stop, said, func(code int) { exited <- code })
+		if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		if line := <-said; !strings.Contains(line, "interrupted: stopping") {
+			t.Fatalf("the first interrupt said %q", line)
+		}
+		if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		if line := <-said; !strings.Contains(line, "interrupted again: exiting now") {
+			t.Errorf("the second interrupt said %q", line)
+		}
+		if code := <-exited; code != ExitInterrupted {
+			t.Errorf("exit %d, want %d", code, ExitInterrupted)
+		}
+	})
 }

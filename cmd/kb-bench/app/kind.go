@@ -7,8 +7,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/spec"
 )
 
 // newKindCommand manages the benchmark kind clusters kb-bench makes.
@@ -16,6 +18,7 @@ func newKindCommand(s Streams, getenv func(string) string) *cobra.Command {
 	var o cluster.KindOptions
 	var retain, printConfig bool
 	var stateDir string
+	var pull spec.PullPolicy
 	cmd := &cobra.Command{
 		Use:   "kind",
 		Short: "Create, inspect and delete a benchmark-tuned kind cluster",
@@ -26,17 +29,23 @@ on tmpfs or on disk, audit logging off. Its kubeconfig goes to a file of
 kb-bench's; ~/.kube/config is not touched. 'kb-bench run --target kind
 --kind-cluster NAME' then runs against it and records its configuration.
 
-kb-bench never pulls images: the node image must already be in the container
-runtime (--node-image).`,
+The nodes run kind's own node image by default (kindest/node, pinned by digest
+by the kind library kb-bench links: Kubernetes ` + cluster.DefaultKindKubeVersion + `; the local control plane
+is ` + cluster.KubeVersion + `), pulled when it is missing, as 'kind create cluster' does
+(--pull never forbids that, for air-gapped machines: load the image first).
+A kind node is a privileged container running systemd: it needs Docker or
+Podman that grants privileged containers.`,
 	}
 	cmd.PersistentFlags().StringVar(&o.Name, "name", cluster.DefaultKindCluster, "the cluster's name")
 	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", "", "where kb-bench keeps its kind clusters' kubeconfigs and settings (default $XDG_STATE_HOME/kb-bench/kind)")
 
 	up := &cobra.Command{
-		Use:   "up",
-		Short: "Create the cluster unless it exists, and wait until its control plane is ready",
-		Example: `  kb-bench kind up --node-image kb-bench/kind-node:v1.37.1
+		Use:     "up",
+		Aliases: []string{"create"},
+		Short:   "Create the cluster unless it exists, and wait until its control plane is ready",
+		Example: `  kb-bench kind up
   kb-bench kind up --control-planes 3 --etcd-tmpfs --apiserver-arg max-mutating-requests-inflight=400
+  kb-bench kind up --pull never --node-image kindest/node:v1.37.0   # air-gapped: docker load it first
   kb-bench kind up --print-config --control-planes 3   # the kind configuration, nothing created`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -48,7 +57,10 @@ runtime (--node-image).`,
 				_, err = s.Out.Write(b)
 				return err
 			}
-			st, created, err := cluster.KindUp(c.Context(), o, cluster.KindUpOptions{Log: s.Err, Getenv: getenv, StateDir: stateDir, Retain: retain})
+			if err := spec.OneOf(field.NewPath("pull"), pull, spec.PullPolicies, "pull").ToAggregate(); err != nil {
+				return spec.Input(err)
+			}
+			st, created, err := cluster.KindUp(c.Context(), o, cluster.KindUpOptions{Log: s.Err, Getenv: getenv, StateDir: stateDir, Retain: retain, Pull: pull})
 			if err != nil {
 				return err
 			}
@@ -60,7 +72,8 @@ runtime (--node-image).`,
 			return nil
 		},
 	}
-	up.Flags().StringVar(&o.NodeImage, "node-image", cluster.DefaultKindNodeImage, "node image, already in the container runtime (never pulled)")
+	up.Flags().StringVar(&o.NodeImage, "node-image", "", "node image (default: kind's own, kindest/node:"+cluster.DefaultKindKubeVersion+" pinned by digest)")
+	up.Flags().StringVar((*string)(&pull), "pull", string(spec.PullMissing), "pull the images when missing (as kind does), never (air-gapped: load them first) or always")
 	up.Flags().IntVar(&o.ControlPlanes, "control-planes", 1, "control-plane nodes: 1, or 3 (three apiservers behind a load balancer)")
 	up.Flags().StringArrayVar(&o.APIServerArgs, "apiserver-arg", nil, "kube-apiserver flag NAME=VALUE (no dashes), repeatable")
 	up.Flags().BoolVar(&o.EtcdOnTmpfs, "etcd-tmpfs", false, "keep etcd's data on the node's tmpfs (less disk noise, nothing durable)")
@@ -68,9 +81,10 @@ runtime (--node-image).`,
 	up.Flags().BoolVar(&printConfig, "print-config", false, "print the kind configuration and create nothing")
 
 	down := &cobra.Command{
-		Use:   "down",
-		Short: "Delete a cluster kb-bench made (never another)",
-		Args:  noArgs,
+		Use:     "down",
+		Aliases: []string{"delete"},
+		Short:   "Delete a cluster kb-bench made (never another)",
+		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := cluster.KindDown(c.Context(), o.Name, stateDir, getenv); err != nil {
 				return err
@@ -81,9 +95,16 @@ runtime (--node-image).`,
 	}
 
 	status := &cobra.Command{
-		Use:   "status",
-		Short: "Say whether kb-bench made the cluster and how it is configured",
-		Args:  noArgs,
+		Use:     "status",
+		Aliases: []string{"get"},
+		Short:   "Say whether kb-bench made the cluster and how it is configured",
+		Long: `Say whether kb-bench made the cluster --name names and how it is
+configured, with the path of its kubeconfig.
+
+'kind get' is an alias, as kind's own CLI says it; its nouns are not taken:
+this shows the one cluster --name names ('get clusters' would list them in
+kind, 'get kubeconfig' print one: here, the kubeconfig's path is shown).`,
+		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			st, err := cluster.ReadKindState(stateDir, o.Name, getenv)
 			if os.IsNotExist(err) {
@@ -97,8 +118,13 @@ runtime (--node-image).`,
 			if args == "" {
 				args = "none"
 			}
-			fmt.Fprintf(s.Out, "kind cluster %s: made %s, %d control-plane node(s), image %s, etcd on tmpfs %t, apiserver args %s\nkubeconfig: %s\n",
-				st.Options.Name, st.Created.Format("2006-01-02 15:04:05Z"), st.Options.ControlPlanes, st.Options.NodeImage, st.Options.EtcdOnTmpfs, args, filepath.Clean(st.Kubeconfig))
+			version := st.KubernetesVersion
+			if version == "" {
+				version = "unknown"
+			}
+			fmt.Fprintf(s.Out, "kind cluster %s: made %s, %d control-plane node(s), etcd on tmpfs %t, apiserver args %s\nnode image: %s\nkubernetes: %s (the local control plane is %s)\nkubeconfig: %s\n",
+				st.Options.Name, st.Created.Format("2006-01-02 15:04:05Z"), st.Options.ControlPlanes, st.Options.EtcdOnTmpfs, args,
+				st.Options.NodeImage, version, cluster.KubeVersion, filepath.Clean(st.Kubeconfig))
 			return nil
 		},
 	}

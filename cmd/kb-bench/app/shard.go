@@ -46,12 +46,18 @@ without --kubeconfig the shard uses the pod's service account.`,
 			}
 			var cfg *rest.Config
 			var err error
-			if o.kubeconfig == "-" {
+			switch o.kubeconfig {
+			case "-":
 				var b []byte
 				if b, err = io.ReadAll(s.In); err == nil {
 					cfg, err = clientcmd.RESTConfigFromKubeConfig(b)
 				}
-			} else {
+			case "":
+				// The pod's service account, asked for directly: through
+				// clientcmd it would also log a warning into every
+				// shard's result.
+				cfg, err = rest.InClusterConfig()
+			default:
 				cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 			}
 			if err != nil {
@@ -67,8 +73,8 @@ without --kubeconfig the shard uses the pod's service account.`,
 				clientLog = s.ClientLog.Drain
 			}
 			return workload.RunShard(cmd.Context(), workload.ShardOptions{
-				Config: cfg, Namespace: o.namespace, RunID: o.runID, Index: o.index,
-				Name: name, Version: version, Log: s.Err, ClientLog: clientLog,
+				Options:   workload.Options{Config: cfg, RunID: o.runID, Version: version, Log: s.Err, ClientLog: clientLog},
+				Namespace: o.namespace, Index: o.index, Name: name,
 			})
 		},
 	}

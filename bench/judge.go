@@ -1,0 +1,181 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/analysis"
+	"github.com/kb-bench/kb-bench/results/render/text"
+	"github.com/kb-bench/kb-bench/results/store"
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// Compare reads the sides at paths (each a result, a set of samples, or a
+// directory of result directories: see store.ReadSide) and compares every
+// side with the first. What a side leaves out (a run seen twice) is
+// noted on notes. Sides that cannot be read or compared are bad input.
+func Compare(paths []string, notes io.Writer) (*analysis.Comparison, error) {
+	sides := make([]results.Side, len(paths))
+	for i, p := range paths {
+		side, err := readSide(notes, p)
+		if err != nil {
+			return nil, spec.Input(err)
+		}
+		sides[i] = side
+	}
+	c, err := analysis.Compare(sides)
+	if err != nil {
+		return nil, spec.Input(err)
+	}
+	return c, nil
+}
+
+// GateRequest is what Gate judges: a candidate side, a baseline side
+// (none: "") and a Gate file of thresholds ("": analysis.DefaultGate).
+type GateRequest struct {
+	Candidate, Baseline, Thresholds string
+	// Force judges a baseline that ran another workload than the
+	// candidate's; without it that is bad input.
+	Force bool
+	// Notes receives what a side leaves out (nil: nothing).
+	Notes io.Writer
+}
+
+// Gate judges the candidate against the thresholds and the baseline. It
+// returns the verdicts and, when a threshold does not hold,
+// ErrGateFailed.
+func Gate(r GateRequest) ([]analysis.Verdict, error) {
+	g := analysis.DefaultGate(r.Baseline != "")
+	if r.Thresholds != "" {
+		var err error
+		if g, err = ReadGate(r.Thresholds); err != nil {
+			return nil, err
+		}
+	}
+	candidate, err := readSide(r.Notes, r.Candidate)
+	if err != nil {
+		return nil, spec.Input(err)
+	}
+	var base results.Side
+	if r.Baseline != "" {
+		if base, err = readSide(r.Notes, r.Baseline); err != nil {
+			return nil, spec.Input(err)
+		}
+	}
+	return judge(g, base.Results, candidate.Results, r.Force)
+}
+
+// ReadGate reads a Gate file of thresholds.
+func ReadGate(path string) (*analysis.Gate, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, spec.Input(fmt.Errorf("reading the thresholds: %w", err))
+	}
+	g, err := analysis.ParseGate(path, data)
+	if err != nil {
+		return nil, spec.Input(err)
+	}
+	return g, nil
+}
+
+// ReadSide reads the samples at path as one side (see store.ReadSide),
+// noting on notes what it leaves out; errors are bad input.
+func ReadSide(path string, notes io.Writer) ([]*results.Result, error) {
+	side, err := readSide(notes, path)
+	if err != nil {
+		return nil, spec.Input(err)
+	}
+	return side.Results, nil
+}
+
+// judge judges g on the candidate against base: the verdicts, and
+// ErrGateFailed when one fails. A baseline that ran another workload is
+// bad input unless force.
+func judge(g *analysis.Gate, base, candidate []*results.Result, force bool) ([]analysis.Verdict, error) {
+	if len(base) > 0 && !force {
+		if err := likeWithLike(base, candidate[0].Workload); err != nil {
+			return nil, err
+		}
+	}
+	verdicts, err := analysis.Judge(g, base, candidate)
+	if err != nil {
+		return nil, spec.Input(err)
+	}
+	if !analysis.Passed(verdicts) {
+		return verdicts, ErrGateFailed
+	}
+	return verdicts, nil
+}
+
+// gateEnd judges a finished run's samples in dir with o's gate, and shows
+// the verdicts on o.Stdout.
+func gateEnd(o Options, dir string) ([]analysis.Verdict, error) {
+	candidate, err := readSide(o.Log, dir)
+	if err != nil {
+		return nil, err
+	}
+	verdicts, err := judge(o.Gate, o.Baseline, candidate.Results, false)
+	if o.Stdout != nil && verdicts != nil {
+		fmt.Fprintln(o.Stdout)
+		if werr := text.WriteVerdicts(o.Stdout, verdicts, "text"); werr != nil {
+			return verdicts, fmt.Errorf("writing the verdicts: %w", werr)
+		}
+	}
+	return verdicts, err
+}
+
+// checkGate refuses, before a run, a gate that cannot judge it: one of a
+// matrix (it judges one configuration), relative thresholds without a
+// baseline, a baseline without a gate or of another workload; and notes
+// on log when the samples will be too few to test a difference.
+func checkGate(g *analysis.Gate, p *Plan, baseline []*results.Result, log io.Writer) error {
+	switch {
+	case g == nil && baseline != nil:
+		return spec.Input(errors.New("--baseline is for a gate: add --gate FILE (or run a profile with thresholds), or compare results with 'kb-bench compare'"))
+	case g == nil:
+		return nil
+	case p.Matrix():
+		return spec.Input(errors.New("a gate judges one configuration: run the matrix without --gate (or a profile with thresholds) and gate each directory with 'kb-bench gate'"))
+	case baseline == nil:
+		// Found out now, not after the whole run.
+		if err := g.NeedsBaseline(); err != nil {
+			return spec.Input(err)
+		}
+		return nil
+	}
+	// The workload the run will have is known now: a baseline of another
+	// is refused before the run, not after it.
+	if err := likeWithLike(baseline, p.Cells[0].Workload); err != nil {
+		return err
+	}
+	if ok, need := analysis.Testable(len(baseline), p.Count); !ok {
+		fmt.Fprintf(log, "note: %s against the baseline's %d cannot show a significant difference: the gate's relative thresholds will be judged on the medians alone (--count %d or more on both sides for a tested verdict)\n",
+			results.Plural(p.Count, "sample"), len(baseline), need)
+	}
+	return nil
+}
+
+// likeWithLike refuses a baseline that ran another workload than the
+// candidate's (a side's samples are of one workload: see
+// results.Samples).
+func likeWithLike(base []*results.Result, candidate string) error {
+	if b := base[0].Workload; b != candidate {
+		return spec.Input(fmt.Errorf("the baseline ran %q but the candidate %q: a gate compares like with like; pass --force to judge them anyway", b, candidate))
+	}
+	return nil
+}
+
+// readSide reads one side (store.ReadSide) and notes on notes what was
+// left out of it.
+func readSide(notes io.Writer, path string) (results.Side, error) {
+	side, ns, err := store.ReadSide(path)
+	if notes != nil {
+		for _, n := range ns {
+			fmt.Fprintf(notes, "kb-bench: note: %s\n", n)
+		}
+	}
+	return side, err
+}

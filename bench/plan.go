@@ -1,0 +1,514 @@
+package bench
+
+import (
+	"cmp"
+	"encoding"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kb-bench/kb-bench/profiles"
+	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload"
+	"github.com/kb-bench/kb-bench/workload/scenario"
+)
+
+// Request is what to run, as a user gives it: a profile (or none), the
+// settings given by name on top of it, and how many samples of each
+// configuration.
+type Request struct {
+	// File is a profile YAML file, Profile a shipped profile's name; at
+	// most one of them.
+	File, Profile string
+	// Overrides are the settings given by name, in the order given; each
+	// replaces the profile's. A matrix setting given several values makes
+	// one configuration (Cell) per value, of every combination.
+	Overrides []Override
+	// Count is how many samples of each configuration run (1 to 1000; 0
+	// means 1).
+	Count int
+}
+
+// Override is one setting given by name (a Setting's Name, as run's flag
+// says it: "writers", "strategy", a scenario's "objects"), with one value
+// or, for a matrix setting, several. A value is of the setting's type or
+// converts to it ("ssa" for a spec.Strategy, 8 for an int).
+type Override struct {
+	Name   string
+	Values []any
+}
+
+// Set is an Override of name to values.
+func Set(name string, values ...any) Override { return Override{Name: name, Values: values} }
+
+// String is the override as a flag gives it: "writers=1,2,4".
+func (o Override) String() string {
+	values := make([]string, len(o.Values))
+	for i, v := range o.Values {
+		values[i] = fmt.Sprint(v)
+	}
+	return o.Name + "=" + strings.Join(values, ",")
+}
+
+// Plan is what a run does: its configurations (cells), each sampled Count
+// times, the samples interleaved round-robin (sample 1 of every cell, then
+// sample 2, ...), so that drift in the machine hits every cell alike.
+//
+// Every cell is run on the target its spec names; today a plan's cells
+// share the first cell's target.
+type Plan struct {
+	Cells []Cell
+	Count int
+	// Source says where the settings came from, for messages: "flags",
+	// "profile hot-key", a profile file's path.
+	Source string
+	// Thresholds are the profile's own gate ("p99 < 50ms"), if it has one.
+	Thresholds []string
+	// PrivateControlPlane is set when the settings ask for a particular
+	// local control plane (its storage, binaries or controller manager):
+	// the run starts one of its own rather than use 'kb-bench local up's.
+	PrivateControlPlane bool
+}
+
+// Cell is one configuration of a plan: a resolved and validated spec and,
+// in a matrix, the values that make it one.
+type Cell struct {
+	// Label names the cell by its matrix values ("strategy=ssa writers=8");
+	// "" in a plan of one cell.
+	Label string
+	Spec  spec.Spec
+	// Values are the matrix settings' values of the cell, in the order of
+	// Label.
+	Values []CellValue
+	// Workload is the spec in words, as its results say it.
+	Workload string
+
+	resolved *workload.Resolved // by Resolve: what the engine runs
+}
+
+// resolve is the cell's spec resolved: by Resolve, or now for a cell made
+// or changed by hand.
+func (c Cell) resolve() (*workload.Resolved, error) {
+	if c.resolved != nil && reflect.DeepEqual(c.resolved.Spec, c.Spec) {
+		return c.resolved, nil
+	}
+	r, errs := workload.Resolve(c.Spec)
+	if len(errs) > 0 {
+		return nil, spec.Input(fmt.Errorf("invalid settings (%s):\n%s", cmp.Or(c.Label, "the run"), spec.Describe(errs)))
+	}
+	return r, nil
+}
+
+// CellValue is one matrix setting's value in a cell.
+type CellValue struct {
+	Name  string
+	Value any
+}
+
+// Sample is one sample of a plan: the index of its cell and its number
+// (from 1).
+type Sample struct {
+	Cell, Index int
+}
+
+// Samples are the plan's samples in the order they run.
+func (p *Plan) Samples() []Sample {
+	var out []Sample
+	for i := 1; i <= p.Count; i++ {
+		for c := range p.Cells {
+			out = append(out, Sample{Cell: c, Index: i})
+		}
+	}
+	return out
+}
+
+// Matrix reports whether the plan has several cells.
+func (p *Plan) Matrix() bool { return len(p.Cells) > 1 }
+
+// Labels are the cells' labels, for a line that lists them.
+func (p *Plan) Labels() string {
+	l := make([]string, len(p.Cells))
+	for i, c := range p.Cells {
+		l[i] = c.Label
+	}
+	return strings.Join(l, "; ")
+}
+
+// maxCount bounds the samples of a cell.
+const maxCount = 1000
+
+// Resolve turns a request into a plan: the profile, then the overrides,
+// then for every cell the defaults and the validation of its scenario
+// (workload.Resolve), once. Whatever is wrong with the request is bad
+// input (spec.IsInput) saying what to change.
+func Resolve(r Request) (*Plan, error) {
+	if r.Count == 0 {
+		r.Count = 1
+	}
+	if r.Count < 1 || r.Count > maxCount {
+		return nil, spec.Input(fmt.Errorf("--count %d: use 1 to %d samples", r.Count, maxCount))
+	}
+	settings, err := Settings()
+	if err != nil {
+		return nil, err
+	}
+	given := map[string]*Setting{}
+	for _, o := range r.Overrides {
+		s := find(settings, o.Name)
+		if s == nil {
+			return nil, spec.Input(fmt.Errorf("%q is not a setting kb-bench knows (see 'kb-bench run --help')", o.Name))
+		}
+		if len(o.Values) == 0 || len(o.Values) > 1 && !s.Matrix {
+			return nil, spec.Input(fmt.Errorf("--%s takes one value, got %d", o.Name, len(o.Values)))
+		}
+		given[o.Name] = s
+	}
+	p := &Plan{Count: r.Count, Source: "flags"}
+	base, err := p.base(r, given)
+	if err != nil {
+		return nil, err
+	}
+	p.Cells = []Cell{{Spec: base}}
+	for _, o := range r.Overrides {
+		if len(o.Values) < 2 {
+			continue
+		}
+		var next []Cell
+		for _, c := range p.Cells {
+			for _, v := range o.Values {
+				s := c.Spec
+				s.Settings = maps.Clone(c.Spec.Settings)
+				if err := given[o.Name].set(&s, v); err != nil {
+					return nil, err
+				}
+				next = append(next, Cell{
+					Label:  strings.TrimSpace(c.Label + " " + o.Name + "=" + fmt.Sprint(v)),
+					Spec:   s,
+					Values: append(slices.Clone(c.Values), CellValue{o.Name, v}),
+				})
+			}
+		}
+		p.Cells = next
+	}
+	for i := range p.Cells {
+		c := &p.Cells[i]
+		res, errs := workload.Resolve(c.Spec)
+		if len(errs) > 0 {
+			where := p.Source
+			if c.Label != "" {
+				where += " (" + c.Label + ")"
+			}
+			return nil, spec.Input(fmt.Errorf("invalid settings from %s:\n%s", where, spec.Describe(errs)))
+		}
+		c.Spec, c.resolved, c.Workload = res.Spec, res, res.Workload()
+		if err := zeroOverridden(r.Overrides, given, *c); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// base is the profile with the overrides' first values applied, before
+// defaults.
+func (p *Plan) base(r Request, given map[string]*Setting) (base spec.Spec, err error) {
+	var prof *profiles.Profile
+	switch {
+	case r.File != "" && r.Profile != "":
+		return base, spec.Input(errors.New("-f and --profile both given: choose one profile"))
+	case r.File != "":
+		prof, err = profiles.Load(r.File)
+		p.Source = r.File
+	case r.Profile != "":
+		prof, err = profiles.Shipped(r.Profile)
+		p.Source = "profile " + r.Profile
+	}
+	if err != nil {
+		return base, err
+	}
+	if prof != nil {
+		base, p.Thresholds = prof.Spec, prof.Thresholds
+	}
+	has := func(name string) bool { return given[name] != nil }
+	// A profile may choose local storage, but only the command line may
+	// point kb-bench at an existing cluster: a kubeconfig or context in
+	// the profile must be given on the command line too, or a shared
+	// profile could pick another context of the user's kubeconfig.
+	t := base.Target
+	if (t.Kubeconfig != "" && !has("kubeconfig")) || (t.Context != "" && !has("context")) ||
+		(t.Kind != "" && t.Kind != spec.TargetLocal && !has("kubeconfig") && !has("context") && !has("target")) {
+		return base, spec.Input(fmt.Errorf("%s names an existing cluster (target %q, kubeconfig %q, context %q): kb-bench sends load only to a cluster named on the command line; pass --kubeconfig PATH and --context NAME, or --target",
+			p.Source, t.Kind, t.Kubeconfig, t.Context))
+	}
+	// The shared settings first, then the scenario's (which depend on the
+	// scenario the shared ones name).
+	for _, scenarioSettings := range []bool{false, true} {
+		var errs []string
+		for _, o := range r.Overrides {
+			s := given[o.Name]
+			if (s.Scenarios != nil) != scenarioSettings {
+				continue
+			}
+			if name := cmp.Or(base.Scenario, workload.DefaultScenario); s.Scenarios != nil && !slices.Contains(s.Scenarios, name) {
+				errs = append(errs, fmt.Sprintf("--%s is a setting of scenario %s, not %s: drop it, or add --scenario %s",
+					o.Name, strings.Join(s.Scenarios, " and "), name, s.Scenarios[0]))
+				continue
+			}
+			if err := s.set(&base, o.Values[0]); err != nil {
+				return base, err
+			}
+		}
+		if len(errs) > 0 {
+			return base, spec.Input(errors.New(strings.Join(errs, "\n")))
+		}
+	}
+	if has("kubeconfig") || has("context") {
+		switch {
+		case !has("target"):
+			base.Target.Kind = spec.TargetKubeconfig
+		case base.Target.Kind != spec.TargetKubeconfig:
+			return base, spec.Input(fmt.Errorf("--kubeconfig and --context name a cluster, but --target is %s: drop --target, or drop --kubeconfig and --context", base.Target.Kind))
+		}
+	}
+	// Asked-for storage or binaries need a control plane that has them, not
+	// whatever `kb-bench local up` is running (the defaults would hide this).
+	p.PrivateControlPlane = base.Target.Storage != "" || base.Target.ControlPlaneBin != "" || base.Target.ControllerManager
+	return base, nil
+}
+
+// zeroOverridden refuses a setting given its zero value where the cell's
+// resolved spec has a default in its place: zero means "the default" in a
+// Spec, so an explicit --writers 0 or --duration 0 would silently run
+// something else.
+func zeroOverridden(overrides []Override, given map[string]*Setting, c Cell) error {
+	for _, o := range overrides {
+		s := given[o.Name]
+		if s.Type.Kind() == reflect.Bool {
+			continue
+		}
+		value := o.Values[0]
+		for _, v := range c.Values {
+			if v.Name == o.Name {
+				value = v.Value
+			}
+		}
+		if !reflect.ValueOf(value).IsZero() {
+			continue
+		}
+		got := s.get(c.Spec)
+		if got == nil || reflect.ValueOf(got).IsZero() {
+			continue
+		}
+		if b, ok := got.(*spec.Backoff); ok {
+			got = b.String()
+		}
+		return spec.Input(fmt.Errorf("--%s %v would mean its default (%v) here: give the value you want", o.Name, value, got))
+	}
+	return nil
+}
+
+// Setting is one setting of a run that can be given by name (a flag of
+// run, sweep and rbac): a field of spec.Spec with a `flag` tag, or a field
+// of a scenario's settings. Its `help` tag says what it is.
+type Setting struct {
+	Name, Help string
+	// Type is the setting's Go type; Default its default where the spec
+	// has one for every scenario (the zero value where there is none).
+	Type    reflect.Type
+	Default any
+	// Scenarios are the scenarios whose own setting it is; nil for the
+	// settings of spec.Spec, which every scenario shares.
+	Scenarios []string
+	// Matrix settings take several values: one configuration each.
+	Matrix bool
+
+	index []int  // the field's path in spec.Spec; nil for a scenario's
+	json  string // a scenario setting's name in Spec.Settings
+}
+
+// matrixSettings take a list of values, one configuration each.
+var matrixSettings = []string{"strategy", "writers", "patch-type", "fields", "objects", "rate", "clients"}
+
+// Settings lists every setting a run takes by name: spec.Spec's, then
+// each registered scenario's own (a setting two scenarios share is listed
+// once, with both).
+func Settings() ([]Setting, error) {
+	var out []Setting
+	add := func(s Setting) error {
+		if find(out, s.Name) != nil {
+			return fmt.Errorf("setting --%s is declared twice (a bug in kb-bench: please report it)", s.Name)
+		}
+		s.Matrix = slices.Contains(matrixSettings, s.Name)
+		out = append(out, s)
+		return nil
+	}
+	defaults := spec.Spec{}
+	defaults.Defaults(spec.Traits{Strategies: true, Driven: true})
+	defaults.Client.QPS = 0 // shown as "no client-side limit" in its help
+	defaults.Strategy = ""  // the default only where the scenario has strategies
+	var walk func(v reflect.Value, index []int) error
+	walk = func(v reflect.Value, index []int) error {
+		for i, sf := range slices.Collect(v.Type().Fields()) {
+			at := append(slices.Clone(index), i)
+			name := sf.Tag.Get("flag")
+			if name == "" {
+				if sf.Type.Kind() == reflect.Struct && sf.Type != reflect.TypeFor[spec.Duration]() {
+					if err := walk(v.Field(i), at); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if err := add(Setting{Name: name, Help: sf.Tag.Get("help"), Type: sf.Type, Default: v.Field(i).Interface(), index: at}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(reflect.ValueOf(&defaults).Elem(), nil); err != nil {
+		return nil, err
+	}
+	for _, def := range workload.Scenarios() {
+		settings := def.NewSettings()
+		settings.Default(&defaults)
+		v := reflect.ValueOf(settings).Elem()
+		for i, sf := range slices.Collect(v.Type().Fields()) {
+			name := sf.Tag.Get("flag")
+			if name == "" {
+				continue
+			}
+			if s := find(out, name); s != nil && s.index == nil && s.Type == sf.Type {
+				s.Scenarios = append(s.Scenarios, def.Name) // the same setting in another scenario
+				continue
+			}
+			s := Setting{Name: name, Help: sf.Tag.Get("help"), Type: sf.Type, Default: v.Field(i).Interface(),
+				Scenarios: []string{def.Name}, json: scenario.JSONName(sf)}
+			if err := add(s); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// find is the setting called name in settings; nil when there is none.
+func find(settings []Setting, name string) *Setting {
+	for i := range settings {
+		if settings[i].Name == name {
+			return &settings[i]
+		}
+	}
+	return nil
+}
+
+// set sets the setting on sp to v, converted to its type.
+func (s *Setting) set(sp *spec.Spec, v any) error {
+	if text, ok := v.(string); ok && s.Type.Kind() != reflect.String {
+		// A value written as a profile or a flag writes it: "10s".
+		var err error
+		if v, err = s.Parse(text); err != nil {
+			return spec.Input(fmt.Errorf("--%s %s: %w", s.Name, text, err))
+		}
+	}
+	rv := reflect.ValueOf(v)
+	switch {
+	case !rv.IsValid():
+		return spec.Input(fmt.Errorf("--%s: no value", s.Name))
+	case rv.Type() != s.Type && alike(rv.Kind(), s.Type.Kind()):
+		rv = rv.Convert(s.Type)
+	case rv.Type() != s.Type:
+		return spec.Input(fmt.Errorf("--%s takes values of type %s, not %v (%T)", s.Name, s.Type, v, v))
+	}
+	if s.index != nil {
+		reflect.ValueOf(sp).Elem().FieldByIndex(s.index).Set(rv)
+		return nil
+	}
+	// A scenario's settings are plain JSON values in the spec, as a
+	// profile has them.
+	b, err := json.Marshal(rv.Interface())
+	if err != nil {
+		return fmt.Errorf("--%s: %w", s.Name, err)
+	}
+	var plain any
+	if err := json.Unmarshal(b, &plain); err != nil {
+		return fmt.Errorf("--%s: %w", s.Name, err)
+	}
+	if sp.Settings == nil {
+		sp.Settings = map[string]any{}
+	}
+	sp.Settings[s.json] = plain
+	return nil
+}
+
+// alike reports whether a value of kind a converts to kind b without
+// losing what it says: an int to an int64 or a float, a string to a named
+// string type (never a float to an int, nor a number to a string).
+func alike(a, b reflect.Kind) bool {
+	class := func(k reflect.Kind) int {
+		switch k {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			return 1
+		case reflect.Float32, reflect.Float64:
+			return 2
+		case reflect.String, reflect.Bool:
+			return 3 + int(k)
+		}
+		return -1
+	}
+	return class(a) >= 0 && (class(a) == class(b) || class(a) == 1 && class(b) == 2)
+}
+
+// Parse reads a value of the setting written as a flag or a profile
+// writes it ("8", "10s", "default-backoff", "ssa"), of its type.
+func (s *Setting) Parse(text string) (any, error) {
+	v := reflect.New(s.Type).Elem()
+	u, ok := v.Addr().Interface().(encoding.TextUnmarshaler)
+	if s.Type.Kind() == reflect.Pointer {
+		v.Set(reflect.New(s.Type.Elem())) // *T reads itself: T's UnmarshalText
+		u, ok = v.Interface().(encoding.TextUnmarshaler)
+	}
+	if ok {
+		if err := u.UnmarshalText([]byte(text)); err != nil {
+			return nil, err
+		}
+		return v.Interface(), nil
+	}
+	switch s.Type.Kind() {
+	case reflect.String:
+		v.SetString(text)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(text)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not true or false", text)
+		}
+		v.SetBool(b)
+	case reflect.Int, reflect.Int64:
+		n, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a whole number", text)
+		}
+		v.SetInt(n)
+	case reflect.Float32, reflect.Float64:
+		x, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", text)
+		}
+		v.SetFloat(x)
+	default:
+		return nil, fmt.Errorf("settings of type %s are not supported (a bug in kb-bench: please report it)", s.Type)
+	}
+	return v.Interface(), nil
+}
+
+// get is the setting's value in sp (nil for a scenario setting sp does
+// not hold).
+func (s *Setting) get(sp spec.Spec) any {
+	if s.index != nil {
+		return reflect.ValueOf(sp).FieldByIndex(s.index).Interface()
+	}
+	return sp.Settings[s.json]
+}

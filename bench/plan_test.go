@@ -1,0 +1,146 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// resolve resolves a request of the given overrides that must be good.
+func resolve(t *testing.T, r Request) *Plan {
+	t.Helper()
+	p, err := Resolve(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestOverridesReplaceTheProfile(t *testing.T) {
+	p := resolve(t, Request{Profile: "hot-key", Overrides: []Override{Set("writers", 3), Set("duration", spec.D(2*time.Second))}})
+	s := p.Cells[0].Spec
+	if s.Writers != 3 || s.Duration.Duration != 2*time.Second {
+		t.Errorf("the overrides did not replace the profile's: writers %d, duration %s", s.Writers, s.Duration)
+	}
+	if s.Settings["distribution"] != "zipf" || s.Settings["objects"] != float64(100) {
+		t.Errorf("the profile's own settings were lost: %v", s.Settings)
+	}
+	if s.Target.Kind != spec.TargetLocal {
+		t.Errorf("target %q, want local", s.Target.Kind)
+	}
+	if p.Source != "profile hot-key" || len(p.Cells) != 1 || p.Cells[0].Label != "" || p.Count != 1 {
+		t.Errorf("plan %+v: want one cell of the profile, one sample", p)
+	}
+}
+
+func TestContextAloneSelectsKubeconfigTarget(t *testing.T) {
+	s := resolve(t, Request{Overrides: []Override{Set("context", "staging")}}).Cells[0].Spec
+	if s.Target.Kind != spec.TargetKubeconfig || s.Target.Context != "staging" {
+		t.Fatalf("target %+v, want kubeconfig with context staging", s.Target)
+	}
+}
+
+// A list given to a matrix setting runs every combination; each is
+// resolved and validated on its own, and the samples interleave.
+func TestMatrix(t *testing.T) {
+	p := resolve(t, Request{Count: 2, Overrides: []Override{Set("strategy", "update", "retry", "ssa"), Set("writers", 1, 8)}})
+	var got []string
+	for _, c := range p.Cells {
+		got = append(got, c.Label)
+		if c.Spec.Strategy == spec.StrategyRetry && c.Spec.Backoff == nil {
+			t.Errorf("%s: retry without its default backoff", c.Label)
+		}
+		if !strings.Contains(c.Workload, "strategy "+string(c.Spec.Strategy)) {
+			t.Errorf("%s: workload %q", c.Label, c.Workload)
+		}
+	}
+	want := "strategy=update writers=1|strategy=update writers=8|strategy=retry writers=1|strategy=retry writers=8|strategy=ssa writers=1|strategy=ssa writers=8"
+	if strings.Join(got, "|") != want {
+		t.Errorf("cells %q, want %q", strings.Join(got, "|"), want)
+	}
+	var order []Sample
+	for _, smp := range p.Samples() {
+		order = append(order, smp)
+	}
+	if len(order) != 12 || order[0] != (Sample{0, 1}) || order[5] != (Sample{5, 1}) || order[6] != (Sample{0, 2}) {
+		t.Errorf("samples %v: want sample 1 of every cell, then sample 2", order)
+	}
+}
+
+func TestResolveRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    Request
+		want string
+	}{
+		{"a bad value in a list", Request{Overrides: []Override{Set("strategy", "update", "put")}}, `"put"`},
+		{"a list where one value goes", Request{Overrides: []Override{Set("duration", spec.D(time.Second), spec.D(2*time.Second))}}, "--duration takes one value"},
+		{"zero for a default", Request{Overrides: []Override{Set("writers", 0)}}, "--writers 0 would mean its default (8) here"},
+		{"another scenario's setting", Request{Overrides: []Override{Set("lease-duration", spec.D(time.Second))}}, "--lease-duration is a setting of scenario leader-election, not counter"},
+		{"two profiles", Request{File: "x.yaml", Profile: "hot-key"}, "-f and --profile both given"},
+		{"too many samples", Request{Count: 1001}, "--count 1001: use 1 to 1000 samples"},
+		{"a setting of another type", Request{Overrides: []Override{Set("writers", 2.5)}}, "--writers takes values of type int, not 2.5"},
+		{"a setting that does not parse", Request{Overrides: []Override{Set("writers", "many")}}, `--writers many: "many" is not a whole number`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Resolve(tc.r)
+			if err == nil || !spec.IsInput(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want bad input saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A sweep's matrix splits into one series per strategy, each going up the
+// axis; the axis is writers even when strategies were given first.
+func TestSplitSweep(t *testing.T) {
+	p := resolve(t, Request{Overrides: []Override{Set("strategy", "update", "ssa"), Set("writers", 1, 4, 16)}})
+	all, xs, err := splitSweep(p.Cells, "writers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(xs, ",") != "1,4,16" || len(all) != 2 || all[0].label != "strategy=update" || all[1].label != "strategy=ssa" {
+		t.Fatalf("series %+v, values %v", all, xs)
+	}
+	for _, ser := range all {
+		for i, c := range ser.cells {
+			sp := p.Cells[c].Spec
+			if want := []int{1, 4, 16}[i]; sp.Writers != want || "strategy="+string(sp.Strategy) != ser.label {
+				t.Errorf("%s point %d: writers %d strategy %s", ser.label, i, sp.Writers, sp.Strategy)
+			}
+		}
+	}
+	down := resolve(t, Request{Overrides: []Override{Set("writers", 4, 1)}})
+	if _, _, err := splitSweep(down.Cells, "writers"); err == nil || !strings.Contains(err.Error(), "a sweep goes up") {
+		t.Errorf("a sweep down: %v", err)
+	}
+}
+
+// A Go caller gives a setting as a profile writes it, or as its type.
+func TestOverrideValues(t *testing.T) {
+	p := resolve(t, Request{Overrides: []Override{Set("duration", "3s"), Set("warmup", spec.D(time.Second)), Set("strategy", "retry"), Set("backoff", "default-backoff"), Set("writers", int64(4))}})
+	s := p.Cells[0].Spec
+	if s.Duration.Duration != 3*time.Second || s.Warmup.Duration != time.Second || s.Strategy != spec.StrategyRetry || s.Backoff == nil || s.Backoff.String() != "default-backoff" || s.Writers != 4 {
+		t.Errorf("spec %+v", s)
+	}
+	if _, err := Resolve(Request{Overrides: []Override{Set("duration", "soon")}}); err == nil || !spec.IsInput(err) {
+		t.Errorf("a duration of %q: %v", "soon", err)
+	}
+}
+
+// A cell's spec is resolved once, by Resolve; a cell changed by hand
+// afterwards runs what it says now.
+func TestCellResolvedOnce(t *testing.T) {
+	p := resolve(t, Request{})
+	r, err := p.Cells[0].resolve()
+	if err != nil || r != p.Cells[0].resolved {
+		t.Fatalf("the plan's cell resolved again: %v", err)
+	}
+	p.Cells[0].Spec.Writers = 3
+	r, err = p.Cells[0].resolve()
+	if err != nil || r.Spec.Writers != 3 {
+		t.Errorf("a cell changed by hand runs %+v (%v), want 3 writers", r, err)
+	}
+}

@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kb-bench/kb-bench/internal/atomicfile"
+	"github.com/kb-bench/kb-bench/results/render/html"
+	"github.com/kb-bench/kb-bench/results/store"
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// ReportFile is the report a run or sweep with Report writes in its
+// result directory.
+const ReportFile = "report.html"
+
+// Report writes what paths hold (results, sets, matrix runs, sweeps) as
+// one HTML page of charts in out: atomically as atomicfile writes any
+// file, never over one of the files it read, and to stdout when out is
+// "-". notes receives what a side leaves out. Paths that cannot be read
+// and an out that cannot be written are bad input.
+func Report(paths []string, out, version string, notes, stdout io.Writer) error {
+	page := html.Page{Version: version}
+	var inputs []string
+	for _, p := range paths {
+		if _, err := os.Stat(filepath.Join(p, store.SweepFile)); err == nil || filepath.Base(p) == store.SweepFile {
+			sw, err := store.ReadSweep(p)
+			if err != nil {
+				return spec.Input(err)
+			}
+			page.Sweeps = append(page.Sweeps, sw)
+			if filepath.Base(p) != store.SweepFile {
+				p = filepath.Join(p, store.SweepFile)
+			}
+			inputs = append(inputs, p)
+			continue
+		}
+		runs, files, err := readRuns(notes, p)
+		if err != nil {
+			return spec.Input(err)
+		}
+		page.Runs = append(page.Runs, runs...)
+		inputs = append(inputs, files...)
+	}
+	page.Title = reportTitle(page)
+	var buf bytes.Buffer
+	if err := html.Write(&buf, page); err != nil {
+		return err
+	}
+	if out == "-" {
+		_, err := stdout.Write(buf.Bytes())
+		return err
+	}
+	if err := atomicfile.WriteFile(out, buf.Bytes(), 0o644, inputs...); err != nil {
+		return spec.Input(fmt.Errorf("writing the report: %w (choose another file with -o)", err))
+	}
+	return nil
+}
+
+// reportTitle says what a page shows: one run's workload, the runs
+// compared, the axis of each sweep.
+func reportTitle(p html.Page) string {
+	var parts []string
+	switch {
+	case len(p.Runs) == 1:
+		parts = append(parts, p.Runs[0].Results[0].Workload)
+	case len(p.Runs) > 1:
+		labels := make([]string, len(p.Runs))
+		for i, r := range p.Runs {
+			labels[i] = r.Label
+		}
+		parts = append(parts, strings.Join(labels, " vs "))
+	}
+	for _, sw := range p.Sweeps {
+		var series []string
+		for _, s := range sw.Series {
+			if s.Label != "" {
+				series = append(series, s.Label)
+			}
+		}
+		what := "capacity by " + sw.Axis
+		if len(series) > 0 {
+			what += " (" + strings.Join(series, ", ") + ")"
+		}
+		parts = append(parts, what)
+	}
+	return "kb-bench: " + strings.Join(parts, "; ")
+}
+
+// readRuns reads one side (a result or a set of samples) or, for a
+// matrix run's directory, one side per configuration below it; and the
+// files it read them from.
+func readRuns(notes io.Writer, path string) ([]html.Run, []string, error) {
+	dirs, labels := []string{path}, []string{filepath.Base(filepath.Clean(path))}
+	if cells, err := store.ReadMatrix(path); err != nil {
+		return nil, nil, err
+	} else if len(cells) > 0 {
+		dirs, labels = nil, nil
+		for _, c := range cells {
+			dirs, labels = append(dirs, c.Dir), append(labels, c.Label)
+		}
+	}
+	var runs []html.Run
+	var files []string
+	for i, d := range dirs {
+		side, err := readSide(notes, d)
+		if err != nil {
+			return nil, nil, err
+		}
+		runs = append(runs, html.Run{Label: labels[i], Results: side.Results})
+		files = append(files, side.Files...)
+	}
+	return runs, files, nil
+}

@@ -1,0 +1,433 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/analysis"
+	"github.com/kb-bench/kb-bench/results/store"
+	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload"
+	"github.com/kb-bench/kb-bench/workload/distributed"
+	"github.com/kb-bench/kb-bench/workload/distributed/process"
+)
+
+// The errors a run ends with when it ran but did not finish well; what it
+// measured is saved. A bad request is spec.IsInput; a check that could not
+// be made, or any other failure, is a plain error.
+var (
+	// ErrInterrupted: the run was stopped (its context cancelled) before
+	// its end.
+	ErrInterrupted = errors.New("the run was interrupted: the saved result covers what ran")
+	// ErrTargetLost: the target failed during the run (it stopped
+	// answering, or a local control plane of the run's own died).
+	ErrTargetLost = errors.New("the target failed during the run")
+	// ErrGateFailed: a threshold of the gate did not hold.
+	ErrGateFailed = errors.New("the gate failed: see the thresholds marked FAIL")
+)
+
+// Options are how a plan runs.
+type Options struct {
+	// Out is the directory the results go to (made with the first one);
+	// "" makes kb-bench-results/RUNID.
+	Out string
+	// Stdout receives what the run shows as it goes and at its end (see
+	// Show, which shows the same from the saved results) and the gate's
+	// verdicts; nil shows nothing. Format is "text" (the default) or
+	// "json" (each result as its JSON document). Quiet shows neither
+	// summaries nor tables, only JSON documents and verdicts.
+	Stdout io.Writer
+	Format string
+	Quiet  bool
+	// Log receives what the run tells on the way: the target, each
+	// sample, notes and warnings. Nil discards it.
+	Log io.Writer
+	// Progress, when set, is told how each sample goes.
+	Progress Progress
+
+	// Version is kb-bench's version, recorded in every result and the
+	// default tag of the shard image.
+	Version string
+	// Getenv reads the environment (os.Getenv when nil); StateDir is
+	// where 'kb-bench local up' keeps its state ("" its default).
+	Getenv   func(string) string
+	StateDir string
+	// ClientLog, when set, returns what client-go logged since it was
+	// last called (and forgets it): each sample's lines become its
+	// warnings.
+	ClientLog func() []string
+	// ShardTimeout bounds the wait for a distributed run's shards to join
+	// (0: workload.DefaultShardTimeout); Job is how --runner job runs
+	// them.
+	ShardTimeout time.Duration
+	Job          JobOptions
+
+	// Gate, when set, judges the run at its end against Baseline (for
+	// relative thresholds) and fails it with ErrGateFailed when a
+	// threshold does not hold. Report writes report.html in the result
+	// directory.
+	Gate     *analysis.Gate
+	Baseline []*results.Result
+	Report   bool
+}
+
+// Progress is told how each sample goes: Start with its planned length
+// (warm-up and measured window; 0 when operations bound it), Update about
+// once a second during its measured window with the time since the
+// window began and the second that ended, then Done.
+type Progress interface {
+	Start(total time.Duration)
+	Update(elapsed time.Duration, p metrics.SeriesPoint)
+	Done()
+}
+
+// Outcome is what a run ran and where it is.
+type Outcome struct {
+	RunID string
+	// Dir is the run's result directory.
+	Dir string
+	// Cells are the results of each cell of the plan, in order.
+	Cells []CellResults
+	// Verdicts are the gate's, when the run was gated.
+	Verdicts []analysis.Verdict
+}
+
+// CellResults are one cell's saved samples and where they are: its
+// result directory, or its set's.
+type CellResults struct {
+	Dir     string
+	Results []*results.Result
+
+	runID string
+	// set lists the samples when the cell's are a set (nil: the one
+	// result is Dir's own).
+	set *results.ResultSet
+}
+
+// newCellResults are the results, none yet, of a cell whose samples go to
+// dir as run runID: in dir itself, or as a set of samples (set), which a
+// matrix run's cell labels with its label and place.
+func newCellResults(dir, runID string, set bool, label string, place int) CellResults {
+	c := CellResults{Dir: dir, runID: runID}
+	if set {
+		c.set = &results.ResultSet{RunID: runID, Label: label, Cell: place}
+	}
+	return c
+}
+
+// run runs the cell's next sample of sp and saves it: its result, the
+// scenario's own rows of its summary and where it is.
+func (c *CellResults) run(ctx context.Context, cell Cell, o Options, s *target) (*results.Result, [][2]string, string, error) {
+	id, dir := c.runID, c.Dir
+	if c.set != nil {
+		n := len(c.Results) + 1
+		id, dir = fmt.Sprintf("%s-s%d", c.runID, n), store.SampleDir(c.Dir, n)
+	}
+	r, rows, err := runSample(ctx, cell, o, s, id, dir)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	c.Results = append(c.Results, r)
+	if c.set != nil {
+		c.set.Samples = append(c.set.Samples, filepath.Base(dir))
+		if err := store.WriteSet(c.Dir, c.set); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	return r, rows, dir, nil
+}
+
+// Run runs every sample of p on its target, interleaved, and saves each
+// result as it ends: in o.Out itself for a plan of one sample, otherwise
+// as a set of samples (sample-N/ and set.json) per cell, each cell's in a
+// directory named by its label in a matrix. It shows each sample and, at
+// the end, the summary (one sample) or the cells' comparison on o.Stdout.
+//
+// An interrupt (ctx cancelled) ends the sample under way early; its
+// figures are saved and Run returns ErrInterrupted. A target that fails
+// ends it too, with ErrTargetLost. A check the scenario could not make
+// fails the run after every sample ran.
+func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
+	if err := o.check(p); err != nil {
+		return nil, err
+	}
+	if o.Gate == nil && len(p.Thresholds) > 0 {
+		o.Gate, _ = analysis.NewGate(p.Thresholds) // checked when the profile loaded
+	}
+	if err := checkGate(o.Gate, p, o.Baseline, o.Log); err != nil {
+		return nil, err
+	}
+	out := &Outcome{RunID: newRunID(time.Now())}
+	out.Dir = cmp.Or(o.Out, filepath.Join("kb-bench-results", out.RunID))
+	err := session(ctx, p, o, out.Dir, func(ctx context.Context, s *target) error {
+		return runCells(ctx, p, o, s, out)
+	})
+	return out, err
+}
+
+// check refuses options that do not fit the plan, before anything runs.
+func (o *Options) check(p *Plan) error {
+	if o.Format == "" {
+		o.Format = "text"
+	}
+	if o.Format != "text" && o.Format != "json" {
+		return spec.Input(fmt.Errorf("--output %q is not known: use table or json", o.Format))
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	return o.Job.check()
+}
+
+// runCells runs every sample of p, saving each in out's directories, and
+// shows and judges what they measured.
+func runCells(ctx context.Context, p *Plan, o Options, s *target, out *Outcome) error {
+	fmt.Fprintf(o.Log, "run %s: %s\n", out.RunID, p.Cells[0].Workload)
+	if p.Matrix() {
+		fmt.Fprintf(o.Log, "matrix of %d configurations x %s, interleaved round-robin: %s\n", len(p.Cells), results.Plural(p.Count, "sample"), p.Labels())
+	}
+	sets := p.Matrix() || p.Count > 1
+	v := newView(o, sets)
+	for k, c := range p.Cells {
+		dir, id := out.Dir, out.RunID
+		if sets {
+			id = fmt.Sprintf("%s-c%d", out.RunID, k+1)
+		}
+		if p.Matrix() {
+			dir = filepath.Join(out.Dir, store.DirName(c.Label))
+		}
+		out.Cells = append(out.Cells, newCellResults(dir, id, sets, c.Label, k+1))
+	}
+	var failed error
+	for _, smp := range p.Samples() {
+		c, cell := p.Cells[smp.Cell], &out.Cells[smp.Cell]
+		if sets {
+			fmt.Fprintln(o.Log, strings.TrimSpace(fmt.Sprintf("%s sample %d of %d", c.Label, smp.Index, p.Count)))
+		}
+		r, rows, dir, err := cell.run(ctx, c, o, s)
+		if err != nil {
+			return err
+		}
+		if err := v.sample(c.Label, smp.Index, r, rows); err != nil {
+			return err
+		}
+		if err := ended(r, out.Dir, dir, o.Log); err != nil {
+			return err
+		}
+		if failed == nil {
+			failed = checkFailed(r, dir)
+		}
+	}
+	if err := v.end(cellSides(p, out)); err != nil {
+		return err
+	}
+	if o.Report {
+		if err := Report([]string{out.Dir}, filepath.Join(out.Dir, ReportFile), o.Version, o.Log, o.Stdout); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Log, "report: %s\n", filepath.Join(out.Dir, ReportFile))
+	}
+	fmt.Fprintf(o.Log, "result saved in %s\n", out.Dir)
+	if failed != nil || o.Gate == nil {
+		return failed
+	}
+	var err error
+	out.Verdicts, err = gateEnd(o, out.Dir)
+	return err
+}
+
+// cellSides are the sides a run's end compares: each cell's samples,
+// named by its label (the directory's name for a run of one cell).
+func cellSides(p *Plan, out *Outcome) []results.Side {
+	sides := make([]results.Side, len(p.Cells))
+	for k, c := range p.Cells {
+		sides[k] = results.Side{Label: cmp.Or(c.Label, filepath.Base(out.Cells[k].Dir)), Results: out.Cells[k].Results}
+	}
+	return sides
+}
+
+// ended says how a sample ended when it did not measure its whole run:
+// ErrInterrupted or ErrTargetLost, after saying where its result is.
+func ended(r *results.Result, runDir, dir string, log io.Writer) error {
+	switch {
+	case r.Interrupted:
+		fmt.Fprintf(log, "result saved in %s\n", runDir)
+		return ErrInterrupted
+	case r.TargetLost != "":
+		return fmt.Errorf("%w: %s; the result is in %s", ErrTargetLost, r.TargetLost, dir)
+	}
+	return nil
+}
+
+// checkFailed says which check of r failed, other than lost updates
+// (which the summary shows as the figure they are); nil when none did.
+func checkFailed(r *results.Result, dir string) error {
+	for _, ch := range r.Checks {
+		if !ch.Passed && ch.Lost == 0 {
+			return fmt.Errorf("check failed: %s: %s (the result is in %s)", ch.Name, ch.Detail, dir)
+		}
+	}
+	return nil
+}
+
+// runSample runs one sample of cell as run runID and saves it in dir. It
+// returns the result and the scenario's own rows of its summary.
+func runSample(ctx context.Context, cell Cell, o Options, s *target, runID, dir string) (*results.Result, [][2]string, error) {
+	resolved, err := cell.resolve()
+	if err != nil {
+		return nil, nil, err
+	}
+	sp := resolved.Spec
+	var clientLog func() []string
+	if o.ClientLog != nil {
+		o.ClientLog() // what came before this run is not its own
+		clientLog = o.ClientLog
+	}
+	runner, err := s.shardRunner(sp, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	var progress func(time.Duration, metrics.SeriesPoint)
+	if o.Progress != nil {
+		o.Progress.Start(sp.Warmup.Duration + sp.Duration.Duration)
+		progress = o.Progress.Update
+	}
+	conn := s.conn
+	out, err := workload.Run(ctx, resolved, workload.Options{
+		Runner:       runner,
+		ShardTimeout: o.ShardTimeout,
+		ClientLog:    clientLog,
+		Ephemeral:    conn.Target.Kind == spec.TargetLocal && !conn.Target.Reused,
+		Config:       conn.Config,
+		RunID:        runID,
+		Version:      o.Version,
+		Progress:     progress,
+		Log:          o.Log,
+		// The local control plane runs no namespace controller, unless
+		// it runs kube-controller-manager.
+		FinalizeNamespace: conn.Target.Kind == spec.TargetLocal && !conn.Target.ControllerManager,
+	})
+	if o.Progress != nil {
+		o.Progress.Done()
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	out.Result.Target = conn.Target
+	if err := store.Write(dir, out.Result); err != nil {
+		return nil, nil, fmt.Errorf("saving the result: %w", err)
+	}
+	// The scenario's live report: Show decodes the same rows from the
+	// saved result (TestShowPrintsWhatTheRunPrinted compares the two).
+	return out.Result, out.Report.Rows(), nil
+}
+
+// target is an open target for the samples of a plan.
+type target struct {
+	conn *cluster.Connection
+}
+
+// shardRunner is what starts sp's shards (nil when it has none).
+func (s *target) shardRunner(sp spec.Spec, o Options) (distributed.ShardRunner, error) {
+	switch sp.Runner {
+	case spec.RunnerProcess:
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("finding kb-bench's own executable to start the shards: %w", err)
+		}
+		return process.Runner{Executable: exe, Config: s.conn.Config}, nil
+	case spec.RunnerJob:
+		return o.Job.runner(s.conn.Config, o.Version)
+	}
+	return nil, nil
+}
+
+// session is what every run of a plan does around its samples: it checks
+// the result directory can be made, opens the target the plan's first
+// cell names, calls body, and stops what it started. A local control
+// plane that dies during body fails it.
+func session(ctx context.Context, p *Plan, o Options, outDir string, body func(context.Context, *target) error) (err error) {
+	sp := p.Cells[0].Spec
+	if sp.Shards > 0 && sp.Runner == spec.RunnerJob && sp.Target.Kind == spec.TargetLocal {
+		// Found out now, not after the shards' whole time to join.
+		return spec.Input(errors.New("--runner job runs the shards as the pods of a Job, and the local control plane has no node to run a pod (nor, without --controller-manager, a Job controller to make one): " +
+			"run the shards as local processes (--runner process, the default), or name a cluster with nodes (--kubeconfig and --context, or --target kind)"))
+	}
+	// A result that cannot be saved is found out now, not after the run.
+	if err := store.CheckOutDir(outDir); err != nil {
+		return err
+	}
+	conn, err := cluster.Open(ctx, sp.Target, cluster.Options{Log: o.Log, StateDir: o.StateDir, Getenv: o.Getenv, Private: p.PrivateControlPlane})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Stop what Open started even when the run was interrupted.
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if cerr := conn.Close(closeCtx); cerr != nil {
+			fmt.Fprintf(o.Log, "kb-bench: stopping the target: %v\n", cerr)
+		}
+	}()
+	fmt.Fprintf(o.Log, "target: %s %s (server %s)\n", conn.Target.Kind, conn.Target.Server, conn.Target.ServerVersion)
+	// A control plane of ours that dies mid-run ends the run at once, as
+	// a failure: load against a dead apiserver measures nothing.
+	ctx, lost := watchTarget(ctx, conn)
+	defer func() {
+		if reason := lost(); reason != "" {
+			err = fmt.Errorf("%w: the local control plane died (%s); the figures are not to be trusted; the result is in %s", ErrTargetLost, reason, outDir)
+		}
+	}()
+	return body(ctx, &target{conn: conn})
+}
+
+// watchTarget returns a context cancelled when conn's control plane dies,
+// and a func that stops watching and says why it died ("" when it did
+// not). Call it before the control plane is stopped.
+func watchTarget(ctx context.Context, conn *cluster.Connection) (context.Context, func() string) {
+	if conn.Lost == nil {
+		return ctx, func() string { return "" }
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	done, finished := make(chan struct{}), make(chan struct{})
+	var reason string
+	go func() {
+		defer close(finished)
+		select {
+		case <-conn.Lost:
+			reason = conn.LostReason()
+			// The engine ends the run as it does for any target that
+			// stops answering: TARGET LOST, not interrupted.
+			cancel(fmt.Errorf("%w: the local control plane died (%s)", workload.ErrTargetLost, reason))
+		case <-done:
+		}
+	}()
+	return ctx, func() string {
+		close(done)
+		<-finished
+		cancel(nil)
+		return reason
+	}
+}
+
+// newRunID returns a sortable, unique, DNS-label-safe run id.
+func newRunID(now time.Time) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
+}

@@ -1,0 +1,180 @@
+package bench
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/store"
+	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload"
+)
+
+// ShowFormats are the formats Show writes.
+var ShowFormats = []string{"text", "json"}
+
+// Show writes on w what the run that saved path showed on its standard
+// output, from the saved documents alone: a result's summary with its
+// scenario's own rows; a set's or a matrix run's samples, one line each
+// in the order they ran, and the comparison of their medians; a sweep's
+// points and tables. In format "json", a result's document, a set's or a
+// matrix run's documents in the order they ran, or a sweep's document.
+// What cannot be read is bad input.
+func Show(w io.Writer, path, format string) error {
+	if format != "text" && format != "json" {
+		return spec.Input(fmt.Errorf("--format %q is not known: use text or json", format))
+	}
+	dir := path
+	if fi, err := os.Stat(path); err != nil {
+		return spec.Input(fmt.Errorf("%w (pass a result, a set of samples, a matrix run or a sweep: its directory or its file)", err))
+	} else if !fi.IsDir() {
+		dir = filepath.Dir(path)
+		if b := filepath.Base(path); b != store.ResultFile && b != store.SetFile && b != store.SweepFile {
+			return spec.Input(fmt.Errorf("%s is not a result.json, set.json or sweep.json: pass one, or its directory", path))
+		}
+	}
+	var err error
+	switch exists := func(f string) bool { _, err := os.Stat(filepath.Join(dir, f)); return err == nil }; {
+	case exists(store.SweepFile):
+		err = showSweep(w, dir, format)
+	case exists(store.ResultFile):
+		err = showCells(w, format, []shown{{dir: dir}}, false)
+	case exists(store.SetFile):
+		err = showCells(w, format, []shown{{dir: dir, set: true}}, true)
+	default:
+		cells, rerr := store.ReadMatrix(dir)
+		if rerr != nil {
+			return spec.Input(rerr)
+		}
+		if len(cells) == 0 {
+			return spec.Input(fmt.Errorf("%s holds no result, set of samples, matrix run or sweep kb-bench wrote", path))
+		}
+		var all []shown
+		for _, c := range cells {
+			all = append(all, shown{dir: c.Dir, set: true, label: c.Label})
+		}
+		err = showCells(w, format, all, true)
+	}
+	return err
+}
+
+// shown is one cell of a run being shown: its directory, whether it holds
+// a set of samples, and its label (a set's own when "").
+type shown struct {
+	dir   string
+	set   bool
+	label string
+}
+
+// showCells shows the cells of a run as it showed them: their samples in
+// the order they ran (sample 1 of every cell, then 2, ...), up to one that
+// did not end well, then their comparison.
+func showCells(w io.Writer, format string, cells []shown, sets bool) error {
+	v := &view{w: w, format: format, sets: sets}
+	sides := make([]results.Side, len(cells))
+	most := 0
+	for k, c := range cells {
+		side, err := readSide(nil, c.dir)
+		if err != nil {
+			return spec.Input(err)
+		}
+		label := c.label
+		if c.set && label == "" {
+			set, err := store.ReadSet(c.dir)
+			if err != nil {
+				return spec.Input(err)
+			}
+			label = set.Label
+		}
+		sides[k] = results.Side{Label: cmp.Or(label, filepath.Base(filepath.Clean(c.dir))), Results: side.Results}
+		cells[k].label = label
+		most = max(most, len(side.Results))
+	}
+	for i := range most {
+		for k, c := range cells {
+			if i >= len(sides[k].Results) {
+				continue
+			}
+			r := sides[k].Results[i]
+			rows, err := reportRows(r)
+			if err != nil {
+				return err
+			}
+			if err := v.sample(c.label, i+1, r, rows); err != nil {
+				return err
+			}
+			if r.Interrupted || r.TargetLost != "" {
+				return nil // the run ended there
+			}
+		}
+	}
+	return v.end(sides)
+}
+
+// showSweep shows a sweep as it showed itself: each point's samples, one
+// line each, point by point across the series, then its tables.
+func showSweep(w io.Writer, dir, format string) error {
+	sw, err := store.ReadSweep(dir)
+	if err != nil {
+		return spec.Input(err)
+	}
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(sw)
+	}
+	v := &view{w: w, format: format, sets: true}
+	for xi := 0; ; xi++ {
+		points := make([][]*results.Result, len(sw.Series))
+		most := 0
+		for k, ser := range sw.Series {
+			if xi >= len(ser.Points) {
+				continue
+			}
+			side, err := readSide(nil, filepath.Join(dir, filepath.FromSlash(ser.Points[xi].Dir)))
+			if err != nil {
+				return spec.Input(err)
+			}
+			points[k] = side.Results
+			most = max(most, len(side.Results))
+		}
+		if most == 0 {
+			break
+		}
+		for i := range most {
+			for k, ser := range sw.Series {
+				if i >= len(points[k]) {
+					continue
+				}
+				p := ser.Points[xi]
+				if err := v.line(pointLabel(ser.Label, sw.Axis, sw.AxisValue(p.Value), i+1, p.Samples), points[k][i]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return v.sweep(sw)
+}
+
+// reportRows are the scenario's own rows of r's summary, from the report
+// the run kept in its Details, decoded by its scenario; none when the run
+// ended before its scenario could report.
+func reportRows(r *results.Result) ([][2]string, error) {
+	if len(r.Details) == 0 {
+		return nil, nil
+	}
+	for _, def := range workload.Scenarios() {
+		if def.Name == r.Spec.Scenario {
+			report, err := def.DecodeReport(r.Details, r.Checks)
+			if err != nil {
+				return nil, spec.Input(fmt.Errorf("run %s: %w", r.RunID, err))
+			}
+			return report.Rows(), nil
+		}
+	}
+	return nil, spec.Input(fmt.Errorf("run %s ran scenario %q, which this kb-bench does not know: show it with the kb-bench that ran it", r.RunID, r.Spec.Scenario))
+}

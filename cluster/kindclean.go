@@ -1,0 +1,32 @@
+package cluster
+
+import (
+	"fmt"
+	"strings"
+)
+
+// kindClusterLabel is the label kind puts on every container of a cluster
+// (io.x-k8s.kind.cluster=NAME; sigs.k8s.io/kind's docker provider).
+const kindClusterLabel = "io.x-k8s.kind.cluster"
+
+// kindCleanup is the shell command line that removes what a create of the
+// kind cluster name left behind when kb-bench died during it (kill -9):
+// the containers kind labelled as the cluster's nodes, with their
+// anonymous volumes, and, when network, the network kind made for this
+// create ("kind"; refused by the runtime while another cluster uses it).
+// A `run` that kb-bench started may still be on its way when kb-bench
+// dies, so the removal repeats until three passes a second apart find
+// nothing (at most a minute). runtime is docker, podman or nerdctl (kind's
+// runtimes) and name a checked cluster name: nothing needs quoting.
+func kindCleanup(runtime, name string, network bool) string {
+	cmd := []string{
+		"n=0; i=0",
+		fmt.Sprintf("while [ $n -lt 3 ] && [ $i -lt 60 ]; do ids=$(%s ps -aq --filter label=%s=%s 2>/dev/null)", runtime, kindClusterLabel, name),
+		fmt.Sprintf("if [ -n \"$ids\" ]; then %s rm -f -v $ids >/dev/null 2>&1; n=0; else n=$((n+1)); fi", runtime),
+		"i=$((i+1)); sleep 1; done",
+	}
+	if network {
+		cmd = append(cmd, runtime+" network rm kind >/dev/null 2>&1")
+	}
+	return strings.Join(cmd, "; ")
+}

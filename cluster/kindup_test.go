@@ -1,0 +1,272 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kb-bench/kb-bench/cluster/kindtest"
+	"github.com/kb-bench/kb-bench/cluster/upstream"
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// kindDouble starts the docker double with kind's images in its registry
+// and points this process (and so kind's library) at it.
+func kindDouble(t *testing.T, o kindtest.Options) *kindtest.Runtime {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the docker double: skipped with -short")
+	}
+	rt := kindtest.Start(t, o)
+	rt.Setenv(t)
+	t.Setenv("KIND_EXPERIMENTAL_PROVIDER", "docker")
+	// kind reads ~/.docker/config.json for proxies: none here.
+	t.Setenv("HOME", t.TempDir())
+	return rt
+}
+
+// kubeadm returns the real kubeadm of KubeVersion, built from the pinned
+// source into the control-plane cache the first time a test needs it.
+func kubeadm(t *testing.T) string {
+	t.Helper()
+	dir := CacheDir(os.Getenv)
+	path := filepath.Join(dir, upstream.Kubeadm)
+	if checkExecutable(path) == nil {
+		return path
+	}
+	if err := upstream.Build(context.Background(), upstream.Options{Dir: dir, Programs: []string{upstream.Kubeadm}, Log: testLog{t}}); err != nil {
+		if os.Getenv("KB_BENCH_REQUIRE_CONTROL_PLANE") != "" {
+			t.Fatalf("KB_BENCH_REQUIRE_CONTROL_PLANE is set but kubeadm does not build: %v", err)
+		}
+		t.Skipf("kubeadm does not build here: %v", err)
+	}
+	return path
+}
+
+// kubeadmValidate has the real kubeadm check a configuration kind wrote.
+func kubeadmValidate(t *testing.T, bin, node, conf string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), node+".conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "config", "validate", "--config", path).CombinedOutput()
+	if err != nil {
+		t.Errorf("kubeadm %s rejects the configuration kind wrote into %s: %v\n%s\n--- /kind/kubeadm.conf:\n%s", upstream.KubeVersion, node, err, out, conf)
+	}
+}
+
+// kb-bench kind up drives kind's real create flow to its end against the
+// docker double, for one control plane and for three behind kind's load
+// balancer with the benchmark settings; what reaches the runtime is what
+// kind users get, and real kubeadm accepts every configuration kind wrote
+// into the nodes. kind down then removes everything it made.
+func TestKindUpThroughKindsCreate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    KindOptions
+		// in the kubeadm configuration of every node
+		want []string
+	}{
+		{"one control plane", KindOptions{Name: "bench"},
+			[]string{"kubernetesVersion: " + DefaultKindKubeVersion, "controlPlaneEndpoint: bench-control-plane:6443"}},
+		{"three control planes tuned", KindOptions{Name: "tuned", ControlPlanes: 3, EtcdOnTmpfs: true,
+			APIServerArgs: []string{"max-requests-inflight=800", "max-mutating-requests-inflight=400"}},
+			[]string{"controlPlaneEndpoint: tuned-external-load-balancer:6443", "dataDir: /tmp/etcd",
+				"- name: max-mutating-requests-inflight\n    value: \"400\"", "- name: max-requests-inflight\n    value: \"800\"",
+				// kind's own apiserver flag is kept, not replaced
+				"- name: runtime-config"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			adm := kubeadm(t)
+			o := tc.o
+			if err := o.Defaults(); err != nil {
+				t.Fatal(err)
+			}
+			rt := kindDouble(t, kindtest.Options{Registry: o.Images()})
+			stateDir := t.TempDir()
+			var log bytes.Buffer
+			st, created, err := KindUp(context.Background(), o, KindUpOptions{StateDir: stateDir, Log: &log})
+			t.Log(log.String())
+			if err != nil {
+				for _, c := range rt.Calls() {
+					t.Logf("%s -> %d", c, c.Code)
+				}
+				t.Fatal(err)
+			}
+			if !created || st.KubernetesVersion != DefaultKindKubeVersion || st.Options.NodeImage != DefaultKindNodeImage || !st.MadeNetwork {
+				t.Errorf("created %t, state %+v", created, st)
+			}
+			calls := rt.Calls()
+			for _, c := range calls {
+				if c.Code == 125 || c.Code == 126 {
+					t.Errorf("the double could not answer %s", c)
+				}
+			}
+			// The images were pulled, as kind does, before anything was made.
+			firstRun := slices.IndexFunc(calls, func(c kindtest.Call) bool {
+				return c.Args[0] == "run" || c.Args[0] == "network" && c.Args[1] == "create"
+			})
+			for _, image := range o.Images() {
+				i := slices.IndexFunc(calls, func(c kindtest.Call) bool { return slices.Equal(c.Args, []string{"pull", image}) })
+				if i < 0 || i > firstRun {
+					t.Errorf("%s pulled at call %d, the first creation is call %d", image, i, firstRun)
+				}
+			}
+			if !strings.Contains(log.String(), "pulling it, as `kind create cluster` does") {
+				t.Errorf("the pull is not said:\n%s", log.String())
+			}
+
+			containers := rt.Containers()
+			var nodes []kindtest.Container
+			var lb *kindtest.Container
+			for i, c := range containers {
+				if c.Labels[kindtest.ClusterLabel] != o.Name {
+					t.Errorf("%s is not labelled as a node of %s: %v", c.Name, o.Name, c.Labels)
+				}
+				if c.Labels[kindtest.RoleLabel] == "external-load-balancer" {
+					lb = &containers[i]
+					continue
+				}
+				nodes = append(nodes, c)
+			}
+			if len(nodes) != o.ControlPlanes || (lb != nil) != (o.ControlPlanes == 3) {
+				t.Fatalf("%d nodes and load balancer %v for %d control planes", len(nodes), lb != nil, o.ControlPlanes)
+			}
+			// The apiserver endpoint users get: the load balancer's port with
+			// three control planes, the node's with one.
+			front := nodes[0]
+			if lb != nil {
+				front = *lb
+				if lb.Image != KindLoadBalancerImage {
+					t.Errorf("load balancer image %s, want %s", lb.Image, KindLoadBalancerImage)
+				}
+				backends := lb.Files["/home/envoy/cds.yaml.tmp"]
+				for _, n := range nodes {
+					if !strings.Contains(backends, n.Name) {
+						t.Errorf("the load balancer does not send to %s:\n%s", n.Name, backends)
+					}
+				}
+			}
+			if len(front.Publish) != 1 || !strings.HasPrefix(front.Publish[0], "127.0.0.1:") || !strings.HasSuffix(strings.ToLower(front.Publish[0]), ":6443/tcp") {
+				t.Fatalf("%s publishes %v, want 127.0.0.1:PORT:6443/tcp", front.Name, front.Publish)
+			}
+			port := strings.Split(front.Publish[0], ":")[1]
+			kc, err := clientcmd.LoadFromFile(st.Kubeconfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := kc.Clusters["kind-"+o.Name].Server; got != "https://127.0.0.1:"+port {
+				t.Errorf("kubeconfig server %s, want the published https://127.0.0.1:%s", got, port)
+			}
+			for _, n := range nodes {
+				for _, want := range []string{"--privileged", "--tmpfs", "/var", "--cgroupns=private", "--label", kindtest.ClusterLabel + "=" + o.Name} {
+					if !slices.Contains(n.RunArgs, want) {
+						t.Errorf("%s: run args lack %s: %v", n.Name, want, n.RunArgs)
+					}
+				}
+				if n.Image != DefaultKindNodeImage {
+					t.Errorf("%s runs %s, want %s", n.Name, n.Image, DefaultKindNodeImage)
+				}
+				conf, ok := n.Files["/kind/kubeadm.conf"]
+				if !ok {
+					t.Fatalf("kind wrote no kubeadm configuration into %s", n.Name)
+				}
+				for _, want := range tc.want {
+					if !strings.Contains(conf, want) {
+						t.Errorf("%s: the kubeadm configuration lacks %q:\n%s", n.Name, want, conf)
+					}
+				}
+				kubeadmValidate(t, adm, n.Name, conf)
+			}
+			kubeadmRan := func(node, verb string) bool {
+				return slices.ContainsFunc(calls, func(c kindtest.Call) bool {
+					return c.Args[0] == "exec" && slices.Contains(c.Args, node) && slices.Contains(c.Args, "kubeadm") && slices.Contains(c.Args, verb)
+				})
+			}
+			for i, n := range nodes {
+				if verb := map[bool]string{true: "init", false: "join"}[i == 0]; !kubeadmRan(n.Name, verb) {
+					t.Errorf("no kubeadm %s on %s", verb, n.Name)
+				}
+			}
+
+			// What a run records of a kind cluster kb-bench did not make.
+			if got := kindNodeImage(os.Getenv, o.Name); got != DefaultKindNodeImage {
+				t.Errorf("the node image the runtime reports: %q, want %s", got, DefaultKindNodeImage)
+			}
+
+			// kind status's record, then kind down.
+			back, err := ReadKindState(stateDir, o.Name, os.Getenv)
+			if err != nil || back.KubernetesVersion != DefaultKindKubeVersion {
+				t.Errorf("recorded state %+v, %v", back, err)
+			}
+			if err := KindDown(context.Background(), o.Name, stateDir, os.Getenv); err != nil {
+				t.Fatal(err)
+			}
+			if left := rt.Containers(); len(left) > 0 || len(rt.Networks()) > 0 {
+				t.Errorf("left after kind down: %d containers, networks %v", len(left), rt.Networks())
+			}
+			if _, err := os.Stat(filepath.Join(stateDir, o.Name+".json")); !os.IsNotExist(err) {
+				t.Errorf("state file left: %v", err)
+			}
+		})
+	}
+}
+
+// A create that fails before or during kind's create leaves nothing: no
+// container, no network, no state; and says why.
+func TestKindUpFailureLeavesNothing(t *testing.T) {
+	image := DefaultKindNodeImage
+	for _, tc := range []struct {
+		name  string
+		o     kindtest.Options
+		pull  spec.PullPolicy
+		input bool
+		want  []string
+	}{
+		{name: "pull fails", o: kindtest.Options{}, input: true,
+			want: []string{"pulling the kind node image " + image + " failed", kindtest.RegistryError, "--pull never"}},
+		{name: "pull never without the image", o: kindtest.Options{Registry: []string{image}}, pull: spec.PullNever, input: true,
+			want: []string{"the kind node image " + image + " is not in docker, and --pull never forbids pulling it",
+				"`docker pull " + image + " && docker tag " + image + " kindest/node:v1.37.0 && docker save kindest/node:v1.37.0 -o image.tar`",
+				"`docker load -i image.tar` and pass --node-image kindest/node:v1.37.0"}},
+		{name: "kubeadm init fails", o: kindtest.Options{Images: []string{image}, Fail: func(args []string) (string, int, bool) {
+			return "error execution phase preflight: [preflight] Some fatal errors occurred\n", 1, slices.Contains(args, "kubeadm") && slices.Contains(args, "init")
+		}}, want: []string{"failed to init node with kubeadm", "Some fatal errors occurred"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := kindDouble(t, tc.o)
+			stateDir := t.TempDir()
+			_, _, err := KindUp(context.Background(), KindOptions{Name: "bench"}, KindUpOptions{StateDir: stateDir, Pull: tc.pull})
+			if err == nil {
+				t.Fatal("KindUp succeeded")
+			}
+			if spec.IsInput(err) != tc.input {
+				t.Errorf("input error %t, want %t: %v", spec.IsInput(err), tc.input, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not say %q:\n%v", w, err)
+				}
+			}
+			if c := rt.Containers(); len(c) > 0 || len(rt.Networks()) > 0 {
+				t.Errorf("left behind: %d containers, networks %v", len(c), rt.Networks())
+			}
+			if tc.input && slices.ContainsFunc(rt.Calls(), func(c kindtest.Call) bool {
+				return c.Args[0] == "run" || c.Args[0] == "network" && c.Args[1] == "create"
+			}) {
+				t.Error("something was created before the images were there")
+			}
+			if _, err := os.Stat(filepath.Join(stateDir, "bench.json")); !os.IsNotExist(err) {
+				t.Errorf("state recorded for a cluster that failed: %v", err)
+			}
+		})
+	}
+}

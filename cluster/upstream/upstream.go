@@ -1,0 +1,221 @@
+// Package upstream pins the upstream programs of kb-bench's local control
+// plane (kube-apiserver and kube-controller-manager from k8s.io/kubernetes,
+// etcd; kubeadm, which the tests use) and builds them from source with the
+// user's Go toolchain, through the Go module proxy.
+//
+// The pins are two small Go modules (kube/ and etcd/: go.mod, go.sum and a
+// tools.go naming the commands) kept under .txt names and embedded in the
+// binary: a directory holding a go.mod would be another module, which
+// go:embed cannot reach and the module zip behind `go install` leaves out.
+// `kb-bench local install` and scripts/control-plane.sh both build from
+// these files through Build, so a checkout and an installed binary build
+// the same thing; scripts/tools.sh runs go commands (get, mod tidy) on them.
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// Versions the pinned modules build. A test checks them against the
+// embedded go.mod files.
+const (
+	KubeVersion = "v1.37.1"
+	EtcdVersion = "v3.6.16"
+)
+
+// The programs Build knows.
+const (
+	Etcd              = "etcd"
+	APIServer         = "kube-apiserver"
+	ControllerManager = "kube-controller-manager"
+	Kubeadm           = "kubeadm"
+)
+
+//go:embed kube/*.txt etcd/*.txt
+var modules embed.FS
+
+// program is one upstream command: the pinned module it is built from and
+// its package.
+type program struct {
+	module, pkg string
+	// stamp sets the version the way upstream's release build does, so
+	// that /version and `kubeadm version` report KubeVersion rather than a
+	// placeholder.
+	stamp bool
+}
+
+func programs(name string) (program, bool) {
+	switch name {
+	case Etcd:
+		return program{module: "etcd", pkg: "go.etcd.io/etcd/server/v3"}, true
+	case APIServer, ControllerManager, Kubeadm:
+		return program{module: "kube", pkg: "k8s.io/kubernetes/cmd/" + name, stamp: true}, true
+	}
+	return program{}, false
+}
+
+// Options configures Build.
+type Options struct {
+	// Dir receives the executables (cluster.CacheDir).
+	Dir string
+	// Programs to build, in order (Etcd, APIServer, ...); those already
+	// in Dir are kept.
+	Programs []string
+	// Log receives a line per program and the go command's own output
+	// (downloads, errors); nil discards them.
+	Log io.Writer
+	// Env is the go command's environment (os.Environ() when nil).
+	Env []string
+}
+
+// Build builds the programs o names that Dir does not hold yet, each into
+// a temporary file renamed into place when it is complete, so that an
+// interrupted build never leaves a half-written executable. It needs the
+// go command on PATH; without it the error is spec.Input.
+func Build(ctx context.Context, o Options) error {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.Env == nil {
+		o.Env = os.Environ()
+	}
+	var missing []string
+	for _, name := range o.Programs {
+		if _, ok := programs(name); !ok {
+			return fmt.Errorf("upstream: no program %q", name)
+		}
+		if fi, err := os.Stat(filepath.Join(o.Dir, name)); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			fmt.Fprintf(o.Log, "control plane: %s already built in %s\n", name, o.Dir)
+			continue
+		}
+		missing = append(missing, name)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		return spec.Input(fmt.Errorf("building %s from the pinned source needs the Go toolchain, and go is not on PATH: install Go (https://go.dev/dl/), or pass --control-plane-bin DIR, or set KUBEBUILDER_ASSETS",
+			strings.Join(missing, ", ")))
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", o.Dir, err)
+	}
+	for _, name := range missing {
+		p, _ := programs(name)
+		if err := build(ctx, goCmd, name, p, filepath.Join(o.Dir, name), o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func build(ctx context.Context, goCmd, name string, p program, dest string, o Options) error {
+	version := EtcdVersion
+	if p.module == "kube" {
+		version = KubeVersion
+	}
+	fmt.Fprintf(o.Log, "control plane: building %s %s from %s (minutes the first time, once)...\n", name, version, p.pkg)
+	begin := time.Now()
+	mod, err := os.MkdirTemp("", "kb-bench-upstream-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(mod)
+	if err := writeModule(p.module, mod); err != nil {
+		return err
+	}
+	out, err := os.CreateTemp(filepath.Dir(dest), "."+name+".")
+	if err != nil {
+		return err
+	}
+	out.Close()
+	tmp := out.Name()
+	defer os.Remove(tmp) // gone once renamed
+	ldflags := "-s -w"
+	if p.stamp {
+		ldflags += " " + stampFlags()
+	}
+	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, p.pkg)
+	cmd.Dir = mod
+	// The pinned go.sum is complete: nothing may change it, and neither a
+	// go.work nor a -mod in the user's GOFLAGS (the last one counts) may
+	// pick other versions.
+	goflags := "-mod=readonly"
+	for _, kv := range o.Env {
+		if v, ok := strings.CutPrefix(kv, "GOFLAGS="); ok {
+			goflags = strings.TrimSpace(v + " -mod=readonly")
+		}
+	}
+	cmd.Env = append(slices.Clone(o.Env), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS="+goflags)
+	// One writer for both: os/exec then writes from one goroutine.
+	var output bytes.Buffer
+	cmd.Stdout = io.MultiWriter(o.Log, &output)
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("building %s: %w", name, ctx.Err())
+		}
+		return fmt.Errorf("building %s %s with %s failed (%v): %s: check the network access to the Go module proxy (GOPROXY) and the Go version (go 1.26 or later)",
+			name, version, goCmd, err, lastLines(output.String(), 5))
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dest); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Log, "control plane: %s built in %s\n", name, time.Since(begin).Round(time.Second))
+	return nil
+}
+
+// stampFlags are the -X flags that stamp KubeVersion into a Kubernetes
+// program.
+func stampFlags() string {
+	const v = "k8s.io/component-base/version"
+	minor := strings.SplitN(strings.TrimPrefix(KubeVersion, "v1."), ".", 2)[0]
+	return fmt.Sprintf("-X %[1]s.gitVersion=%[2]s -X %[1]s.gitMajor=1 -X %[1]s.gitMinor=%[3]s -X %[1]s.gitTreeState=clean", v, KubeVersion, minor)
+}
+
+// writeModule writes the pinned module name (kube or etcd) into dir under
+// its real names: go.mod, go.sum, tools.go.
+func writeModule(name, dir string) error {
+	entries, err := fs.ReadDir(modules, name)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		b, err := modules.ReadFile(name + "/" + e.Name())
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, strings.TrimSuffix(e.Name(), ".txt")), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if len(lines) == 1 && lines[0] == "" {
+		return "no output"
+	}
+	return strings.Join(lines, "; ")
+}

@@ -1,0 +1,233 @@
+// Package analysis answers questions about results without touching a
+// cluster: it merges the shards of one run exactly (Merge) and cross-checks
+// the clients' requests with the apiserver's counts (NewServerCheck);
+// compares sides of samples with the Mann-Whitney U test (Compare); judges
+// thresholds (a Gate) for CI; fits the Universal Scalability Law and
+// answers the latency objective of a sweep (Analyze); and says where a
+// percentile rests on too few operations. It is one package because these
+// share their statistics (medians, what a number of samples can be tested
+// for), the small-sample words and the rule of what a complete sample is.
+package analysis
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/kb-bench/kb-bench/results"
+)
+
+// Alpha is the significance level of a comparison: a change whose
+// Mann-Whitney p-value is above it is shown as "~" (no significant change).
+const Alpha = 0.05
+
+// metric is one figure compared, read from a result.
+type metric struct {
+	name, unit string
+	// higherIsBetter says which way is an improvement.
+	higherIsBetter bool
+	value          func(r *results.Result) float64
+}
+
+// compared are the figures a comparison shows, in order.
+var compared = []metric{
+	{"ops/s", "/s", true, func(r *results.Result) float64 { return r.Summary.Throughput }},
+	{"successful writes/s", "/s", true, func(r *results.Result) float64 { return r.Summary.WriteThroughput }},
+	{"conflict rate", "%", false, func(r *results.Result) float64 { return 100 * r.Summary.ConflictRate }},
+	{"attempts p99", "", false, func(r *results.Result) float64 { return float64(r.Summary.AttemptsP99) }},
+	{"gave up", "", false, func(r *results.Result) float64 { return float64(r.Summary.GaveUp) }},
+	{"latency p50", "ms", false, func(r *results.Result) float64 { return millis(r.Summary.Latency.P50) }},
+	{"latency p99", "ms", false, func(r *results.Result) float64 { return millis(r.Summary.Latency.P99) }},
+	{"latency p99.9", "ms", false, func(r *results.Result) float64 { return millis(r.Summary.Latency.P999) }},
+	{"lost updates", "", false, func(r *results.Result) float64 { return float64(r.Summary.LostUpdates) }},
+	{"server match", "yes/no", true, func(r *results.Result) float64 {
+		if r.Server != nil && r.Server.Available && r.Server.Match {
+			return 1
+		}
+		return 0
+	}},
+}
+
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Comparison is the key figures of several sides, each against the first.
+type Comparison struct {
+	// Sides are the labels and sample counts, in column order.
+	Sides []ComparedSide `json:"sides"`
+	// Rows are one per figure.
+	Rows []ComparedRow `json:"rows"`
+	// Workloads are the sides' workload lines, when they differ.
+	Workloads []string `json:"workloads,omitempty"`
+	// Incomplete names the samples that did not measure what they were
+	// asked to (interrupted, target lost, a check not made): their figures
+	// are in the medians, and the reader should know.
+	Incomplete []string `json:"incomplete,omitempty"`
+	// Notes say what the reader of the latency percentiles should know:
+	// sides whose percentiles were computed differently, percentiles that
+	// rest on a side's slowest few operations (see FewBeyond).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// ComparedSide is one column's label and sample count.
+type ComparedSide struct {
+	Label   string `json:"label"`
+	Samples int    `json:"samples"`
+}
+
+// ComparedRow is one figure across the sides.
+type ComparedRow struct {
+	Metric string         `json:"metric"`
+	Unit   string         `json:"unit,omitempty"`
+	Cells  []ComparedCell `json:"cells"`
+}
+
+// ComparedCell is one figure of one side: the median of its samples with
+// their range, and, for every side but the first, the change of the median
+// against the first side's and the Mann-Whitney p-value of the difference.
+type ComparedCell struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	// Delta is the relative change of the median against the first side
+	// (0.1 is +10%); NaN (omitted) when the first side's median is 0.
+	Delta *float64 `json:"delta,omitempty"`
+	// P is the Mann-Whitney U test's p-value; Significant is P <= Alpha.
+	P           *float64 `json:"p,omitempty"`
+	Significant bool     `json:"significant"`
+	// Better says the change goes the good way (only when Significant).
+	Better bool `json:"better,omitempty"`
+}
+
+// Compare compares every side with the first (one side alone gives its
+// medians and ranges). Each side needs at least one sample.
+func Compare(sides []results.Side) (*Comparison, error) {
+	if len(sides) == 0 {
+		return nil, fmt.Errorf("nothing to compare")
+	}
+	c := &Comparison{}
+	workloads := map[string]bool{}
+	for _, s := range sides {
+		if len(s.Results) == 0 {
+			return nil, fmt.Errorf("%s holds no results", s.Label)
+		}
+		c.Sides = append(c.Sides, ComparedSide{Label: s.Label, Samples: len(s.Results)})
+		for i, r := range s.Results {
+			if why := incomplete(r); why != "" {
+				c.Incomplete = append(c.Incomplete, fmt.Sprintf("%s sample %d (%s) %s", s.Label, i+1, r.RunID, why))
+			}
+			if !workloads[r.Workload] {
+				workloads[r.Workload] = true
+				c.Workloads = append(c.Workloads, r.Workload)
+			}
+		}
+	}
+	if len(c.Workloads) == 1 {
+		c.Workloads = nil
+	}
+	for _, m := range compared {
+		row := ComparedRow{Metric: m.name, Unit: m.unit}
+		var base []float64
+		for i, s := range sides {
+			values := make([]float64, len(s.Results))
+			for j, r := range s.Results {
+				values[j] = m.value(r)
+			}
+			cell := ComparedCell{Median: median(values), Min: slices.Min(values), Max: slices.Max(values)}
+			if i == 0 {
+				base = values
+			} else {
+				if b := median(base); b != 0 {
+					d := cell.Median/b - 1
+					cell.Delta = &d
+				}
+				p := MannWhitney(base, values)
+				cell.P = &p
+				cell.Significant = p <= Alpha
+				cell.Better = cell.Significant && (cell.Median > median(base)) == m.higherIsBetter
+			}
+			row.Cells = append(row.Cells, cell)
+		}
+		c.Rows = append(c.Rows, row)
+	}
+	c.Notes = percentileNotes(sides)
+	return c, nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Value formats a cell's median with its range when samples differ.
+func (c ComparedCell) Value(unit string, samples int) string {
+	v := formatFigure(c.Median, unit)
+	if samples > 1 && c.Max != c.Min {
+		v += fmt.Sprintf(" (%s-%s)", formatFigure(c.Min, unit), formatFigure(c.Max, unit))
+	}
+	return v
+}
+
+// Change is the cell's change against the first side: "+12.3% (p=0.008)",
+// "~ (p=0.400)", or "+12.3% (too few samples to test: ~)" where even the
+// most extreme difference could not be significant.
+func (c ComparedCell) Change(samples, baseSamples int) string {
+	if c.P == nil {
+		return ""
+	}
+	var d string
+	switch {
+	case (c.Delta != nil && *c.Delta == 0 || c.Delta == nil && c.Median == 0) && c.Min == c.Max:
+		return "~" // the same value in every sample
+	case c.Delta != nil:
+		d = fmt.Sprintf("%+.1f%%", 100**c.Delta)
+	case c.Median == 0:
+		d = "+0.0%"
+	default:
+		d = "up from 0"
+	}
+	switch {
+	case minP(baseSamples, samples) > Alpha:
+		return d + " (too few samples to test: ~)"
+	case !c.Significant:
+		return fmt.Sprintf("~ (p=%.3f)", *c.P)
+	}
+	return fmt.Sprintf("%s (p=%.3f)", d, *c.P)
+}
+
+// minP is the smallest two-sided p-value samples of n1 and n2 can give.
+func minP(n1, n2 int) float64 {
+	a, b := make([]float64, n1), make([]float64, n2)
+	for i := range a {
+		a[i] = float64(i)
+	}
+	for i := range b {
+		b[i] = float64(n1 + i)
+	}
+	return MannWhitney(a, b)
+}
+
+func formatFigure(v float64, unit string) string {
+	switch unit {
+	case "ms":
+		return results.FormatDuration(time.Duration(v * float64(time.Millisecond)))
+	case "%":
+		return fmt.Sprintf("%.1f%%", v)
+	case "/s":
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case "yes/no":
+		switch v {
+		case 1:
+			return "yes"
+		case 0:
+			return "no"
+		}
+		return fmt.Sprintf("%.0f%% of samples", 100*v)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}

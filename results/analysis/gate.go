@@ -1,0 +1,510 @@
+package analysis
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kb-bench/kb-bench/results"
+)
+
+// KindGate is the kind of a thresholds file.
+const KindGate = "Gate"
+
+// GateAPIVersion is the apiVersion of a thresholds file.
+const GateAPIVersion = "kb-bench.io/v1alpha1"
+
+// Unit is what a gate metric measures: it decides how a threshold's value
+// is written and which values make sense.
+type Unit string
+
+// The units of the gate metrics.
+const (
+	// UnitDuration is a latency, written "50ms"; a limit is above 0.
+	UnitDuration Unit = "duration"
+	// UnitRate is per second, written "100/s" (or "100"); 0 or more.
+	UnitRate Unit = "rate"
+	// UnitPercent is a share, written "50%" (a bare number is refused:
+	// 0.5 and 50 would both be plausible); 0% to 100%.
+	UnitPercent Unit = "percent"
+	// UnitCount is a number of things, written "3"; 0 or more.
+	UnitCount Unit = "count"
+	// UnitBool is "true" or "false", compared with == or != only.
+	UnitBool Unit = "bool"
+)
+
+// gateMetric is a figure a threshold may name: its unit and how to read
+// it from a result.
+type gateMetric struct {
+	unit  Unit
+	value func(r *results.Result) float64
+}
+
+// gateMetrics are the figures a threshold may name.
+var gateMetrics = map[string]gateMetric{
+	"throughput":      {UnitRate, func(r *results.Result) float64 { return r.Summary.Throughput }},
+	"writeThroughput": {UnitRate, func(r *results.Result) float64 { return r.Summary.WriteThroughput }},
+	"conflictRate":    {UnitPercent, func(r *results.Result) float64 { return r.Summary.ConflictRate }},
+	"attemptsP99":     {UnitCount, func(r *results.Result) float64 { return float64(r.Summary.AttemptsP99) }},
+	"gaveUp":          {UnitCount, func(r *results.Result) float64 { return float64(r.Summary.GaveUp) }},
+	"lostUpdates":     {UnitCount, func(r *results.Result) float64 { return float64(r.Summary.LostUpdates) }},
+	"p50":             {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P50) }},
+	"p90":             {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P90) }},
+	"p99":             {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P99) }},
+	"p999":            {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P999) }},
+	"serverMatch": {UnitBool, func(r *results.Result) float64 {
+		if r.Server != nil && r.Server.Available && r.Server.Match {
+			return 1
+		}
+		return 0
+	}},
+}
+
+// Threshold is one parsed line of a gate: "p99 < 50ms", "lostUpdates == 0",
+// "serverMatch == true", "writeThroughput > 100/s", "p99 <= baseline +10%".
+// Its Value is in the metric's Unit, checked for range when parsed:
+// nanoseconds for a duration, a fraction (0.5) for a percentage, 1 or 0
+// for true or false.
+type Threshold struct {
+	Text   string  `json:"threshold"`
+	Metric string  `json:"metric"`
+	Unit   Unit    `json:"unit,omitempty"`
+	Op     string  `json:"op"`
+	Value  float64 `json:"value"`
+	// Relative thresholds compare with the baseline's median moved by
+	// Value (a fraction: 0.1 is +10%).
+	Relative bool `json:"relative,omitempty"`
+}
+
+// maxThresholdLen bounds a threshold's text, far above any real one.
+const maxThresholdLen = 200
+
+var thresholdRE = regexp.MustCompile(`^\s*([A-Za-z0-9]+)\s*(<=|>=|==|!=|<|>)\s*(.+?)\s*$`)
+var relativeRE = regexp.MustCompile(`^baseline\s*(?:([+-])\s*([0-9.]+)\s*%)?$`)
+
+// ParseThreshold reads one threshold, its value in the metric's unit and
+// range: a rate 0% to 100%, a latency above 0, a count or a throughput 0
+// or more, true or false compared with == or != only; never NaN or
+// infinite.
+func ParseThreshold(text string) (Threshold, error) {
+	q := shortQuote(text)
+	if len(text) > maxThresholdLen {
+		return Threshold{}, fmt.Errorf("threshold %s is %d bytes long: a threshold is one short line such as \"p99 < 50ms\"", q, len(text))
+	}
+	m := thresholdRE.FindStringSubmatch(text)
+	if m == nil {
+		return Threshold{}, fmt.Errorf("threshold %s: write METRIC OP VALUE, e.g. \"p99 < 50ms\" or \"p99 <= baseline +10%%\"", q)
+	}
+	t := Threshold{Text: strings.TrimSpace(text), Metric: m[1], Op: m[2]}
+	if strings.ContainsAny(m[3][:1], "<>=!") {
+		return t, fmt.Errorf("threshold %s: %q is not a comparison: use <, <=, >, >=, == or !=", q, m[2]+m[3][:1])
+	}
+	gm, ok := gateMetrics[t.Metric]
+	if !ok {
+		return t, fmt.Errorf("threshold %s: metric %s is not known: use %s", q, shortQuote(t.Metric), gateMetricNames())
+	}
+	t.Unit = gm.unit
+	if gm.unit == UnitBool && t.Op != "==" && t.Op != "!=" {
+		return t, fmt.Errorf("threshold %s: %s is true or false: compare it with == or !=", q, t.Metric)
+	}
+	if r := relativeRE.FindStringSubmatch(m[3]); r != nil {
+		if gm.unit == UnitBool {
+			return t, fmt.Errorf("threshold %s: %s is true or false, not relative to a baseline", q, t.Metric)
+		}
+		t.Relative = true
+		if r[2] != "" {
+			pct, err := strconv.ParseFloat(r[2], 64)
+			if err != nil || math.IsInf(pct, 0) {
+				return t, fmt.Errorf("threshold %s: %s is not a percentage", q, shortQuote(r[2]))
+			}
+			if r[1] == "-" {
+				if pct >= 100 {
+					return t, fmt.Errorf("threshold %s: baseline -%s%% is zero or less: move the baseline by less than 100%%", q, r[2])
+				}
+				pct = -pct
+			}
+			t.Value = pct / 100
+		}
+		return t, nil
+	}
+	v, err := parseGateValue(gm.unit, m[3])
+	if err != nil {
+		return t, fmt.Errorf("threshold %s: %w", q, err)
+	}
+	t.Value = v
+	return t, nil
+}
+
+func gateMetricNames() string {
+	return "throughput, writeThroughput, conflictRate, attemptsP99, gaveUp, lostUpdates, p50, p90, p99, p999, serverMatch"
+}
+
+// shortQuote quotes s for a message, cut short when long: an error about
+// a huge line need not repeat it.
+func shortQuote(s string) string {
+	const most = 80
+	n := 0
+	for i := range s {
+		if n == most {
+			return strconv.Quote(s[:i]) + fmt.Sprintf(" (and %d more bytes)", len(s)-i)
+		}
+		n++
+	}
+	return strconv.Quote(s)
+}
+
+// parseGateValue reads a value of a unit, in its range: "50ms", "100/s",
+// "50%", "3", "true".
+func parseGateValue(u Unit, s string) (float64, error) {
+	q := shortQuote(s)
+	switch u {
+	case UnitDuration:
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("%s is not a duration such as 50ms", q)
+		}
+		if d <= 0 {
+			return 0, fmt.Errorf("%s: a latency limit is above 0, e.g. 50ms", q)
+		}
+		return float64(d), nil
+	case UnitBool:
+		switch s {
+		case "true":
+			return 1, nil
+		case "false":
+			return 0, nil
+		}
+		return 0, fmt.Errorf("%s is not true or false", q)
+	case UnitPercent:
+		p, ok := strings.CutSuffix(s, "%")
+		if !ok {
+			return 0, fmt.Errorf("%s: write a rate as a percentage, e.g. 50%% (a bare number could mean 0.5 or 50)", q)
+		}
+		v, err := finite(p)
+		if err != nil {
+			return 0, err
+		}
+		if v < 0 || v > 100 {
+			return 0, fmt.Errorf("%s: a rate is 0%% to 100%%", q)
+		}
+		return v / 100, nil
+	case UnitRate:
+		v, err := finite(strings.TrimSuffix(s, "/s"))
+		if err != nil {
+			return 0, err
+		}
+		if v < 0 {
+			return 0, fmt.Errorf("%s: a throughput is 0/s or more", q)
+		}
+		return v, nil
+	}
+	v, err := finite(s)
+	if err != nil {
+		return 0, err
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("%s: a count is 0 or more", q)
+	}
+	return v, nil
+}
+
+// finite reads a number that is neither NaN nor infinite.
+func finite(s string) (float64, error) {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%s is not a number", shortQuote(s))
+	}
+	return v, nil
+}
+
+// Gate is a thresholds file.
+type Gate struct {
+	Thresholds []Threshold
+}
+
+// ParseGate reads a thresholds file, strictly (one document, no unknown
+// field):
+//
+//	apiVersion: kb-bench.io/v1alpha1
+//	kind: Gate
+//	thresholds:
+//	- p99 < 50ms
+//	- p99 <= baseline +10%
+func ParseGate(source string, data []byte) (*Gate, error) {
+	var doc struct {
+		APIVersion string   `yaml:"apiVersion"`
+		Kind       string   `yaml:"kind"`
+		Thresholds []string `yaml:"thresholds"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%s: %w (a gate is apiVersion, kind and a list of thresholds)", source, err)
+	}
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: holds more than one document (after ---): a gate is one document; put every threshold in its list", source)
+	}
+	if doc.APIVersion != GateAPIVersion || doc.Kind != KindGate {
+		return nil, fmt.Errorf("%s: a gate begins with \"apiVersion: %s\" and \"kind: %s\"", source, GateAPIVersion, KindGate)
+	}
+	if len(doc.Thresholds) == 0 {
+		return nil, fmt.Errorf("%s: no thresholds: list them under thresholds:, e.g. - p99 < 50ms", source)
+	}
+	g, err := NewGate(doc.Thresholds)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	return g, nil
+}
+
+// maxGateErrors is how many bad thresholds NewGate lists; it counts the
+// rest.
+const maxGateErrors = 10
+
+// NewGate parses thresholds (a profile's own, or a Gate file's), listing
+// the bad ones at once (the first few, and how many more).
+func NewGate(lines []string) (*Gate, error) {
+	g := &Gate{}
+	var errs []error
+	bad := 0
+	for _, text := range lines {
+		t, err := ParseThreshold(text)
+		if err != nil {
+			if bad++; bad <= maxGateErrors {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		g.Thresholds = append(g.Thresholds, t)
+	}
+	if bad > maxGateErrors {
+		errs = append(errs, fmt.Errorf("and %d more bad thresholds", bad-maxGateErrors))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return g, nil
+}
+
+// NeedsBaseline says, when g holds a threshold relative to a baseline,
+// which one and that a baseline must be given; nil when none is.
+func (g *Gate) NeedsBaseline() error {
+	for _, t := range g.Thresholds {
+		if t.Relative {
+			return fmt.Errorf("threshold %q is relative to a baseline: pass --baseline (the result, or directory of samples, to compare with)", t.Text)
+		}
+	}
+	return nil
+}
+
+// DefaultGate is the gate used without a thresholds file: against a
+// baseline, no significant loss of throughput or rise of p99 beyond 10%,
+// and the server cross-check must match.
+func DefaultGate(withBaseline bool) *Gate {
+	lines := []string{"serverMatch == true"}
+	if withBaseline {
+		lines = append(lines, "lostUpdates <= baseline", "throughput >= baseline -10%", "p99 <= baseline +10%")
+	}
+	g, _ := NewGate(lines) // fixed text: cannot fail
+	return g
+}
+
+// Verdict is one threshold judged: the figures and why.
+type Verdict struct {
+	Threshold
+	Baseline  *float64 `json:"baseline,omitempty"`
+	Candidate float64  `json:"candidate"`
+	// P is the Mann-Whitney p-value of a relative threshold's difference.
+	P *float64 `json:"p,omitempty"`
+	// Untested is set on a relative threshold whose samples are too few
+	// for any difference to be significant: the medians alone decided it.
+	Untested bool   `json:"untested,omitempty"`
+	Passed   bool   `json:"passed"`
+	Why      string `json:"why"`
+}
+
+// Judge evaluates g on the candidate's samples (their median), against
+// the baseline's when given (nil: relative thresholds are bad input).
+//
+// A relative threshold that does not hold on the medians fails when the
+// difference is significant (see significant); with too few samples for
+// that test, the medians alone decide and the verdict says so: a gate
+// never passes a regression only because it cannot test it.
+//
+// A candidate sample that did not measure what it was asked to (it was
+// interrupted, its target stopped answering, or a check could not be
+// made) fails the gate whatever the thresholds say: its figures are not
+// the run's.
+func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
+	if len(baseline) == 0 {
+		if err := g.NeedsBaseline(); err != nil {
+			return nil, err
+		}
+	}
+	var out []Verdict
+	for i, r := range candidate {
+		if why := incomplete(r); why != "" {
+			out = append(out, Verdict{Threshold: Threshold{Text: "complete run", Metric: "complete", Op: "=="},
+				Why: fmt.Sprintf("sample %d (%s) %s: its figures are not the run's", i+1, r.RunID, why)})
+		}
+	}
+	for _, t := range g.Thresholds {
+		gm := gateMetrics[t.Metric]
+		cand := values(candidate, gm.value)
+		v := Verdict{Threshold: t, Candidate: median(cand)}
+		limit := t.Value
+		if t.Relative {
+			base := values(baseline, gm.value)
+			b := median(base)
+			v.Baseline = &b
+			limit = b * (1 + t.Value)
+		}
+		v.Passed = compareOp(v.Candidate, t.Op, limit)
+		holds := fmt.Sprintf("%s %s %s", gm.unit.Format(v.Candidate), t.Op, gm.unit.Format(limit))
+		switch {
+		case !t.Relative && v.Passed:
+			v.Why = holds + " holds"
+		case !t.Relative:
+			v.Why = holds + " does not hold"
+		default:
+			base := values(baseline, gm.value)
+			fails, p, tested := significant(base, cand)
+			v.P, v.Untested = &p, !tested
+			switch {
+			case v.Passed && tested:
+				v.Why = holds + " holds"
+			case v.Passed:
+				v.Why = fmt.Sprintf("%s holds (not tested for significance: %d vs %d samples)", holds, len(base), len(cand))
+			case !tested:
+				v.Why = fmt.Sprintf("%s does not hold; NOT tested for significance, so the medians alone decide: %s", holds, tooFew(len(base), len(cand)))
+			case !fails:
+				v.Passed = true
+				v.Why = fmt.Sprintf("%s does not hold, but the difference is not significant (p=%.3f, %d vs %d samples)", holds, p, len(base), len(cand))
+			default:
+				v.Why = fmt.Sprintf("%s does not hold, and the difference is significant (p=%.3f)", holds, p)
+			}
+		}
+		v.Why += percentileNote(t.Metric, t.Relative, baseline, candidate)
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// significant is the statistical decision of a relative threshold that
+// does not hold on the medians: whether the baseline's and the candidate's
+// samples differ beyond noise (Mann-Whitney U, p <= Alpha). tested is
+// false when they are too few for any difference to be significant (the
+// smallest p their sizes can give is above Alpha): the threshold then
+// fails on the medians alone. This is the one place that decides; the
+// rest of Judge reports.
+func significant(base, cand []float64) (fails bool, p float64, tested bool) {
+	p = MannWhitney(base, cand)
+	if ok, _ := Testable(len(base), len(cand)); !ok {
+		return true, p, false
+	}
+	return p <= Alpha, p, true
+}
+
+// Testable reports whether n1 samples against n2 can ever show a
+// significant difference; when not, need is the count of samples a side
+// that can.
+func Testable(n1, n2 int) (ok bool, need int) {
+	if minP(n1, n2) <= Alpha {
+		return true, 0
+	}
+	for need = 2; minP(max(n1, need), max(n2, need)) > Alpha; need++ {
+	}
+	return false, need
+}
+
+// tooFew says why n1 against n2 samples cannot be tested, and how many
+// can.
+func tooFew(n1, n2 int) string {
+	_, need := Testable(n1, n2)
+	return fmt.Sprintf("%d vs %d samples can never show a significant difference (the smallest p-value they can give is %.3f > %g); run both sides with --count %d or more",
+		n1, n2, minP(n1, n2), Alpha, need)
+}
+
+// HeldBy reports whether an absolute threshold holds for the median of
+// rs, with the figure it was judged on ("p99 7.2s").
+func (t Threshold) HeldBy(rs []*results.Result) (bool, string) {
+	gm := gateMetrics[t.Metric]
+	v := median(values(rs, gm.value))
+	return compareOp(v, t.Op, t.Value), t.Metric + " " + gm.unit.Format(v)
+}
+
+// incomplete says why r did not measure what it was asked to; "" when it
+// did.
+func incomplete(r *results.Result) string {
+	switch {
+	case r.Interrupted:
+		return "was interrupted"
+	case r.TargetLost != "":
+		return "lost its target (" + r.TargetLost + ")"
+	}
+	for _, c := range r.Checks {
+		if !c.Passed && c.Lost == 0 {
+			return "has a check that could not be made (" + c.Name + ": " + c.Detail + ")"
+		}
+	}
+	return ""
+}
+
+func values(rs []*results.Result, f func(*results.Result) float64) []float64 {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	return v
+}
+
+func compareOp(a float64, op string, b float64) bool {
+	switch op {
+	case "<":
+		return a < b
+	case "<=":
+		return a <= b
+	case ">":
+		return a > b
+	case ">=":
+		return a >= b
+	case "==":
+		return a == b
+	}
+	return a != b
+}
+
+// Format writes a value of the unit as a threshold or a verdict shows it:
+// "50ms", "100.0/s", "12.3%", "true", "3".
+func (u Unit) Format(v float64) string {
+	switch u {
+	case UnitDuration:
+		return results.FormatDuration(time.Duration(v))
+	case UnitRate:
+		return fmt.Sprintf("%.1f/s", v)
+	case UnitPercent:
+		return results.Percent(v)
+	case UnitBool:
+		return strconv.FormatBool(v == 1)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// Passed reports whether every verdict passed.
+func Passed(vs []Verdict) bool {
+	for _, v := range vs {
+		if !v.Passed {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,298 @@
+package analysis
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+)
+
+// Merge combines the shards of one run (results with the same spec, from
+// several processes or machines) into one Result, exactly: counts add,
+// histograms merge losslessly, series points add by second (interval
+// histograms merged, so per-second p50/p99 are exact), checks concatenate
+// and the summary is recomputed. The server cross-check is not merged (each
+// shard's scrape already saw every shard's requests) and is dropped with a
+// warning.
+func Merge(rs ...*results.Result) (*results.Result, error) {
+	if len(rs) == 0 {
+		return nil, errors.New("no results to merge")
+	}
+	for i, r := range rs {
+		if r == nil {
+			return nil, fmt.Errorf("result %d to merge is missing", i+1)
+		}
+	}
+	first := rs[0]
+	out := &results.Result{
+		APIVersion: results.APIVersion,
+		Kind:       results.KindResult,
+		RunID:      first.RunID,
+		Version:    first.Version,
+		Target:     first.Target,
+		Workload:   first.Workload,
+		Spec:       first.Spec,
+		Namespace:  first.Namespace,
+		Started:    first.Started,
+		Ended:      first.Ended,
+	}
+	var warnings []string
+	warn := func(format string, a ...any) { warnings = append(warnings, fmt.Sprintf(format, a...)) }
+	seconds := 0.0
+	ms := make([]results.Measurements, 0, len(rs))
+	series := make([][]metrics.SeriesPoint, 0, len(rs))
+	for i, r := range rs {
+		if !reflect.DeepEqual(r.Spec, first.Spec) {
+			return nil, fmt.Errorf("result %d (run %s) ran a different spec than result 1 (run %s): only shards of one run merge; compare different runs with 'kb-bench compare' instead", i+1, r.RunID, first.RunID)
+		}
+		if r.RunID != first.RunID {
+			warn("merged shards of different run ids (%s and %s)", first.RunID, r.RunID)
+		}
+		if r.Version != first.Version {
+			warn("merged shards from different kb-bench versions (%s and %s)", first.Version, r.Version)
+		}
+		if !r.Started.IsZero() && (out.Started.IsZero() || r.Started.Before(out.Started)) {
+			out.Started = r.Started
+		}
+		if r.Ended.After(out.Ended) {
+			out.Ended = r.Ended
+		}
+		out.Interrupted = out.Interrupted || r.Interrupted
+		seconds = math.Max(seconds, r.Summary.Seconds)
+		ms = append(ms, r.Measurements)
+		series = append(series, r.Series)
+		out.Checks = append(out.Checks, r.Checks...)
+		warnings = append(warnings, r.Warnings...)
+		if r.Server != nil && r.Server.Available && len(rs) > 1 {
+			warn("server cross-check of shard %d dropped: each shard's /metrics scrape counted every shard's requests, so the per-shard checks do not add up", i+1)
+		}
+		if r.Details != nil {
+			if out.Details != nil {
+				warn("the scenario's own figures of shard %d dropped: they do not merge (shown: the first shard's)", i+1)
+			} else {
+				out.Details = r.Details
+			}
+		}
+	}
+	if len(rs) == 1 {
+		out.Server = first.Server
+	}
+	if !out.Started.IsZero() && out.Ended.After(out.Started) {
+		seconds = out.Ended.Sub(out.Started).Seconds()
+	}
+	m, err := MergeMeasurements(ms...)
+	if err != nil {
+		return nil, err
+	}
+	out.Measurements = m
+	// Each shard's series counts from its own start: move its points onto
+	// the merged series' clock (the earliest start) before adding them.
+	offsets := make([]time.Duration, len(rs))
+	for i, r := range rs {
+		if start := r.Measurements.SeriesStart; !start.IsZero() && !m.SeriesStart.IsZero() {
+			offsets[i] = start.Sub(m.SeriesStart)
+		}
+	}
+	if out.Series, err = mergeSeries(series, offsets); err != nil {
+		return nil, err
+	}
+	out.Warnings = dedupe(warnings)
+	if out.Summary, err = results.Summarize(m, seconds, out.Checks); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// MergeMeasurements adds Measurements exactly: counts add, histograms merge
+// losslessly, the first few distinct errors are kept.
+func MergeMeasurements(ms ...results.Measurements) (results.Measurements, error) {
+	out := results.Measurements{
+		Outcomes:      map[string]int64{},
+		ReadOutcomes:  map[string]int64{},
+		WriteOutcomes: map[string]int64{},
+		Attempts:      []int64{},
+		Histograms:    map[string]string{},
+	}
+	hists := map[string]*hdrhistogram.Histogram{}
+	for _, m := range ms {
+		out.Ops += m.Ops
+		out.WarmupOps += m.WarmupOps
+		out.GaveUp += m.GaveUp
+		out.Late += m.Late
+		out.Dropped += m.Dropped
+		out.Clamped += m.Clamped
+		addCounts(out.Outcomes, m.Outcomes)
+		addCounts(out.ReadOutcomes, m.ReadOutcomes)
+		addCounts(out.WriteOutcomes, m.WriteOutcomes)
+		for n, c := range m.Attempts {
+			for len(out.Attempts) <= n {
+				out.Attempts = append(out.Attempts, 0)
+			}
+			out.Attempts[n] += c
+		}
+		for _, e := range m.Errors {
+			if len(out.Errors) < metrics.MaxErrors && !contains(out.Errors, e) {
+				out.Errors = append(out.Errors, e)
+			}
+		}
+		out.Client.Retries += m.Client.Retries
+		out.Client.RateLimiterWait += m.Client.RateLimiterWait
+		out.Client.RateLimited += m.Client.RateLimited
+		out.Client.StreamWait += m.Client.StreamWait
+		out.Client.StreamWaited += m.Client.StreamWaited
+		out.Client.SentContent = sumCounts(out.Client.SentContent, m.Client.SentContent)
+		out.Client.ReceivedContent = sumCounts(out.Client.ReceivedContent, m.Client.ReceivedContent)
+		if !m.SeriesStart.IsZero() && (out.SeriesStart.IsZero() || m.SeriesStart.Before(out.SeriesStart)) {
+			out.SeriesStart = m.SeriesStart
+		}
+		for name, enc := range m.Histograms {
+			h, err := metrics.DecodeHistogram(enc)
+			if err != nil {
+				return results.Measurements{}, fmt.Errorf("histogram %q: %w", name, err)
+			}
+			if err := mergeInto(hists, name, h); err != nil {
+				return results.Measurements{}, err
+			}
+		}
+	}
+	for n := len(out.Attempts); n > 0 && out.Attempts[n-1] == 0; n-- {
+		out.Attempts = out.Attempts[:n-1] // equal distributions compare equal
+	}
+	for name, h := range hists {
+		enc, err := metrics.EncodeHistogram(h)
+		if err != nil {
+			return results.Measurements{}, fmt.Errorf("histogram %q: %w", name, err)
+		}
+		out.Histograms[name] = enc
+	}
+	return out, nil
+}
+
+// mergeInto adds h to hists[name], refusing to lose values.
+func mergeInto(hists map[string]*hdrhistogram.Histogram, name string, h *hdrhistogram.Histogram) error {
+	dst, ok := hists[name]
+	if !ok {
+		dst = metrics.NewHistogram()
+		hists[name] = dst
+	}
+	if dropped := dst.Merge(h); dropped > 0 {
+		return fmt.Errorf("histogram %q: %d values fall outside kb-bench's range (1µs to 1h): the result was not written by kb-bench", name, dropped)
+	}
+	return nil
+}
+
+// MergeSeries adds several series, each counting from the same start,
+// into one, exactly (see mergeSeries): the progress of a distributed run.
+func MergeSeries(series [][]metrics.SeriesPoint) ([]metrics.SeriesPoint, error) {
+	return mergeSeries(series, make([]time.Duration, len(series)))
+}
+
+// mergeSeries adds series points that fall in the same second, after
+// moving each result's points later by its offset (its series' start minus
+// the merged series' start). Each result's own points are never combined
+// with each other: a point takes the nearest whole second of its At, or the
+// second after its predecessor's.
+func mergeSeries(all [][]metrics.SeriesPoint, offsets []time.Duration) ([]metrics.SeriesPoint, error) {
+	type acc struct {
+		p    metrics.SeriesPoint
+		hist *hdrhistogram.Histogram
+	}
+	bySecond := map[int64]*acc{}
+	for i, points := range all {
+		prev := int64(math.MinInt64)
+		for _, p := range points {
+			p.At += offsets[i]
+			key := max(int64(math.Round(p.At.Seconds())), prev+1)
+			prev = key
+			a, ok := bySecond[key]
+			if !ok {
+				a = &acc{p: metrics.SeriesPoint{Outcomes: map[string]int64{}, Writes: map[string]int64{}}}
+				bySecond[key] = a
+			}
+			a.p.At = max(a.p.At, p.At)
+			a.p.Span = max(a.p.Span, p.Span)
+			a.p.Ops += p.Ops
+			addCounts(a.p.Outcomes, p.Outcomes)
+			addCounts(a.p.Writes, p.Writes)
+			if p.Histogram == "" {
+				// Without an interval histogram the best that can be said
+				// is the worse of the shards' percentiles.
+				a.p.P50, a.p.P99 = max(a.p.P50, p.P50), max(a.p.P99, p.P99)
+				continue
+			}
+			h, err := metrics.DecodeHistogram(p.Histogram)
+			if err != nil {
+				return nil, fmt.Errorf("series point at %s: %w", p.At, err)
+			}
+			if a.hist == nil {
+				a.hist = metrics.NewHistogram()
+			}
+			if dropped := a.hist.Merge(h); dropped > 0 {
+				return nil, fmt.Errorf("series point at %s: %d values outside kb-bench's range", p.At, dropped)
+			}
+		}
+	}
+	keys := make([]int64, 0, len(bySecond))
+	for k := range bySecond {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	var out []metrics.SeriesPoint
+	for _, k := range keys {
+		a := bySecond[k]
+		if a.hist != nil && a.hist.TotalCount() > 0 {
+			a.p.SetPercentiles(a.hist)
+			enc, err := metrics.EncodeHistogram(a.hist)
+			if err != nil {
+				return nil, err
+			}
+			a.p.Histogram = enc
+		}
+		out = append(out, a.p)
+	}
+	return out, nil
+}
+
+// sumCounts adds src to dst, making dst when there is something to add.
+func sumCounts(dst, src map[string]int64) map[string]int64 {
+	if len(src) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = map[string]int64{}
+	}
+	addCounts(dst, src)
+	return dst
+}
+
+func addCounts(dst, src map[string]int64) {
+	for k, v := range src {
+		dst[k] += v
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+func dedupe(list []string) []string {
+	var out []string
+	for _, s := range list {
+		if !contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}

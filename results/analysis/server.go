@@ -1,0 +1,188 @@
+package analysis
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+)
+
+// resourceName names an endpoint's resource as the check prints it.
+func resourceName(k metrics.EndpointKey) string {
+	name := k.Resource
+	if k.Group != "" {
+		name += "." + k.Group
+	}
+	if k.Subresource != "" {
+		name += "/" + k.Subresource
+	}
+	return name
+}
+
+func isWriteVerb(verb string) bool {
+	switch verb {
+	case "PUT", "PATCH", "APPLY", "POST", "DELETE", "DELETECOLLECTION":
+		return true
+	}
+	return false
+}
+
+// NewServerCheck compares the clients' requests (client) with the two
+// scrapes. watch lists further resources ("resourcequotas") whose server
+// counts are reported as the apiserver's own requests. m gives the run's
+// figures, to explain a mismatch.
+func NewServerCheck(before, after metrics.ServerSample, client map[metrics.RequestKey]int64, watch []string, m results.Measurements) *results.ServerCheck {
+	c := &results.ServerCheck{}
+	delta, err := after.Sub(before)
+	if err != nil {
+		c.Reason = err.Error()
+		return c
+	}
+	c.Available = true
+
+	// The resources (with group) the clients touched, and those watched.
+	type res struct{ group, resource string }
+	touched := map[res]bool{}
+	endpoints := map[metrics.EndpointKey]bool{}
+	for k := range client {
+		touched[res{k.Group, k.Resource}] = true
+		endpoints[k.EndpointKey] = true
+	}
+	watched := func(k metrics.EndpointKey) bool {
+		return slices.Contains(watch, k.Resource) || slices.Contains(watch, k.Resource+"/"+k.Subresource)
+	}
+	counts := map[metrics.RequestKey]*results.RequestCount{}
+	row := func(k metrics.RequestKey) *results.RequestCount {
+		r, ok := counts[k]
+		if !ok {
+			r = &results.RequestCount{Verb: k.Verb, Resource: resourceName(k.EndpointKey), Code: k.Code}
+			counts[k] = r
+		}
+		return r
+	}
+	for k, n := range client {
+		row(k).Client += n
+	}
+	var internal []results.RequestCount
+	for k, n := range delta.Requests {
+		switch {
+		case endpoints[k.EndpointKey] || (k.Verb != "WATCH" && touched[res{k.Group, k.Resource}] && k.Subresource == "" && isWriteVerb(k.Verb)):
+			row(k).Server += n
+		case watched(k.EndpointKey) && k.Verb != "WATCH":
+			internal = append(internal, results.RequestCount{Verb: k.Verb, Resource: resourceName(k.EndpointKey), Code: k.Code, Server: n})
+		}
+	}
+	for _, r := range counts {
+		c.Requests = append(c.Requests, *r)
+	}
+	sortCounts(c.Requests)
+	sortCounts(internal)
+	c.Internal = internal
+	c.Match = true
+	for _, r := range c.Requests {
+		if r.Client != r.Server {
+			c.Match = false
+		}
+	}
+	if !c.Match {
+		c.Mismatch = mismatch(c.Requests, m)
+	}
+
+	// etcd, per resource the clients touched or the scenario watches.
+	etcd := map[[2]string]metrics.CountSum{}
+	for k, n := range delta.Etcd {
+		cs := etcd[[2]string{k.Resource, k.Operation}]
+		cs.Count += n
+		etcd[[2]string{k.Resource, k.Operation}] = cs
+	}
+	for k, cs := range delta.EtcdDurations {
+		e := etcd[[2]string{k.Resource, k.Operation}]
+		e.Sum += cs.Sum
+		etcd[[2]string{k.Resource, k.Operation}] = e
+	}
+	relevant := func(resource string) bool {
+		for r := range touched {
+			if r.resource == resource {
+				return true
+			}
+		}
+		return slices.Contains(watch, resource) || slices.ContainsFunc(watch, func(w string) bool { return strings.HasPrefix(w, resource+"/") })
+	}
+	for k, cs := range etcd {
+		if relevant(k[0]) && cs.Count > 0 {
+			c.Etcd = append(c.Etcd, results.EtcdRequests{Resource: k[0], Operation: k[1], Count: cs.Count, Mean: cs.Mean().Round(time.Microsecond)})
+		}
+	}
+	slices.SortFunc(c.Etcd, func(a, b results.EtcdRequests) int {
+		return strings.Compare(a.Resource+" "+a.Operation, b.Resource+" "+b.Operation)
+	})
+	for _, e := range c.Etcd {
+		if e.Operation != "update" {
+			continue
+		}
+		// Successful updates and 409s on the resource, any subresource,
+		// whoever sent them: each success is one winning transaction.
+		var wins, conflicts int64
+		for k, n := range delta.Requests {
+			if k.Resource != e.Resource || !(k.Verb == "PUT" || k.Verb == "PATCH" || k.Verb == "APPLY") {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(k.Code, "2"):
+				wins += n
+			case k.Code == "409":
+				conflicts += n
+			}
+		}
+		failed := max(e.Count-wins, 0)
+		c.Races = append(c.Races, results.EtcdRaces{Resource: e.Resource, Updates: e.Count, Failed: failed, Absorbed: max(failed-conflicts, 0)})
+	}
+
+	for _, n := range delta.FlowRejected {
+		c.FlowControlRejected += n
+	}
+	var wait metrics.CountSum
+	for _, cs := range delta.FlowWait {
+		wait = wait.Add(cs)
+	}
+	c.FlowControlWaited, c.FlowControlMeanWait = wait.Count, wait.Mean().Round(time.Microsecond)
+	return c
+}
+
+func sortCounts(rows []results.RequestCount) {
+	slices.SortFunc(rows, func(a, b results.RequestCount) int {
+		return strings.Compare(a.Resource+" "+a.Verb+" "+a.Code, b.Resource+" "+b.Verb+" "+b.Code)
+	})
+}
+
+// mismatch says which counts differ and what may explain it.
+func mismatch(rows []results.RequestCount, m results.Measurements) string {
+	var diffs []string
+	var serverMore, noResponse bool
+	for _, r := range rows {
+		if r.Client == r.Server {
+			continue
+		}
+		diffs = append(diffs, fmt.Sprintf("%s %s %s: apiserver %d, kb-bench %d", r.Verb, r.Resource, r.Code, r.Server, r.Client))
+		serverMore = serverMore || r.Server > r.Client
+		noResponse = noResponse || r.Code == results.CodeNoResponse
+	}
+	var causes []string
+	if noResponse {
+		causes = append(causes, "requests that got no answer may still have been counted by the apiserver")
+	}
+	if n := m.WriteOutcomes[metrics.Timeout.String()]; n > 0 {
+		causes = append(causes, fmt.Sprintf("%d write attempts timed out on the client and may have completed on the server", n))
+	}
+	if serverMore {
+		causes = append(causes, "other clients may use the same resources on this cluster (the server counts them all)")
+	}
+	msg := strings.Join(diffs, "; ")
+	if len(causes) > 0 {
+		msg += " (possible causes: " + strings.Join(causes, "; ") + ")"
+	}
+	return msg
+}

@@ -1,0 +1,130 @@
+package analysis
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kb-bench/kb-bench/results"
+)
+
+// NewSweepPoint summarises the samples of one point.
+func NewSweepPoint(value float64, dir string, samples []*results.Result) results.SweepPoint {
+	p := results.SweepPoint{Value: value, Dir: dir, Samples: len(samples), ServerMatch: true}
+	med := func(f func(r *results.Result) float64) float64 { return median(values(samples, f)) }
+	p.Throughput = med(func(r *results.Result) float64 { return r.Summary.Throughput })
+	p.WriteThroughput = med(func(r *results.Result) float64 { return r.Summary.WriteThroughput })
+	p.ConflictRate = med(func(r *results.Result) float64 { return r.Summary.ConflictRate })
+	p.AttemptsP99 = int64(math.Round(med(func(r *results.Result) float64 { return float64(r.Summary.AttemptsP99) })))
+	p.P99 = time.Duration(med(func(r *results.Result) float64 { return float64(r.Summary.Latency.P99) }))
+	p.GaveUp = int64(math.Round(med(func(r *results.Result) float64 { return float64(r.Summary.GaveUp) })))
+	p.GaveUpRatio = med(func(r *results.Result) float64 {
+		if r.Summary.Ops == 0 {
+			return 0
+		}
+		return float64(r.Summary.GaveUp) / float64(r.Summary.Ops)
+	})
+	for _, r := range samples {
+		p.LostUpdates = max(p.LostUpdates, r.Summary.LostUpdates)
+		if r.Server == nil || !r.Server.Available || !r.Server.Match {
+			p.ServerMatch = false
+		}
+	}
+	return p
+}
+
+// Analyze fills each series' model, SLO answer and summary of s from its
+// points.
+func Analyze(s *results.Sweep) {
+	for i := range s.Series {
+		ser := &s.Series[i]
+		ser.Model, ser.ModelNote = nil, ""
+		if s.Axis == "writers" {
+			n := make([]float64, len(ser.Points))
+			x := make([]float64, len(ser.Points))
+			for j, p := range ser.Points {
+				n[j], x[j] = p.Value, p.WriteThroughput
+			}
+			m, err := FitUSL(n, x)
+			if err != nil {
+				ser.ModelNote = err.Error()
+			}
+			ser.Model = m
+		} else {
+			ser.ModelNote = "the USL models throughput against concurrency: fitted for writers sweeps only"
+		}
+		ser.SLO = results.SLOAnswer{}
+		for _, p := range ser.Points {
+			if p.P99 > s.SLO {
+				ser.SLO.Breach = p.Value
+				break
+			}
+			ser.SLO.Within, ser.SLO.ConflictRate = p.Value, p.ConflictRate
+		}
+		ser.Summary = describe(s, ser)
+	}
+}
+
+// describe says what a series showed, in one or two sentences.
+func describe(s *results.Sweep, ser *results.SweepSeries) string {
+	if len(ser.Points) == 0 {
+		return "no point ran"
+	}
+	name := ser.Label + ": "
+	if ser.Label == "" {
+		name = ""
+	}
+	unit := func(v float64) string {
+		if s.Axis == "rate" {
+			return s.AxisValue(v) + " ops/s offered"
+		}
+		if v == 1 {
+			return "1 " + strings.TrimSuffix(s.Axis, "s")
+		}
+		return s.AxisValue(v) + " " + s.Axis
+	}
+	peak := slices.MaxFunc(ser.Points, func(a, b results.SweepPoint) int {
+		return cmp.Compare(a.WriteThroughput, b.WriteThroughput)
+	})
+	parts := []string{fmt.Sprintf("%sat most %.0f successful writes/s (at %s)", name, peak.WriteThroughput, unit(peak.Value))}
+	switch m := ser.Model; {
+	case m == nil:
+	case m.Poor:
+		parts = append(parts, fmt.Sprintf("the USL fits poorly (R² %.2f), so it predicts nothing", m.R2))
+	case m.Kappa == 0:
+		parts = append(parts, fmt.Sprintf("the USL fit says throughput levels off at %.0f/s", m.Lambda/m.Sigma))
+	case m.PeakN < 1.5:
+		parts = append(parts, fmt.Sprintf("the USL fit (R² %.2f) says every writer past the first costs throughput", m.R2))
+	default:
+		parts = append(parts, fmt.Sprintf("the USL fit predicts a peak of %.0f/s at ~%.0f writers", m.PeakX, m.PeakN))
+	}
+	slo := "p99 under " + s.SLO.String()
+	last := ser.Points[len(ser.Points)-1].Value
+	switch {
+	case ser.SLO.Within == 0:
+		parts = append(parts, fmt.Sprintf("p99 is over %s already at %s", s.SLO, unit(ser.Points[0].Value)))
+	case ser.SLO.Breach == 0:
+		parts = append(parts, fmt.Sprintf("%s at every point up to %s (%s conflicts there)", slo, unit(last), results.Percent(ser.SLO.ConflictRate)))
+	default:
+		parts = append(parts, fmt.Sprintf("%s up to %s (%s conflicts there), over it from %s", slo, unit(ser.SLO.Within), results.Percent(ser.SLO.ConflictRate), unit(ser.SLO.Breach)))
+	}
+	for _, p := range ser.Points {
+		if p.GaveUp > 0 {
+			parts = append(parts, fmt.Sprintf("retries give up from %s (%s of operations)", unit(p.Value), results.Percent(p.GaveUpRatio)))
+			break
+		}
+	}
+	for _, p := range ser.Points {
+		if p.LostUpdates > 0 {
+			parts = append(parts, fmt.Sprintf("LOST UPDATES from %s", unit(p.Value)))
+			break
+		}
+	}
+	if ser.Stopped != "" {
+		parts = append(parts, "stopped early: "+ser.Stopped)
+	}
+	return strings.Join(parts, "; ")
+}

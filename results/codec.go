@@ -1,0 +1,119 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Encode returns r as the indented JSON of result.json, with APIVersion and
+// Kind filled in.
+func Encode(r *Result) ([]byte, error) {
+	c := *r
+	c.APIVersion, c.Kind = APIVersion, KindResult
+	b, err := json.MarshalIndent(&c, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encoding the result: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// OlderAPIVersion is the Result version before nearest-rank percentiles:
+// Decode reads it, with Summary.Percentiles PercentilesRoundedRank.
+const OlderAPIVersion = "kb-bench.io/v1alpha2"
+
+// Decode reads a Result document: apiVersion and kind first, then the body
+// strictly (unknown fields are errors), then its figures (Validate). It
+// reads APIVersion and OlderAPIVersion documents.
+func Decode(rd io.Reader) (*Result, error) {
+	data, err := io.ReadAll(rd)
+	if err != nil {
+		return nil, fmt.Errorf("reading the result: %w", err)
+	}
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, fmt.Errorf("not a kb-bench result (invalid JSON): %w", err)
+	}
+	if head.Kind != KindResult {
+		return nil, fmt.Errorf("kind is %q, not %q: this is not a kb-bench result document", head.Kind, KindResult)
+	}
+	if head.APIVersion != APIVersion && head.APIVersion != OlderAPIVersion {
+		if newer, ok := newerVersion(head.APIVersion, APIVersion); ok && newer {
+			return nil, fmt.Errorf("apiVersion %s is newer than this kb-bench reads (%s): upgrade kb-bench to read it", head.APIVersion, APIVersion)
+		}
+		return nil, fmt.Errorf("apiVersion %q is not supported: this kb-bench reads %s and %s", head.APIVersion, APIVersion, OlderAPIVersion)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var r Result
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("decoding the %s result: %w", head.APIVersion, err)
+	}
+	if head.APIVersion == OlderAPIVersion {
+		if r.Summary.Percentiles != "" {
+			return nil, fmt.Errorf("decoding the %s result: summary.percentiles is not a %s field: remove it, or set apiVersion %s if the figures are nearest rank", head.APIVersion, head.APIVersion, APIVersion)
+		}
+		r.Summary.Percentiles = PercentilesRoundedRank
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// newerVersion reports whether apiVersion a ("kb-bench.io/v1beta2") is
+// newer than b in Kubernetes version order (v1alpha1 < v1beta1 < v1 < v2alpha1);
+// ok is false when either is not a kb-bench.io version.
+func newerVersion(a, b string) (newer, ok bool) {
+	ka, oka := versionKey(a)
+	kb, okb := versionKey(b)
+	if !oka || !okb {
+		return false, false
+	}
+	for i := range ka {
+		if ka[i] != kb[i] {
+			return ka[i] > kb[i], true
+		}
+	}
+	return false, true
+}
+
+// versionKey orders "kb-bench.io/vMAJOR[alpha|betaN]" as (major, stage, n)
+// with stage alpha=0, beta=1, GA=2.
+func versionKey(apiVersion string) ([3]int, bool) {
+	group, v, found := strings.Cut(apiVersion, "/")
+	if !found || group != strings.Split(APIVersion, "/")[0] || !strings.HasPrefix(v, "v") {
+		return [3]int{}, false
+	}
+	major, stage, n := v[1:], 2, "0"
+	for _, st := range []struct {
+		name  string
+		stage int
+	}{{"alpha", 0}, {"beta", 1}} {
+		if before, after, found := strings.Cut(major, st.name); found {
+			major, stage, n = before, st.stage, after
+			break
+		}
+	}
+	mj, err1 := strconv.Atoi(major)
+	nn, err2 := strconv.Atoi(n)
+	if err1 != nil || err2 != nil {
+		return [3]int{}, false
+	}
+	return [3]int{mj, stage, nn}, true
+}
+
+// readableVersion says why a document of apiVersion v (a set's or a
+// sweep's) cannot be read; nil when it can (this version or an older one).
+func readableVersion(v string) error {
+	if newer, ok := newerVersion(v, APIVersion); !ok || newer {
+		return fmt.Errorf("apiVersion %q, which this kb-bench (%s) cannot read: use a newer kb-bench", v, APIVersion)
+	}
+	return nil
+}

@@ -1,0 +1,161 @@
+package results
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// Percent is a share (0.123) as a percentage: "12.3%".
+func Percent(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
+
+// Plural is "1 writer" or "n writers"; a word that ends in s ("series")
+// is its own plural.
+func Plural(n int, what string) string {
+	if n == 1 || strings.HasSuffix(what, "s") {
+		return fmt.Sprintf("%d %s", n, what)
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// FormatDuration renders a latency with a precision that suits its size.
+func FormatDuration(d time.Duration) string {
+	ms := float64(d) / float64(time.Millisecond)
+	switch {
+	case d == 0:
+		return "0s"
+	case ms >= 10000:
+		return fmt.Sprintf("%.1fs", ms/1000)
+	case ms >= 1000:
+		return fmt.Sprintf("%.2fs", ms/1000)
+	case ms >= 100:
+		return fmt.Sprintf("%.0fms", ms)
+	case ms >= 10:
+		return fmt.Sprintf("%.1fms", ms)
+	default:
+		return fmt.Sprintf("%.2fms", ms)
+	}
+}
+
+// ShortLatency is "p50 1.20ms  p99 8.31ms  max 20.1ms", or "-" when nothing
+// was measured.
+func ShortLatency(l Latency) string {
+	if l.Max == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("p50 %s  p99 %s  max %s", FormatDuration(l.P50), FormatDuration(l.P99), FormatDuration(l.Max))
+}
+
+// DescribeTarget says which apiserver ran a result: its kind, its address
+// when withServer (it means nothing once the run is over), and versions and
+// storage.
+func DescribeTarget(t spec.TargetInfo, withServer bool) string {
+	d := string(t.Kind)
+	if t.Server != "" && withServer {
+		d += " " + t.Server
+	}
+	if t.Context != "" {
+		d += ", context " + t.Context
+	}
+	var parts []string
+	if t.ServerVersion != "" {
+		parts = append(parts, "kube-apiserver "+t.ServerVersion)
+	}
+	if t.EtcdVersion != "" || t.Storage != "" {
+		e := "etcd"
+		if t.EtcdVersion != "" {
+			e += " " + t.EtcdVersion
+		}
+		if t.Storage != "" {
+			e += " on " + string(t.Storage)
+		}
+		parts = append(parts, e)
+	}
+	if t.ControllerManager {
+		parts = append(parts, "kube-controller-manager")
+	}
+	if t.Reused {
+		parts = append(parts, "reused control plane")
+	}
+	if t.NodeImage != "" {
+		parts = append(parts, "node image "+t.NodeImage)
+	}
+	if t.KindConfig != "" {
+		parts = append(parts, "made by kb-bench kind up")
+	}
+	if len(parts) > 0 {
+		d += " (" + strings.Join(parts, ", ") + ")"
+	}
+	return d
+}
+
+// Describe is the run in words: the scenario's own description (what),
+// then the strategy, the loop (for a driven scenario) and the bounds.
+func Describe(s spec.Spec, what string, driven bool) string {
+	parts := []string{s.Scenario + ": " + what}
+	if s.Strategy != "" {
+		parts = append(parts, "strategy "+describeStrategy(s))
+	}
+	loop, length := describeLoad(s)
+	if driven {
+		parts = append(parts, loop)
+	}
+	parts = append(parts, length)
+	if s.Shards > 0 {
+		parts = append(parts, fmt.Sprintf("in %s (%s runner)", Plural(s.Shards, "shard"), s.Runner))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func describeLoad(s spec.Spec) (loop, length string) {
+	if s.Rate > 0 {
+		loop = fmt.Sprintf("open loop %g ops/s (max %d in flight)", s.Rate, s.MaxInFlight)
+	} else {
+		loop = "closed loop"
+		if s.ThinkTime.Duration > 0 {
+			loop += ", think time " + s.ThinkTime.String()
+		}
+	}
+	var bounds []string
+	if s.Duration.Duration > 0 {
+		bounds = append(bounds, s.Duration.String())
+	}
+	if s.Operations > 0 {
+		bounds = append(bounds, fmt.Sprintf("%d ops", s.Operations))
+	}
+	length = strings.Join(bounds, " or ")
+	if s.Warmup.Duration > 0 {
+		length += " after " + s.Warmup.String() + " warm-up"
+	}
+	return loop, length
+}
+
+func describeStrategy(s spec.Spec) string {
+	switch s.Strategy {
+	case spec.StrategyUpdate:
+		if s.Unconditional {
+			return "update without resourceVersion (last write wins)"
+		}
+		return "update"
+	case spec.StrategyRetry:
+		if s.Backoff == nil {
+			return "retry"
+		}
+		return "retry (backoff " + s.Backoff.String() + ")"
+	case spec.StrategyPatch:
+		d := "patch " + string(s.PatchType)
+		if s.PatchPrecondition {
+			d += " with resourceVersion precondition"
+		}
+		return d
+	case spec.StrategySSA:
+		d := "ssa (" + string(s.FieldManager) + " field managers"
+		if s.Force {
+			d += ", force"
+		}
+		return d + ")"
+	}
+	return string(s.Strategy)
+}

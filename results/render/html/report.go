@@ -1,0 +1,249 @@
+// Package html renders results, result sets and sweeps as one
+// self-contained HTML page with SVG charts.
+//
+// The page needs nothing at view time: its CSS is inline, its charts are
+// inline SVG drawn by this package (chart.go), tooltips are SVG <title>
+// elements, and it has no script, font or link to fetch. The output is
+// deterministic, so it is checked against golden files.
+package html
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/analysis"
+)
+
+// Run is one configuration: one result, or the samples of a set.
+type Run struct {
+	Label   string
+	Results []*results.Result // at least one; all share a spec
+}
+
+// Page is what one report shows.
+type Page struct {
+	Title   string
+	Version string // kb-bench version that wrote the report
+	Runs    []Run
+	Sweeps  []*results.Sweep
+}
+
+//go:embed page.html.tmpl
+var pageTemplate string
+
+// Write renders p as HTML.
+func Write(w io.Writer, p Page) error {
+	v, err := newView(p)
+	if err != nil {
+		return err
+	}
+	t, err := template.New("page").Parse(pageTemplate)
+	if err != nil {
+		return fmt.Errorf("the report template: %w", err)
+	}
+	if err := t.Execute(w, v); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	return nil
+}
+
+// view is what the template shows, every figure already formatted.
+type view struct {
+	Title, Version string
+	// Contents says what the page holds: "2 runs, 1 sweep".
+	Contents   string
+	Nav        []link
+	Comparison *comparisonView
+	Runs       []runView
+	Sweeps     []sweepView
+}
+
+type link struct{ ID, Text string }
+
+// cell is a table cell: its text, and classes (num: right-aligned).
+type cell struct {
+	Text  string
+	Class string
+}
+
+// figure is a chart with its caption.
+type figure struct {
+	SVG     template.HTML
+	Caption string
+}
+
+// newView checks p and turns it into what the template shows.
+func newView(p Page) (*view, error) {
+	if len(p.Runs) == 0 && len(p.Sweeps) == 0 {
+		return nil, errors.New("nothing to report: give at least one result, set or sweep")
+	}
+	runs := make([]Run, len(p.Runs))
+	for i, r := range p.Runs {
+		if r.Label == "" {
+			r.Label = "run " + strconv.Itoa(i+1)
+		}
+		if len(r.Results) == 0 {
+			return nil, fmt.Errorf("%s holds no results", r.Label)
+		}
+		for j, res := range r.Results {
+			if res == nil {
+				return nil, fmt.Errorf("%s: result %d is missing", r.Label, j+1)
+			}
+		}
+		runs[i] = r
+	}
+	for i, s := range p.Sweeps {
+		if s == nil {
+			return nil, fmt.Errorf("sweep %d is missing", i+1)
+		}
+	}
+	v := &view{Title: p.Title, Version: p.Version}
+	if v.Title == "" {
+		v.Title = "kb-bench report"
+	}
+	if v.Version == "" {
+		v.Version = "(version unknown)"
+	}
+	var contents []string
+	if len(runs) > 0 {
+		contents = append(contents, results.Plural(len(runs), "run"))
+	}
+	if len(p.Sweeps) > 0 {
+		contents = append(contents, results.Plural(len(p.Sweeps), "sweep"))
+	}
+	v.Contents = strings.Join(contents, ", ")
+	if len(runs) > 1 {
+		c, err := newComparison(runs)
+		if err != nil {
+			return nil, err
+		}
+		v.Comparison = c
+		v.Nav = append(v.Nav, link{"comparison", "Comparison"})
+	}
+	for i, r := range runs {
+		rv, err := newRunView(i, r)
+		if err != nil {
+			return nil, err
+		}
+		v.Runs = append(v.Runs, rv)
+		v.Nav = append(v.Nav, link{rv.ID, rv.Label})
+	}
+	for i, s := range p.Sweeps {
+		sv := newSweepView(i, s)
+		v.Sweeps = append(v.Sweeps, sv)
+		v.Nav = append(v.Nav, link{sv.ID, sv.Title})
+	}
+	if len(v.Nav) < 2 {
+		v.Nav = nil
+	}
+	return v, nil
+}
+
+// sides are the runs as sides of a comparison.
+func sides(runs []Run) []results.Side {
+	s := make([]results.Side, len(runs))
+	for i, r := range runs {
+		s[i] = results.Side{Label: r.Label, Results: r.Results}
+	}
+	return s
+}
+
+// comparisonView is the runs side by side, each against the first.
+type comparisonView struct {
+	Head       []cell
+	Rows       [][]cell
+	Workloads  []string
+	Incomplete []string
+	Notes      []string
+	Baseline   string
+	Alpha      float64
+	Chart      figure
+}
+
+func newComparison(runs []Run) (*comparisonView, error) {
+	c, err := analysis.Compare(sides(runs))
+	if err != nil {
+		return nil, err
+	}
+	cv := &comparisonView{Workloads: c.Workloads, Incomplete: c.Incomplete, Notes: c.Notes, Baseline: c.Sides[0].Label, Alpha: analysis.Alpha}
+	cv.Head = []cell{{Text: "figure"}}
+	for i, s := range c.Sides {
+		cv.Head = append(cv.Head, cell{Text: fmt.Sprintf("%s (n=%d)", s.Label, s.Samples), Class: "num"})
+		if i > 0 {
+			cv.Head = append(cv.Head, cell{Text: "vs " + c.Sides[0].Label, Class: "num"})
+		}
+	}
+	for _, row := range c.Rows {
+		line := []cell{{Text: row.Metric}}
+		for i, cl := range row.Cells {
+			line = append(line, cell{Text: cl.Value(row.Unit, c.Sides[i].Samples), Class: "num"})
+			if i > 0 {
+				line = append(line, change(cl, c.Sides[i].Samples, c.Sides[0].Samples))
+			}
+		}
+		cv.Rows = append(cv.Rows, line)
+	}
+	ch := chart{
+		Title: "Latency by percentile, per run",
+		X:     spectrumX(),
+		Y:     latencyY(),
+	}
+	for i, r := range runs {
+		m, err := merged(r.Results)
+		if err != nil {
+			return nil, err
+		}
+		h, ok, err := m.Histogram(results.HistOp)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Label, err)
+		}
+		s := series{Name: r.Label, Color: i}
+		if ok {
+			s.Points = spectrum(h, r.Label)
+		}
+		ch.Series = append(ch.Series, s)
+	}
+	cv.Chart = figure{SVG: ch.SVG(), Caption: "Operation latency from the intended start; a set's samples merged. Hover a marker for its value."}
+	return cv, nil
+}
+
+// change is a compared figure's change against the first side, as
+// kb-bench compare says it, marked better or worse when significant.
+func change(c analysis.ComparedCell, samples, baseSamples int) cell {
+	text := c.Change(samples, baseSamples)
+	switch {
+	case text == "":
+		return cell{Class: "num"}
+	case !c.Significant:
+		return cell{Text: text, Class: "num same"}
+	case c.Better:
+		return cell{Text: text + " better", Class: "num better"}
+	}
+	return cell{Text: text + " worse", Class: "num worse"}
+}
+
+// merged adds the samples' measurements.
+func merged(rs []*results.Result) (results.Measurements, error) {
+	ms := make([]results.Measurements, len(rs))
+	for i, r := range rs {
+		ms[i] = r.Measurements
+	}
+	return analysis.MergeMeasurements(ms...)
+}
+
+// joinNonEmpty joins the non-empty parts.
+func joinNonEmpty(sep string, parts ...string) string {
+	var kept []string
+	for _, p := range parts {
+		if p != "" {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, sep)
+}

@@ -1,0 +1,204 @@
+package html
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/kb-bench/kb-bench/results"
+)
+
+// sweepView is one sweep's section.
+type sweepView struct {
+	ID, Title string
+	Workload  string
+	SLO       string
+	StopAt    []string
+	// Interrupted says the sweep was stopped before its end.
+	Interrupted bool
+	Series      []sweepSeriesView
+	Charts      []figure
+}
+
+// sweepSeriesView is one series of a sweep: its table, fit and summary.
+type sweepSeriesView struct {
+	Title   string
+	Head    []cell
+	Rows    [][]cell
+	Fit     string
+	FitPoor bool
+	Summary string
+}
+
+func newSweepView(i int, s *results.Sweep) sweepView {
+	sv := sweepView{
+		ID:          "sweep-" + strconv.Itoa(i+1),
+		Title:       "Sweep over " + s.Axis,
+		Workload:    s.Workload,
+		SLO:         "p99 ≤ " + s.SLO.String(),
+		StopAt:      s.StopAt,
+		Interrupted: s.Interrupted,
+	}
+	if s.RunID != "" {
+		sv.Title += " (" + s.RunID + ")"
+	}
+	head := []cell{{Text: s.Axis, Class: "num"}}
+	for _, h := range []string{"ops/s", "successful writes/s", "conflict rate", "attempts p99", "p99", "gave up", "lost updates", "server"} {
+		head = append(head, cell{Text: h, Class: "num"})
+	}
+	for _, ser := range s.Series {
+		v := sweepSeriesView{Title: ser.Label, Head: head, Summary: ser.Summary + "."}
+		if v.Title == "" {
+			v.Title = "Every point" // the workload is said above
+		}
+		for _, p := range ser.Points {
+			gaveUp := cell{Text: "-", Class: "num"}
+			if p.GaveUp > 0 {
+				gaveUp = cell{Text: percent(p.GaveUpRatio), Class: "num bad"}
+			}
+			p99 := cell{Text: results.FormatDuration(p.P99), Class: "num"}
+			if p.P99 > s.SLO {
+				p99.Class += " bad"
+			}
+			lost := cell{Text: strconv.FormatInt(p.LostUpdates, 10), Class: "num"}
+			if p.LostUpdates > 0 {
+				lost.Class += " bad"
+			}
+			server := cell{Text: "match", Class: "num"}
+			if !p.ServerMatch {
+				server = cell{Text: "MISMATCH", Class: "num bad"}
+			}
+			v.Rows = append(v.Rows, []cell{
+				{Text: s.AxisValue(p.Value), Class: "num"},
+				{Text: fmt.Sprintf("%.1f", p.Throughput), Class: "num"},
+				{Text: fmt.Sprintf("%.1f", p.WriteThroughput), Class: "num"},
+				{Text: percent(p.ConflictRate), Class: "num"},
+				{Text: strconv.FormatInt(p.AttemptsP99, 10), Class: "num"},
+				p99, gaveUp, lost, server,
+			})
+		}
+		switch {
+		case ser.Model != nil:
+			v.Fit = "USL fit: " + ser.Model.String()
+			v.FitPoor = ser.Model.Poor
+		case s.Axis == "writers" && ser.ModelNote != "":
+			v.Fit = "USL fit: none (" + ser.ModelNote + ")"
+		}
+		sv.Series = append(sv.Series, v)
+	}
+	sv.Charts = sweepCharts(s)
+	return sv
+}
+
+func percent(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
+
+// sweepCharts are a sweep's successful writes/s (with the fitted USL),
+// conflict rate and p99 against its axis.
+func sweepCharts(s *results.Sweep) []figure {
+	x := sweepAxis(s)
+	name := func(ser results.SweepSeries) string {
+		if ser.Label == "" {
+			return "measured"
+		}
+		return ser.Label
+	}
+	unit := s.Axis
+	if s.Axis == "rate" {
+		unit = "ops/s offered"
+	}
+	at := func(ser results.SweepSeries, p results.SweepPoint) string {
+		return fmt.Sprintf("%s, %s %s", name(ser), s.AxisValue(p.Value), unit)
+	}
+
+	writes := chart{Title: "Successful writes/s by " + s.Axis, X: x, Y: axis{Label: "successful writes/s", Zero: true}}
+	conflicts := chart{Title: "Conflict rate by " + s.Axis, X: x, Y: axis{Label: "conflict rate (share of write attempts)", Zero: true, Format: formatPercent}}
+	p99 := chart{Title: "p99 latency by " + s.Axis, X: x, Y: latencyY(),
+		Refs: []refLine{{Y: float64(s.SLO) / 1e6, Label: "SLO " + s.SLO.String()}}}
+	p99.Y.Label = "p99 latency (log scale)"
+	var fits []series
+	for i, ser := range s.Series {
+		w := series{Name: name(ser), Color: i, Markers: true}
+		c := series{Name: name(ser), Color: i, Markers: true}
+		l := series{Name: name(ser), Color: i, Markers: true}
+		for _, p := range ser.Points {
+			w.Points = append(w.Points, point{X: p.Value, Y: p.WriteThroughput, Tip: fmt.Sprintf("%s: %.1f successful writes/s", at(ser, p), p.WriteThroughput)})
+			c.Points = append(c.Points, point{X: p.Value, Y: 100 * p.ConflictRate, Tip: fmt.Sprintf("%s: %s conflicts", at(ser, p), percent(p.ConflictRate))})
+			l.Points = append(l.Points, point{X: p.Value, Y: float64(p.P99) / 1e6, Tip: fmt.Sprintf("%s: p99 %s", at(ser, p), results.FormatDuration(p.P99))})
+		}
+		writes.Series = append(writes.Series, w)
+		conflicts.Series = append(conflicts.Series, c)
+		p99.Series = append(p99.Series, l)
+		if m := ser.Model; m != nil && len(ser.Points) > 0 {
+			f := series{Name: "USL fit", Color: i, Dashed: true}
+			if ser.Label != "" {
+				f.Name = ser.Label + " USL fit"
+			}
+			if m.Poor {
+				f.Name += " (poor fit)"
+			}
+			f.Points = uslCurve(*m, ser.Points, x.Scale)
+			fits = append(fits, f)
+		}
+	}
+	writes.Series = append(writes.Series, fits...)
+	writesCaption := "Medians of each point's samples."
+	if len(fits) > 0 {
+		writesCaption = "Medians of each point's samples; dashed: the Universal Scalability Law fitted to them (a poor fit predicts nothing)."
+	}
+	return []figure{
+		{SVG: writes.SVG(), Caption: writesCaption},
+		{SVG: conflicts.SVG(), Caption: "Write attempts that got a 409 (version or field-manager conflict)."},
+		{SVG: p99.SVG(), Caption: fmt.Sprintf("Operation latency p99 against the objective (p99 ≤ %s).", s.SLO)},
+	}
+}
+
+// sweepAxis is a sweep's x axis: log2 when its values span a factor of 8
+// or more, else linear; ticks at the values swept.
+func sweepAxis(s *results.Sweep) axis {
+	label := s.Axis
+	if s.Axis == "rate" {
+		label = "rate (ops/s offered)"
+	}
+	a := axis{Label: label, Format: func(v float64) string { return s.AxisValue(v) }}
+	var values []float64
+	for _, ser := range s.Series {
+		for _, p := range ser.Points {
+			values = append(values, p.Value)
+		}
+	}
+	slices.Sort(values)
+	values = slices.Compact(values)
+	if len(values) > 0 && values[0] > 0 && values[len(values)-1]/values[0] >= 8 {
+		a.Scale = log2
+		a.Label += " (log scale)"
+	}
+	if len(values) <= maxTicks {
+		a.Ticks = values
+	} else {
+		a.Format = nil
+	}
+	return a
+}
+
+// uslCurve samples the model at 60 points across the series' values,
+// evenly on the axis' scale.
+func uslCurve(m results.USL, pts []results.SweepPoint, sc scale) []point {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range pts {
+		lo, hi = math.Min(lo, p.Value), math.Max(hi, p.Value)
+	}
+	const n = 60
+	var out []point
+	for k := range n {
+		f := float64(k) / (n - 1)
+		v := lo + f*(hi-lo)
+		if sc == log2 && lo > 0 {
+			v = lo * math.Pow(hi/lo, f)
+		}
+		if y := m.At(v); !math.IsNaN(y) && !math.IsInf(y, 0) {
+			out = append(out, point{X: v, Y: y})
+		}
+	}
+	return out
+}

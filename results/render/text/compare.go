@@ -1,0 +1,179 @@
+package text
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/analysis"
+)
+
+// CompareFormats are the formats a comparison is written in.
+var CompareFormats = []string{"text", "markdown", "csv", "json"}
+
+// WriteComparison writes c in format (one of CompareFormats).
+func WriteComparison(w io.Writer, c *analysis.Comparison, format string) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(c)
+	case "csv":
+		cw := csv.NewWriter(w)
+		header := []string{"metric"}
+		for _, s := range c.Sides {
+			for _, col := range []string{"median", "min", "max", "delta", "p"} {
+				header = append(header, csvCell(s.Label+" "+col))
+			}
+		}
+		_ = cw.Write(header)
+		for _, row := range c.Rows {
+			rec := []string{csvCell(row.Metric)}
+			for _, cell := range row.Cells {
+				delta, p := "", ""
+				if cell.Delta != nil {
+					delta = strconv.FormatFloat(*cell.Delta, 'g', 6, 64)
+				}
+				if cell.P != nil {
+					p = strconv.FormatFloat(*cell.P, 'g', 6, 64)
+				}
+				rec = append(rec, fmt.Sprint(cell.Median), fmt.Sprint(cell.Min), fmt.Sprint(cell.Max), delta, p)
+			}
+			_ = cw.Write(rec)
+		}
+		cw.Flush()
+		return cw.Error()
+	case "text", "markdown":
+		md := format == "markdown"
+		var lines [][]string
+		head := []string{"metric"}
+		for i, s := range c.Sides {
+			label := fmt.Sprintf("%s (n=%d)", s.Label, s.Samples)
+			head = append(head, label)
+			if i > 0 {
+				head = append(head, "vs "+c.Sides[0].Label)
+			}
+		}
+		lines = append(lines, head)
+		for _, row := range c.Rows {
+			line := []string{row.Metric}
+			for i, cell := range row.Cells {
+				line = append(line, cell.Value(row.Unit, c.Sides[i].Samples))
+				if i > 0 {
+					line = append(line, cell.Change(c.Sides[i].Samples, c.Sides[0].Samples))
+				}
+			}
+			lines = append(lines, line)
+		}
+		if err := writeRows(w, lines, md); err != nil {
+			return err
+		}
+		if len(c.Incomplete) > 0 {
+			fmt.Fprintf(w, "\nWARNING: not every sample measured what it was asked to; their figures are in the medians:\n")
+			for _, in := range c.Incomplete {
+				fmt.Fprintf(w, "  %s\n", in)
+			}
+		}
+		if len(c.Workloads) > 0 {
+			fmt.Fprintf(w, "\nnote: the sides ran different workloads:\n")
+			for _, wl := range c.Workloads {
+				fmt.Fprintf(w, "  %s\n", wl)
+			}
+		}
+		for _, n := range c.Notes {
+			fmt.Fprintf(w, "\nnote: %s\n", n)
+		}
+		if len(c.Sides) > 1 {
+			fmt.Fprintf(w, "\nmedians (range); changes against %s by Mann-Whitney U, ~ where p > %g\n", c.Sides[0].Label, analysis.Alpha)
+		}
+		return nil
+	}
+	return fmt.Errorf("format %q is not known: use %s", format, strings.Join(CompareFormats, ", "))
+}
+
+// OneLine is a result's headline figures on one line.
+func OneLine(r *results.Result) string {
+	s := r.Summary
+	server := "server not checked"
+	if c := r.Server; c != nil && c.Available {
+		server = "server match"
+		if !c.Match {
+			server = "server MISMATCH"
+		}
+	}
+	p99 := results.FormatDuration(s.Latency.P99)
+	if few := analysis.WeakPercentiles(s.Ops, "p99"); few != "" {
+		p99 += " (" + strings.TrimPrefix(few, "p99 ") + ")"
+	}
+	line := fmt.Sprintf("%.1f ops/s, %.1f successful writes/s, %s conflicts, p99 %s, %d lost updates, %s",
+		s.Throughput, s.WriteThroughput, results.Percent(s.ConflictRate), p99, s.LostUpdates, server)
+	switch {
+	case r.TargetLost != "":
+		line += " (TARGET LOST: the figures cover what ran before)"
+	case r.Interrupted:
+		line += " (INTERRUPTED: the figures cover what ran)"
+	}
+	return line
+}
+
+// writeRows writes a table whose first row is its header, as a markdown
+// table or aligned text.
+func writeRows(w io.Writer, rows [][]string, markdown bool) error {
+	cells := func(r []string) []string {
+		out := make([]string, len(r))
+		for i, c := range r {
+			out[i] = tableCell(c, markdown)
+		}
+		return out
+	}
+	if markdown {
+		for i, r := range rows {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(cells(r), " | "))
+			if i == 0 {
+				fmt.Fprintf(w, "|%s\n", strings.Repeat("---|", len(r)))
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(cells(r), "\t"))
+	}
+	return tw.Flush()
+}
+
+// oneLine puts s on one line: line breaks and tabs (which would end a
+// table's row or cell) become spaces.
+var oneLine = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ")
+
+// markdownEscaper escapes what would end a markdown table cell early.
+var markdownEscaper = strings.NewReplacer(`\`, `\\`, "|", `\|`)
+
+// tableCell is s as one cell of a table: on one line and, in markdown,
+// with | and \ escaped, so that a label (a directory's name may hold
+// anything) cannot break the table.
+func tableCell(s string, markdown bool) string {
+	s = oneLine.Replace(s)
+	if markdown {
+		s = markdownEscaper.Replace(s)
+	}
+	return s
+}
+
+// csvCell defuses a cell a spreadsheet would run as a formula (one
+// starting with =, +, -, @, a tab or a carriage return) by prefixing a
+// quote; numbers, negative ones too, are left as they are.
+func csvCell(s string) string {
+	if s == "" || !strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return s
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return s
+	}
+	return "'" + s
+}

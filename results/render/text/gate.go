@@ -1,0 +1,87 @@
+package text
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/kb-bench/kb-bench/results/analysis"
+)
+
+// GateFormats are the formats WriteVerdicts writes.
+var GateFormats = []string{"text", "markdown", "json", "junit"}
+
+// WriteVerdicts writes the verdicts as text, markdown, json or JUnit XML
+// (one test case a threshold, a failure for each that does not hold).
+func WriteVerdicts(w io.Writer, vs []analysis.Verdict, format string) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(vs)
+	case "junit":
+		return writeJUnit(w, vs)
+	}
+	rows := [][]string{{"threshold", "baseline", "candidate", "verdict", "why"}}
+	for _, v := range vs {
+		base := "-"
+		if v.Baseline != nil {
+			base = v.Unit.Format(*v.Baseline)
+		}
+		verdict := "pass"
+		if !v.Passed {
+			verdict = "FAIL"
+		}
+		cand := v.Unit.Format(v.Candidate)
+		if v.Metric == "complete" {
+			cand = "no"
+		}
+		rows = append(rows, []string{v.Text, base, cand, verdict, v.Why})
+	}
+	if format == "markdown" || format == "text" {
+		return writeRows(w, rows, format == "markdown")
+	}
+	return fmt.Errorf("format %q is not known: use %s", format, strings.Join(GateFormats, ", "))
+}
+
+// writeJUnit writes the verdicts as a JUnit XML test suite.
+func writeJUnit(w io.Writer, vs []analysis.Verdict) error {
+	type failure struct {
+		Message string `xml:"message,attr"`
+		Text    string `xml:",chardata"`
+	}
+	type testcase struct {
+		Name      string   `xml:"name,attr"`
+		ClassName string   `xml:"classname,attr"`
+		Failure   *failure `xml:"failure,omitempty"`
+		SystemOut string   `xml:"system-out,omitempty"`
+	}
+	type testsuite struct {
+		XMLName  xml.Name   `xml:"testsuite"`
+		Name     string     `xml:"name,attr"`
+		Tests    int        `xml:"tests,attr"`
+		Failures int        `xml:"failures,attr"`
+		Cases    []testcase `xml:"testcase"`
+	}
+	suite := testsuite{Name: "kb-bench gate", Tests: len(vs)}
+	for _, v := range vs {
+		tc := testcase{Name: v.Text, ClassName: "kb-bench.gate", SystemOut: v.Why}
+		if !v.Passed {
+			suite.Failures++
+			tc.Failure = &failure{Message: v.Why, Text: v.Why}
+		}
+		suite.Cases = append(suite.Cases, tc)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(suite); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}

@@ -1,0 +1,63 @@
+package text
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/kb-bench/kb-bench/results"
+)
+
+// WriteSweepTables writes a table per series (text or markdown), with the
+// fitted model and the summary in words under each.
+func WriteSweepTables(w io.Writer, s *results.Sweep, format string) error {
+	markdown := format == "markdown"
+	if s.Interrupted {
+		fmt.Fprintln(w, "INTERRUPTED: the sweep was stopped; the point under way is left out")
+		fmt.Fprintln(w)
+	}
+	for i, ser := range s.Series {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		title := ser.Label
+		if title == "" {
+			title = s.Workload
+		}
+		if markdown {
+			fmt.Fprintf(w, "### %s\n\n", oneLine.Replace(title))
+		} else {
+			fmt.Fprintf(w, "%s\n", oneLine.Replace(title))
+		}
+		rows := [][]string{{s.Axis, "ops/s", "successful writes/s", "conflict rate", "attempts p99", "p99", "gave up", "lost updates", "server"}}
+		for _, p := range ser.Points {
+			server := "match"
+			if !p.ServerMatch {
+				server = "MISMATCH"
+			}
+			gaveUp := "-"
+			if p.GaveUp > 0 {
+				gaveUp = results.Percent(p.GaveUpRatio)
+			}
+			rows = append(rows, []string{s.AxisValue(p.Value), fmt.Sprintf("%.1f", p.Throughput), fmt.Sprintf("%.1f", p.WriteThroughput),
+				results.Percent(p.ConflictRate), strconv.FormatInt(p.AttemptsP99, 10), results.FormatDuration(p.P99), gaveUp, strconv.FormatInt(p.LostUpdates, 10), server})
+		}
+		if err := writeRows(w, rows, markdown); err != nil {
+			return err
+		}
+		if markdown {
+			fmt.Fprintln(w)
+		}
+		switch {
+		case ser.Model != nil:
+			fmt.Fprintf(w, "USL fit: %s\n", ser.Model)
+		case s.Axis == "writers" && ser.ModelNote != "":
+			fmt.Fprintf(w, "USL fit: none (%s)\n", ser.ModelNote)
+		}
+		if markdown {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintln(w, ser.Summary+".")
+	}
+	return nil
+}

@@ -1,0 +1,290 @@
+// Package text renders results as kb-bench prints them: a run's summary
+// table and one-line figures, the live progress line, a comparison of
+// sides, a gate's verdicts and a sweep's tables, in text, markdown, CSV,
+// JSON or JUnit XML as each allows. A run prints through it live, and
+// 'kb-bench show' prints the same from the saved documents.
+package text
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/analysis"
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// WriteTable writes the compact end-of-run summary: what ran and where,
+// throughput, success ratio, conflicts, attempts per operation, latency
+// percentiles, lost updates, the server cross-check and warnings, then the
+// scenario's own lines.
+func WriteTable(w io.Writer, r *results.Result, scenarioRows [][2]string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(name, format string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", name, fmt.Sprintf(format, a...)) }
+	s := r.Summary
+	m := r.Measurements
+
+	title := fmt.Sprintf("kb-bench %s, run %s", r.Version, r.RunID)
+	if r.Interrupted {
+		title += " (INTERRUPTED: the figures cover what ran)"
+	}
+	fmt.Fprintln(tw, title)
+	if r.TargetLost != "" {
+		row("TARGET LOST", "%s: the run stopped there; the figures cover what ran before", r.TargetLost)
+	}
+	row("target", "%s", results.DescribeTarget(r.Target, true))
+	row("workload", "%s", r.Workload)
+	clients := r.Spec.Clients
+	if r.Spec.Shards > clients {
+		clients = r.Spec.Shards // at least one connection per shard
+	}
+	row("client", "%s", describeClient(r.Spec.Client, clients, m.Client))
+	if len(r.Shards) > 0 {
+		row("shards", "%s", describeShards(r.Shards))
+	}
+
+	row("throughput", "%.1f ops/s, %.1f successful writes/s (%d ops in %.1fs)", s.Throughput, s.WriteThroughput, s.Ops, s.Seconds)
+	if m.WarmupOps > 0 {
+		row("", "%d warm-up ops excluded", m.WarmupOps)
+	}
+	row("success", "%s (%d of %d ops)", results.Percent(s.SuccessRatio), s.Successes, s.Ops)
+	row("outcomes", "%s", describeOutcomes(s.Outcomes))
+	version, fieldManager := m.Conflicts()
+	if s.WriteAttempts == 0 {
+		row("conflicts", "no write attempts")
+	} else {
+		row("conflicts", "%d of %d write attempts (%s): version %d, field-manager %d",
+			s.Conflicts, s.WriteAttempts, results.Percent(s.ConflictRate), version, fieldManager)
+	}
+	attempts := fmt.Sprintf("p50 %d  p99 %d  max %d", s.AttemptsP50, s.AttemptsP99, s.AttemptsMax)
+	if s.GaveUp > 0 {
+		attempts += fmt.Sprintf("  (%d ops gave up: retries ran out)", s.GaveUp)
+	}
+	row("attempts/op", "%s", attempts)
+	row("latency", "%s", describeLatency(s.Latency))
+	if s.RawLatency != nil {
+		row("raw latency", "%s", describeLatency(*s.RawLatency))
+	}
+	if note := analysis.WeaklySupported(s.Ops); note != "" && s.Latency != (results.Latency{}) {
+		row("", "%s", note)
+	}
+	if m.Late > 0 || m.Dropped > 0 {
+		row("open loop", "%s started late, %d dropped (no free slot)", results.Plural(int(m.Late), "arrival"), m.Dropped)
+	}
+	limiter := results.FormatDuration(m.Client.RateLimiterWait) + " waiting in the client rate limiter"
+	if m.Client.RateLimited > 0 {
+		limiter += fmt.Sprintf(" (%s throttled)", results.Plural(int(m.Client.RateLimited), "request"))
+	}
+	if m.Client.StreamWaited > 0 {
+		limiter += fmt.Sprintf(", %s waited for a free stream of their connection, %s on average (more --clients, more connections)",
+			results.Plural(int(m.Client.StreamWaited), "request"), results.FormatDuration(m.Client.StreamWait/time.Duration(m.Client.StreamWaited)))
+	}
+	row("client-go", "%d hidden retries, %s", m.Client.Retries, limiter)
+	row("lost updates", "%s", describeLost(r.Checks))
+	for _, c := range r.Checks {
+		if !c.Passed && c.Lost == 0 {
+			row("CHECK FAILED", "%s: %s", c.Name, c.Detail)
+		}
+	}
+	for _, line := range describeServer(r.Server) {
+		row(line[0], "%s", line[1])
+	}
+	for _, line := range scenarioRows {
+		row(line[0], "%s", line[1])
+	}
+	for _, e := range m.Errors {
+		row("other error", "%q", e)
+	}
+	if m.Clamped > 0 {
+		row("warning", "%d latencies above one hour were recorded as one hour", m.Clamped)
+	}
+	for _, wmsg := range r.Warnings {
+		row("warning", "%s", wmsg)
+	}
+	return tw.Flush()
+}
+
+// describeShards says how a distributed run's shards started and what
+// each ran.
+func describeShards(shards []results.ShardInfo) string {
+	first, last := shards[0].StartLate, shards[0].StartLate
+	parts := make([]string, len(shards))
+	for i, sh := range shards {
+		first, last = min(first, sh.StartLate), max(last, sh.StartLate)
+		parts[i] = fmt.Sprintf("%d: writers %d-%d %d ops", sh.Index, sh.From, sh.To-1, sh.Ops)
+	}
+	return fmt.Sprintf("%d started %s apart; %s", len(shards), results.FormatDuration(last-first), strings.Join(parts, ", "))
+}
+
+func describeClient(c spec.Client, clients int, stats results.ClientStats) string {
+	qps := "QPS unlimited"
+	if c.QPS > 0 {
+		qps = fmt.Sprintf("QPS %g burst %d", c.QPS, c.Burst)
+	}
+	content := "content type " + string(c.ContentType)
+	if len(stats.SentContent) > 0 {
+		content += ", sent " + describeMedia(stats.SentContent)
+	}
+	if len(stats.ReceivedContent) > 0 {
+		content += ", received " + describeMedia(stats.ReceivedContent)
+	}
+	return fmt.Sprintf("%s, %s, %s", qps, content, results.Plural(max(clients, 1), "connection"))
+}
+
+// describeMedia lists content types by count, shortest names first:
+// "protobuf 9773, apply-patch+yaml 12".
+func describeMedia(counts map[string]int64) string {
+	names := make([]string, 0, len(counts))
+	for k := range counts {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return counts[names[i]] > counts[names[j]] || counts[names[i]] == counts[names[j]] && names[i] < names[j]
+	})
+	parts := make([]string, len(names))
+	for i, k := range names {
+		short := strings.TrimPrefix(strings.TrimPrefix(k, "application/"), "vnd.kubernetes.")
+		parts[i] = fmt.Sprintf("%s %d", short, counts[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// describeOutcomes lists non-zero outcomes in their fixed order.
+func describeOutcomes(outcomes map[string]int64) string {
+	var parts []string
+	for o := metrics.Outcome(0); o < metrics.NumOutcomes; o++ {
+		if n := outcomes[o.String()]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", o, n))
+		}
+	}
+	if len(parts) == 0 {
+		return "no operations measured"
+	}
+	return strings.Join(parts, "  ")
+}
+
+func describeLatency(l results.Latency) string {
+	if l == (results.Latency{}) {
+		return "-"
+	}
+	return fmt.Sprintf("p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (mean %s)",
+		results.FormatDuration(l.P50), results.FormatDuration(l.P90), results.FormatDuration(l.P99), results.FormatDuration(l.P999), results.FormatDuration(l.Max), results.FormatDuration(l.Mean))
+}
+
+// describeLost states lost updates plainly, naming each check that found some.
+func describeLost(checks []results.Check) string {
+	var lost int64
+	var where []string
+	for _, c := range checks {
+		if c.Lost > 0 {
+			lost += c.Lost
+			where = append(where, fmt.Sprintf("%s: expected %d, found %d", c.Name, c.Expected, c.Observed))
+		}
+	}
+	failed := 0
+	for _, c := range checks {
+		if !c.Passed && c.Lost == 0 {
+			failed++
+		}
+	}
+	switch {
+	case lost > 0:
+		return fmt.Sprintf("LOST UPDATES: %d (%s)", lost, strings.Join(where, "; "))
+	case len(checks) == 0:
+		return "not checked"
+	case failed > 0:
+		return fmt.Sprintf("unknown: %d of %d checks could not be made (see CHECK FAILED)", failed, len(checks))
+	default:
+		return fmt.Sprintf("none (%s passed)", results.Plural(len(checks), "check"))
+	}
+}
+
+// describeServer returns the server cross-check rows (name, value).
+func describeServer(c *results.ServerCheck) [][2]string {
+	if c == nil {
+		return [][2]string{{"server", "not checked"}}
+	}
+	if !c.Available {
+		return [][2]string{{"server", "not checked: " + c.Reason}}
+	}
+	var total int64
+	for _, r := range c.Requests {
+		total += r.Client
+	}
+	rows := [][2]string{}
+	switch {
+	case c.Match && total == 0:
+		rows = append(rows, [2]string{"server", "no requests in the measured window, and the apiserver counted none either"})
+	case c.Match:
+		rows = append(rows, [2]string{"server", fmt.Sprintf("apiserver counted the same %d requests as kb-bench: %s", total, describeCounts(c.Requests))})
+	default:
+		rows = append(rows, [2]string{"server", "MISMATCH: " + c.Mismatch})
+	}
+	if len(c.Internal) > 0 {
+		rows = append(rows, [2]string{"", "apiserver's own requests: " + describeCounts(c.Internal)})
+	}
+	for _, e := range c.Races {
+		etcd := fmt.Sprintf("etcd: %s %d update transactions, %d lost a race", e.Resource, e.Updates, e.Failed)
+		if e.Absorbed > 0 {
+			etcd += fmt.Sprintf("; at least %d conflicts retried inside the apiserver (no 409 returned)", e.Absorbed)
+		}
+		rows = append(rows, [2]string{"", etcd})
+	}
+	if c.FlowControlRejected > 0 {
+		rows = append(rows, [2]string{"", fmt.Sprintf("flow control rejected %d requests (429)", c.FlowControlRejected)})
+	}
+	return rows
+}
+
+// describeCounts lists request counts by endpoint, the codes of each in
+// parentheses: "PUT configmaps 1839 (200), 7934 (409)".
+func describeCounts(rows []results.RequestCount) string {
+	var parts []string
+	last := ""
+	for _, r := range rows {
+		n := r.Server
+		if n == 0 {
+			n = r.Client
+		}
+		endpoint := r.Verb + " " + r.Resource
+		if endpoint != last {
+			parts = append(parts, fmt.Sprintf("%s %d (%s)", endpoint, n, r.Code))
+			last = endpoint
+			continue
+		}
+		parts[len(parts)-1] += fmt.Sprintf(", %d (%s)", n, r.Code)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// FormatProgress is the live progress line: elapsed and remaining time (of
+// total; 0 when the run is bounded by operations), then the last interval's
+// operations per second, 409s per second (every write attempt, retried ones
+// included) and p99 latency.
+func FormatProgress(elapsed, total time.Duration, p metrics.SeriesPoint) string {
+	el := elapsed.Round(time.Second)
+	var clock string
+	switch {
+	case total <= 0:
+		clock = fmt.Sprintf("%s elapsed", el)
+	case elapsed >= total:
+		clock = fmt.Sprintf("%s/%s, finishing", el, total.Round(time.Second))
+	default:
+		clock = fmt.Sprintf("%s/%s, %s left", el, total.Round(time.Second), (total - elapsed).Round(time.Second))
+	}
+	var ops, conflicts float64
+	if p.Span > 0 {
+		ops = float64(p.Ops) / p.Span.Seconds()
+		conflicts = float64(p.Conflicts()) / p.Span.Seconds()
+	}
+	p99 := "-"
+	if p.Ops > 0 {
+		p99 = results.FormatDuration(p.P99)
+	}
+	return fmt.Sprintf("[%s]  %.0f ops/s  %.0f conflicts/s  p99 %s", clock, ops, conflicts, p99)
+}

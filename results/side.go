@@ -1,0 +1,144 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Side is one column of a comparison: the samples of one configuration.
+type Side struct {
+	// Label names the side (the path it was read from).
+	Label string
+	// Results are its samples, one result each.
+	Results []*Result
+	// Files are the documents ReadSide read it from (result.json and
+	// set.json files): a caller writing what it makes of them must not
+	// write over them.
+	Files []string
+}
+
+// Samples checks that rs, one side's results read from where (a path
+// each, for messages), are samples of one workload, and counts a run
+// once: a result whose run id an earlier one has (a copied directory) is
+// left out, and a note says so. Two results are of one workload when
+// they ran the same workload (Result.Workload) with the same resolved
+// spec, apart from settings that do not shape the load (keep).
+func Samples(label string, rs []*Result, where []string) ([]*Result, []string, error) {
+	name := func(i int) string {
+		if i < len(where) {
+			return where[i]
+		}
+		return fmt.Sprintf("sample %d", i+1)
+	}
+	var kept []*Result
+	seen := map[string][]int{} // run id -> indices in rs
+	for i, r := range rs {
+		if diff := workloadDiff(rs[0], r); diff != "" {
+			return nil, nil, fmt.Errorf("%s: its samples are not of one workload: %s (run %s) %s %s (run %s): a side's samples repeat one workload; pass each workload as a side of its own",
+				label, name(i), r.RunID, diff, name(0), rs[0].RunID)
+		}
+		if r.RunID != "" {
+			if prev, dup := seen[r.RunID]; dup {
+				seen[r.RunID] = append(prev, i)
+				continue
+			}
+			seen[r.RunID] = []int{i}
+		}
+		kept = append(kept, r)
+	}
+	var notes []string
+	ids := make([]string, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, b int) bool { return seen[ids[a]][0] < seen[ids[b]][0] })
+	for _, id := range ids {
+		if at := seen[id]; len(at) > 1 {
+			var paths []string
+			for _, i := range at {
+				paths = append(paths, name(i))
+			}
+			notes = append(notes, fmt.Sprintf("%s: run %s is there %d times (%s): it counts as one sample, not %d", label, id, len(at), strings.Join(paths, ", "), len(at)))
+		}
+	}
+	return kept, notes, nil
+}
+
+// workloadDiff says how b's workload differs from a's ("ran X, not Y as"),
+// "" when they are one workload.
+func workloadDiff(a, b *Result) string {
+	if a.Workload != b.Workload {
+		return fmt.Sprintf("ran %q, not %q as", b.Workload, a.Workload)
+	}
+	sa, sb := a.Spec, b.Spec
+	sa.Keep, sb.Keep = false, false
+	if reflect.DeepEqual(sa, sb) {
+		return ""
+	}
+	var ja, jb any
+	if err := roundTrip(sa, &ja); err != nil {
+		return "ran a spec that cannot be compared with that of"
+	}
+	if err := roundTrip(sb, &jb); err != nil {
+		return "ran a spec that cannot be compared with that of"
+	}
+	var diffs []string
+	jsonDiff("spec", ja, jb, &diffs)
+	if len(diffs) == 0 {
+		return ""
+	}
+	if len(diffs) > 3 {
+		diffs = append(diffs[:3], fmt.Sprintf("%d more", len(diffs)-3))
+	}
+	return "ran other settings (" + strings.Join(diffs, ", ") + ") than"
+}
+
+// roundTrip is v as plain JSON values.
+func roundTrip(v any, out *any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
+}
+
+// jsonDiff lists where a and b differ, as "path: a vs b".
+func jsonDiff(path string, a, b any, out *[]string) {
+	ma, oka := a.(map[string]any)
+	mb, okb := b.(map[string]any)
+	if oka && okb {
+		keys := map[string]bool{}
+		for k := range ma {
+			keys[k] = true
+		}
+		for k := range mb {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		slices.Sort(sorted)
+		for _, k := range sorted {
+			jsonDiff(path+"."+k, ma[k], mb[k], out)
+		}
+		return
+	}
+	if !reflect.DeepEqual(a, b) {
+		show := func(v any) string {
+			if v == nil {
+				return "unset"
+			}
+			s, _ := json.Marshal(v)
+			if len(s) > 40 {
+				return string(s[:40]) + "..."
+			}
+			return string(s)
+		}
+		*out = append(*out, fmt.Sprintf("%s %s vs %s", path, show(b), show(a)))
+	}
+}

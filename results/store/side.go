@@ -1,0 +1,191 @@
+package store
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/kb-bench/kb-bench/results"
+)
+
+// ReadSide reads one side of a comparison or a gate from path, as what it
+// is: a result (its directory or result.json), a set of samples (run
+// --count: the samples its set.json lists), or a directory of result
+// directories (its samples). A sweep or a matrix run is refused: its
+// results are different workloads, not samples of one. The samples must
+// be of one workload (see Samples); notes say what was left out.
+func ReadSide(path string) (side results.Side, notes []string, err error) {
+	side.Label = filepath.Base(filepath.Clean(path))
+	fi, err := os.Stat(path)
+	if err != nil {
+		return side, nil, fmt.Errorf("%w (pass a result directory, its result.json, a set of samples, or a directory of result directories)", err)
+	}
+	dir := path
+	if !fi.IsDir() {
+		switch filepath.Base(path) {
+		case SetFile, SweepFile:
+			dir = filepath.Dir(path)
+			side.Label = filepath.Base(filepath.Clean(dir))
+		default:
+			r, err := Read(path)
+			if err != nil {
+				return side, nil, err
+			}
+			side.Results, side.Files = []*results.Result{r}, []string{path}
+			return side, nil, nil
+		}
+	}
+	var where []string
+	switch {
+	case exists(filepath.Join(dir, SweepFile)):
+		return side, nil, sweepNotASide(dir)
+	case exists(filepath.Join(dir, ResultFile)) && fi.IsDir():
+		r, err := Read(dir)
+		if err != nil {
+			return side, nil, err
+		}
+		side.Results, side.Files = []*results.Result{r}, []string{filepath.Join(dir, ResultFile)}
+		return side, nil, nil
+	case exists(filepath.Join(dir, SetFile)):
+		side.Files = []string{filepath.Join(dir, SetFile)}
+		side.Results, where, err = readSet(dir)
+	default:
+		if configs := MatrixConfigurations(dir); len(configs) > 0 {
+			return side, nil, fmt.Errorf("%s is a matrix run (a set of samples per configuration below it: %s): its configurations are different workloads; pass each as a side of its own, e.g. %s",
+				dir, strings.Join(configs, ", "), filepath.Join(dir, configs[0]))
+		}
+		side.Results, where, err = readResultDirs(dir)
+	}
+	if err != nil {
+		return side, nil, err
+	}
+	for _, w := range where {
+		side.Files = append(side.Files, filepath.Join(w, ResultFile))
+	}
+	side.Results, notes, err = results.Samples(side.Label, side.Results, where)
+	return side, notes, err
+}
+
+// exists reports whether path names something.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// readSet reads the samples a set's set.json lists, and where each was.
+func readSet(dir string) ([]*results.Result, []string, error) {
+	set, err := ReadSet(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rs []*results.Result
+	var where []string
+	for _, s := range set.Samples {
+		if !filepath.IsLocal(s) {
+			return nil, nil, fmt.Errorf("%s lists sample %q, which is not a directory inside the set", filepath.Join(dir, SetFile), s)
+		}
+		r, err := Read(filepath.Join(dir, s))
+		if err != nil {
+			return nil, nil, fmt.Errorf("sample %s of the set %s: %w", s, dir, err)
+		}
+		rs = append(rs, r)
+		where = append(where, filepath.Join(dir, s))
+	}
+	return rs, where, nil
+}
+
+// readResultDirs reads every result directory directly below dir.
+func readResultDirs(dir string) ([]*results.Result, []string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rs []*results.Result
+	var where []string
+	for _, e := range entries {
+		sub := filepath.Join(dir, e.Name())
+		if !e.IsDir() || !exists(filepath.Join(sub, ResultFile)) {
+			continue
+		}
+		r, err := Read(sub)
+		if err != nil {
+			return nil, nil, err
+		}
+		rs = append(rs, r)
+		where = append(where, sub)
+	}
+	if len(rs) == 0 {
+		return nil, nil, errors.New(dir + " holds no result: pass a result directory, its result.json, a set of samples, or a directory of result directories")
+	}
+	return rs, where, nil
+}
+
+// MatrixConfigurations are the configurations of a matrix run's directory
+// (run with lists, e.g. --strategy update,ssa): its subdirectories that
+// hold a set of samples, by name; none for any other directory.
+func MatrixConfigurations(dir string) []string {
+	if exists(filepath.Join(dir, SetFile)) || exists(filepath.Join(dir, ResultFile)) || exists(filepath.Join(dir, SweepFile)) {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var configs []string
+	for _, e := range entries {
+		if e.IsDir() && exists(filepath.Join(dir, e.Name(), SetFile)) {
+			configs = append(configs, e.Name())
+		}
+	}
+	return configs
+}
+
+// sweepNotASide says why a sweep's directory is not a side, and what to
+// pass instead.
+func sweepNotASide(dir string) error {
+	msg := fmt.Sprintf("%s is a sweep: its points ran different workloads (one value of the swept setting each), not samples of one", dir)
+	if sw, err := ReadSweep(dir); err == nil {
+		var points []string
+		for _, ser := range sw.Series {
+			for _, p := range ser.Points {
+				points = append(points, filepath.Join(dir, filepath.FromSlash(p.Dir)))
+			}
+		}
+		if len(points) > 0 {
+			if len(points) > 3 {
+				points = append(points[:3], "...")
+			}
+			return fmt.Errorf("%s; pass one point's directory (%s), or show the sweep with 'kb-bench report %s'", msg, strings.Join(points, ", "), dir)
+		}
+	}
+	return fmt.Errorf("%s; pass one point's directory, or show the sweep with 'kb-bench report %s'", msg, dir)
+}
+
+// MatrixCell is one configuration of a matrix run: its set of samples.
+type MatrixCell struct {
+	// Dir is the set's directory; Label the configuration's label
+	// ("strategy=ssa writers=8").
+	Dir, Label string
+	Set        *results.ResultSet
+}
+
+// ReadMatrix reads the configurations of a matrix run's directory in the
+// order they ran, each labelled as the run labelled it (a run of an older
+// kb-bench, which did not record these, by name); none for any other
+// directory.
+func ReadMatrix(dir string) ([]MatrixCell, error) {
+	var cells []MatrixCell
+	for _, name := range MatrixConfigurations(dir) {
+		set, err := ReadSet(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		cells = append(cells, MatrixCell{Dir: filepath.Join(dir, name), Label: cmp.Or(set.Label, name), Set: set})
+	}
+	slices.SortStableFunc(cells, func(a, b MatrixCell) int { return cmp.Compare(a.Set.Cell, b.Set.Cell) })
+	return cells, nil
+}

@@ -1,0 +1,277 @@
+// Package store is the one place that knows how kb-bench lays its
+// documents out on disk: a result directory (result.json, latency.hlog,
+// series.csv), a set of samples (set.json and a directory per sample), a
+// matrix run (a set per configuration) and a sweep (sweep.json and a
+// directory per point). It writes every file atomically
+// (internal/atomicfile), reads each kind as what it is, and names the
+// directories a run makes.
+package store
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/kb-bench/kb-bench/internal/atomicfile"
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+)
+
+// The files of kb-bench's directories.
+const (
+	ResultFile = "result.json"  // a result's Result document
+	HlogFile   = "latency.hlog" // a result's HdrHistogram interval log of operation latency (µs)
+	SeriesFile = "series.csv"   // a result's per-second series
+	SetFile    = "set.json"     // a set's list of samples
+	SweepFile  = "sweep.json"   // a sweep's document, which links its points
+)
+
+// Write saves r in dir (created if needed) as result.json, latency.hlog and
+// series.csv. Each file is written to a temporary file in dir, synced and
+// renamed into place, so a reader never sees half a file and an interrupted
+// write leaves the previous version intact.
+func Write(dir string, r *results.Result) error {
+	if r == nil {
+		return errors.New("no result to write")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating the result directory: %w (choose another with --out)", err)
+	}
+	doc, err := results.Encode(r)
+	if err != nil {
+		return err
+	}
+	var hlog, series bytes.Buffer
+	if err := WriteHlog(&hlog, r); err != nil {
+		return err
+	}
+	if err := WriteSeriesCSV(&series, r); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{ResultFile, doc}, {HlogFile, hlog.Bytes()}, {SeriesFile, series.Bytes()}} {
+		if err := atomicfile.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
+			return err
+		}
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes the renames durable. Some filesystems cannot sync a
+// directory; that is not worth failing a run for.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("syncing %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) && !isUnsupported(err) {
+		return fmt.Errorf("syncing %s: %w", dir, err)
+	}
+	return nil
+}
+
+func isUnsupported(err error) bool {
+	var pe *os.PathError
+	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "not supported")
+}
+
+// Read loads a Result from path: a result.json file or a directory holding
+// one. It refuses documents of another kind or version, and unknown fields.
+func Read(path string) (*results.Result, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, ResultFile)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading a result: %w (pass a result.json or the directory of a run)", err)
+	}
+	defer f.Close()
+	r, err := results.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// WriteHlog writes operation latency as an HdrHistogram interval log: one
+// interval per series point when the series carries interval histograms,
+// otherwise one interval covering the measured window. Values are in
+// microseconds; timestamps are seconds from the recorder's start (the
+// #[StartTime] header gives it), so standard HdrHistogram log tools read it.
+func WriteHlog(w io.Writer, r *results.Result) error {
+	start := r.Measurements.SeriesStart
+	if start.IsZero() {
+		start = r.Started
+	}
+	lw := hdrhistogram.NewHistogramLogWriter(w)
+	startMs := start.UnixMilli()
+	lw.SetBaseTime(startMs)
+	header := []func() error{
+		func() error {
+			return lw.OutputComment(fmt.Sprintf("[kb-bench %s run %s: operation latency in microseconds; Interval_Max in seconds]", r.Version, r.RunID))
+		},
+		lw.OutputLogFormatVersion,
+		// hdrhistogram-go writes these two with whole seconds, but
+		// interval timestamps count from the base time to the
+		// millisecond: a reader would place every interval up to a
+		// second early. They are written as the Java HdrHistogram does,
+		// to the millisecond.
+		func() error {
+			_, err := fmt.Fprintf(w, "#[StartTime: %.3f (seconds since epoch), %s]\n", float64(startMs)/1000, start.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+			return err
+		},
+		func() error {
+			_, err := fmt.Fprintf(w, "#[BaseTime: %.3f (seconds since epoch)]\n", float64(startMs)/1000)
+			return err
+		},
+		lw.OutputLegend,
+	}
+	for _, f := range header {
+		if err := f(); err != nil {
+			return fmt.Errorf("writing the latency log: %w", err)
+		}
+	}
+	out := func(enc string, from, to time.Time) error {
+		h, err := metrics.DecodeHistogram(enc)
+		if err != nil {
+			return err
+		}
+		h.SetTag(results.HistOp)
+		h.SetStartTimeMs(from.UnixMilli())
+		h.SetEndTimeMs(to.UnixMilli())
+		if err := lw.OutputIntervalHistogram(h); err != nil {
+			return fmt.Errorf("writing the latency log: %w", err)
+		}
+		return nil
+	}
+	intervals := 0
+	for _, p := range r.Series {
+		if p.Histogram == "" {
+			continue
+		}
+		if err := out(p.Histogram, start.Add(p.At-p.Span), start.Add(p.At)); err != nil {
+			return err
+		}
+		intervals++
+	}
+	if intervals == 0 && r.Measurements.Ops > 0 {
+		return out(r.Measurements.Histograms[results.HistOp], r.Started, r.Ended)
+	}
+	return nil
+}
+
+// seriesOutcomes are the outcome columns of series.csv, in Outcome order.
+func seriesOutcomes() []string {
+	names := make([]string, metrics.NumOutcomes)
+	for i := range names {
+		names[i] = metrics.Outcome(i).String()
+	}
+	return names
+}
+
+// WriteSeriesCSV writes the per-second series as CSV: the interval's end and
+// length in seconds, operations in total and by final outcome, write
+// attempts and those answered 409 (retried ones included), and p50/p99 of
+// operation latency in ms.
+func WriteSeriesCSV(w io.Writer, r *results.Result) error {
+	cw := csv.NewWriter(w)
+	outcomes := seriesOutcomes()
+	header := append([]string{"at_s", "span_s", "ops"}, outcomes...)
+	header = append(header, "write_attempts", "write_conflicts", "p50_ms", "p99_ms")
+	if err := cw.Write(header); err != nil {
+		return fmt.Errorf("writing the series: %w", err)
+	}
+	secs := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
+	ms := func(d time.Duration) string {
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
+	}
+	for _, p := range r.Series {
+		row := []string{secs(p.At), secs(p.Span), strconv.FormatInt(p.Ops, 10)}
+		for _, o := range outcomes {
+			row = append(row, strconv.FormatInt(p.Outcomes[o], 10))
+		}
+		var writes int64
+		for _, n := range p.Writes {
+			writes += n
+		}
+		row = append(row, strconv.FormatInt(writes, 10), strconv.FormatInt(p.Conflicts(), 10), ms(p.P50), ms(p.P99))
+		if err := cw.Write(row); err != nil {
+			return fmt.Errorf("writing the series: %w", err)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("writing the series: %w", err)
+	}
+	return nil
+}
+
+// WriteSet saves s as dir/set.json, atomically.
+func WriteSet(dir string, s *results.ResultSet) error {
+	c := *s
+	c.APIVersion, c.Kind = results.APIVersion, results.KindResultSet
+	return writeDocument(filepath.Join(dir, SetFile), "the result set", &c)
+}
+
+// ReadSet reads the set document in dir.
+func ReadSet(dir string) (*results.ResultSet, error) {
+	path := filepath.Join(dir, SetFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	set, err := results.DecodeSet(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return set, nil
+}
+
+// WriteSweep saves s as dir/sweep.json, atomically.
+func WriteSweep(dir string, s *results.Sweep) error {
+	c := *s
+	c.APIVersion, c.Kind = results.APIVersion, results.KindSweep
+	return writeDocument(filepath.Join(dir, SweepFile), "the sweep", &c)
+}
+
+// ReadSweep reads a sweep document: its directory or its sweep.json.
+func ReadSweep(path string) (*results.Sweep, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, SweepFile)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := results.DecodeSweep(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// writeDocument saves v as indented JSON in path, atomically; what names
+// it in an error.
+func writeDocument(path, what string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", what, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("saving %s: %w", what, err)
+	}
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,102 @@
+package results_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/resultstest"
+)
+
+// A result whose figures no run can produce (the file is damaged or was
+// edited) is refused on read, naming the figure; so compare, gate and
+// report never judge or draw it.
+func TestReadRefusesImpossibleResults(t *testing.T) {
+	good, err := results.Encode(resultstest.Simulated(t, false, resultstest.All, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := results.Decode(bytes.NewReader(good)); err != nil {
+		t.Fatalf("a real result: %v", err)
+	}
+	for _, tc := range []struct {
+		name  string
+		spoil func(r *results.Result)
+		want  string
+	}{
+		{"negative throughput", func(r *results.Result) { r.Summary.Throughput = -1 }, "summary.throughput: Invalid value: -1: must be 0 or more"},
+		{"negative lost updates", func(r *results.Result) { r.Summary.LostUpdates = -1 }, "summary.lostUpdates: Invalid value: -1: a count is 0 or more"},
+		{"p99 of MaxInt64", func(r *results.Result) { r.Summary.Latency.P99 = math.MaxInt64 }, "summary.latency.p99: Invalid value: 9223372036854775807"},
+		{"negative p50", func(r *results.Result) { r.Summary.Latency.P50 = -time.Millisecond }, "summary.latency.p50"},
+		{"conflict rate over 1", func(r *results.Result) { r.Summary.ConflictRate = 1.5 }, "summary.conflictRate: Invalid value: 1.5: must be 0 to 1"},
+		{"huge throughput is finite", func(r *results.Result) { r.Summary.Throughput = -math.MaxFloat64 }, "summary.throughput"},
+		{"negative outcome", func(r *results.Result) { r.Measurements.Outcomes["success"] = -5 }, "measurements.outcomes[success]"},
+		{"damaged histogram", func(r *results.Result) {
+			r.Measurements.Histograms[results.HistOp] = "AAAAAAAA" + r.Measurements.Histograms[results.HistOp][8:]
+		}, "measurements.histograms[op]"},
+		{"damaged series histogram", func(r *results.Result) { r.Series[0].Histogram = "not base64!" }, "series[0].histogram"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := results.Decode(bytes.NewReader(good))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.spoil(r)
+			doc, err := results.Encode(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = results.Decode(bytes.NewReader(doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "damaged or was edited by hand") {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A sweep's figures are checked the same way: an axis of ±1.7e308 (which
+// once sent the report's tick loop into an endless loop) is refused.
+func TestReadSweepRefusesImpossibleSweeps(t *testing.T) {
+	good := func() *results.Sweep {
+		return &results.Sweep{APIVersion: results.APIVersion, Kind: results.KindSweep, Axis: "writers", SLO: time.Second,
+			Series: []results.SweepSeries{{Points: []results.SweepPoint{{Value: 1, Throughput: 10, WriteThroughput: 10, P99: time.Millisecond}, {Value: 2, Throughput: 12, WriteThroughput: 12, P99: time.Millisecond}}}}}
+	}
+	for _, tc := range []struct {
+		name  string
+		spoil func(s *results.Sweep)
+		want  string
+	}{
+		{"fine", func(*results.Sweep) {}, ""},
+		{"axis at the ends of float64", func(s *results.Sweep) {
+			s.Series[0].Points[0].Value = -1.7e308
+			s.Series[0].Points[1].Value = 1.7e308
+		}, "series[0].points[0].value: Invalid value: -1.7e+308: an axis value above 0"},
+		{"zero writers", func(s *results.Sweep) { s.Series[0].Points[0].Value = 0 }, "series[0].points[0].value"},
+		{"negative throughput", func(s *results.Sweep) { s.Series[0].Points[1].WriteThroughput = -3 }, "series[0].points[1].writeThroughput"},
+		{"absurd p99", func(s *results.Sweep) { s.Series[0].Points[1].P99 = math.MaxInt64 }, "series[0].points[1].p99"},
+		{"no objective", func(s *results.Sweep) { s.SLO = 0 }, "slo: Invalid value: 0"},
+		{"model of huge numbers", func(s *results.Sweep) {
+			s.Series[0].Model = &results.USL{Lambda: math.MaxFloat64, Sigma: -math.MaxFloat64}
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := good()
+			tc.spoil(s)
+			doc, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = results.DecodeSweep(doc)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatal(err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,197 @@
+package workload
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/analysis"
+	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/distributed"
+	"github.com/kb-bench/kb-bench/workload/scenario"
+)
+
+// coordinator is a distributed run's coordinator: the scenario's Setup
+// and Finish are its, the load is the shards', and so are the figures,
+// merged exactly.
+type coordinator struct {
+	e *engine
+	c *distributed.Coordinator
+}
+
+func (r *coordinator) ready(ctx context.Context) error {
+	e, s := r.e, r.e.spec
+	e.record(e.sc.Driven.Workers())
+	if err := e.sc.Setup(ctx); err != nil {
+		return err
+	}
+	specJSON, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	timeout := e.opts.ShardTimeout
+	if timeout <= 0 {
+		timeout = DefaultShardTimeout
+	}
+	r.c, err = distributed.Coordinate(ctx, distributed.CoordinatorOptions{
+		Kube: e.admin, Namespace: e.env.Namespace, RunID: e.opts.RunID, Spec: specJSON, Shards: s.Shards, Version: e.opts.Version,
+		Length: s.Warmup.Duration + s.Duration.Duration, OpTimeout: s.OpTimeout.Duration,
+		Runner: e.opts.Runner, Rules: distributed.ShardRules(scenarioRules(e.def, e.settings)), JoinTimeout: timeout, Log: e.log, Warn: e.warn,
+	})
+	return err
+}
+
+func (r *coordinator) warmup(ctx context.Context) error {
+	return r.c.Warmup(ctx, r.e.spec.Warmup.Duration)
+}
+
+func (r *coordinator) open(ctx context.Context) (start, end time.Time, err error) {
+	return r.c.Window(ctx, r.e.spec.Duration.Duration)
+}
+
+func (r *coordinator) load(ctx context.Context, _, end time.Time) (time.Time, bool, error) {
+	stopped, err := r.c.AwaitWindow(ctx, end, r.e.opts.Progress)
+	return time.Time{}, stopped, err // the shards' results say when it ended
+}
+
+// figures collects the shards' results and merges them exactly, and adds
+// their tallies to the coordinator's scenario, for its checks over every
+// shard's writes.
+func (r *coordinator) figures(ctx context.Context, _ window) (figures, error) {
+	shards, err := r.c.Collect(ctx)
+	if err != nil {
+		return figures{}, err
+	}
+	for _, sh := range shards {
+		for k, w := range sh.Warnings {
+			sh.Warnings[k] = fmt.Sprintf("shard %d: %s", sh.Shard.Index, w)
+		}
+		if err := r.e.sc.Sharded.AddTally(sh.Shard.Tally); err != nil {
+			return figures{}, fmt.Errorf("shard %d: %w", sh.Shard.Index, err)
+		}
+	}
+	merged, err := analysis.Merge(shards...)
+	if err != nil {
+		return figures{}, fmt.Errorf("merging the shards' results: %w", err)
+	}
+	f := figures{started: merged.Started, ended: merged.Ended, measurements: merged.Measurements, series: merged.Series,
+		requests: map[metrics.RequestKey]int64{}, warnings: merged.Warnings}
+	var late []time.Duration
+	for _, sh := range shards {
+		info := *sh.Shard
+		for _, c := range info.Requests {
+			f.requests[metrics.RequestKey{EndpointKey: metrics.EndpointKey{Verb: c.Verb, Group: c.Group, Resource: c.Resource, Subresource: c.Subresource}, Code: c.Code}] += c.Count
+		}
+		info.Requests, info.Tally = nil, nil
+		f.shards = append(f.shards, info)
+		late = append(late, info.StartLate)
+	}
+	if skew := slices.Max(late) - slices.Min(late); skew > 100*time.Millisecond {
+		r.e.warn("the shards started %s apart (each shard's start, by its own clock): the window's edges are that much blurred", skew.Round(time.Millisecond))
+	}
+	return f, nil
+}
+
+func (r *coordinator) close(ctx context.Context, err error) error {
+	if r.c == nil {
+		return nil
+	}
+	return r.c.Close(ctx, err)
+}
+
+// ShardOptions are what RunShard needs: Config (the target the
+// coordinator runs on), RunID, Version, Log and ClientLog as in Options,
+// and which shard this is.
+type ShardOptions struct {
+	Options
+	// Namespace and Options.RunID find the run's coordination Lease.
+	Namespace string
+	// Index is the shard's number, from 0.
+	Index int
+	// Name is the process or pod running the shard, for messages.
+	Name string
+}
+
+// RunShard runs shard o.Index of the distributed run o.RunID: it reads the
+// spec from the run's coordination Lease, runs its share of the writers
+// through each phase the coordinator publishes, and uploads its result
+// for the coordinator to merge. A failure is reported to the coordinator
+// (the shard's Lease says failed, and why) and returned.
+func RunShard(ctx context.Context, o ShardOptions) (err error) {
+	// No client-side limit: the protocol's polls must not queue behind
+	// client-go's default 5 QPS.
+	adminCfg := scenario.ClientConfig(o.Config, spec.Client{QPS: -1}, o.Version)
+	adminCfg.Timeout = spec.DefaultOpTimeout
+	admin, err := kubernetes.NewForConfig(adminCfg)
+	if err != nil {
+		return fmt.Errorf("building the shard's client: %w", err)
+	}
+	sh, err := distributed.Join(ctx, admin, o.Namespace, o.RunID, o.Index, o.Name, spec.DefaultOpTimeout)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil && !errors.Is(err, distributed.ErrAborted) && !errors.Is(err, ErrTargetLost) {
+			sh.Fail(ctx, err, spec.DefaultOpTimeout)
+		}
+	}()
+	var s spec.Spec
+	if err := json.Unmarshal(sh.Spec, &s); err != nil {
+		return fmt.Errorf("the run's spec: %w", err)
+	}
+	def, settings, errs := resolve(Scenarios(), &s)
+	if len(errs) > 0 {
+		return fmt.Errorf("the run's spec: %s", spec.Describe(errs))
+	}
+	// Before any load: a shard that may not write would otherwise run a
+	// whole window of refused requests, and one that may not report
+	// would fail only at its end.
+	missing, err := missingPermissions(ctx, admin, o.Namespace, distributed.ShardRules(scenarioRules(def, settings)))
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("this shard may not %s in namespace %s, which every shard of this run needs: grant them to its credentials (with --runner job, the shards' Role does, unless it was changed)",
+			strings.Join(missing, ", "), o.Namespace)
+	}
+	lo, hi := sh.Share(s.Clients)
+	e, err := newEngine(&Resolved{Spec: s, Def: def, Settings: settings}, o.Options, max(1, hi-lo))
+	if err != nil {
+		return err
+	}
+	e.result.Namespace, e.env.Namespace = o.Namespace, o.Namespace
+	if sh.Version != o.Version {
+		e.warn("this shard runs kb-bench %s, the coordinator %s", o.Version, sh.Version)
+	}
+	if e.sc.Sharded == nil {
+		return fmt.Errorf("scenario %s does not run in shards", def.Name)
+	}
+	e.role = &inProcess{e: e, sh: sh, name: o.Name}
+	if _, err = e.execute(ctx); err != nil {
+		return err
+	}
+	return sh.Upload(ctx, e.result)
+}
+
+// clientRequests lists a window's requests for the coordinator, in a
+// stable order.
+func clientRequests(m map[metrics.RequestKey]int64) []results.ClientRequests {
+	out := make([]results.ClientRequests, 0, len(m))
+	for k, n := range m {
+		out = append(out, results.ClientRequests{Verb: k.Verb, Group: k.Group, Resource: k.Resource, Subresource: k.Subresource, Code: k.Code, Count: n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		return fmt.Sprint(a.Resource, a.Subresource, a.Verb, a.Code) < fmt.Sprint(b.Resource, b.Subresource, b.Verb, b.Code)
+	})
+	return out
+}

@@ -1,0 +1,131 @@
+// Package process starts a distributed run's shards as local kb-bench
+// processes (kb-bench run --shards N --runner process): for tests without
+// nodes, and for big machines where one Go process is the bottleneck. Each
+// shard reaches the target through a kubeconfig it reads from its stdin.
+package process
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/internal/proc"
+	"github.com/kb-bench/kb-bench/workload/distributed"
+	"github.com/kb-bench/kb-bench/workload/transport"
+)
+
+// Runner starts shards as child processes of Executable.
+type Runner struct {
+	// Executable is the kb-bench binary to run ("kb-bench shard ...").
+	Executable string
+	// Config is the target's connection, handed to each shard.
+	Config *rest.Config
+}
+
+var _ distributed.ShardRunner = Runner{}
+
+// Start starts the shards and returns at once.
+func (r Runner) Start(ctx context.Context, run distributed.ShardRun) (distributed.ShardGroup, error) {
+	kc, err := cluster.Kubeconfig(r.Config)
+	if err != nil {
+		return nil, fmt.Errorf("handing the target to the shard processes: %w", err)
+	}
+	g := &group{failed: make(chan error, run.Shards), stopping: make(chan struct{})}
+	for i := range run.Shards {
+		cmd := exec.Command(r.Executable, "shard",
+			"--namespace", run.Namespace, "--run-id", run.RunID, "--index", strconv.Itoa(i), "--kubeconfig", "-")
+		// The credentials go through a pipe, never a file that a killed
+		// coordinator would leave behind.
+		cmd.Stdin = bytes.NewReader(kc)
+		// Attached: a Ctrl-C reaches only the coordinator, and the shards
+		// die with it.
+		p, err := proc.Start(cmd, fmt.Sprintf("shard %d", i), "", false)
+		if err != nil {
+			// The shards started wait for a run that will not come: stop
+			// them now.
+			stopNow, cancel := context.WithCancel(context.WithoutCancel(ctx))
+			cancel()
+			_ = g.Stop(stopNow)
+			return nil, fmt.Errorf("starting shard %d (%s): %w", i, r.Executable, err)
+		}
+		g.wg.Go(func() {
+			<-p.Exited()
+			select {
+			case <-g.stopping:
+				return // stopped on purpose
+			default:
+			}
+			if err := p.Err(); err != nil {
+				err = fmt.Errorf("shard %d (pid %d) exited before the run ended (%v)%s", i, p.Pid, err, p.Last())
+				if p.ExitCode() == distributed.ExitTargetLost {
+					err = fmt.Errorf("%w: %w", transport.ErrTargetLost, err)
+				}
+				g.failed <- err
+			}
+		})
+		g.procs = append(g.procs, p)
+	}
+	return g, nil
+}
+
+// group is the started shard processes.
+type group struct {
+	procs    []*proc.Process
+	wg       sync.WaitGroup
+	failed   chan error
+	stopping chan struct{}
+	once     sync.Once
+}
+
+func (g *group) Failed() <-chan error { return g.failed }
+
+// Status lists the shard processes.
+func (g *group) Status() string {
+	pids := make([]string, len(g.procs))
+	for i, p := range g.procs {
+		pids[i] = fmt.Sprintf("shard %d pid %d", i, p.Pid)
+	}
+	return strings.Join(pids, ", ")
+}
+
+// Stop waits for the shards to exit; those still running when ctx is done
+// (or at once, when ctx is already done) are stopped: SIGTERM, and
+// SIGKILL killAfter later.
+func (g *group) Stop(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { g.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	g.once.Do(func() { close(g.stopping) })
+	var killed atomic.Bool
+	var stops sync.WaitGroup
+	for _, p := range g.procs {
+		stops.Go(func() {
+			if k, _ := p.Stop(context.Background(), killAfter, nil); k {
+				killed.Store(true)
+			}
+		})
+	}
+	stops.Wait()
+	<-done
+	if killed.Load() {
+		return errors.New("shard processes that did not stop on SIGTERM were killed")
+	}
+	return nil
+}
+
+// killAfter is how long a shard has to stop after SIGTERM.
+const killAfter = 5 * time.Second

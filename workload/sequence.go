@@ -1,0 +1,313 @@
+package workload
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/metrics/apiserver"
+	"github.com/kb-bench/kb-bench/metrics/clientgo"
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/analysis"
+	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/scenario"
+	"github.com/kb-bench/kb-bench/workload/transport"
+)
+
+// A role is what a run is in the phase sequence: a run whose load this
+// process makes, alone or as one shard of a distributed run (inProcess),
+// or a distributed run's coordinator, whose load the shards make
+// (coordinator). Roles differ only in who makes the load and where the
+// figures come from; the sequence, the window's edges and the Result are
+// the engine's.
+type role interface {
+	// ready readies the run: the scenario's objects made (or, for a
+	// shard, found), the load's clients connected, the shards joined.
+	ready(ctx context.Context) error
+	// warmup runs the warm-up. A run interrupted meanwhile returns nil
+	// when it has nothing to wait for, and an error when it has.
+	warmup(ctx context.Context) error
+	// open returns the measured window's bounds (a zero end: bounded by
+	// operations), once the window's first edge is read.
+	open(ctx context.Context) (start, end time.Time, err error)
+	// load makes the window's load until end, until the operations are
+	// done, or until ctx is done (Ctrl-C: the window ends now); it returns
+	// when the window ended, and whether it was stopped early.
+	load(ctx context.Context, start, end time.Time) (ended time.Time, stopped bool, err error)
+	// figures are the window's figures, read once its last edge is.
+	figures(ctx context.Context, w window) (figures, error)
+	// close ends the role's part once the sequence is over; err is how
+	// the sequence ended.
+	close(ctx context.Context, err error) error
+}
+
+// window is the measured window as this process saw it: its bounds and
+// the readings at its edges (nil when the run stopped before it).
+type window struct {
+	start, ended  time.Time
+	before, after *reading
+}
+
+// figures are a window's figures, from this process's recorder and
+// clients or from the shards'.
+type figures struct {
+	started, ended time.Time
+	measurements   results.Measurements
+	series         []metrics.SeriesPoint
+	// requests are the clients' requests in the window, for the server
+	// cross-check.
+	requests map[metrics.RequestKey]int64
+	// shard is a shard's own part; shards the coordinator's merged ones,
+	// with their warnings.
+	shard    *results.ShardInfo
+	shards   []results.ShardInfo
+	warnings []string
+}
+
+// run is the one phase sequence of every run.
+//
+//	ready    the scenario's objects, the clients connected, the shards joined
+//	warm-up  a phase of its own: nothing in it is measured
+//	edge 1   new requests held, those in flight waited for, the clients'
+//	         counters read and the apiserver's /metrics scraped
+//	window   the measured load, its per-second series, until its end,
+//	         its operations or Ctrl-C
+//	edge 2   as edge 1, so the server cross-check covers exactly the
+//	         window's requests
+//	finish   the figures, the server cross-check, the scenario's checks
+//	         and report, the summary: the Result
+func (e *engine) run(ctx context.Context) (scenario.Report, error) {
+	if err := e.role.ready(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.role.warmup(ctx); err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		now := time.Now()
+		e.result.Interrupted = true
+		e.result.Server = results.UnavailableServerCheck("the run stopped before the warm-up ended, so there is no measured window to compare")
+		return e.finish(ctx, window{start: now, ended: now})
+	}
+	before := e.edge(ctx)
+	start, end, err := e.role.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.rec.MeasureFrom(start)
+	e.hold.Release()
+	ended, stopped, err := e.role.load(ctx, start, end)
+	if err != nil {
+		return nil, err
+	}
+	e.result.Interrupted = ctx.Err() != nil || stopped
+	after := e.edge(ctx)
+	e.hold.Release()
+	return e.finish(ctx, window{start: start, ended: ended, before: &before, after: &after})
+}
+
+// reading is what the engine reads at each edge of the measured window.
+type reading struct {
+	clients transport.Reading
+	hooks   clientgo.Stats
+	hookErr error
+	server  metrics.ServerSample
+	err     error // the scrape's
+}
+
+// edge holds the clients' new requests, waits for those in flight, and
+// reads the clients' counters, and, in a process that scrapes, the
+// apiserver's /metrics. The hold stays engaged: release it when the
+// window starts or is over.
+func (e *engine) edge(ctx context.Context) reading {
+	if n := e.hold.Engage(e.spec.OpTimeout.Duration); n > 0 {
+		e.warn("%d requests were still in flight %s after the window's edge; the server cross-check may be off by as many", n, e.spec.OpTimeout)
+	}
+	rd := reading{clients: transport.Read(e.clients)}
+	var hooks *clientgo.Counters
+	if hooks, rd.hookErr = clientgo.Install(); rd.hookErr == nil {
+		rd.hooks = hooks.Read()
+	}
+	if e.scrapes {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scrapeTimeout)
+		defer cancel()
+		rd.server, rd.err = apiserver.Scrape(sctx, e.admin.CoreV1().RESTClient())
+	}
+	return rd
+}
+
+// scrapeTimeout bounds one /metrics scrape.
+const scrapeTimeout = 10 * time.Second
+
+// finish assembles the Result, in one place for every role: the window's
+// figures, the server cross-check, the scenario's checks and report (a
+// shard's are the coordinator's), the summary.
+func (e *engine) finish(ctx context.Context, w window) (scenario.Report, error) {
+	f, err := e.role.figures(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	res := e.result
+	res.Started, res.Ended = f.started, f.ended
+	res.Measurements, res.Series = f.measurements, f.series
+	res.Shard, res.Shards = f.shard, f.shards
+	res.Warnings = append(res.Warnings, f.warnings...)
+	if e.scrapes && w.before != nil {
+		if err := cmp.Or(w.before.err, w.after.err); err != nil {
+			// The first failure says why; the other edge fails the same way.
+			e.warn("no server cross-check: %v", err)
+			res.Server = results.UnavailableServerCheck(err.Error())
+		} else {
+			res.Server = analysis.NewServerCheck(w.before.server, w.after.server, f.requests, e.def.ServerResources, res.Measurements)
+		}
+	}
+	var report scenario.Report = noReport{}
+	if res.Shard == nil {
+		if report, err = e.check(ctx); err != nil {
+			return nil, err
+		}
+	}
+	e.warnClientLog()
+	if res.Summary, err = results.Summarize(res.Measurements, res.Ended.Sub(res.Started).Seconds(), res.Checks); err != nil {
+		return nil, fmt.Errorf("summarizing the run: %w", err)
+	}
+	return report, nil
+}
+
+// check asks the scenario for its checks and report, also after Ctrl-C,
+// and briefly on a target that stopped answering.
+func (e *engine) check(ctx context.Context) (scenario.Report, error) {
+	budget := cleanupTimeout
+	lost := errors.Is(context.Cause(ctx), ErrTargetLost)
+	if lost {
+		budget = lostTargetBudget // it answers nothing: do not wait for it
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
+	defer cancel()
+	report, err := e.sc.Finish(fctx)
+	switch {
+	case err != nil && lost:
+		e.warn("the scenario's checks could not be made on a target that stopped answering: %v", err)
+		return noReport{}, nil
+	case err != nil:
+		return nil, err
+	}
+	e.result.Checks = report.Checks()
+	if b, err := json.Marshal(report); err == nil && string(b) != "{}" && string(b) != "null" {
+		e.result.Details = b
+	}
+	return report, nil
+}
+
+// lostTargetBudget bounds the end phase (reading objects back) of a run
+// whose target stopped answering.
+const lostTargetBudget = 2 * time.Second
+
+// measure reads this process's figures of window w: the recorder's and
+// the clients' between the two readings (none when the run stopped
+// before the window).
+func (e *engine) measure(w window) figures {
+	snap := e.rec.Snapshot(w.ended)
+	f := figures{started: w.start, ended: w.ended, series: snap.Series}
+	var stats results.ClientStats
+	if w.before != nil {
+		window := w.after.clients.Since(w.before.clients)
+		var retries int64
+		if w.before.hookErr == nil {
+			retries = w.after.hooks.Sub(w.before.hooks).Retries
+		} else {
+			e.warn("client-go's hidden retries are not counted: %v", w.before.hookErr)
+		}
+		stats, f.requests = window.Stats(retries), window.Requests
+	}
+	f.measurements = results.FromSnapshot(snap, stats)
+	return f
+}
+
+// connect opens each client's connection before the clock starts, as a
+// long-running controller's is: the TLS handshake is not the benchmark.
+// With CBOR it sends each client's first CBOR request body too: a dry-run
+// create. An apiserver that does not take CBOR answers 415, and client-go
+// then sends that client's bodies as JSON, so the measured window holds
+// no 415s; the result's content-type counts show what was sent.
+func (e *engine) connect(ctx context.Context) {
+	refused := 0
+	for i, c := range e.env.Clients {
+		cctx, cancel := context.WithTimeout(ctx, e.spec.OpTimeout.Duration)
+		_, err := discovery.ToServerVersionInterfaceWithContext(c.Discovery()).ServerVersionWithContext(cctx) // needs no permission
+		cancel()
+		if err != nil {
+			e.warn("client %d: connecting before the run: %v", i+1, err)
+		}
+		if e.spec.Client.ContentType != spec.ContentCBOR {
+			continue
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kb-bench-cbor-probe"}}
+		pctx, cancel := context.WithTimeout(ctx, e.spec.OpTimeout.Duration)
+		_, err = c.CoreV1().ConfigMaps(e.env.Namespace).Create(pctx, cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		cancel()
+		if apierrors.IsUnsupportedMediaType(err) {
+			refused++
+		} else if err != nil {
+			e.warn("client %d: probing CBOR: %v", i+1, err)
+		}
+	}
+	if refused > 0 {
+		e.warn("the apiserver does not take CBOR request bodies (its feature gate CBORServingAndStorage is alpha and off by default): the clients send JSON bodies instead")
+	}
+}
+
+// sleepUntil waits until t (forever when t is zero), ctx is done or stop
+// is closed.
+func sleepUntil(ctx context.Context, t time.Time, stop <-chan struct{}) {
+	var at <-chan time.Time
+	if !t.IsZero() {
+		timer := time.NewTimer(time.Until(t))
+		defer timer.Stop()
+		at = timer.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-at:
+	case <-stop:
+	}
+}
+
+// tick closes the recorder's per-second interval once a second from from
+// on, and reports each to progress (when set). The returned func stops it.
+func tick(rec *metrics.Recorder, from time.Time, progress func(time.Duration, metrics.SeriesPoint)) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTimer(time.Until(from.Add(time.Second)))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			now := time.Now()
+			p := rec.Tick(now)
+			if progress != nil {
+				progress(now.Sub(from), p)
+			}
+			next := from.Add((now.Sub(from)/time.Second + 1) * time.Second)
+			t.Reset(time.Until(next))
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}

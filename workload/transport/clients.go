@@ -1,0 +1,636 @@
+// Package transport is how the engine's clients reach the apiserver: a
+// metered HTTP transport that counts every request by endpoint, code and
+// content type, the hold that keeps new requests back at the measured
+// window's edges while those in flight finish, the client-side rate limiter
+// that times its waits, the HTTP/2 stream slots that keep each client to one
+// connection, and the target's health.
+package transport
+
+import (
+	"container/list"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/workload/scenario"
+)
+
+// Client is one client-go clientset with connections of its own, and the
+// counters that show what it sent.
+type Client struct {
+	Kube    kubernetes.Interface
+	meter   *meter
+	limiter *timedLimiter // nil without a client-side rate limit
+}
+
+// NewClients builds n clients from cfg (see scenario.ClientConfig), each
+// with its own HTTP transport and so its own connections, whose requests
+// pass through hold and report to health. client-go caches transports by config, so clients built from equal
+// configs would share one transport and its HTTP/2 connection; a Dial
+// function of its own makes each config uncacheable. A config with a custom
+// Transport cannot be split that way: then every client shares it, and
+// NewClients says so in the returned note.
+func NewClients(cfg *rest.Config, n int, hold *Hold, h *Health) (clients []*Client, note string, err error) {
+	if cfg.Transport != nil && n > 1 {
+		note = fmt.Sprintf("the target's config sets its own HTTP transport, so the %d clients share its connections", n)
+	}
+	for i := range n {
+		c := rest.CopyConfig(cfg)
+		if c.Dial == nil {
+			c.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		}
+		m := newMeter(hold, h)
+		c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			m.streams.transport = httpTransport(rt)
+			return &meteredTransport{next: rt, meter: m}
+		})
+		var limiter *timedLimiter
+		if c.QPS > 0 && c.RateLimiter == nil {
+			limiter = &timedLimiter{RateLimiter: flowcontrol.NewTokenBucketRateLimiter(c.QPS, c.Burst)}
+			c.RateLimiter = limiter
+		}
+		kube, err := kubernetes.NewForConfig(c)
+		if err != nil {
+			return nil, "", fmt.Errorf("building client %d of %d: %w (check the target's kubeconfig)", i+1, n, err)
+		}
+		clients = append(clients, &Client{Kube: kube, meter: m, limiter: limiter})
+	}
+	return clients, note, nil
+}
+
+// httpTransport finds the *http.Transport under client-go's wrappers of it
+// (its transport cache's tracking, CA rotation), or nil.
+func httpTransport(rt http.RoundTripper) *http.Transport {
+	for range 8 {
+		switch t := rt.(type) {
+		case *http.Transport:
+			return t
+		case interface{ WrappedRoundTripper() http.RoundTripper }:
+			rt = t.WrappedRoundTripper()
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// Reading is a reading of the clients' counters, taken while the hold is
+// engaged (no request in flight), so two readings bound exactly the
+// requests sent in between.
+type Reading struct {
+	// Requests counts requests by endpoint and code.
+	Requests map[metrics.RequestKey]int64
+	sent     map[string]int64 // request bodies by content type
+	received map[string]int64 // responses by content type
+	waited   time.Duration
+	limited  int64
+	// streamWait is the total time requests waited for a free HTTP/2
+	// stream on their client's connection, streamWaits the requests
+	// that waited (see streamSlots).
+	streamWait  time.Duration
+	streamWaits int64
+}
+
+// Read sums the clients' counters now.
+func Read(clients []*Client) Reading {
+	r := Reading{Requests: map[metrics.RequestKey]int64{}, sent: map[string]int64{}, received: map[string]int64{}}
+	for _, c := range clients {
+		c.meter.addTo(&r)
+		if c.limiter != nil {
+			r.waited += time.Duration(c.limiter.waited.Load())
+			r.limited += c.limiter.limited.Load()
+		}
+	}
+	return r
+}
+
+// Since returns what the clients did between before and r.
+func (r Reading) Since(before Reading) Reading {
+	return Reading{
+		Requests: sub(r.Requests, before.Requests), sent: sub(r.sent, before.sent), received: sub(r.received, before.received),
+		waited: r.waited - before.waited, limited: r.limited - before.limited,
+		streamWait: r.streamWait - before.streamWait, streamWaits: r.streamWaits - before.streamWaits,
+	}
+}
+
+// sub is a - b, without the keys that are the same in both.
+func sub[K comparable](a, b map[K]int64) map[K]int64 {
+	d := map[K]int64{}
+	for k, n := range a {
+		if n -= b[k]; n != 0 {
+			d[k] = n
+		}
+	}
+	return d
+}
+
+// add adds b to a.
+func add[K comparable](a, b map[K]int64) {
+	for k, n := range b {
+		a[k] += n
+	}
+}
+
+// Stats are the client figures of the result; retries are client-go's
+// hidden ones (package clientgo).
+func (r Reading) Stats(retries int64) results.ClientStats {
+	return results.ClientStats{
+		Retries:         retries,
+		RateLimiterWait: r.waited,
+		RateLimited:     r.limited,
+		StreamWait:      r.streamWait,
+		StreamWaited:    r.streamWaits,
+		SentContent:     r.sent,
+		ReceivedContent: r.received,
+	}
+}
+
+// meter counts one client's requests by endpoint and response code, and
+// the content types it sent and received.
+type meter struct {
+	hold     *Hold
+	health   *Health
+	streams  streamSlots
+	mu       sync.Mutex
+	requests map[metrics.RequestKey]int64
+	sent     map[string]int64
+	received map[string]int64
+}
+
+func newMeter(hold *Hold, h *Health) *meter {
+	return &meter{hold: hold, health: h, requests: map[metrics.RequestKey]int64{}, sent: map[string]int64{}, received: map[string]int64{}}
+}
+
+func (m *meter) count(k metrics.RequestKey, sent, received string) {
+	m.mu.Lock()
+	m.requests[k]++
+	if sent != "" {
+		m.sent[sent]++
+	}
+	if received != "" {
+		m.received[received]++
+	}
+	m.mu.Unlock()
+}
+
+func (m *meter) addTo(r *Reading) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	add(r.Requests, m.requests)
+	add(r.sent, m.sent)
+	add(r.received, m.received)
+	r.streamWait += time.Duration(m.streams.waited.Load())
+	r.streamWaits += m.streams.queued.Load()
+}
+
+// meteredTransport counts every request of a client (client-go's own
+// retries included) and passes it through the run's hold, which it leaves
+// when the response body is closed: client-go reads a whole response and
+// closes it before it returns. Watches stay out of both: they are long
+// running and the apiserver counts them only when they end.
+type meteredTransport struct {
+	next  http.RoundTripper
+	meter *meter
+}
+
+func (t *meteredTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	key, watch := endpointOf(r)
+	if watch {
+		return t.next.RoundTrip(r)
+	}
+	t.meter.health.backoff(r.Context())
+	// A stream first, then the hold: a request that waits for a stream
+	// is not in flight, and one that never gets a stream was never sent.
+	if err := t.meter.streams.acquire(r); err != nil {
+		return nil, err
+	}
+	if err := t.meter.hold.enter(r.Context()); err != nil {
+		t.meter.streams.release()
+		return nil, err
+	}
+	resp, err := t.next.RoundTrip(r)
+	sent := ""
+	if r.Body != nil {
+		sent = mediaType(r.Header.Get("Content-Type"))
+	}
+	if err != nil {
+		// No answer: the apiserver may or may not have counted it.
+		t.meter.health.failed(err)
+		key.Code = results.CodeNoResponse
+		t.meter.count(key, sent, "")
+		t.meter.hold.leave()
+		t.meter.streams.release()
+		return nil, err
+	}
+	t.meter.health.answered()
+	key.Code = strconv.Itoa(resp.StatusCode)
+	t.meter.count(key, sent, mediaType(resp.Header.Get("Content-Type")))
+	resp.Body = &leaveOnClose{ReadCloser: resp.Body, hold: t.meter.hold, streams: &t.meter.streams}
+	return resp, nil
+}
+
+// WrappedRoundTripper lets client-go's debugging helpers see through it.
+func (t *meteredTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
+
+// leaveOnClose leaves the hold and frees the request's stream once, when
+// the body is closed (the stream ends with the body).
+type leaveOnClose struct {
+	io.ReadCloser
+	hold    *Hold
+	streams *streamSlots
+	once    sync.Once
+}
+
+func (b *leaveOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(func() {
+		b.hold.leave()
+		b.streams.release()
+	})
+	return err
+}
+
+// mediaType is a Content-Type without its parameters.
+func mediaType(ct string) string {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.TrimSpace(mt)
+}
+
+// endpointOf names a request the way the apiserver's
+// apiserver_request_total does: verb (LIST for a collection GET, APPLY for
+// an apply patch), group, resource and subresource. watch reports a watch.
+func endpointOf(r *http.Request) (k metrics.RequestKey, watch bool) {
+	p := strings.Trim(r.URL.Path, "/")
+	var segs []string
+	switch {
+	case strings.HasPrefix(p, "api/"):
+		segs = strings.Split(p, "/")[2:] // api/v1/...
+	case strings.HasPrefix(p, "apis/"):
+		segs = strings.Split(p, "/")
+		if len(segs) >= 3 {
+			k.Group = segs[1]
+			segs = segs[3:] // apis/GROUP/VERSION/...
+		} else {
+			segs = nil
+		}
+	}
+	isNamespaceSub := len(segs) == 3 && (segs[2] == "status" || segs[2] == "finalize")
+	if len(segs) >= 3 && segs[0] == "namespaces" && !isNamespaceSub {
+		segs = segs[2:] // namespaces/NS/RESOURCE/...
+	}
+	named := false
+	if len(segs) > 0 {
+		k.Resource = segs[0]
+	}
+	if len(segs) > 1 {
+		named = true
+	}
+	if len(segs) > 2 {
+		k.Subresource = segs[2]
+	}
+	switch r.Method {
+	case http.MethodGet:
+		switch {
+		case strings.Contains(r.URL.RawQuery, "watch=true") || strings.Contains(r.URL.RawQuery, "watch=1"):
+			k.Verb, watch = "WATCH", true
+		case named:
+			k.Verb = "GET"
+		default:
+			k.Verb = "LIST"
+		}
+	case http.MethodPatch:
+		k.Verb = "PATCH"
+		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/apply-patch") {
+			k.Verb = "APPLY"
+		}
+	case http.MethodDelete:
+		k.Verb = "DELETE"
+		if !named {
+			k.Verb = "DELETECOLLECTION"
+		}
+	default:
+		k.Verb = r.Method // POST, PUT
+	}
+	return k, watch
+}
+
+// Hold is the window's edge: it lets the engine hold the clients' new
+// requests while it reads their counters and scrapes /metrics, and waits
+// for those in flight to finish first, so a scrape never sees a request
+// half done: the server cross-check is then exact also for scenarios
+// whose requests never pause (leader election).
+type Hold struct {
+	mu       sync.Mutex
+	cond     *sync.Cond // signalled when inflight reaches 0 or a hold expires
+	inflight int
+	held     bool
+	released chan struct{} // closed when a hold ends
+	expired  bool
+}
+
+// NewHold returns a hold that is not engaged.
+func NewHold() *Hold {
+	h := &Hold{}
+	h.cond = sync.NewCond(&h.mu)
+	return h
+}
+
+// enter waits while the hold is engaged and counts the request in flight. A
+// request whose context ends while it waits is refused (notSentError): it
+// was never sent, so it is neither counted nor may it have landed.
+func (h *Hold) enter(ctx context.Context) error {
+	h.mu.Lock()
+	for h.held {
+		released := h.released
+		h.mu.Unlock()
+		select {
+		case <-released:
+		case <-ctx.Done():
+			return &notSentError{ctx: ctx.Err(),
+				why: "the request waited at the measured window's edge (kb-bench reads the apiserver's /metrics there with no request in flight) until its context ended, and was not sent"}
+		}
+		h.mu.Lock()
+	}
+	h.inflight++
+	h.mu.Unlock()
+	return nil
+}
+
+// notSentError is a request refused before it left the client, because
+// its context ended first: held at a window's edge, or waiting for a free
+// stream. It neither reached the apiserver nor was counted.
+type notSentError struct {
+	why string
+	ctx error
+}
+
+func (e *notSentError) Error() string { return e.why + ": " + e.ctx.Error() }
+
+func (e *notSentError) Is(target error) bool { return target == scenario.ErrNotSent }
+
+func (e *notSentError) Unwrap() error { return e.ctx }
+
+func (h *Hold) leave() {
+	h.mu.Lock()
+	h.inflight--
+	if h.inflight == 0 {
+		h.cond.Broadcast()
+	}
+	h.mu.Unlock()
+}
+
+// Engage stops new requests and waits up to timeout for those in flight
+// to finish; it reports how many were still in flight then. Call Release
+// after.
+func (h *Hold) Engage(timeout time.Duration) (inflight int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.held {
+		h.released = make(chan struct{})
+	}
+	h.held, h.expired = true, false
+	t := time.AfterFunc(timeout, func() {
+		h.mu.Lock()
+		h.expired = true
+		h.cond.Broadcast()
+		h.mu.Unlock()
+	})
+	defer t.Stop()
+	for h.inflight > 0 && !h.expired {
+		h.cond.Wait()
+	}
+	return h.inflight
+}
+
+// Release lets held requests go on.
+func (h *Hold) Release() {
+	h.mu.Lock()
+	if h.held {
+		close(h.released)
+	}
+	h.held = false
+	h.mu.Unlock()
+}
+
+// timedLimiter is a client-side rate limiter that adds up the time requests
+// wait in it and counts those held back.
+type timedLimiter struct {
+	flowcontrol.RateLimiter
+	waited  atomic.Int64 // nanoseconds
+	limited atomic.Int64 // requests that waited minLimiterWait or more
+}
+
+// minLimiterWait tells a request held back from the cost of taking a token.
+const minLimiterWait = time.Millisecond
+
+// Wait takes a token. When none comes before ctx's deadline (the token
+// bucket says at once that it would come too late, or the deadline passes
+// while waiting) the error wraps both scenario.ErrNotSent and
+// context.DeadlineExceeded: the operation timed out, and it is certain that
+// the request never left the client.
+func (l *timedLimiter) Wait(ctx context.Context) error {
+	start := time.Now()
+	err := l.RateLimiter.Wait(ctx)
+	l.observe(time.Since(start))
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%w: %w", scenario.ErrNotSent, context.DeadlineExceeded)
+	}
+	return err
+}
+
+func (l *timedLimiter) Accept() {
+	start := time.Now()
+	l.RateLimiter.Accept()
+	l.observe(time.Since(start))
+}
+
+func (l *timedLimiter) observe(d time.Duration) {
+	l.waited.Add(int64(d))
+	if d >= minLimiterWait {
+		l.limited.Add(1)
+	}
+}
+
+// streamSlots keeps a client's requests within what its one HTTP/2
+// connection carries at a time: the server's SETTINGS_MAX_CONCURRENT_STREAMS
+// (100 on kube-apiserver unless --http2-max-streams-per-connection says
+// otherwise). A request past that waits here, first come first served,
+// until a stream is free or its context ends; the wait is part of its
+// operation's latency, as a wait in the client-side rate limiter is, and
+// is counted (waited, queued).
+//
+// Without it, client-go's transport (golang.org/x/net/http2 under
+// net/http) dials a new TLS connection for every request that finds the
+// connection's streams taken, and while those dials are under way every
+// further request dials too: 10,000 writers on one client had up to
+// 12,810 sockets open at once, and dialed more as surplus ones were
+// closed; the process peaked at 0.65-1.05 GB (TLS handshakes, the
+// connections' buffers and goroutines) and spent twice the CPU, the
+// apiserver spent its own on handshakes, and the client was one
+// connection only in name. x/net's own remedy (StrictMaxConcurrentStreams)
+// stalls once requests queue (golang/go#70809: reserved streams count
+// against the limit), so the wait is kept here instead, in front of the
+// transport. A stream is freed when its response body is closed, a little
+// before x/net forgets it, so a rare extra connection is still possible.
+//
+// The client's first request (the engine's connect, before the run) asks
+// the server for its limit first (streamLimit: a connection of its own,
+// closed at once, that carries no request).
+type streamSlots struct {
+	// transport is the client's own *http.Transport (nil when client-go
+	// was given a transport of its own: then nothing is limited). It is
+	// set when the client is built, before its first request.
+	transport *http.Transport
+
+	ask     sync.Once
+	mu      sync.Mutex
+	limit   int // streams per connection; 0: no limit (not HTTP/2)
+	inUse   int
+	waiting list.List // of chan struct{}, closed when given a stream
+
+	waited atomic.Int64 // nanoseconds requests waited for a stream
+	queued atomic.Int64 // requests that waited for one
+}
+
+// defaultStreams is what a client assumes of a server it has not asked:
+// the limit golang.org/x/net/http2 itself assumes until the server's
+// SETTINGS arrive, and kube-apiserver's default.
+const defaultStreams = 100
+
+// acquire waits for a stream for r. A request whose context ends first is
+// refused with an error that wraps scenario.ErrNotSent and the context's
+// error: it never left the client.
+func (s *streamSlots) acquire(r *http.Request) error {
+	if s.transport == nil {
+		return nil
+	}
+	s.ask.Do(func() {
+		n := streamLimit(r.Context(), s.transport, r.URL)
+		s.mu.Lock()
+		s.limit = n
+		s.mu.Unlock()
+	})
+	s.mu.Lock()
+	if s.waiting.Len() == 0 && (s.limit == 0 || s.inUse < s.limit) {
+		s.inUse++
+		s.mu.Unlock()
+		return nil
+	}
+	start := time.Now()
+	s.queued.Add(1)
+	ready := make(chan struct{})
+	e := s.waiting.PushBack(ready)
+	s.mu.Unlock()
+	var err error
+	select {
+	case <-ready:
+	case <-r.Context().Done():
+		s.mu.Lock()
+		select {
+		case <-ready: // given a stream meanwhile: it is this request's
+		default:
+			s.waiting.Remove(e)
+			err = &notSentError{ctx: r.Context().Err(), why: fmt.Sprintf(
+				"no stream of the client's HTTP/2 connection (it carries %d at a time) came free before the request's context ended, so it was not sent (more --clients spread the writers over more connections)", s.limit)}
+		}
+		s.mu.Unlock()
+	}
+	s.waited.Add(int64(time.Since(start)))
+	return err
+}
+
+// release frees a stream acquire took.
+func (s *streamSlots) release() {
+	if s.transport == nil {
+		return
+	}
+	s.mu.Lock()
+	s.inUse--
+	s.handOutLocked()
+	s.mu.Unlock()
+}
+
+// handOutLocked gives free streams to the requests waiting, oldest first.
+func (s *streamSlots) handOutLocked() {
+	for s.waiting.Len() > 0 && (s.limit == 0 || s.inUse < s.limit) {
+		close(s.waiting.Remove(s.waiting.Front()).(chan struct{}))
+		s.inUse++
+	}
+}
+
+// streamLimit asks the server at u how many streams one HTTP/2 connection
+// of t may have open at a time: it opens a connection of its own as t
+// would, reads the server's SETTINGS (a PING's answer follows them) and
+// closes it. 0 means no limit to keep: t does not speak HTTP/2 to u
+// (plain http, HTTP/2 turned off, or the server chose HTTP/1.1). When the
+// server cannot be asked (a proxy, an error), defaultStreams.
+func streamLimit(ctx context.Context, t *http.Transport, u *url.URL) int {
+	if t == nil || u.Scheme != "https" || t.TLSNextProto[http2.NextProtoTLS] == nil {
+		return 0
+	}
+	if t.Proxy != nil {
+		if p, err := t.Proxy(&http.Request{URL: u}); err != nil || p != nil {
+			return defaultStreams
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "443")
+	}
+	dial := t.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	raw, err := dial(ctx, "tcp", addr)
+	if err != nil {
+		return defaultStreams
+	}
+	defer raw.Close()
+	cfg := &tls.Config{}
+	if t.TLSClientConfig != nil {
+		cfg = t.TLSClientConfig.Clone()
+	}
+	cfg.NextProtos = []string{http2.NextProtoTLS, "http/1.1"}
+	if cfg.ServerName == "" {
+		cfg.ServerName = u.Hostname()
+	}
+	conn := tls.Client(raw, cfg)
+	if err := conn.HandshakeContext(ctx); err != nil {
+		return defaultStreams
+	}
+	if conn.ConnectionState().NegotiatedProtocol != http2.NextProtoTLS {
+		return 0
+	}
+	cc, err := (&http2.Transport{}).NewClientConn(conn)
+	if err != nil {
+		return defaultStreams
+	}
+	defer cc.Close()
+	if err := cc.Ping(ctx); err != nil {
+		return defaultStreams
+	}
+	if n := cc.State().MaxConcurrentStreams; n > 0 && n < math.MaxInt32 {
+		return int(n)
+	}
+	return defaultStreams
+}
