@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
@@ -33,8 +35,9 @@ func Compare(paths []string, notes io.Writer) (*analysis.Comparison, error) {
 	return c, nil
 }
 
-// GateRequest is what Gate judges: a candidate side, a baseline side
-// (none: "") and a Gate file of thresholds ("": analysis.DefaultGate).
+// GateRequest is what Gate judges: a candidate side and a baseline side
+// (none: ""), or an A/B run's directory as Candidate alone (its two
+// sides), and a Gate file of thresholds ("": analysis.DefaultGate).
 type GateRequest struct {
 	Candidate, Baseline, Thresholds string
 	// Force judges a baseline that ran another workload than the
@@ -48,6 +51,11 @@ type GateRequest struct {
 // returns the verdicts and, when a threshold does not hold,
 // ErrGateFailed.
 func Gate(r GateRequest) ([]analysis.Verdict, error) {
+	if r.Baseline == "" {
+		if base, cand, ok := abDirs(r.Candidate); ok {
+			r.Baseline, r.Candidate, r.Force = base, cand, true
+		}
+	}
 	g := analysis.DefaultGate(r.Baseline != "")
 	if r.Thresholds != "" {
 		var err error
@@ -64,8 +72,48 @@ func Gate(r GateRequest) ([]analysis.Verdict, error) {
 		if base, err = readSide(r.Notes, r.Baseline); err != nil {
 			return nil, spec.Input(err)
 		}
+		if r.Notes != nil && !interleaved(base.Results, candidate.Results) {
+			fmt.Fprintln(r.Notes, "kb-bench: note: "+storedBaseline)
+		}
 	}
 	return judge(g, base.Results, candidate.Results, r.Force)
+}
+
+// storedBaseline is what a gate against results of another run cannot
+// tell.
+const storedBaseline = "the baseline's samples ran at another time than the candidate's, not interleaved with them: the gate cannot tell the machine's drift from a change " +
+	"(on a busy 2-core machine sets of one spec drift by 10% and more); for a verdict that can, run both in one job: kb-bench run ... --baseline-with SETTING=VALUE, or --baseline-spec FILE"
+
+// abDirs are the baseline's and the candidate's directories of an A/B
+// run's directory (kb-bench run --baseline-with or --baseline-spec); ok
+// is false when dir is not one.
+func abDirs(dir string) (base, cand string, ok bool) {
+	base, cand = filepath.Join(dir, "baseline"), filepath.Join(dir, "candidate")
+	for _, d := range []string{base, cand} {
+		if _, err := os.Stat(filepath.Join(d, store.SetFile)); err != nil {
+			return "", "", false
+		}
+	}
+	return base, cand, true
+}
+
+// interleaved reports whether two sides' samples ran interleaved: neither
+// side's all began before the other's.
+func interleaved(a, b []*results.Result) bool {
+	first := func(rs []*results.Result) (lo, hi time.Time) {
+		for i, r := range rs {
+			if i == 0 || r.Started.Before(lo) {
+				lo = r.Started
+			}
+			if r.Started.After(hi) {
+				hi = r.Started
+			}
+		}
+		return lo, hi
+	}
+	aLo, aHi := first(a)
+	bLo, bHi := first(b)
+	return aLo.Before(bHi) && bLo.Before(aHi)
 }
 
 // ReadGate reads a Gate file of thresholds.
@@ -110,14 +158,16 @@ func judge(g *analysis.Gate, base, candidate []*results.Result, force bool) ([]a
 	return verdicts, nil
 }
 
-// gateEnd judges a finished run's samples in dir with o's gate, and shows
-// the verdicts on o.Stdout.
-func gateEnd(o Options, dir string) ([]analysis.Verdict, error) {
+// gateEnd judges a finished run's samples in dir with o's gate against
+// base, and shows the verdicts on o.Stdout. force judges a baseline of
+// another workload (the baseline side of an A/B run, which the user
+// asked for).
+func gateEnd(o Options, base []*results.Result, dir string, force bool) ([]analysis.Verdict, error) {
 	candidate, err := readSide(o.Log, dir)
 	if err != nil {
 		return nil, err
 	}
-	verdicts, err := judge(o.Gate, o.Baseline, candidate.Results, false)
+	verdicts, err := judge(o.Gate, base, candidate.Results, force)
 	if o.Stdout != nil && verdicts != nil {
 		fmt.Fprintln(o.Stdout)
 		if werr := text.WriteVerdicts(o.Stdout, verdicts, "text"); werr != nil {
@@ -137,6 +187,13 @@ func checkGate(g *analysis.Gate, p *Plan, baseline []*results.Result, log io.Wri
 		return spec.Input(errors.New("--baseline is for a gate: add --gate FILE (or run a profile with thresholds), or compare results with 'kb-bench compare'"))
 	case g == nil:
 		return nil
+	case p.Sides && baseline != nil:
+		return spec.Input(errors.New("--baseline names stored results to gate against, --baseline-spec and --baseline-with a baseline to run beside the candidate: choose one"))
+	case p.Sides:
+		if ok, need := analysis.Testable(p.Count, p.Count); !ok {
+			fmt.Fprintf(log, "note: %s a side cannot show a significant difference: the gate's relative thresholds will be judged on the medians alone (--count %d or more for a tested verdict)\n", results.Plural(p.Count, "sample"), need)
+		}
+		return nil
 	case p.Matrix():
 		return spec.Input(errors.New("a gate judges one configuration: run the matrix without --gate (or a profile with thresholds) and gate each directory with 'kb-bench gate'"))
 	case baseline == nil:
@@ -151,6 +208,7 @@ func checkGate(g *analysis.Gate, p *Plan, baseline []*results.Result, log io.Wri
 	if err := likeWithLike(baseline, p.Cells[0].Workload); err != nil {
 		return err
 	}
+	fmt.Fprintln(log, "note: "+storedBaseline)
 	if ok, need := analysis.Testable(len(baseline), p.Count); !ok {
 		fmt.Fprintf(log, "note: %s against the baseline's %d cannot show a significant difference: the gate's relative thresholds will be judged on the medians alone (--count %d or more on both sides for a tested verdict)\n",
 			results.Plural(p.Count, "sample"), len(baseline), need)

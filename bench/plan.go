@@ -32,6 +32,19 @@ type Request struct {
 	// Count is how many samples of each configuration run (1 to 1000; 0
 	// means 1).
 	Count int
+	// Baseline, when set, makes the run an A/B: a baseline configuration
+	// run beside the requested one (the candidate), their samples
+	// alternating on one target, so that the machine's drift hits both
+	// alike and a gate judges the change, not the drift.
+	Baseline *Baseline
+}
+
+// Baseline is the baseline side of an A/B run: the request's own
+// settings, from File rather than the request's profile when given, with
+// Overrides on top ("control-plane-bin=/main/bin").
+type Baseline struct {
+	File      string
+	Overrides []Override
 }
 
 // Override is one setting given by name (a Setting's Name, as run's flag
@@ -56,11 +69,12 @@ func (o Override) String() string {
 }
 
 // Plan is what a run does: its configurations (cells), each sampled Count
-// times, the samples interleaved round-robin (sample 1 of every cell, then
-// sample 2, ...), so that drift in the machine hits every cell alike.
+// times, the samples interleaved (sample 1 of every cell, then sample 2 of
+// every cell in the reverse order, A B B A A B ...), so that drift in the
+// machine, even a steady one, hits every cell alike.
 //
-// Every cell is run on the target its spec names; today a plan's cells
-// share the first cell's target.
+// The cells share the first cell's target, except in an A/B run whose
+// sides differ in their local control plane (FreshTargets).
 type Plan struct {
 	Cells []Cell
 	Count int
@@ -73,6 +87,14 @@ type Plan struct {
 	// local control plane (its storage, binaries or controller manager):
 	// the run starts one of its own rather than use 'kb-bench local up's.
 	PrivateControlPlane bool
+	// Sides is set on an A/B run (Request.Baseline): Cells[0] is the
+	// baseline, Cells[1] the candidate, and a gate judges one against
+	// the other.
+	Sides bool
+	// FreshTargets is set when the sides' local control planes differ
+	// (their binaries or storage): every sample then runs on a fresh
+	// control plane of its own side's.
+	FreshTargets bool
 }
 
 // Cell is one configuration of a plan: a resolved and validated spec and,
@@ -116,11 +138,16 @@ type Sample struct {
 	Cell, Index int
 }
 
-// Samples are the plan's samples in the order they run.
+// Samples are the plan's samples in the order they run: every cell's
+// first, then every cell's second in the reverse order, and so on.
 func (p *Plan) Samples() []Sample {
 	var out []Sample
 	for i := 1; i <= p.Count; i++ {
-		for c := range p.Cells {
+		for k := range p.Cells {
+			c := k
+			if i%2 == 0 {
+				c = len(p.Cells) - 1 - k
+			}
 			out = append(out, Sample{Cell: c, Index: i})
 		}
 	}
@@ -147,6 +174,9 @@ const maxCount = 1000
 // (workload.Resolve), once. Whatever is wrong with the request is bad
 // input (spec.IsInput) saying what to change.
 func Resolve(r Request) (*Plan, error) {
+	if r.Baseline != nil {
+		return resolveSides(r)
+	}
 	if r.Count == 0 {
 		r.Count = 1
 	}
@@ -209,6 +239,48 @@ func Resolve(r Request) (*Plan, error) {
 		if err := zeroOverridden(r.Overrides, given, *c); err != nil {
 			return nil, err
 		}
+	}
+	return p, nil
+}
+
+// resolveSides resolves an A/B request: the candidate as asked, and the
+// baseline (the same settings, from the baseline's profile when it names
+// one, with its overrides on top), one configuration each.
+func resolveSides(r Request) (*Plan, error) {
+	for _, o := range r.Overrides {
+		if len(o.Values) > 1 {
+			return nil, spec.Input(fmt.Errorf("--%s: an A/B run compares two configurations, the baseline and the candidate: give each setting one value", o.Name))
+		}
+	}
+	for _, o := range r.Baseline.Overrides {
+		if len(o.Values) != 1 {
+			return nil, spec.Input(fmt.Errorf("--baseline-with %s: give the baseline one value", o.Name))
+		}
+	}
+	candidate := r
+	candidate.Baseline = nil
+	cp, err := Resolve(candidate)
+	if err != nil {
+		return nil, err
+	}
+	base := Request{File: r.Baseline.File, Overrides: append(slices.Clone(r.Overrides), r.Baseline.Overrides...), Count: r.Count}
+	if base.File == "" {
+		base.File, base.Profile = r.File, r.Profile
+	}
+	bp, err := Resolve(base)
+	if err != nil {
+		return nil, fmt.Errorf("the baseline: %w", err)
+	}
+	b, c := bp.Cells[0], cp.Cells[0]
+	b.Label, b.Values = "baseline", []CellValue{{"side", "baseline"}}
+	c.Label, c.Values = "candidate", []CellValue{{"side", "candidate"}}
+	p := &Plan{Cells: []Cell{b, c}, Count: cp.Count, Source: cp.Source, Thresholds: cp.Thresholds, Sides: true,
+		PrivateControlPlane: cp.PrivateControlPlane || bp.PrivateControlPlane}
+	if bt, ct := b.Spec.Target, c.Spec.Target; bt != ct {
+		if bt.Kind != spec.TargetLocal || ct.Kind != spec.TargetLocal {
+			return nil, spec.Input(fmt.Errorf("the baseline runs on target %s, the candidate on %s: an A/B run alternates its samples on one target; only the sides' local control planes (--control-plane-bin, --storage, --controller-manager) may differ", bt.Kind, ct.Kind))
+		}
+		p.FreshTargets, p.PrivateControlPlane = true, true
 	}
 	return p, nil
 }
@@ -328,6 +400,29 @@ type Setting struct {
 
 	index []int  // the field's path in spec.Spec; nil for a scenario's
 	json  string // a scenario setting's name in Spec.Settings
+}
+
+// ParseOverride reads "name=value": a setting by its flag's name and one
+// value of it, as --baseline-with gives it. Errors are bad input.
+func ParseOverride(text string) (Override, error) {
+	name, value, ok := strings.Cut(text, "=")
+	name = strings.TrimPrefix(strings.TrimSpace(name), "--")
+	if !ok || name == "" {
+		return Override{}, spec.Input(fmt.Errorf("%q: give SETTING=VALUE, a setting as run's flag names it, e.g. control-plane-bin=/main/bin or writers=8", text))
+	}
+	settings, err := Settings()
+	if err != nil {
+		return Override{}, err
+	}
+	s := find(settings, name)
+	if s == nil {
+		return Override{}, spec.Input(fmt.Errorf("%q: %q is not a setting kb-bench knows (see 'kb-bench run --help')", text, name))
+	}
+	v, err := s.Parse(strings.TrimSpace(value))
+	if err != nil {
+		return Override{}, spec.Input(fmt.Errorf("%q: %w", text, err))
+	}
+	return Set(name, v), nil
 }
 
 // matrixSettings take a list of values, one configuration each.

@@ -1,6 +1,9 @@
 package bench
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -64,8 +67,66 @@ func TestMatrix(t *testing.T) {
 	for _, smp := range p.Samples() {
 		order = append(order, smp)
 	}
-	if len(order) != 12 || order[0] != (Sample{0, 1}) || order[5] != (Sample{5, 1}) || order[6] != (Sample{0, 2}) {
-		t.Errorf("samples %v: want sample 1 of every cell, then sample 2", order)
+	// A steady drift hits every cell alike: the second round runs in the
+	// reverse order of the first.
+	if len(order) != 12 || order[0] != (Sample{0, 1}) || order[5] != (Sample{5, 1}) || order[6] != (Sample{5, 2}) || order[11] != (Sample{0, 2}) {
+		t.Errorf("samples %v: want sample 1 of every cell, then sample 2 in the reverse order", order)
+	}
+}
+
+// An A/B request is two cells, baseline then candidate: the candidate as
+// asked, the baseline the same settings with its own on top, or from its
+// own profile; sides on different local control planes each get a fresh
+// one per sample.
+func TestSides(t *testing.T) {
+	p := resolve(t, Request{Count: 5, Overrides: []Override{Set("writers", 16), Set("duration", spec.D(time.Second))},
+		Baseline: &Baseline{Overrides: []Override{Set("writers", 1)}}})
+	if !p.Sides || p.FreshTargets || len(p.Cells) != 2 || p.Cells[0].Label != "baseline" || p.Cells[1].Label != "candidate" {
+		t.Fatalf("plan %+v", p)
+	}
+	if p.Cells[0].Spec.Writers != 1 || p.Cells[1].Spec.Writers != 16 || p.Cells[0].Spec.Duration != spec.D(time.Second) {
+		t.Errorf("baseline %+v, candidate %+v: want 1 and 16 writers, both 1s", p.Cells[0].Spec, p.Cells[1].Spec)
+	}
+	var order []int
+	for _, smp := range p.Samples() {
+		order = append(order, smp.Cell)
+	}
+	if fmt.Sprint(order) != "[0 1 1 0 0 1 1 0 0 1]" {
+		t.Errorf("sample order %v, want A B B A ...", order)
+	}
+	bins := resolve(t, Request{Overrides: []Override{Set("control-plane-bin", "/pr/bin")},
+		Baseline: &Baseline{Overrides: []Override{Set("control-plane-bin", "/main/bin")}}})
+	if !bins.FreshTargets || !bins.PrivateControlPlane || bins.Cells[0].Spec.Target.ControlPlaneBin != "/main/bin" {
+		t.Errorf("sides of two builds: %+v", bins)
+	}
+	prof := filepath.Join(t.TempDir(), "main.yaml")
+	if err := os.WriteFile(prof, []byte("apiVersion: kb-bench.io/v1alpha1\nkind: Profile\nspec:\n  writers: 3\n  strategy: ssa\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fromFile := resolve(t, Request{Overrides: []Override{Set("duration", spec.D(time.Second))}, Baseline: &Baseline{File: prof}})
+	if b := fromFile.Cells[0].Spec; b.Writers != 3 || b.Strategy != spec.StrategySSA || b.Duration != spec.D(time.Second) {
+		t.Errorf("baseline from %s with the flags on top: %+v", prof, b)
+	}
+	for _, tc := range []struct {
+		name string
+		r    Request
+		want string
+	}{
+		{"a matrix", Request{Overrides: []Override{Set("writers", 1, 2)}, Baseline: &Baseline{}}, "give each setting one value"},
+		{"another target", Request{Baseline: &Baseline{Overrides: []Override{Set("target", "kind")}}}, "an A/B run alternates its samples on one target"},
+		{"a bad baseline", Request{Baseline: &Baseline{Overrides: []Override{Set("writers", -1)}}}, "the baseline: invalid settings"},
+	} {
+		if _, err := Resolve(tc.r); !spec.IsInput(err) || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("%s: %v, want bad input saying %q", tc.name, err, tc.want)
+		}
+	}
+	for text, want := range map[string]string{"writers": "give SETTING=VALUE", "nope=1": "not a setting", "writers=many": "writers=many"} {
+		if _, err := ParseOverride(text); !spec.IsInput(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseOverride(%q): %v, want bad input saying %q", text, err, want)
+		}
+	}
+	if o, err := ParseOverride("--qps=0"); err != nil || o.String() != "qps=0" {
+		t.Errorf("ParseOverride(--qps=0): %v, %v", o, err)
 	}
 }
 

@@ -135,7 +135,19 @@ func (c *CellResults) run(ctx context.Context, cell Cell, o Options, s *target) 
 		n := len(c.Results) + 1
 		id, dir = fmt.Sprintf("%s-s%d", c.runID, n), store.SampleDir(c.Dir, n)
 	}
-	r, rows, err := runSample(ctx, cell, o, s, id, dir)
+	var r *results.Result
+	var rows [][2]string
+	sample := func(ctx context.Context, s *target) (err error) {
+		r, rows, err = runSample(ctx, cell, o, s, id, dir)
+		return err
+	}
+	var err error
+	if s != nil {
+		err = sample(ctx, s)
+	} else {
+		// Sides of different control planes: a fresh one for the sample.
+		err = open(ctx, cell.Spec.Target, true, o, dir, sample)
+	}
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -198,8 +210,11 @@ func (o *Options) check(p *Plan) error {
 // shows and judges what they measured.
 func runCells(ctx context.Context, p *Plan, o Options, s *target, out *Outcome) error {
 	fmt.Fprintf(o.Log, "run %s: %s\n", out.RunID, p.Cells[0].Workload)
-	if p.Matrix() {
-		fmt.Fprintf(o.Log, "matrix of %d configurations x %s, interleaved round-robin: %s\n", len(p.Cells), results.Plural(p.Count, "sample"), p.Labels())
+	switch {
+	case p.Sides:
+		fmt.Fprintf(o.Log, "A/B: baseline (%s) and candidate (%s), %s each, interleaved A B B A ...\n", sideWords(p, 0), sideWords(p, 1), results.Plural(p.Count, "sample"))
+	case p.Matrix():
+		fmt.Fprintf(o.Log, "matrix of %d configurations x %s, interleaved (every other round in reverse order): %s\n", len(p.Cells), results.Plural(p.Count, "sample"), p.Labels())
 	}
 	sets := p.Matrix() || p.Count > 1
 	v := newView(o, sets)
@@ -247,8 +262,24 @@ func runCells(ctx context.Context, p *Plan, o Options, s *target, out *Outcome) 
 		return failed
 	}
 	var err error
-	out.Verdicts, err = gateEnd(o, out.Dir)
+	if p.Sides {
+		out.Verdicts, err = gateEnd(o, out.Cells[0].Results, out.Cells[1].Dir, true)
+	} else {
+		out.Verdicts, err = gateEnd(o, o.Baseline, out.Dir, false)
+	}
 	return err
+}
+
+// sideWords says what side k of an A/B plan runs: its workload, and its
+// control plane's binaries where the sides' differ.
+func sideWords(p *Plan, k int) string {
+	c := p.Cells[k]
+	w := c.Workload
+	if p.FreshTargets {
+		w += fmt.Sprintf("; a fresh local control plane per sample (binaries %s, storage %s)",
+			cmp.Or(c.Spec.Target.ControlPlaneBin, "kb-bench's pinned build"), cmp.Or(string(c.Spec.Target.Storage), "disk"))
+	}
+	return w
 }
 
 // cellSides are the sides a run's end compares: each cell's samples,
@@ -360,7 +391,9 @@ func (s *target) shardRunner(sp spec.Spec, o Options) (distributed.ShardRunner, 
 // session is what every run of a plan does around its samples: it checks
 // the result directory can be made, opens the target the plan's first
 // cell names, calls body, and stops what it started. A local control
-// plane that dies during body fails it.
+// plane that dies during body fails it. A plan whose cells need fresh
+// targets (FreshTargets) opens none: body gets nil, and each sample opens
+// its own.
 func session(ctx context.Context, p *Plan, o Options, outDir string, body func(context.Context, *target) error) (err error) {
 	sp := p.Cells[0].Spec
 	if sp.Shards > 0 && sp.Runner == spec.RunnerJob && sp.Target.Kind == spec.TargetLocal {
@@ -372,7 +405,17 @@ func session(ctx context.Context, p *Plan, o Options, outDir string, body func(c
 	if err := store.CheckOutDir(outDir); err != nil {
 		return err
 	}
-	conn, err := cluster.Open(ctx, sp.Target, cluster.Options{Log: o.Log, StateDir: o.StateDir, Getenv: o.Getenv, Private: p.PrivateControlPlane})
+	if p.FreshTargets {
+		return body(ctx, nil)
+	}
+	return open(ctx, sp.Target, p.PrivateControlPlane, o, outDir, body)
+}
+
+// open opens target t (a control plane of its own when private), calls
+// body, and stops what it started. A local control plane that dies during
+// body fails it.
+func open(ctx context.Context, t spec.Target, private bool, o Options, outDir string, body func(context.Context, *target) error) (err error) {
+	conn, err := cluster.Open(ctx, t, cluster.Options{Log: o.Log, StateDir: o.StateDir, Getenv: o.Getenv, Private: private})
 	if err != nil {
 		return err
 	}

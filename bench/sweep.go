@@ -68,6 +68,9 @@ func Sweep(ctx context.Context, p *Plan, o SweepOptions) (*results.Sweep, error)
 	if err := o.check(p); err != nil {
 		return nil, err
 	}
+	if p.Sides {
+		return nil, spec.Input(errors.New("a sweep runs one configuration per point: an A/B baseline (--baseline-with, --baseline-spec) is for run"))
+	}
 	if o.SLO <= 0 {
 		return nil, spec.Input(fmt.Errorf("--slo %s: give the p99 latency objective, e.g. 1s", o.SLO))
 	}

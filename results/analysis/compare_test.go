@@ -28,11 +28,17 @@ func TestMannWhitney(t *testing.T) {
 		{"4 vs 4 reversed", []float64{5, 6, 7, 8}, []float64{1, 2, 3, 4}, 2.0 / 70},
 		// R: wilcox.test(c(1,3,5,7), c(2,4,6,8))$p.value = 0.6857
 		{"interleaved", []float64{1, 3, 5, 7}, []float64{2, 4, 6, 8}, 0.686},
-		// R: wilcox.test(c(1.83,0.50,1.62,2.48,1.68,1.88,1.55,3.06,1.30),
-		//    c(0.878,0.647,0.598,2.05,1.06,1.29,1.06,3.14,1.29))$p.value
-		// = 0.1329 (R's own example data, exact: no ties)
-		{"R example", []float64{1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30}, []float64{0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29}, 0.1329},
+		// R's own example data; it has ties (1.06 and 1.29 twice), so R's
+		// wilcox.test falls back on the normal approximation (0.1329);
+		// the exact share of the C(18,9) splits is 6316/48620.
+		{"R example", []float64{1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30}, []float64{0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29}, 6316.0 / 48620},
 		{"all equal (ties)", []float64{5, 5, 5}, []float64{5, 5, 5}, 1},
+		// Ties, exact: the share of the C(10,5) = 252 splits of the pooled
+		// mid-ranks at least as extreme (coin::wilcox_test(distribution =
+		// "exact") in R); conflict rates and counts tie often.
+		{"ties, separated but for one shared value", []float64{0.5, 0.6, 0.6, 0.7, 0.7}, []float64{0.7, 0.8, 0.8, 0.9, 1.0}, 6.0 / 252},
+		{"ties, 4 vs 4", []float64{1, 2, 2, 3}, []float64{3, 4, 4, 5}, 4.0 / 70},
+		{"ties, one sample differs", []float64{0, 0, 0, 0, 0}, []float64{0, 0, 0, 0, 1}, 1},
 		{"empty", nil, []float64{1}, 1},
 	}
 	for _, tt := range tests {

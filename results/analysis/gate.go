@@ -7,12 +7,14 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 )
 
@@ -325,6 +327,9 @@ type Verdict struct {
 	Candidate float64  `json:"candidate"`
 	// P is the Mann-Whitney p-value of a relative threshold's difference.
 	P *float64 `json:"p,omitempty"`
+	// Noise is the change a relative threshold's samples cannot tell from
+	// noise (in the metric's unit): a change within it does not fail.
+	Noise *float64 `json:"noise,omitempty"`
 	// Untested is set on a relative threshold whose samples are too few
 	// for any difference to be significant: the medians alone decided it.
 	Untested bool   `json:"untested,omitempty"`
@@ -377,20 +382,27 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 			v.Why = holds + " does not hold"
 		default:
 			base := values(baseline, gm.value)
-			fails, p, tested := significant(base, cand)
-			v.P, v.Untested = &p, !tested
+			d := significant(base, cand)
+			v.P, v.Untested, v.Noise = &d.p, !d.tested, &d.noise
+			noise := noiseWords(gm.unit, d, len(base), len(cand))
 			switch {
-			case v.Passed && tested:
+			case v.Passed && d.tested:
 				v.Why = holds + " holds"
 			case v.Passed:
 				v.Why = fmt.Sprintf("%s holds (not tested for significance: %d vs %d samples)", holds, len(base), len(cand))
-			case !tested:
+			case !d.tested:
 				v.Why = fmt.Sprintf("%s does not hold; NOT tested for significance, so the medians alone decide: %s", holds, tooFew(len(base), len(cand)))
-			case !fails:
+			case d.p > Alpha:
 				v.Passed = true
-				v.Why = fmt.Sprintf("%s does not hold, but the difference is not significant (p=%.3f, %d vs %d samples)", holds, p, len(base), len(cand))
+				v.Why = fmt.Sprintf("%s does not hold, but the difference is not significant (p=%.3f, %d vs %d samples)", holds, d.p, len(base), len(cand))
+			case !d.fails:
+				v.Passed = true
+				v.Why = fmt.Sprintf("%s does not hold and p=%.3f, but the change is within the noise of the samples", holds, d.p)
 			default:
-				v.Why = fmt.Sprintf("%s does not hold, and the difference is significant (p=%.3f)", holds, p)
+				v.Why = fmt.Sprintf("%s does not hold, and the difference is significant (p=%.3f) and beyond the noise of the samples", holds, d.p)
+			}
+			if d.tested {
+				v.Why += "; " + noise
 			}
 		}
 		v.Why += percentileNote(t.Metric, t.Relative, baseline, candidate)
@@ -399,19 +411,71 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 	return out, nil
 }
 
-// significant is the statistical decision of a relative threshold that
-// does not hold on the medians: whether the baseline's and the candidate's
-// samples differ beyond noise (Mann-Whitney U, p <= Alpha). tested is
-// false when they are too few for any difference to be significant (the
-// smallest p their sizes can give is above Alpha): the threshold then
-// fails on the medians alone. This is the one place that decides; the
-// rest of Judge reports.
-func significant(base, cand []float64) (fails bool, p float64, tested bool) {
-	p = MannWhitney(base, cand)
+// decision is the statistical decision of a relative threshold that does
+// not hold on the medians.
+type decision struct {
+	// fails: the threshold fails.
+	fails bool
+	// p is the Mann-Whitney p-value; tested is false when the samples are
+	// too few for any p to reach Alpha.
+	p      float64
+	tested bool
+	// noise is the change the samples cannot tell from noise, in the
+	// metric's unit: the larger interquartile range of the two sides.
+	// relative is noise as a share of the baseline's median (0 when that
+	// median is 0).
+	noise, relative float64
+}
+
+// significant is the one place that decides a relative threshold that does
+// not hold on the medians: it fails when the baseline's and the
+// candidate's samples differ significantly (Mann-Whitney U, p <= Alpha)
+// and their medians differ by more than the noise within each side (its
+// interquartile range, by nearest rank), so that a shift the spread of the
+// samples could make, on a noisy machine, does not fail a gate by chance.
+// When the samples are too few for any difference to be significant (the
+// smallest p their sizes can give is above Alpha) the medians alone
+// decide: the threshold fails, untested.
+func significant(base, cand []float64) decision {
+	d := decision{p: MannWhitney(base, cand)}
 	if ok, _ := Testable(len(base), len(cand)); !ok {
-		return true, p, false
+		d.fails = true
+		return d
 	}
-	return p <= Alpha, p, true
+	d.tested = true
+	d.noise = max(iqr(base), iqr(cand))
+	mb := median(base)
+	if mb != 0 {
+		d.relative = d.noise / math.Abs(mb)
+	}
+	d.fails = d.p <= Alpha && math.Abs(median(cand)-mb) > d.noise
+	return d
+}
+
+// iqr is the interquartile range of v by nearest rank: with 5 samples,
+// the 4th smallest less the 2nd.
+func iqr(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := int64(len(s))
+	return s[metrics.Rank(0.75, n)-1] - s[metrics.Rank(0.25, n)-1]
+}
+
+// noiseWords says the change d's samples cannot tell from noise: "with 5
+// samples a side, changes under 6.1% cannot be told from noise here".
+func noiseWords(u Unit, d decision, nBase, nCand int) string {
+	size := u.Format(d.noise)
+	if d.relative > 0 {
+		size = fmt.Sprintf("%.1f%%", 100*d.relative)
+	}
+	side := fmt.Sprintf("%d samples a side", nBase)
+	if nBase != nCand {
+		side = fmt.Sprintf("%d and %d samples", nBase, nCand)
+	}
+	return fmt.Sprintf("with %s, changes under %s cannot be told from noise here", side, size)
 }
 
 // Testable reports whether n1 samples against n2 can ever show a

@@ -160,6 +160,8 @@ func TestJudge(t *testing.T) {
 		{"as fast, one sample", set(20), []bool{true, true, true}, "holds (not tested for significance"},
 		{"far slower", set(40, 41, 42, 40, 43), []bool{false, false, true}, "does not hold"},
 	}
+	// Every tested verdict says what its samples cannot tell from noise.
+	tests[0].why = "with 5 samples a side, changes under 5.0% cannot be told from noise here"
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			vs, err := analysis.Judge(g, base, tt.candidate)
@@ -185,6 +187,44 @@ func TestJudge(t *testing.T) {
 	}
 	if g := analysis.DefaultGate(false); len(g.Thresholds) != 1 || g.Thresholds[0].Metric != "serverMatch" {
 		t.Errorf("default gate without baseline: %+v", g)
+	}
+}
+
+// A change beyond a relative threshold and significant by Mann-Whitney
+// still passes when it is within the spread of the samples themselves:
+// on a noisy machine such a shift is what chance makes (the gate-noise
+// issue's false alarms); past the spread it fails.
+func TestJudgeWeighsTheNoise(t *testing.T) {
+	g, err := analysis.NewGate([]string{"throughput >= baseline -10%"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := func(tput ...float64) []*results.Result {
+		var rs []*results.Result
+		for _, v := range tput {
+			rs = append(rs, resultstest.Sample(v, 20))
+		}
+		return rs
+	}
+	base := side(78, 90, 100, 110, 120) // interquartile range 20
+	for _, tt := range []struct {
+		name      string
+		candidate []*results.Result
+		passed    bool
+		why       string
+	}{
+		// Median 77 (-23%), p=0.032, but the candidate's own spread is 25.
+		{"within the noise", side(40, 60, 77, 85, 86), true, "within the noise of the samples; with 5 samples a side, changes under 25.0% cannot be told from noise here"},
+		// Median 70 (-30%), p=0.016, spreads 20 and 5.
+		{"beyond the noise", side(65, 68, 70, 72, 79), false, "significant (p=0.016) and beyond the noise"},
+	} {
+		vs, err := analysis.Judge(g, base, tt.candidate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vs[0].Passed != tt.passed || !strings.Contains(vs[0].Why, tt.why) {
+			t.Errorf("%s: passed %v, want %v: %s", tt.name, vs[0].Passed, tt.passed, vs[0].Why)
+		}
 	}
 }
 

@@ -7,8 +7,10 @@ import (
 
 // MannWhitney returns the two-sided p-value of the Mann-Whitney U test that
 // samples a and b come from the same distribution: exact for small samples
-// without ties, else the normal approximation with a tie correction and a
-// continuity correction. It is 1 when either sample is empty.
+// (with ties, by enumerating every way of splitting the pooled values, as
+// the samples of a gate are), else the normal approximation with a tie
+// correction and a continuity correction. It is 1 when either sample is
+// empty.
 func MannWhitney(a, b []float64) float64 {
 	n1, n2 := len(a), len(b)
 	if n1 == 0 || n2 == 0 {
@@ -47,8 +49,22 @@ func MannWhitney(a, b []float64) float64 {
 		i = j
 	}
 	u := rankA - float64(n1*(n1+1))/2
-	if !ties && n1*n2 <= 2500 {
+	switch {
+	case !ties && n1*n2 <= 2500:
 		return exactU(u, n1, n2)
+	case ties && n1+n2 <= maxEnumerated:
+		ranks := make([]float64, len(all))
+		for i := 0; i < len(all); {
+			j := i
+			for j < len(all) && all[j].v == all[i].v {
+				j++
+			}
+			for k := i; k < j; k++ {
+				ranks[k] = float64(i+j+1) / 2
+			}
+			i = j
+		}
+		return exactTiedU(u, n1, ranks)
 	}
 	n := float64(n1 + n2)
 	mean := float64(n1*n2) / 2
@@ -98,4 +114,34 @@ func exactU(u float64, n1, n2 int) float64 {
 		}
 	}
 	return math.Min(1, 2*tail/total)
+}
+
+// maxEnumerated bounds the pooled samples whose splits exactTiedU
+// enumerates: C(20,10) = 184,756 splits at most.
+const maxEnumerated = 20
+
+// exactTiedU is the two-sided p-value of U when the pooled samples have
+// ties: the share of the ways to choose n1 of the pooled mid-ranks whose U
+// is at least as far from its mean as u.
+func exactTiedU(u float64, n1 int, ranks []float64) float64 {
+	n := len(ranks)
+	mean := float64(n1*(n-n1)) / 2
+	far := math.Abs(u-mean) - 1e-9
+	offset := float64(n1*(n1+1)) / 2
+	var total, extreme float64
+	var choose func(from, left int, sum float64)
+	choose = func(from, left int, sum float64) {
+		if left == 0 {
+			total++
+			if math.Abs(sum-offset-mean) >= far {
+				extreme++
+			}
+			return
+		}
+		for i := from; i <= n-left; i++ {
+			choose(i+1, left-1, sum+ranks[i])
+		}
+	}
+	choose(0, n1, 0)
+	return math.Min(1, extreme/total)
 }

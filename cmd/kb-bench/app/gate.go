@@ -17,16 +17,25 @@ func newGateCommand(s Streams) *cobra.Command {
 	var baseline, thresholds, format string
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "gate CANDIDATE [--baseline BASE] [--thresholds FILE]",
+		Use:   "gate AB-RUN | CANDIDATE --baseline BASE [--thresholds FILE]",
 		Short: "Pass or fail a result against thresholds and a baseline, for CI",
 		Long: `Judge a result (or a set or directory of samples) against thresholds:
 absolute ones ("p99 < 50ms", "lostUpdates == 0", "serverMatch == true",
 "writeThroughput > 100/s", "conflictRate < 50%") and ones relative to a
 baseline ("p99 <= baseline +10%"). A relative threshold that does not hold
 on the medians fails when the difference is significant (Mann-Whitney U
-over the samples, p <= 0.05); with too few samples for any difference to be
+over the samples, p <= 0.05) and larger than the noise within the samples
+(the wider interquartile range of the two sides; the verdict says what
+change that noise hides); with too few samples for any difference to be
 significant (3 or fewer a side), the medians alone decide and the verdict
 says it was not tested. Run 5 samples a side or more (run --count 5).
+
+The way to gate is an A/B run: baseline and candidate in one job, their
+samples alternating (run --baseline-with or --baseline-spec), so the
+machine's drift hits both alike; gate its directory alone. A baseline of
+stored results (--baseline) ran at another time: the gate says it cannot
+tell drift from change (identical specs run one after the other on a busy
+2-core machine failed 14% of gates).
 
 Thresholds come from a file:
 
@@ -44,12 +53,12 @@ Without one: the server cross-check must match and, with a baseline, lost
 updates must not rise, throughput not fall by 10% nor p99 rise by 10%.
 Every threshold is printed with its figures and why. Exit status (the same
 in every format): 0 all hold, 1 one fails, 2 bad input.`,
-		Example: `  kb-bench run --count 5 --out main/        # the baseline, on main
-  kb-bench run --count 5 --out candidate/   # the change
-  kb-bench gate --baseline main/ candidate/ --thresholds gate.yaml --format markdown`,
+		Example: `  kb-bench run --count 5 --control-plane-bin pr/bin --baseline-with control-plane-bin=main/bin --out ab/
+  kb-bench gate ab/ --thresholds gate.yaml --format markdown
+  kb-bench gate --baseline stored-main/ candidate/   # against stored results`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return &flagError{fmt.Errorf("%s takes one candidate result (see '%s --help')", c.CommandPath(), c.CommandPath())}
+				return &flagError{fmt.Errorf("%s takes one A/B run's directory, or one candidate result with --baseline (see '%s --help')", c.CommandPath(), c.CommandPath())}
 			}
 			return nil
 		},

@@ -31,6 +31,8 @@ type runFlags struct {
 	count        int
 	gate         string
 	baseline     string
+	baselineSpec string
+	baselineWith []string
 	report       bool
 	shardTimeout time.Duration
 	job          bench.JobOptions
@@ -52,6 +54,8 @@ a saved run's summary again.`,
   kb-bench run --writers 8 --strategy retry --backoff default-backoff
   kb-bench run --profile hot-key --duration 30s
   kb-bench run --kubeconfig ~/.kube/config --context staging --writers 20
+  kb-bench run --count 5 --gate gate.yaml --control-plane-bin pr/bin --baseline-with control-plane-bin=main/bin   # A/B, interleaved
+  kb-bench run -f pr.yaml --count 5 --gate gate.yaml --baseline-spec main.yaml   # a profile against main's, interleaved
   kb-bench run --writers 3000 --shards 3                  # three shard processes, one exact result
   kb-bench run --kubeconfig KC --writers 3000 --shards 6 --runner job --image REGISTRY/kb-bench:TAG`,
 		Args: noArgs,
@@ -62,7 +66,9 @@ a saved run's summary again.`,
 	fs := cmd.Flags()
 	fs.StringVarP(&f.output, "output", "o", "table", "what to print at the end: table or json (the result document)")
 	fs.StringVar(&f.gate, "gate", "", "judge the run against this Gate file of thresholds at the end (see 'kb-bench gate'); exit 1 when one fails")
-	fs.StringVar(&f.baseline, "baseline", "", "with --gate: the result (or directory of samples) relative thresholds compare with")
+	fs.StringVar(&f.baseline, "baseline", "", "with --gate: stored results (a result or directory of samples) relative thresholds compare with; they cannot tell the machine's drift from a change: prefer --baseline-with or --baseline-spec")
+	fs.StringVar(&f.baselineSpec, "baseline-spec", "", "A/B: also run this profile YAML file as the baseline (with the flags given on top), its samples alternating with this run's (the candidate's) on the same target: baseline/ and candidate/ in the result directory, gated one against the other with --gate")
+	fs.StringArrayVar(&f.baselineWith, "baseline-with", nil, "A/B: also run a baseline that differs from this run by SETTING=VALUE (repeatable), e.g. control-plane-bin=/main/bin (each sample then on a fresh control plane of its side's binaries) or qps=0, interleaved as --baseline-spec")
 	fs.BoolVar(&f.report, "report", false, "also write report.html (charts, see 'kb-bench report') in the result directory")
 	f.register(cmd, "run this many samples of the same spec on one control plane, each in a fresh namespace (sample-N/ in the result directory; compare sets with 'kb-bench compare')")
 	return cmd
@@ -91,6 +97,23 @@ func (f *runFlags) register(cmd *cobra.Command, countHelp string) {
 // request is what the flags ask to run.
 func (f *runFlags) request(fs *pflag.FlagSet) bench.Request {
 	return bench.Request{File: f.file, Profile: f.profile, Overrides: f.spec.overrides(fs), Count: f.count}
+}
+
+// baselineRequest is the baseline side run's --baseline-spec and
+// --baseline-with ask for; nil when they ask for none.
+func (f *runFlags) baselineRequest() (*bench.Baseline, error) {
+	if f.baselineSpec == "" && len(f.baselineWith) == 0 {
+		return nil, nil
+	}
+	b := &bench.Baseline{File: f.baselineSpec}
+	for _, text := range f.baselineWith {
+		o, err := bench.ParseOverride(text)
+		if err != nil {
+			return nil, fmt.Errorf("--baseline-with %w", err)
+		}
+		b.Overrides = append(b.Overrides, o)
+	}
+	return b, nil
 }
 
 // plan resolves r, which the flags asked for, and checks the job flags
@@ -138,7 +161,11 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 			return err
 		}
 	}
-	p, err := f.plan(fs, f.request(fs))
+	r := f.request(fs)
+	if r.Baseline, err = f.baselineRequest(); err != nil {
+		return err
+	}
+	p, err := f.plan(fs, r)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Measures the gate's false-alarm rate and power on this machine, the way a
+# CI user gates: interleaved A/B runs (kb-bench run --baseline-with) judged
+# by the default gate (kb-bench gate DIR).
+#
+#   A/A: the same spec on both sides; a failed gate is a false alarm.
+#   A/B: the candidate has a real, known regression: a client-side rate
+#        limit (--qps) at (1 - REGRESSION) of the throughput a calibration
+#        run measured; a failed gate is a catch.
+#
+# Prints each rate with its 95% Wilson confidence interval. It runs on its
+# own local control plane ('kb-bench local up' in a state dir of its own),
+# stopped at the end. A benchmark, not a test: it takes about half a minute
+# a pair with the defaults.
+#
+#   AA=40 AB=20 COUNT=5 DURATION=2s WRITERS=4 REGRESSION=0.15 scripts/gate-noise.sh
+#
+# Needs bin/kb-bench (make build) and the control plane (make control-plane).
+set -o errexit -o nounset -o pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+AA="${AA:-40}" AB="${AB:-20}" COUNT="${COUNT:-5}" DURATION="${DURATION:-2s}"
+WRITERS="${WRITERS:-4}" REGRESSION="${REGRESSION:-0.15}"
+kb=bin/kb-bench
+work="$(mktemp -d)"
+state="${work}/state"
+cleanup() {
+  "${kb}" local down --state-dir "${state}" >/dev/null 2>&1 || true
+  rm -rf "${work}"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"${kb}" local up --state-dir "${state}" >&2
+run() { "${kb}" run --state-dir "${state}" --quiet --writers "${WRITERS}" --duration "${DURATION}" "$@"; }
+median_throughput() {
+  # The median of a set's samples' ops/s, from their result.json files.
+  find "$1" -name result.json -exec grep -h -m1 '"throughput"' {} + |
+    tr -dc '0-9.\n' | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+}
+
+# Calibration: the throughput the A/B's regression is a share of. The
+# update strategy makes two requests an operation (a GET and a PUT, a
+# conflict not retried), so a client QPS of 2 x rate (burst: one request
+# a writer) caps it at rate.
+run --count 3 --out "${work}/calibration" -o json >/dev/null
+tput="$(median_throughput "${work}/calibration")"
+qps="$(awk -v t="${tput}" -v r="${REGRESSION}" 'BEGIN {printf "%.1f", 2 * t * (1 - r)}')"
+echo "calibration: ${tput} ops/s; A/B candidate: --qps ${qps} (a $(awk -v r="${REGRESSION}" 'BEGIN {print 100*r}')% regression)" >&2
+
+# gated runs one A/B run and gates its directory; it prints 1 when the
+# gate failed, 0 when it passed, and stops the script on bad input.
+gated() {
+  local out="${work}/$1"; shift
+  set +o errexit
+  run --count "${COUNT}" --out "${out}" "$@" >/dev/null 2>"${out}.log"
+  local ran=$?
+  "${kb}" gate "${out}" >"${out}.gate" 2>&1
+  local code=$?
+  set -o errexit
+  if [[ ${ran} -ne 0 || ${code} -gt 1 ]]; then
+    echo "run $* (exit ${ran}) or gate (exit ${code}) failed:" >&2
+    cat "${out}.log" "${out}.gate" >&2
+    exit 1
+  fi
+  echo "${code}"
+}
+
+alarms=0
+for i in $(seq "${AA}"); do
+  f="$(gated "aa-${i}" --baseline-with "writers=${WRITERS}")"
+  alarms=$((alarms + f))
+  [[ ${f} -eq 1 ]] && grep FAIL "${work}/aa-${i}.gate" | sed "s/^/  A\/A ${i} false alarm: /" >&2
+  echo "A/A ${i}/${AA}: ${alarms} false alarms so far" >&2
+done
+caught=0
+for i in $(seq "${AB}"); do
+  f="$(gated "ab-${i}" --qps "${qps}" --burst "${WRITERS}" --baseline-with qps=-1)"
+  caught=$((caught + f))
+  echo "A/B ${i}/${AB}: ${caught} caught so far" >&2
+done
+
+# wilson K N: the share K/N and its 95% Wilson score interval.
+wilson() {
+  awk -v k="$1" -v n="$2" 'BEGIN {
+    z = 1.959964; p = k / n; d = 1 + z*z/n
+    c = (p + z*z/(2*n)) / d; h = z * sqrt(p*(1-p)/n + z*z/(4*n*n)) / d
+    lo = c - h; if (lo < 0) lo = 0; hi = c + h; if (hi > 1) hi = 1
+    printf "%d of %d = %.1f%% (95%% CI %.1f%%-%.1f%%)", k, n, 100*p, 100*lo, 100*hi }'
+}
+echo "gate noise: default gate, interleaved A/B, --count ${COUNT}, --duration ${DURATION}, --writers ${WRITERS}"
+echo "false alarms (A/A): $(wilson "${alarms}" "${AA}")"
+echo "power (A/B, ${REGRESSION} throughput regression): $(wilson "${caught}" "${AB}")"
