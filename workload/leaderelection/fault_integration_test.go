@@ -131,12 +131,14 @@ func TestPartitionOnLocalControlPlane(t *testing.T) {
 			if f.StoppedAfter >= f.Duration {
 				t.Errorf("the victim stepped down %s after the partition, want before it healed (%s): at its renew deadline", f.StoppedAfter, f.Duration)
 			}
+			// Taken while partitioned, a leader-only write the partition
+			// held lands at the heal, after the taking: a deposed write.
+			// That there is one is not guaranteed (on a loaded machine the
+			// victim's renewals can fail before the cut, and it stops
+			// writing before the partition holds one), so it is shown, and
+			// what is guaranteed is asserted: fencing refuses every one.
 			if f.TakenAfter < f.Duration {
-				// Taken while partitioned: the held leader-only write lands
-				// at the heal, after the taking.
-				if f.DeposedWrites < 1 {
-					t.Errorf("the Lease was taken %s into a %s partition, but no write of the victim's was accepted after: want the held one", f.TakenAfter, f.Duration)
-				}
+				t.Logf("the Lease was taken %s into a %s partition; %d writes of the victim's were accepted after", f.TakenAfter, f.Duration, f.DeposedWrites)
 			}
 			if f.WouldBeFenced < f.DeposedWrites {
 				t.Errorf("victim's deposed writes %d, fencing refuses %d: want every one refused", f.DeposedWrites, f.WouldBeFenced)
