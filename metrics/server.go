@@ -141,3 +141,29 @@ func (c CountSum) Add(b CountSum) CountSum {
 func (c CountSum) sub(b CountSum) CountSum {
 	return CountSum{Count: c.Count - b.Count, Sum: c.Sum - b.Sum}
 }
+
+// Sum adds samples of several apiservers into one, as if one apiserver
+// had served every request: the counters of a control plane with several
+// apiservers are the sums of each one's (each counts only what it served).
+// At is the latest sample's.
+func Sum(samples ...ServerSample) ServerSample {
+	out := NewServerSample(time.Time{})
+	for _, s := range samples {
+		if s.At.After(out.At) {
+			out.At = s.At
+		}
+		addSeries(out.Requests, s.Requests, func(a, b int64) int64 { return a + b })
+		addSeries(out.Durations, s.Durations, CountSum.Add)
+		addSeries(out.Etcd, s.Etcd, func(a, b int64) int64 { return a + b })
+		addSeries(out.EtcdDurations, s.EtcdDurations, CountSum.Add)
+		addSeries(out.FlowRejected, s.FlowRejected, func(a, b int64) int64 { return a + b })
+		addSeries(out.FlowWait, s.FlowWait, CountSum.Add)
+	}
+	return out
+}
+
+func addSeries[K comparable, V any](into, from map[K]V, add func(a, b V) V) {
+	for k, v := range from {
+		into[k] = add(into[k], v)
+	}
+}

@@ -76,7 +76,7 @@ func TestClientsHaveTheirOwnConnections(t *testing.T) {
 	for _, n := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d clients", n), func(t *testing.T) {
 			base, conns, _ := tlsServer(t)
-			clients, note, err := NewClients(scenario.ClientConfig(base, spec.Client{ContentType: spec.ContentJSON}, "test"), n, NewHold(), NewHealth())
+			clients, note, err := NewClients(scenario.ClientConfig(base, spec.Client{ContentType: spec.ContentJSON}, "test"), n, NewHold(), NewHealth(), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +116,7 @@ func TestClientSettingsReachTheWire(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			base, _, headers := tlsServer(t)
-			clients, _, err := NewClients(scenario.ClientConfig(base, tt.client, "v9.9.9"), 1, NewHold(), NewHealth())
+			clients, _, err := NewClients(scenario.ClientConfig(base, tt.client, "v9.9.9"), 1, NewHold(), NewHealth(), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func TestRateLimiterWaitIsMeasured(t *testing.T) {
 	// 5 QPS, burst 1: after the first, each request waits about 200ms, far
 	// longer than a request takes even on a loaded machine, so the count of
 	// held-back requests is exact.
-	clients, _, err := NewClients(scenario.ClientConfig(base, spec.Client{QPS: 5, Burst: 1, ContentType: spec.ContentJSON}, "test"), 1, NewHold(), NewHealth())
+	clients, _, err := NewClients(scenario.ClientConfig(base, spec.Client{QPS: 5, Burst: 1, ContentType: spec.ContentJSON}, "test"), 1, NewHold(), NewHealth(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

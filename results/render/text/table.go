@@ -133,7 +133,17 @@ func describeClient(c spec.Client, clients int, stats results.ClientStats) strin
 	if len(stats.ReceivedContent) > 0 {
 		content += ", received " + describeMedia(stats.ReceivedContent)
 	}
-	return fmt.Sprintf("%s, %s, %s", qps, content, results.Plural(max(clients, 1), "connection"))
+	d := fmt.Sprintf("%s, %s, %s", qps, content, results.Plural(max(clients, 1), "connection"))
+	if c.Latency.Duration > 0 {
+		d += ", " + results.FormatDuration(c.Latency.Duration) + " round trip added"
+		if c.Jitter.Duration > 0 {
+			d += " (jitter " + results.FormatDuration(c.Jitter.Duration) + ")"
+		}
+		if stats.Delayed > 0 {
+			d += fmt.Sprintf(", %s on average over %d requests", results.FormatDuration(stats.AddedLatency/time.Duration(stats.Delayed)), stats.Delayed)
+		}
+	}
+	return d
 }
 
 // describeMedia lists content types by count, shortest names first:
@@ -238,7 +248,28 @@ func describeServer(c *results.ServerCheck) [][2]string {
 	if c.FlowControlRejected > 0 {
 		rows = append(rows, [2]string{"", fmt.Sprintf("flow control rejected %d requests (429)", c.FlowControlRejected)})
 	}
+	if len(c.APIServers) > 0 {
+		rows = append(rows, [2]string{"apiservers", describeShares(c.APIServers)})
+	}
 	return rows
+}
+
+// describeShares gives each apiserver's share of the requests counted:
+// "https://127.0.0.1:1234 34% (812 writes, 2301 409s); ...".
+func describeShares(shares []results.APIServerShare) string {
+	var total int64
+	for _, sh := range shares {
+		total += sh.Requests
+	}
+	parts := make([]string, len(shares))
+	for i, sh := range shares {
+		pct := "-"
+		if total > 0 {
+			pct = results.Percent(float64(sh.Requests) / float64(total))
+		}
+		parts[i] = fmt.Sprintf("%s %s of requests (%d writes, %d 409s)", sh.Server, pct, sh.Writes, sh.Conflicts)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // describeCounts lists request counts by endpoint, the codes of each in
