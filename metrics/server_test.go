@@ -37,3 +37,21 @@ func TestServerSampleSub(t *testing.T) {
 		t.Errorf("want a restart error, got %v", err)
 	}
 }
+
+// Several apiservers' samples add up series by series; At is the latest.
+func TestSum(t *testing.T) {
+	put200 := RequestKey{EndpointKey{Verb: "PUT", Resource: "configmaps"}, "200"}
+	put409 := RequestKey{EndpointKey{Verb: "PUT", Resource: "configmaps"}, "409"}
+	get := EtcdKey{Operation: "get", Resource: "configmaps"}
+	a, b := NewServerSample(time.Unix(5, 0)), NewServerSample(time.Unix(7, 0))
+	a.Requests[put200], a.Requests[put409] = 3, 4
+	b.Requests[put200] = 10
+	a.EtcdDurations[get], b.EtcdDurations[get] = CountSum{Count: 2, Sum: 0.5}, CountSum{Count: 3, Sum: 1}
+	s := Sum(a, b)
+	if s.Requests[put200] != 13 || s.Requests[put409] != 4 || s.EtcdDurations[get] != (CountSum{Count: 5, Sum: 1.5}) || !s.At.Equal(time.Unix(7, 0)) {
+		t.Errorf("Sum = requests %v, etcd durations %v, at %v", s.Requests, s.EtcdDurations, s.At)
+	}
+	if a.Requests[put200] != 3 {
+		t.Error("Sum changed its input")
+	}
+}

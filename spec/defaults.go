@@ -282,7 +282,7 @@ func validateDelay(lp *field.Path, latency Duration, jp *field.Path, jitter Dura
 		errs = append(errs, field.Invalid(jp, jitter.String(), fmt.Sprintf("cannot be negative (--%s-jitter)", prefix)))
 	case jitter.Duration > 0 && latency.Duration == 0:
 		errs = append(errs, field.Forbidden(jp, fmt.Sprintf("varies --%s-latency, which is not set: set it, or drop --%s-jitter", prefix, prefix)))
-	case jitter.Duration > latency.Duration:
+	case latency.Duration >= 0 && jitter.Duration > latency.Duration:
 		errs = append(errs, field.Invalid(jp, jitter.String(), fmt.Sprintf("would make some round trips negative: use at most --%s-latency (%s)", prefix, latency)))
 	}
 	return errs

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"os/exec"
 	"path/filepath"
@@ -115,4 +117,159 @@ func TestSeveralAPIServersLeaveNothing(t *testing.T) {
 			waitClean(t, tmp)
 		})
 	}
+}
+
+// comparison is what `kb-bench compare --format json` prints, as far as
+// these tests read it.
+type comparison struct {
+	Rows []struct {
+		Metric string `json:"metric"`
+		Cells  []struct {
+			Median      float64 `json:"median"`
+			Delta       float64 `json:"delta"`
+			P           float64 `json:"p"`
+			Significant bool    `json:"significant"`
+		} `json:"cells"`
+	} `json:"rows"`
+}
+
+// rose says whether metric rose significantly from the first side to the
+// second, and how.
+func (c comparison) rose(metric string) (bool, string) {
+	for _, r := range c.Rows {
+		if r.Metric == metric && len(r.Cells) == 2 {
+			a, b := r.Cells[0], r.Cells[1]
+			return b.Significant && b.Delta > 0, fmt.Sprintf("%s %.4g -> %.4g (p=%.3f)", metric, a.Median, b.Median, b.P)
+		}
+	}
+	return false, metric + " not compared"
+}
+
+// etcdMean is the apiserver's mean etcd request duration for operation
+// on configmaps in the result in dir.
+func etcdMean(t *testing.T, dir, operation string) time.Duration {
+	t.Helper()
+	r, err := store.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Server == nil {
+		t.Fatalf("%s: no server cross-check", dir)
+	}
+	for _, e := range r.Server.Etcd {
+		if e.Resource == "configmaps" && e.Operation == operation {
+			return e.Mean
+		}
+	}
+	t.Fatalf("%s: the apiserver counted no etcd %s on configmaps: %+v", dir, operation, r.Server.Etcd)
+	return 0
+}
+
+// With 5ms between the apiserver and etcd, the apiserver's own etcd
+// request durations rise by at least that much, and the update
+// strategy's conflict rate and p99 rise significantly against the same
+// load without it: an interleaved A/B run of 5 samples a side, each on
+// a control plane of its own, judged by compare's Mann-Whitney U. The
+// load is an open loop that leaves the apiserver slack, so that a longer
+// read-to-write window shows as more 409s (a closed loop on one object
+// already loses nearly every race).
+func TestEtcdLatencyRaisesConflicts(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "ab")
+	cmd, stdout, _ := start(t, bin, cpBin, tmp, out, "--writers", "8", "--rate", "100", "--duration", "3s", "--count", "5",
+		"--etcd-latency", "5ms", "--baseline-with", "etcd-latency=0s")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kb-bench run: %v\n%s", err, stdout)
+	}
+	samples := func(side string) []string {
+		m, _ := filepath.Glob(filepath.Join(out, side, "*", store.ResultFile))
+		if len(m) != 5 {
+			t.Fatalf("%s: %d samples, want 5", side, len(m))
+		}
+		for i := range m {
+			m[i] = filepath.Dir(m[i])
+		}
+		return m
+	}
+	for i, cand := range samples("candidate") {
+		base := samples("baseline")[i]
+		r, err := store.Read(cand)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Spec.Target.EtcdLatency.Duration != 5*time.Millisecond || r.Target.EtcdProxy == nil {
+			t.Fatalf("%s does not record the etcd latency and what its proxy added: %+v", cand, r.Target)
+		}
+		// Lower bounds only: a busy machine adds any amount on top.
+		if o := r.Target.EtcdProxy; o.Count == 0 || o.Mean.Duration < 4500*time.Microsecond {
+			t.Errorf("%s: the proxy observed %+v, want a mean round trip of about 5ms", cand, o)
+		}
+		for _, op := range []string{"get", "update"} {
+			with, without := etcdMean(t, cand, op), etcdMean(t, base, op)
+			t.Logf("sample %d: apiserver's etcd %s mean %s without, %s with 5ms (proxy observed %s)", i+1, op, without, with, r.Target.EtcdProxy.Mean)
+			if with-without < 4*time.Millisecond {
+				t.Errorf("sample %d: the apiserver's etcd %s mean rose from %s to %s, want about 5ms more", i+1, op, without, with)
+			}
+		}
+	}
+	b, err := exec.Command(bin, "compare", filepath.Join(out, "baseline"), filepath.Join(out, "candidate"), "--format", "json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c comparison
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	for _, metric := range []string{"conflict rate", "latency p99"} {
+		ok, how := c.rose(metric)
+		t.Log(how)
+		if !ok {
+			t.Errorf("with 5ms to etcd: %s, want a significant rise", how)
+		}
+	}
+	waitClean(t, tmp)
+}
+
+// --client-latency delays kb-bench's own requests: every operation
+// (a GET and a PUT) takes at least two round trips longer, the result
+// says what was added, and the update strategy's conflict rate and p99
+// rise significantly.
+func TestClientLatencyRaisesConflicts(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "ab")
+	cmd, stdout, _ := start(t, bin, cpBin, tmp, out, "--writers", "8", "--rate", "100", "--duration", "3s", "--count", "5",
+		"--client-latency", "5ms", "--baseline-with", "client-latency=0s")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kb-bench run: %v\n%s", err, stdout)
+	}
+	m, _ := filepath.Glob(filepath.Join(out, "candidate", "*", store.ResultFile))
+	for _, f := range m {
+		r, err := store.Read(filepath.Dir(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := r.Measurements.Client
+		if cs.Delayed == 0 || cs.AddedLatency/time.Duration(cs.Delayed) < 5*time.Millisecond {
+			t.Errorf("%s: %d requests delayed by %s in all: want every request delayed by 5ms or more", f, cs.Delayed, cs.AddedLatency)
+		}
+		if r.Summary.Latency.P50 < 10*time.Millisecond {
+			t.Errorf("%s: p50 %s: an operation is a GET and a PUT, each 5ms longer", f, r.Summary.Latency.P50)
+		}
+	}
+	b, err := exec.Command(bin, "compare", filepath.Join(out, "baseline"), filepath.Join(out, "candidate"), "--format", "json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c comparison
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	for _, metric := range []string{"conflict rate", "latency p99"} {
+		ok, how := c.rose(metric)
+		t.Log(how)
+		if !ok {
+			t.Errorf("with 5ms between the clients and the apiserver: %s, want a significant rise", how)
+		}
+	}
+	waitClean(t, tmp)
 }

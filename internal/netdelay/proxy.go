@@ -12,6 +12,9 @@ import (
 // own delay.
 const chunkSize = 32 << 10
 
+// slack is how early a chunk may leave rather than sleep once more.
+const slack = 200 * time.Microsecond
+
 // queueChunks bounds the chunks held in one direction of a connection:
 // a reader that gets this far ahead waits, as a sender does on a full
 // window.
@@ -177,7 +180,13 @@ func (p *Proxy) pipe(dst, src net.Conn, m *Meter) {
 		}
 	}()
 	for c := range q {
-		Sleep(p.done, time.Until(c.due))
+		// A chunk due within slack goes now: sleeping again for each of
+		// a burst of chunks read a few microseconds apart would add each
+		// wake-up's lateness to the next (they leave in order), and on a
+		// busy machine a wake-up is late by hundreds of microseconds.
+		if wait := time.Until(c.due); wait > slack {
+			Sleep(p.done, wait)
+		}
 		if _, err := dst.Write(c.b); err != nil {
 			// The other side is gone: end the reader too.
 			src.Close()
