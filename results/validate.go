@@ -84,6 +84,22 @@ func (r *Result) Validate() error {
 			break // a damaged series says so in its first points
 		}
 	}
+	if c := r.Cost; c != nil {
+		p := field.NewPath("cost")
+		for name, pc := range map[string]ProcessCost{"apiserver": c.Apiserver, "etcd": c.Etcd, "client": c.Client} {
+			errs = append(errs, checkFloat(p.Child(name, "cpuSeconds"), pc.CPUSeconds, 0, math.MaxFloat64)...)
+			errs = append(errs, checkCounts(p.Child(name), map[string]int64{"memoryBefore": pc.MemoryBefore, "memoryAfter": pc.MemoryAfter})...)
+		}
+		errs = append(errs, checkFloat(p.Child("requestSeconds"), c.RequestSeconds, 0, math.MaxFloat64)...)
+		for i, v := range c.Verbs {
+			vp := p.Child("verbs").Index(i)
+			errs = append(errs, checkFloat(vp.Child("seconds"), v.Seconds, 0, math.MaxFloat64)...)
+			errs = append(errs, checkCounts(vp, map[string]int64{"requests": v.Requests, "conflicts": v.Conflicts})...)
+			for j, b := range v.Buckets {
+				errs = append(errs, checkCounts(vp.Child("buckets").Index(j), map[string]int64{"count": b.Count})...)
+			}
+		}
+	}
 	for i, sh := range r.Shards {
 		errs = append(errs, checkCounts(field.NewPath("shards").Index(i), map[string]int64{"ops": sh.Ops})...)
 	}

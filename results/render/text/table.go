@@ -94,6 +94,9 @@ func WriteTable(w io.Writer, r *results.Result, scenarioRows [][2]string) error 
 	for _, line := range describeServer(r.Server) {
 		row(line[0], "%s", line[1])
 	}
+	for _, line := range describeCost(r) {
+		row(line[0], "%s", line[1])
+	}
 	for _, line := range scenarioRows {
 		row(line[0], "%s", line[1])
 	}
@@ -240,6 +243,59 @@ func describeServer(c *results.ServerCheck) [][2]string {
 	}
 	return rows
 }
+
+// describeCost returns the cost rows: each process's CPU in the window,
+// per operation and per successful write, its memory at the edges, and
+// the apiserver's estimated split between writes that landed and 409s.
+// A result without a cost (from before it was measured) has no rows.
+func describeCost(r *results.Result) [][2]string {
+	c := r.Cost
+	if c == nil {
+		return nil
+	}
+	s := r.Summary
+	f := c.Figures(s)
+	rows := [][2]string{}
+	add := func(name string, p results.ProcessCost, u results.PerUnit, writes bool) {
+		label := ""
+		if len(rows) == 0 {
+			label = "cost"
+		}
+		if !p.Available {
+			rows = append(rows, [2]string{label, fmt.Sprintf("%s %s", name, p.Reason)})
+			return
+		}
+		line := fmt.Sprintf("%s %s CPU (%.2f cores): %s per op", name, results.FormatDuration(u.CPU), u.Cores, results.FormatDuration(u.PerOp))
+		if writes && s.Writes > 0 {
+			line += fmt.Sprintf(", %s per successful write", results.FormatDuration(u.PerWrite))
+		}
+		if p.MemoryAfter > 0 {
+			line += fmt.Sprintf("; memory %s -> %s", mebibytes(p.MemoryBefore), mebibytes(p.MemoryAfter))
+		}
+		rows = append(rows, [2]string{label, line})
+	}
+	add("apiserver", c.Apiserver, f.Apiserver, true)
+	add("etcd", c.Etcd, f.Etcd, true)
+	add("kb-bench", c.Client, f.Client, false)
+	if f.HasSplit && s.WriteAttempts > 0 {
+		split := fmt.Sprintf("writes took %s of the apiserver's request time", results.Percent(f.WriteShare))
+		if s.Conflicts > 0 {
+			split = fmt.Sprintf("%s of write attempts lost (409): ~%s of the apiserver's write time went to writes that did not land",
+				results.Percent(s.ConflictRate), percentRounded(f.LostShare))
+			if f.ApiserverPerConflict > 0 {
+				split += fmt.Sprintf(", ~%s CPU per 409", results.FormatDuration(f.ApiserverPerConflict))
+			}
+		}
+		rows = append(rows, [2]string{"", split + " (estimate: its request time per verb, split by response count)"})
+	}
+	return rows
+}
+
+// mebibytes is a memory size in MiB.
+func mebibytes(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+// percentRounded is a share as a whole percentage, for estimates.
+func percentRounded(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
 
 // describeCounts lists request counts by endpoint, the codes of each in
 // parentheses: "PUT configmaps 1839 (200), 7934 (409)".
