@@ -149,3 +149,30 @@ func (c *Cost) Figures(s Summary) CostFigures {
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Quantile estimates the q quantile of the apiserver's request duration
+// from the histogram's buckets the way Prometheus' histogram_quantile
+// does: linearly within the bucket that holds the rank, from 0 in the
+// first. It is an estimate, as coarse as the buckets (0-5 ms, 5-25 ms,
+// 25-50 ms, ...). above is set when the rank lies beyond the last finite
+// bucket: the figure is that bucket's bound, a floor. ok is false without
+// buckets or requests.
+func (v VerbTime) Quantile(q float64) (d time.Duration, above, ok bool) {
+	if len(v.Buckets) == 0 || v.Requests <= 0 {
+		return 0, false, false
+	}
+	rank := q * float64(v.Requests)
+	lower, below := 0.0, int64(0)
+	for _, b := range v.Buckets {
+		if float64(b.Count) >= rank {
+			in := b.Count - below
+			frac := 1.0
+			if in > 0 {
+				frac = (rank - float64(below)) / float64(in)
+			}
+			return seconds(lower + (b.UpperBound-lower)*frac), false, true
+		}
+		lower, below = b.UpperBound, b.Count
+	}
+	return seconds(lower), true, true
+}

@@ -44,3 +44,25 @@ func TestCostFigures(t *testing.T) {
 }
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+func TestVerbTimeQuantile(t *testing.T) {
+	v := VerbTime{Requests: 100, Buckets: []Bucket{{0.005, 40}, {0.025, 90}, {0.05, 95}}}
+	for _, tc := range []struct {
+		q     float64
+		want  time.Duration
+		above bool
+	}{
+		{0.2, 2500 * time.Microsecond, false}, // 20 of the first 40, in 0-5 ms
+		{0.5, 9 * time.Millisecond, false},    // 10 of the 50 in 5-25 ms
+		{0.9, 25 * time.Millisecond, false},
+		{0.99, 50 * time.Millisecond, true}, // beyond the last bucket: a floor
+	} {
+		got, above, ok := v.Quantile(tc.q)
+		if !ok || got.Round(time.Microsecond) != tc.want || above != tc.above {
+			t.Errorf("q %g: %v above %v ok %v, want %v above %v", tc.q, got, above, ok, tc.want, tc.above)
+		}
+	}
+	if _, _, ok := (VerbTime{Requests: 3}).Quantile(0.5); ok {
+		t.Error("no buckets, yet an estimate")
+	}
+}

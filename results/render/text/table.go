@@ -97,6 +97,9 @@ func WriteTable(w io.Writer, r *results.Result, scenarioRows [][2]string) error 
 	for _, line := range describeCost(r) {
 		row(line[0], "%s", line[1])
 	}
+	for _, line := range describeTime(r) {
+		row(line[0], "%s", line[1])
+	}
 	for _, line := range scenarioRows {
 		row(line[0], "%s", line[1])
 	}
@@ -289,6 +292,104 @@ func describeCost(r *results.Result) [][2]string {
 		rows = append(rows, [2]string{"", split + " (estimate: its request time per verb, split by response count)"})
 	}
 	return rows
+}
+
+// describeTime returns the "where the time goes" rows: per verb the
+// clients used, the client's latency beside the apiserver's (estimated
+// from its histogram's buckets) and etcd's mean, then the waits in API
+// Priority and Fairness and in the client itself.
+func describeTime(r *results.Result) [][2]string {
+	if r.Cost == nil || len(r.Cost.Verbs) == 0 {
+		return nil
+	}
+	m := r.Measurements
+	writeVerbs := 0
+	for _, v := range r.Cost.Verbs {
+		if results.IsWriteVerb(v.Verb) {
+			writeVerbs++
+		}
+	}
+	var rows [][2]string
+	for _, v := range r.Cost.Verbs {
+		hist := ""
+		switch {
+		case v.Verb == "GET":
+			hist = results.HistRead
+		case results.IsWriteVerb(v.Verb) && writeVerbs == 1:
+			hist = results.HistWrite
+		}
+		label := ""
+		if len(rows) == 0 {
+			label = "time"
+		}
+		rows = append(rows, [2]string{label, fmt.Sprintf("%s %s %s", v.Verb, v.Resource, describeVerbTime(r, v, m, hist))})
+	}
+	var waits []string
+	if c := r.Server; c != nil && c.Available {
+		if c.FlowControlWaited > 0 {
+			waits = append(waits, fmt.Sprintf("APF queued %s, %s on average", results.Plural(int(c.FlowControlWaited), "request"), results.FormatDuration(c.FlowControlMeanWait)))
+		} else {
+			waits = append(waits, "APF queued none")
+		}
+	}
+	waits = append(waits, fmt.Sprintf("the client waited %s in its rate limiter and %s for a free stream",
+		results.FormatDuration(m.Client.RateLimiterWait), results.FormatDuration(m.Client.StreamWait)))
+	rows = append(rows, [2]string{"", strings.Join(waits, "; ") + " (~: estimated from the apiserver's histogram buckets, 0-5-25-50-100 ms...)"})
+	return rows
+}
+
+// describeVerbTime is one verb's "p50: client 7.4ms = apiserver ~5.9ms
+// (etcd update mean 2.1ms) + network/client ~1.5ms; p99: ...".
+func describeVerbTime(r *results.Result, v results.VerbTime, m results.Measurements, hist string) string {
+	var client []int64
+	if hist != "" {
+		if h, ok, err := m.Histogram(hist); ok && err == nil && h.TotalCount() > 0 {
+			client = metrics.Percentiles(h, 0.5, 0.99)
+		}
+	}
+	etcd := etcdMean(r.Server, v)
+	var parts []string
+	for i, q := range []float64{0.5, 0.99} {
+		name := map[int]string{0: "p50", 1: "p99"}[i]
+		est, above, ok := v.Quantile(q)
+		server := "-"
+		if ok {
+			server = "~" + results.FormatDuration(est)
+			if above {
+				server = ">" + results.FormatDuration(est)
+			}
+		}
+		if i == 0 && etcd != "" {
+			server += " (" + etcd + ")"
+		}
+		if client == nil {
+			parts = append(parts, fmt.Sprintf("%s: apiserver %s", name, server))
+			continue
+		}
+		c := time.Duration(client[i]) * time.Microsecond
+		line := fmt.Sprintf("%s: client %s = apiserver %s", name, results.FormatDuration(c), server)
+		if ok && !above && c > est {
+			line += " + network/client ~" + results.FormatDuration(c-est)
+		}
+		parts = append(parts, line)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// etcdMean is etcd's mean request duration for the operation a verb
+// makes on its resource ("etcd update mean 2.1ms"; "" when unknown).
+func etcdMean(c *results.ServerCheck, v results.VerbTime) string {
+	if c == nil {
+		return ""
+	}
+	op := map[string]string{"GET": "get", "PUT": "update", "PATCH": "update", "APPLY": "update", "POST": "create", "DELETE": "delete"}[v.Verb]
+	resource, _, _ := strings.Cut(strings.Split(v.Resource, "/")[0], ".")
+	for _, e := range c.Etcd {
+		if e.Resource == resource && e.Operation == op {
+			return fmt.Sprintf("etcd %s mean %s", op, results.FormatDuration(e.Mean))
+		}
+	}
+	return ""
 }
 
 // mebibytes is a memory size in MiB.

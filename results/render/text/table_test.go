@@ -120,7 +120,8 @@ func TestWriteTable(t *testing.T) {
 				Client:    results.ProcessCost{Available: true, CPUSeconds: 0.459},
 				Verbs: []results.VerbTime{
 					{Verb: "GET", Resource: "configmaps", Requests: r.Summary.Ops, Seconds: 6.69},
-					{Verb: "PUT", Resource: "configmaps", Requests: r.Summary.WriteAttempts, Seconds: 10.09, Conflicts: r.Summary.Conflicts},
+					{Verb: "PUT", Resource: "configmaps", Requests: r.Summary.WriteAttempts, Seconds: 10.09, Conflicts: r.Summary.Conflicts,
+						Buckets: []results.Bucket{{UpperBound: 0.005, Count: r.Summary.WriteAttempts / 2}, {UpperBound: 0.025, Count: r.Summary.WriteAttempts * 98 / 100}, {UpperBound: 0.05, Count: r.Summary.WriteAttempts}}},
 				},
 				RequestSeconds: 16.79,
 			}
