@@ -79,6 +79,21 @@ type SweepPoint struct {
 	LostUpdates int64   `json:"lostUpdates"`
 	// ServerMatch is true when every sample's server cross-check matched.
 	ServerMatch bool `json:"serverMatch"`
+	// Cost is the medians of the samples' cost (nil when a sample has
+	// none: results from before kb-bench measured it).
+	Cost *PointCost `json:"cost,omitempty"`
+}
+
+// PointCost is what a sweep point cost the server, medians over its
+// samples: the apiserver's (and, when read, etcd's) CPU in cores (CPU
+// seconds per second of the window) and per successful write.
+type PointCost struct {
+	ApiserverCores    float64       `json:"apiserverCores"`
+	ApiserverPerWrite time.Duration `json:"apiserverPerWrite"`
+	// HasEtcd says etcd was read in every sample.
+	HasEtcd      bool          `json:"hasEtcd,omitempty"`
+	EtcdCores    float64       `json:"etcdCores,omitempty"`
+	EtcdPerWrite time.Duration `json:"etcdPerWrite,omitempty"`
 }
 
 // SLOAnswer is how far along the axis the p99 stays within the SLO.

@@ -212,6 +212,12 @@ func (s *Sweep) Validate() error {
 			errs = append(errs, checkFloat(pp.Child("conflictRate"), pt.ConflictRate, 0, 1)...)
 			errs = append(errs, checkFloat(pp.Child("gaveUpRatio"), pt.GaveUpRatio, 0, 1)...)
 			errs = append(errs, checkDuration(pp.Child("p99"), pt.P99, maxLatency)...)
+			if c := pt.Cost; c != nil {
+				errs = append(errs, checkFloat(pp.Child("cost", "apiserverCores"), c.ApiserverCores, 0, math.MaxFloat64)...)
+				errs = append(errs, checkFloat(pp.Child("cost", "etcdCores"), c.EtcdCores, 0, math.MaxFloat64)...)
+				errs = append(errs, checkDuration(pp.Child("cost", "apiserverPerWrite"), c.ApiserverPerWrite, maxLatency)...)
+				errs = append(errs, checkDuration(pp.Child("cost", "etcdPerWrite"), c.EtcdPerWrite, maxLatency)...)
+			}
 			errs = append(errs, checkCounts(pp, map[string]int64{"samples": int64(pt.Samples), "attemptsP99": pt.AttemptsP99, "gaveUp": pt.GaveUp, "lostUpdates": pt.LostUpdates})...)
 			if len(errs) > maxValidationErrors {
 				return validationError(errs)

@@ -116,6 +116,20 @@ func sweepCharts(s *results.Sweep) []figure {
 	p99 := chart{Title: "p99 latency by " + s.Axis, X: x, Y: latencyY(),
 		Refs: []refLine{{Y: float64(s.SLO) / 1e6, Label: "SLO " + s.SLO.String()}}}
 	p99.Y.Label = "p99 latency (log scale)"
+	cpu := chart{Title: "apiserver CPU per successful write by " + s.Axis, X: x, Y: axis{Label: "apiserver CPU per successful write (ms)", Zero: true}}
+	for i, ser := range s.Series {
+		c := series{Name: name(ser), Color: i, Markers: true}
+		for _, p := range ser.Points {
+			if p.Cost == nil {
+				continue
+			}
+			ms := float64(p.Cost.ApiserverPerWrite) / 1e6
+			c.Points = append(c.Points, point{X: p.Value, Y: ms, Tip: fmt.Sprintf("%s: %s apiserver CPU per successful write, %.2f cores", at(ser, p), results.FormatDuration(p.Cost.ApiserverPerWrite), p.Cost.ApiserverCores)})
+		}
+		if len(c.Points) > 0 {
+			cpu.Series = append(cpu.Series, c)
+		}
+	}
 	var fits []series
 	for i, ser := range s.Series {
 		w := series{Name: name(ser), Color: i, Markers: true}
@@ -146,11 +160,15 @@ func sweepCharts(s *results.Sweep) []figure {
 	if len(fits) > 0 {
 		writesCaption = "Medians of each point's samples; dashed: the Universal Scalability Law fitted to them (a poor fit predicts nothing)."
 	}
-	return []figure{
+	figs := []figure{
 		{SVG: writes.SVG(), Caption: writesCaption},
 		{SVG: conflicts.SVG(), Caption: "Write attempts that got a 409 (version or field-manager conflict)."},
 		{SVG: p99.SVG(), Caption: fmt.Sprintf("Operation latency p99 against the objective (p99 ≤ %s).", s.SLO)},
 	}
+	if len(cpu.Series) > 0 {
+		figs = append(figs, figure{SVG: cpu.SVG(), Caption: "The apiserver's CPU time in the measured window (process_cpu_seconds_total) over the successful writes: what each write that landed cost, the 409s on the way included."})
+	}
+	return figs
 }
 
 // sweepAxis is a sweep's x axis: log2 when its values span a factor of 8
