@@ -116,7 +116,7 @@ func sweepCharts(s *results.Sweep) []figure {
 	p99 := chart{Title: "p99 latency by " + s.Axis, X: x, Y: latencyY(),
 		Refs: []refLine{{Y: float64(s.SLO) / 1e6, Label: "SLO " + s.SLO.String()}}}
 	p99.Y.Label = "p99 latency (log scale)"
-	cpu := chart{Title: "apiserver CPU per successful write by " + s.Axis, X: x, Y: axis{Label: "apiserver CPU per successful write (ms)", Zero: true}}
+	cpu := chart{Title: "apiserver CPU per successful write by " + s.Axis, X: x, Y: axis{Label: "apiserver CPU per successful write (log scale)", Scale: log10, Format: formatMillis}}
 	for i, ser := range s.Series {
 		c := series{Name: name(ser), Color: i, Markers: true}
 		for _, p := range ser.Points {
