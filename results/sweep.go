@@ -53,6 +53,11 @@ type SweepSeries struct {
 	// (writers sweeps only); ModelNote says why there is none.
 	Model     *USL   `json:"model,omitempty"`
 	ModelNote string `json:"modelNote,omitempty"`
+	// CostModel is the USL's shape fitted to the apiserver's CPU per
+	// successful write against writers (writers sweeps whose points all
+	// measured it); CostModelNote says why there is none.
+	CostModel     *CostFit `json:"costModel,omitempty"`
+	CostModelNote string   `json:"costModelNote,omitempty"`
 	// SLO is the answer for the sweep's latency objective.
 	SLO SLOAnswer `json:"sloAnswer"`
 	// Summary says in words what the series showed.

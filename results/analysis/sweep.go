@@ -37,6 +37,24 @@ func NewSweepPoint(value float64, dir string, samples []*results.Result) results
 	return p
 }
 
+// fitCost fits the apiserver's CPU per successful write against writers,
+// when every point measured it.
+func fitCost(points []results.SweepPoint) (*results.CostFit, string) {
+	n := make([]float64, 0, len(points))
+	y := make([]float64, 0, len(points))
+	for _, p := range points {
+		if p.Cost == nil {
+			return nil, ""
+		}
+		n, y = append(n, p.Value), append(y, p.Cost.ApiserverPerWrite.Seconds())
+	}
+	f, err := FitCost(n, y)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return f, ""
+}
+
 // pointCost is the medians of the samples' cost (nil unless every sample
 // has the apiserver's).
 func pointCost(samples []*results.Result) *results.PointCost {
@@ -71,6 +89,7 @@ func Analyze(s *results.Sweep) {
 	for i := range s.Series {
 		ser := &s.Series[i]
 		ser.Model, ser.ModelNote = nil, ""
+		ser.CostModel, ser.CostModelNote = nil, ""
 		if s.Axis == "writers" {
 			n := make([]float64, len(ser.Points))
 			x := make([]float64, len(ser.Points))
@@ -82,6 +101,7 @@ func Analyze(s *results.Sweep) {
 				ser.ModelNote = err.Error()
 			}
 			ser.Model = m
+			ser.CostModel, ser.CostModelNote = fitCost(ser.Points)
 		} else {
 			ser.ModelNote = "the USL models throughput against concurrency: fitted for writers sweeps only"
 		}

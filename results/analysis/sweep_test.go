@@ -1,6 +1,7 @@
 package analysis_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -67,5 +68,29 @@ func TestSweepCost(t *testing.T) {
 	want := "at 64 writers it costs 0.13 apiserver cores for 10 successful writes/s (13.0ms of apiserver CPU per write, 6.5x that at 1 writer)"
 	if !strings.Contains(sw.Series[0].Summary, want) {
 		t.Errorf("summary %q lacks %q", sw.Series[0].Summary, want)
+	}
+}
+
+// CPU per write that grows as c·(1 + σ(N−1) + κN(N−1)) is fitted back.
+func TestFitCost(t *testing.T) {
+	n := []float64{1, 2, 4, 8, 16, 32, 64}
+	y := make([]float64, len(n))
+	for i, v := range n {
+		y[i] = 0.0015 * (1 + 0.25*(v-1) + 0.002*v*(v-1))
+	}
+	f, err := analysis.FitCost(n, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.C.Round(time.Microsecond) != 1500*time.Microsecond || math.Abs(f.Sigma-0.25) > 1e-6 || math.Abs(f.Kappa-0.002) > 1e-6 || f.R2 < 0.999 || f.Poor {
+		t.Errorf("fit %+v, want c=1.5ms σ=0.25 κ=0.002", f)
+	}
+	// Cost that falls with writers has no USL shape: κ and σ stay 0, c is the mean.
+	flat, err := analysis.FitCost([]float64{1, 2, 4, 8}, []float64{0.004, 0.003, 0.002, 0.001})
+	if err != nil || flat.Sigma != 0 || flat.Kappa != 0 || flat.C.Round(time.Microsecond) != 2500*time.Microsecond || !flat.Poor {
+		t.Errorf("falling cost: %+v %v, want c the mean, σ=κ=0 and a poor fit", flat, err)
+	}
+	if _, err := analysis.FitCost([]float64{1, 8, 64}, []float64{1, 2, 3}); err == nil {
+		t.Error("3 points fitted")
 	}
 }

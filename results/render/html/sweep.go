@@ -28,6 +28,8 @@ type sweepSeriesView struct {
 	Rows    [][]cell
 	Fit     string
 	FitPoor bool
+	// CostFit is the apiserver's CPU per write fit (or why there is none).
+	CostFit string
 	Summary string
 }
 
@@ -84,6 +86,12 @@ func newSweepView(i int, s *results.Sweep) sweepView {
 			v.FitPoor = ser.Model.Poor
 		case s.Axis == "writers" && ser.ModelNote != "":
 			v.Fit = "USL fit: none (" + ser.ModelNote + ")"
+		}
+		switch {
+		case ser.CostModel != nil:
+			v.CostFit = "apiserver CPU per write fit, c·(1 + σ(N−1) + κN(N−1)): " + ser.CostModel.String()
+		case ser.CostModelNote != "":
+			v.CostFit = "apiserver CPU per write fit: none (" + ser.CostModelNote + ")"
 		}
 		sv.Series = append(sv.Series, v)
 	}

@@ -61,6 +61,12 @@ func WriteSweepTables(w io.Writer, s *results.Sweep, format string) error {
 		case s.Axis == "writers" && ser.ModelNote != "":
 			fmt.Fprintf(w, "USL fit: none (%s)\n", ser.ModelNote)
 		}
+		switch {
+		case ser.CostModel != nil:
+			fmt.Fprintf(w, "apiserver CPU per write fit, c·(1 + σ(N−1) + κN(N−1)): %s\n", ser.CostModel)
+		case ser.CostModelNote != "":
+			fmt.Fprintf(w, "apiserver CPU per write fit: none (%s)\n", ser.CostModelNote)
+		}
 		if markdown {
 			fmt.Fprintln(w)
 		}
