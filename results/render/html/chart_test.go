@@ -289,7 +289,11 @@ func TestSweepCostChart(t *testing.T) {
 	for i := range sw.Series[0].Points {
 		sw.Series[0].Points[i].Cost = &results.PointCost{ApiserverCores: 0.5, ApiserverPerWrite: time.Duration(i+1) * time.Millisecond}
 	}
+	sw.Series[0].CostModel = &results.CostFit{C: time.Millisecond, Sigma: 0.2, R2: 0.99}
 	figs := sweepCharts(sw)
+	if svg := string(figs[len(figs)-1].SVG); !strings.Contains(svg, "strategy=update cost fit") {
+		t.Errorf("the CPU chart has no dashed fit of strategy=update")
+	}
 	if len(figs) != 4 || !strings.Contains(string(figs[3].SVG), "apiserver CPU per successful write") || !strings.Contains(string(figs[3].SVG), "strategy=update") {
 		t.Errorf("charts %d, want a 4th of the apiserver's CPU per successful write for strategy=update", len(figs))
 	}

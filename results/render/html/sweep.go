@@ -138,6 +138,19 @@ func sweepCharts(s *results.Sweep) []figure {
 			cpu.Series = append(cpu.Series, c)
 		}
 	}
+	for i, ser := range s.Series {
+		if m := ser.CostModel; m != nil && len(ser.Points) > 0 {
+			f := series{Name: "cost fit", Color: i, Dashed: true}
+			if ser.Label != "" {
+				f.Name = ser.Label + " cost fit"
+			}
+			if m.Poor {
+				f.Name += " (poor fit)"
+			}
+			f.Points = curve(func(n float64) float64 { return float64(m.At(n)) / 1e6 }, ser.Points, x.Scale)
+			cpu.Series = append(cpu.Series, f)
+		}
+	}
 	var fits []series
 	for i, ser := range s.Series {
 		w := series{Name: name(ser), Color: i, Markers: true}
@@ -159,7 +172,7 @@ func sweepCharts(s *results.Sweep) []figure {
 			if m.Poor {
 				f.Name += " (poor fit)"
 			}
-			f.Points = uslCurve(*m, ser.Points, x.Scale)
+			f.Points = curve(m.At, ser.Points, x.Scale)
 			fits = append(fits, f)
 		}
 	}
@@ -174,7 +187,7 @@ func sweepCharts(s *results.Sweep) []figure {
 		{SVG: p99.SVG(), Caption: fmt.Sprintf("Operation latency p99 against the objective (p99 ≤ %s).", s.SLO)},
 	}
 	if len(cpu.Series) > 0 {
-		figs = append(figs, figure{SVG: cpu.SVG(), Caption: "The apiserver's CPU time in the measured window (process_cpu_seconds_total) over the successful writes: what each write that landed cost, the 409s on the way included."})
+		figs = append(figs, figure{SVG: cpu.SVG(), Caption: "The apiserver's CPU time in the measured window (process_cpu_seconds_total) over the successful writes: what each write that landed cost, the 409s on the way included; dashed: c·(1 + σ(N−1) + κN(N−1)) fitted to them (writers sweeps of 4 points or more)."})
 	}
 	return figs
 }
@@ -207,9 +220,9 @@ func sweepAxis(s *results.Sweep) axis {
 	return a
 }
 
-// uslCurve samples the model at 60 points across the series' values,
+// curve samples a fitted model at 60 points across the series' values,
 // evenly on the axis' scale.
-func uslCurve(m results.USL, pts []results.SweepPoint, sc scale) []point {
+func curve(at func(float64) float64, pts []results.SweepPoint, sc scale) []point {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, p := range pts {
 		lo, hi = math.Min(lo, p.Value), math.Max(hi, p.Value)
@@ -222,7 +235,7 @@ func uslCurve(m results.USL, pts []results.SweepPoint, sc scale) []point {
 		if sc == log2 && lo > 0 {
 			v = lo * math.Pow(hi/lo, f)
 		}
-		if y := m.At(v); !math.IsNaN(y) && !math.IsInf(y, 0) {
+		if y := at(v); y > 0 && !math.IsNaN(y) && !math.IsInf(y, 0) {
 			out = append(out, point{X: v, Y: y})
 		}
 	}
