@@ -63,6 +63,10 @@ type Connection struct {
 	// EtcdDelay, when the target runs a delaying proxy in front of etcd,
 	// reads what it has added so far; nil otherwise.
 	EtcdDelay func() spec.DelayObserved
+	// EtcdMetrics is the URL of etcd's /metrics when kb-bench can read it:
+	// a local control plane's etcd serves it on its client URL. Empty for
+	// kind and kubeconfig targets, whose etcd kb-bench does not reach.
+	EtcdMetrics string
 }
 
 // Open connects to the target t describes:
@@ -145,7 +149,8 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 			Config: cfg,
 			Target: spec.TargetInfo{Kind: spec.TargetLocal, Server: st.Server, ServerVersion: version,
 				Storage: st.Storage, EtcdVersion: st.EtcdVersion, Reused: true},
-			Close: noClose,
+			Close:       noClose,
+			EtcdMetrics: etcdMetricsURL(st.Etcd.Port),
 		}
 		if len(st.Servers) > 1 {
 			conn.Servers, conn.Target.APIServers = st.Servers, st.Servers
@@ -185,9 +190,10 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 		Config: cp.RESTConfig(),
 		Target: spec.TargetInfo{Kind: spec.TargetLocal, Server: cp.Server(), ServerVersion: cp.KubeVersion(),
 			Storage: cp.Storage(), EtcdVersion: cp.EtcdVersion(), ControllerManager: cp.kcm != nil},
-		Close:      cp.Stop,
-		Lost:       lost,
-		LostReason: why,
+		Close:       cp.Stop,
+		Lost:        lost,
+		LostReason:  why,
+		EtcdMetrics: cp.EtcdMetrics(),
 	}
 	if servers := cp.Servers(); len(servers) > 1 {
 		conn.Servers, conn.Target.APIServers = servers, servers

@@ -47,7 +47,15 @@ func TestSum(t *testing.T) {
 	a.Requests[put200], a.Requests[put409] = 3, 4
 	b.Requests[put200] = 10
 	a.EtcdDurations[get], b.EtcdDurations[get] = CountSum{Count: 2, Sum: 0.5}, CountSum{Count: 3, Sum: 1}
+	a.Process, b.Process = ProcessSample{Has: true, CPUSeconds: 2, ResidentBytes: 100}, ProcessSample{Has: true, CPUSeconds: 3, ResidentBytes: 50}
 	s := Sum(a, b)
+	if s.Process != (ProcessSample{Has: true, CPUSeconds: 5, ResidentBytes: 150}) {
+		t.Errorf("Sum's process %+v: want every apiserver's CPU and memory added", s.Process)
+	}
+	b.Process.Has = false
+	if Sum(a, b).Process.Has {
+		t.Error("Sum has process figures though one apiserver's are missing")
+	}
 	if s.Requests[put200] != 13 || s.Requests[put409] != 4 || s.EtcdDurations[get] != (CountSum{Count: 5, Sum: 1.5}) || !s.At.Equal(time.Unix(7, 0)) {
 		t.Errorf("Sum = requests %v, etcd durations %v, at %v", s.Requests, s.EtcdDurations, s.At)
 	}
