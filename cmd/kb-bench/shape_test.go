@@ -260,7 +260,12 @@ func TestEtcdLatencyRaisesConflicts(t *testing.T) {
 func TestClientLatencyRaisesConflicts(t *testing.T) {
 	bin, cpBin := binary(t)
 	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "ab")
-	cmd, stdout, _ := start(t, bin, cpBin, tmp, out, "--writers", "8", "--rate", "100", "--duration", "3s", "--count", "5",
+	// The pacer spaces arrivals evenly: a write conflicts only when the
+	// next arrival's write lands inside this one's read-to-write window.
+	// 300 operations/s (3.3ms apart) puts the window 5ms opens past the
+	// spacing, while loopback's (about 1ms) stays inside it; at 100/s
+	// (10ms apart) a quiet machine shows no conflicts either way.
+	cmd, stdout, _ := start(t, bin, cpBin, tmp, out, "--writers", "8", "--rate", "300", "--duration", "3s", "--count", "7",
 		"--client-latency", "5ms", "--baseline-with", "client-latency=0s")
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("kb-bench run: %v\n%s", err, stdout)
