@@ -225,6 +225,7 @@ func Sum(samples ...ServerSample) ServerSample {
 		}
 		addSeries(out.Requests, s.Requests, func(a, b int64) int64 { return a + b })
 		addSeries(out.Durations, s.Durations, CountSum.Add)
+		addSeries(out.DurationBuckets, s.DurationBuckets, AddBuckets)
 		addSeries(out.Etcd, s.Etcd, func(a, b int64) int64 { return a + b })
 		addSeries(out.EtcdDurations, s.EtcdDurations, CountSum.Add)
 		addSeries(out.FlowRejected, s.FlowRejected, func(a, b int64) int64 { return a + b })

@@ -48,7 +48,13 @@ func TestSum(t *testing.T) {
 	b.Requests[put200] = 10
 	a.EtcdDurations[get], b.EtcdDurations[get] = CountSum{Count: 2, Sum: 0.5}, CountSum{Count: 3, Sum: 1}
 	a.Process, b.Process = ProcessSample{Has: true, CPUSeconds: 2, ResidentBytes: 100}, ProcessSample{Has: true, CPUSeconds: 3, ResidentBytes: 50}
+	ep := EndpointKey{Verb: "PUT", Resource: "configmaps"}
+	a.DurationBuckets[ep] = []BucketCount{{UpperBound: 0.005, Count: 2}, {UpperBound: 0.025, Count: 3}}
+	b.DurationBuckets[ep] = []BucketCount{{UpperBound: 0.005, Count: 1}, {UpperBound: 0.025, Count: 4}}
 	s := Sum(a, b)
+	if got := s.DurationBuckets[ep]; len(got) != 2 || got[0].Count != 3 || got[1].Count != 7 {
+		t.Errorf("Sum's duration buckets %v, want every apiserver's added bucket by bucket", got)
+	}
 	if s.Process != (ProcessSample{Has: true, CPUSeconds: 5, ResidentBytes: 150}) {
 		t.Errorf("Sum's process %+v: want every apiserver's CPU and memory added", s.Process)
 	}

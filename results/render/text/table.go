@@ -329,7 +329,11 @@ func describeCost(r *results.Result) [][2]string {
 		}
 		rows = append(rows, [2]string{label, line})
 	}
-	add("apiserver", c.Apiserver, f.Apiserver, true)
+	apiserver := "apiserver"
+	if n := len(r.Target.APIServers); n > 1 {
+		apiserver = fmt.Sprintf("%d apiservers", n) // their figures added
+	}
+	add(apiserver, c.Apiserver, f.Apiserver, true)
 	add("etcd", c.Etcd, f.Etcd, true)
 	add("kb-bench", c.Client, f.Client, false)
 	if f.HasSplit && s.WriteAttempts > 0 {
