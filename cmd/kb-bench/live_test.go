@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -170,16 +172,40 @@ func TestLiveMetricsEqualResults(t *testing.T) {
 		name string
 		args []string
 		runs int
+		// scenario are the scenario's own final figures, from its report
+		// in result.json; during are those a scrape of the run in
+		// progress must show.
+		scenario func(details map[string]any) map[string]float64
+		during   func(got map[string]float64) bool
 	}{
-		{"run", []string{"run", "--writers", "4", "--duration", "3s"}, 1},
-		{"sweep", []string{"sweep", "--writers", "1,3", "--duration", "2s", "--stop-at", "none"}, 2},
+		{name: "run", args: []string{"run", "--writers", "4", "--duration", "3s"}, runs: 1},
+		{name: "sweep", args: []string{"sweep", "--writers", "1,3", "--duration", "2s", "--stop-at", "none"}, runs: 2},
+		{name: "quota", args: []string{"run", "--scenario", "quota", "--writers", "4", "--duration", "2s"}, runs: 1,
+			scenario: func(d map[string]any) map[string]float64 {
+				return map[string]float64{
+					"kb_bench_scenario_quota_hard":           d["hard"].(float64),
+					"kb_bench_scenario_quota_creates_total":  d["creates"].(float64),
+					"kb_bench_scenario_quota_admitted_total": d["admitted"].(float64),
+					"kb_bench_scenario_quota_rejected_total": d["rejected"].(float64),
+				}
+			},
+			during: func(got map[string]float64) bool { return got["kb_bench_scenario_quota_creates_total"] > 0 }},
+		{name: "leader-election", args: []string{"run", "--scenario", "leader-election", "--writers", "3", "--duration", "4s"}, runs: 1,
+			scenario: func(d map[string]any) map[string]float64 {
+				return map[string]float64{
+					"kb_bench_scenario_leaderships_total":       d["leaderships"].(float64),
+					"kb_bench_scenario_lease_transitions_total": d["transitions"].(float64),
+					"kb_bench_scenario_lost_leadership_total":   d["lostLeadership"].(float64),
+				}
+			},
+			during: func(got map[string]float64) bool { return got["kb_bench_scenario_leaders"] == 1 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
 			args := append(append([]string(nil), tc.args...), "--control-plane-bin", cpBin, "--out", out,
 				"--metrics-addr", "127.0.0.1:0", "--metrics-final-scrape", "10m")
 			cmd, url, ended := startServing(t, bin, tmp, args...)
-			last, scrapes, running := map[string]map[string]float64{}, 0, 0
+			last, scrapes, running, seen := map[string]map[string]float64{}, 0, 0, false
 			for {
 				s, ok := scrapeLive(t, url)
 				if !ok {
@@ -189,6 +215,7 @@ func TestLiveMetricsEqualResults(t *testing.T) {
 				for run, got := range s {
 					if got["kb_bench_finished"] == 0 {
 						running++
+						seen = seen || tc.during != nil && tc.during(got)
 					}
 					for key, v := range got {
 						if strings.HasSuffix(key, "_total") && v < last[run][key] {
@@ -206,6 +233,9 @@ func TestLiveMetricsEqualResults(t *testing.T) {
 			if running == 0 {
 				t.Errorf("no scrape in %d saw a run in progress", scrapes)
 			}
+			if tc.during != nil && !seen {
+				t.Errorf("no scrape of the run in progress showed the scenario's own figures as they happen")
+			}
 			rs := readResults(t, out)
 			if len(rs) != tc.runs || len(last) != tc.runs {
 				t.Fatalf("%d results and %d runs on the endpoint, want %d", len(rs), len(last), tc.runs)
@@ -219,7 +249,15 @@ func TestLiveMetricsEqualResults(t *testing.T) {
 				if r.Measurements.Ops == 0 {
 					t.Errorf("run %s measured nothing", r.RunID)
 				}
-				for key, w := range want(r) {
+				w := want(r)
+				if tc.scenario != nil {
+					var details map[string]any
+					if err := json.Unmarshal(r.Details, &details); err != nil {
+						t.Fatalf("the scenario's report in result.json: %v", err)
+					}
+					maps.Copy(w, tc.scenario(details))
+				}
+				for key, w := range w {
 					if g, ok := got[key]; !ok || g != w {
 						t.Errorf("run %s: %s = %v (present %v), result.json says %v", r.RunID, key, g, ok, w)
 					}
