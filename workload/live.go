@@ -36,12 +36,20 @@ func (w *liveWindow) closed(ended time.Time, after *reading) {
 // liveFigures are the run's figures now, for a scrape of the live
 // exposition: the recorder's totals (its stripes merged, as a Tick
 // does), the clients' since the window opened and the scenario's own.
-// Until the window opens only warm-up operations count.
+// Until the window opens only warm-up operations count. A distributed
+// run's coordinator adds up its shards' instead.
 func (e *engine) liveFigures() live.Figures {
-	f := live.Figures{Totals: e.rec.Totals()}
+	var gauges []live.Gauge
 	if l, ok := e.sc.Scenario.(scenario.Live); ok {
-		f.Gauges = l.Live()
+		gauges = l.Live()
 	}
+	if c, ok := e.role.(*coordinator); ok {
+		// The load is the shards': their figures, added up.
+		f := c.liveFigures()
+		f.Gauges = gauges
+		return f
+	}
+	f := live.Figures{Totals: e.rec.Totals(), Gauges: gauges}
 	w := &e.window
 	w.mu.Lock()
 	start, ended, before, after := w.start, w.ended, w.before, w.after

@@ -128,8 +128,9 @@ func (r *Run) Finish(res *results.Result) error {
 	return nil
 }
 
-// figures are r's figures now.
-func (r *Run) figures() Figures {
+// Figures are r's figures now: zero before Watch, read by Watch's
+// function until Finish, then the Result's.
+func (r *Run) Figures() Figures {
 	r.mu.Lock()
 	final, read := r.final, r.read
 	r.mu.Unlock()
@@ -145,17 +146,28 @@ func (r *Run) figures() Figures {
 // FromResult are the figures a Result saved: the same counts, histograms
 // and client figures, and its lost updates.
 func FromResult(res *results.Result) (Figures, error) {
-	m := res.Measurements
+	f, err := fromMeasurements(res.Measurements)
+	if err != nil {
+		return Figures{}, err
+	}
+	// The Summary's, which has no monotonic clock reading to lose.
+	f.Window = time.Duration(math.Round(res.Summary.Seconds * float64(time.Second)))
+	f.Finished, f.LostKnown = true, len(res.Checks) > 0
+	for _, c := range res.Checks {
+		f.Lost += c.Lost
+	}
+	return f, nil
+}
+
+// fromMeasurements are the figures in m.
+func fromMeasurements(m results.Measurements) (Figures, error) {
 	f := Figures{
 		Totals: metrics.Snapshot{
 			Ops: m.Ops, WarmupOps: m.WarmupOps, GaveUp: m.GaveUp,
 			Late: m.Late, Dropped: m.Dropped, Clamped: m.Clamped,
 			Attempts: m.Attempts,
 		},
-		Client:    m.Client,
-		Window:    time.Duration(math.Round(res.Summary.Seconds * float64(time.Second))), // the Summary's, which has no monotonic reading to lose
-		Finished:  true,
-		LostKnown: len(res.Checks) > 0,
+		Client: m.Client,
 	}
 	for o := range metrics.NumOutcomes {
 		name := o.String()
@@ -175,9 +187,6 @@ func FromResult(res *results.Result) (Figures, error) {
 			d = metrics.NewHistogram()
 		}
 		*h.to = d
-	}
-	for _, c := range res.Checks {
-		f.Lost += c.Lost
 	}
 	return f, nil
 }
@@ -223,7 +232,7 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 	runs := append([]*Run(nil), x.runs...)
 	x.mu.Unlock()
 	for _, r := range runs {
-		collect(ch, r.labels, r.figures())
+		collect(ch, r.labels, r.Figures())
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -279,5 +280,52 @@ func TestListenLoopbackByDefault(t *testing.T) {
 	}
 	if _, err := live.Listen("127.0.0.1:notaport"); !spec.IsInput(err) {
 		t.Errorf("a bad address: %v, want bad input", err)
+	}
+}
+
+// TestShardFiguresAddUp: two shards' figures, served and fetched as a
+// coordinator does, add up to those of one recorder that saw both
+// shards' operations: counts and histograms exactly.
+func TestShardFiguresAddUp(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a, b := record(t0), record(t0)
+	b.Stripe(0).RecordOp(metrics.Op{Intended: t0, Start: t0, End: t0.Add(time.Second), Outcome: metrics.Timeout, Attempts: 4})
+	both := record(t0)
+	both.Stripe(0).RecordOp(metrics.Op{Intended: t0, Start: t0, End: t0.Add(time.Second), Outcome: metrics.Timeout, Attempts: 4})
+	var sum live.Figures
+	for i, rec := range []*metrics.Recorder{a, b} {
+		run := live.NewExporter().Add(live.Labels{})
+		run.Watch(func() live.Figures {
+			return live.Figures{Totals: rec.Totals(), Client: results.ClientStats{Retries: 1, StreamWait: time.Second}, Window: time.Duration(i+1) * time.Second}
+		})
+		srv := httptest.NewServer(live.ShardHandler(run))
+		f, err := live.FetchShard(context.Background(), srv.Client(), srv.URL+"/live")
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum.Add(f)
+	}
+	// One recorder of both shards' operations: a's are record's, b's
+	// are record's and the timeout.
+	one := both.Totals()
+	other := a.Totals()
+	for o := range metrics.NumOutcomes {
+		if want := one.Outcomes[o] + other.Outcomes[o]; sum.Totals.Outcomes[o] != want {
+			t.Errorf("%s: %d, want %d", o, sum.Totals.Outcomes[o], want)
+		}
+		if want := one.AttemptOutcomes[metrics.Write][o] + other.AttemptOutcomes[metrics.Write][o]; sum.Totals.AttemptOutcomes[metrics.Write][o] != want {
+			t.Errorf("write %s: %d, want %d", o, sum.Totals.AttemptOutcomes[metrics.Write][o], want)
+		}
+	}
+	one.Op.Merge(other.Op)
+	if !sum.Totals.Op.Equals(one.Op) {
+		t.Error("the added histograms differ from one recorder's of the same operations")
+	}
+	if sum.Totals.Ops != one.Ops+other.Ops || live.Retries(sum.Totals.Attempts) != live.Retries(one.Attempts)+live.Retries(other.Attempts) {
+		t.Errorf("ops %d, retries %d", sum.Totals.Ops, live.Retries(sum.Totals.Attempts))
+	}
+	if sum.Client.Retries != 2 || sum.Client.StreamWait != 2*time.Second || sum.Window != 2*time.Second {
+		t.Errorf("client %+v, window %s: want both shards' client figures added, and the longest window", sum.Client, sum.Window)
 	}
 }
