@@ -278,10 +278,61 @@ func TestPrometheusScrapesTheRun(t *testing.T) {
 	if hist != float64(m.Ops) {
 		t.Errorf("Prometheus' native histogram counts %v operations, result.json %d", hist, m.Ops)
 	}
+	checkDashboard(t, prom, final)
 	var words []string
 	for _, o := range []string{"success", "conflict", "field-manager-conflict"} {
 		words = append(words, fmt.Sprintf("%s %v", o, byOutcome[o]))
 	}
 	t.Logf("Prometheus stored %v scrapes of run %s; final: %v ops (%s), write conflicts %v; result.json: %d ops, outcomes %v, write outcomes %v",
 		scrapes, r.RunID, ops, strings.Join(words, ", "), writes["conflict"], m.Ops, m.Outcomes, m.WriteOutcomes)
+}
+
+// checkDashboard runs every query of the example Grafana dashboard through
+// Prometheus at the instant at, the dashboard's variables set to show
+// everything: each must parse and run, and each panel of kb-bench's
+// figures that every run has must show data.
+func checkDashboard(t *testing.T, prom *prometheus, at string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "grafana", "kb-bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	vars := strings.NewReplacer("$__rate_interval", "5s", "$run", ".*", "$apiserver", ".*")
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			q := vars.Replace(tg.Expr)
+			resp, err := http.Get(prom.url + "/api/v1/query?time=" + at + "&query=" + url.QueryEscape(q))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				Status string `json:"status"`
+				Error  string `json:"error"`
+				Data   struct {
+					Result []json.RawMessage `json:"result"`
+				} `json:"data"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&doc)
+			resp.Body.Close()
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case doc.Status != "success":
+				t.Errorf("panel %q: Prometheus refuses %s: %s", p.Title, q, doc.Error)
+			case len(doc.Data.Result) == 0 && strings.Contains(q, "kb_bench_") && !strings.Contains(q, "kb_bench_scenario_") && !strings.Contains(q, "_bucket"):
+				t.Errorf("panel %q shows nothing of the run: %s", p.Title, q)
+			}
+		}
+	}
 }
