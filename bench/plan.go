@@ -138,15 +138,20 @@ type Sample struct {
 	Cell, Index int
 }
 
-// Samples are the plan's samples in the order they run: every cell's
-// first, then every cell's second in the reverse order, and so on.
-func (p *Plan) Samples() []Sample {
+// Samples are the plan's samples in the order they run (see interleave).
+func (p *Plan) Samples() []Sample { return interleave(len(p.Cells), p.Count) }
+
+// interleave is the order in which count samples of each of cells run:
+// every cell's first, then every cell's second in the reverse order, and
+// so on (A B, B A, A B ...), so that even a steady drift hits every cell
+// alike.
+func interleave(cells, count int) []Sample {
 	var out []Sample
-	for i := 1; i <= p.Count; i++ {
-		for k := range p.Cells {
+	for i := 1; i <= count; i++ {
+		for k := range cells {
 			c := k
 			if i%2 == 0 {
-				c = len(p.Cells) - 1 - k
+				c = cells - 1 - k
 			}
 			out = append(out, Sample{Cell: c, Index: i})
 		}

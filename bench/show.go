@@ -71,8 +71,8 @@ type shown struct {
 }
 
 // showCells shows the cells of a run as it showed them: their samples in
-// the order they ran (sample 1 of every cell, then 2, ...), up to one that
-// did not end well, then their comparison.
+// the order they ran (see interleave), up to one that did not end well,
+// then their comparison.
 func showCells(w io.Writer, format string, cells []shown, sets bool) error {
 	v := &view{w: w, format: format, sets: sets}
 	sides := make([]results.Side, len(cells))
@@ -94,22 +94,20 @@ func showCells(w io.Writer, format string, cells []shown, sets bool) error {
 		cells[k].label = label
 		most = max(most, len(side.Results))
 	}
-	for i := range most {
-		for k, c := range cells {
-			if i >= len(sides[k].Results) {
-				continue
-			}
-			r := sides[k].Results[i]
-			rows, err := reportRows(r)
-			if err != nil {
-				return err
-			}
-			if err := v.sample(c.label, i+1, r, rows); err != nil {
-				return err
-			}
-			if r.Interrupted || r.TargetLost != "" {
-				return nil // the run ended there
-			}
+	for _, smp := range interleave(len(cells), most) {
+		if smp.Index > len(sides[smp.Cell].Results) {
+			continue
+		}
+		r := sides[smp.Cell].Results[smp.Index-1]
+		rows, err := reportRows(r)
+		if err != nil {
+			return err
+		}
+		if err := v.sample(cells[smp.Cell].label, smp.Index, r, rows); err != nil {
+			return err
+		}
+		if r.Interrupted || r.TargetLost != "" {
+			return nil // the run ended there
 		}
 	}
 	return v.end(sides)

@@ -49,7 +49,7 @@ func TestShowMatrix(t *testing.T) {
 			labels = append(labels, label)
 		}
 	}
-	if got := strings.Join(labels, "|"); got != "strategy=update sample 1|strategy=ssa sample 1|strategy=update sample 2|strategy=ssa sample 2" {
+	if got := strings.Join(labels, "|"); got != "strategy=update sample 1|strategy=ssa sample 1|strategy=ssa sample 2|strategy=update sample 2" {
 		t.Errorf("samples shown in the order %q:\n%s", got, out.String())
 	}
 	if !strings.Contains(out.String(), "strategy=update (n=2)  strategy=ssa (n=2)  vs strategy=update") {

@@ -43,8 +43,8 @@ func (r *Result) Validate() error {
 	errs = append(errs, checkCounts(p, map[string]int64{
 		"ops": s.Ops, "successes": s.Successes, "writeAttempts": s.WriteAttempts, "writes": s.Writes, "conflicts": s.Conflicts,
 		"gaveUp": s.GaveUp, "attemptsP50": s.AttemptsP50, "attemptsP99": s.AttemptsP99, "attemptsMax": s.AttemptsMax, "lostUpdates": s.LostUpdates,
-	})...)
-	errs = append(errs, checkCountMap(p.Child("outcomes"), s.Outcomes)...)
+	}, false)...)
+	errs = append(errs, checkCounts(p.Child("outcomes"), s.Outcomes, true)...)
 	errs = append(errs, checkLatency(p.Child("latency"), s.Latency)...)
 	if s.RawLatency != nil {
 		errs = append(errs, checkLatency(p.Child("rawLatency"), *s.RawLatency)...)
@@ -55,11 +55,11 @@ func (r *Result) Validate() error {
 	errs = append(errs, checkCounts(p, map[string]int64{
 		"ops": m.Ops, "warmupOps": m.WarmupOps, "gaveUp": m.GaveUp, "late": m.Late, "dropped": m.Dropped, "clamped": m.Clamped,
 		"client.retries": m.Client.Retries, "client.rateLimited": m.Client.RateLimited, "client.streamWaited": m.Client.StreamWaited,
-	})...)
+	}, false)...)
 	errs = append(errs, checkDuration(p.Child("client", "rateLimiterWait"), m.Client.RateLimiterWait, time.Duration(math.MaxInt64))...)
 	errs = append(errs, checkDuration(p.Child("client", "streamWait"), m.Client.StreamWait, time.Duration(math.MaxInt64))...)
 	for name, c := range map[string]map[string]int64{"outcomes": m.Outcomes, "readOutcomes": m.ReadOutcomes, "writeOutcomes": m.WriteOutcomes} {
-		errs = append(errs, checkCountMap(p.Child(name), c)...)
+		errs = append(errs, checkCounts(p.Child(name), c, true)...)
 	}
 	for i, n := range m.Attempts {
 		if n < 0 {
@@ -76,16 +76,16 @@ func (r *Result) Validate() error {
 		errs = append(errs, checkDuration(sp.Child("span"), pt.Span, maxSpan)...)
 		errs = append(errs, checkDuration(sp.Child("p50"), pt.P50, maxLatency)...)
 		errs = append(errs, checkDuration(sp.Child("p99"), pt.P99, maxLatency)...)
-		errs = append(errs, checkCounts(sp, map[string]int64{"ops": pt.Ops})...)
-		errs = append(errs, checkCountMap(sp.Child("outcomes"), pt.Outcomes)...)
-		errs = append(errs, checkCountMap(sp.Child("writes"), pt.Writes)...)
+		errs = append(errs, checkCounts(sp, map[string]int64{"ops": pt.Ops}, false)...)
+		errs = append(errs, checkCounts(sp.Child("outcomes"), pt.Outcomes, true)...)
+		errs = append(errs, checkCounts(sp.Child("writes"), pt.Writes, true)...)
 		errs = append(errs, checkHistogram(sp.Child("histogram"), pt.Histogram)...)
 		if len(errs) > maxValidationErrors {
 			break // a damaged series says so in its first points
 		}
 	}
 	for i, sh := range r.Shards {
-		errs = append(errs, checkCounts(field.NewPath("shards").Index(i), map[string]int64{"ops": sh.Ops})...)
+		errs = append(errs, checkCounts(field.NewPath("shards").Index(i), map[string]int64{"ops": sh.Ops}, false)...)
 	}
 	return validationError(errs)
 }
@@ -138,23 +138,17 @@ func checkLatency(p *field.Path, l Latency) field.ErrorList {
 	return sortErrors(errs)
 }
 
-// checkCounts checks that every count is 0 or more.
-func checkCounts(p *field.Path, counts map[string]int64) field.ErrorList {
+// checkCounts checks that every count is 0 or more, each named as a
+// field of p, or as a key of the map p when keyed.
+func checkCounts(p *field.Path, counts map[string]int64, keyed bool) field.ErrorList {
 	var errs field.ErrorList
 	for name, n := range counts {
-		if n < 0 {
-			errs = append(errs, field.Invalid(p.Child(name), n, "a count is 0 or more"))
+		at := p.Child(name)
+		if keyed {
+			at = p.Key(name)
 		}
-	}
-	return sortErrors(errs)
-}
-
-// checkCountMap checks that every count of a map is 0 or more.
-func checkCountMap(p *field.Path, counts map[string]int64) field.ErrorList {
-	var errs field.ErrorList
-	for name, n := range counts {
 		if n < 0 {
-			errs = append(errs, field.Invalid(p.Key(name), n, "a count is 0 or more"))
+			errs = append(errs, field.Invalid(at, n, "a count is 0 or more"))
 		}
 	}
 	return sortErrors(errs)
@@ -196,7 +190,7 @@ func (s *Sweep) Validate() error {
 			errs = append(errs, checkFloat(pp.Child("conflictRate"), pt.ConflictRate, 0, 1)...)
 			errs = append(errs, checkFloat(pp.Child("gaveUpRatio"), pt.GaveUpRatio, 0, 1)...)
 			errs = append(errs, checkDuration(pp.Child("p99"), pt.P99, maxLatency)...)
-			errs = append(errs, checkCounts(pp, map[string]int64{"samples": int64(pt.Samples), "attemptsP99": pt.AttemptsP99, "gaveUp": pt.GaveUp, "lostUpdates": pt.LostUpdates})...)
+			errs = append(errs, checkCounts(pp, map[string]int64{"samples": int64(pt.Samples), "attemptsP99": pt.AttemptsP99, "gaveUp": pt.GaveUp, "lostUpdates": pt.LostUpdates}, false)...)
 			if len(errs) > maxValidationErrors {
 				return validationError(errs)
 			}

@@ -5,8 +5,11 @@
 #
 #   A/A: the same spec on both sides; a failed gate is a false alarm.
 #   A/B: the candidate has a real, known regression: a client-side rate
-#        limit (--qps) at (1 - REGRESSION) of the throughput a calibration
-#        run measured; a failed gate is a catch.
+#        limit (--qps) at (1 - REGRESSION) of the throughput the previous
+#        pair's baseline measured (a calibration run's for the first), so
+#        that the regression follows the machine's drift; a failed gate is
+#        a catch. Each pair's realized regression (its candidate's median
+#        throughput against its baseline's) is printed beside it.
 #
 # Prints each rate with its 95% Wilson confidence interval. It runs on its
 # own local control plane ('kb-bench local up' in a state dir of its own),
@@ -21,17 +24,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 AA="${AA:-40}" AB="${AB:-20}" COUNT="${COUNT:-5}" DURATION="${DURATION:-2s}"
 WRITERS="${WRITERS:-4}" REGRESSION="${REGRESSION:-0.15}"
-kb=bin/kb-bench
-work="$(mktemp -d)"
-state="${work}/state"
-cleanup() {
-  "${kb}" local down --state-dir "${state}" >/dev/null 2>&1 || true
-  rm -rf "${work}"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-"${kb}" local up --state-dir "${state}" >&2
+# shellcheck source=scripts/scratch.sh
+source scripts/scratch.sh
 run() { "${kb}" run --state-dir "${state}" --quiet --writers "${WRITERS}" --duration "${DURATION}" "$@"; }
 median_throughput() {
   # The median of a set's samples' ops/s, from their result.json files.
@@ -39,14 +33,13 @@ median_throughput() {
     tr -dc '0-9.\n' | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
 }
 
-# Calibration: the throughput the A/B's regression is a share of. The
-# update strategy makes two requests an operation (a GET and a PUT, a
+# Calibration: the throughput the first A/B's regression is a share of.
+# The update strategy makes two requests an operation (a GET and a PUT, a
 # conflict not retried), so a client QPS of 2 x rate (burst: one request
 # a writer) caps it at rate.
 run --count 3 --out "${work}/calibration" -o json >/dev/null
 tput="$(median_throughput "${work}/calibration")"
-qps="$(awk -v t="${tput}" -v r="${REGRESSION}" 'BEGIN {printf "%.1f", 2 * t * (1 - r)}')"
-echo "calibration: ${tput} ops/s; A/B candidate: --qps ${qps} (a $(awk -v r="${REGRESSION}" 'BEGIN {print 100*r}')% regression)" >&2
+echo "calibration: ${tput} ops/s" >&2
 
 # gated runs one A/B run and gates its directory; it prints 1 when the
 # gate failed, 0 when it passed, and stops the script on bad input.
@@ -75,9 +68,13 @@ for i in $(seq "${AA}"); do
 done
 caught=0
 for i in $(seq "${AB}"); do
+  qps="$(awk -v t="${tput}" -v r="${REGRESSION}" 'BEGIN {printf "%.1f", 2 * t * (1 - r)}')"
   f="$(gated "ab-${i}" --qps "${qps}" --burst "${WRITERS}" --baseline-with qps=-1)"
   caught=$((caught + f))
-  echo "A/B ${i}/${AB}: ${caught} caught so far" >&2
+  base="$(median_throughput "${work}/ab-${i}/baseline")"
+  cand="$(median_throughput "${work}/ab-${i}/candidate")"
+  echo "A/B ${i}/${AB}: --qps ${qps}: baseline ${base} ops/s, candidate ${cand} ops/s ($(awk -v b="${base}" -v c="${cand}" 'BEGIN {printf "%+.1f%%", 100 * (c / b - 1)}')); ${caught} caught so far" >&2
+  tput="${base}"
 done
 
 # wilson K N: the share K/N and its 95% Wilson score interval.

@@ -331,6 +331,40 @@ thresholds:
 	t.Logf("A/B run:\n%s", out)
 }
 
+// An A/B run of two control-plane builds (here one build named by two
+// paths) runs every sample on a fresh control plane of its side's, and
+// leaves none behind.
+func TestABOfTwoBuildsRunsFreshControlPlanes(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "ab")
+	cmd, stdout, lines := start(t, bin, cpBin, tmp, out, "--writers", "2", "--duration", "1s", "--count", "2",
+		"--baseline-with", "control-plane-bin="+cpBin+"/.")
+	started := 0
+	for line := range lines {
+		if strings.Contains(line, "kube-apiserver") && strings.Contains(line, "ready at") {
+			started++
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kb-bench run --baseline-with control-plane-bin=...: %v\n%s", err, stdout)
+	}
+	if started != 4 {
+		t.Errorf("%d control planes started for 2 samples a side, want 4 (one a sample)", started)
+	}
+	for _, side := range []string{"baseline", "candidate"} {
+		for _, sample := range []string{"sample-1", "sample-2"} {
+			r, err := store.Read(filepath.Join(out, side, sample))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Server == nil || !r.Server.Match {
+				t.Errorf("%s/%s: the server cross-check does not match: %+v", side, sample, r.Server)
+			}
+		}
+	}
+	waitClean(t, tmp)
+}
+
 func TestInterruptKeepsFiguresAndLeavesNothing(t *testing.T) {
 	bin, cpBin := binary(t)
 	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")

@@ -420,8 +420,8 @@ type decision struct {
 	// too few for any p to reach Alpha.
 	p      float64
 	tested bool
-	// noise is the change the samples cannot tell from noise, in the
-	// metric's unit: the larger interquartile range of the two sides.
+	// noise is how far apart the medians of two identical runs of these
+	// sizes typically fall, in the metric's unit (see medianNoise).
 	// relative is noise as a share of the baseline's median (0 when that
 	// median is 0).
 	noise, relative float64
@@ -430,12 +430,12 @@ type decision struct {
 // significant is the one place that decides a relative threshold that does
 // not hold on the medians: it fails when the baseline's and the
 // candidate's samples differ significantly (Mann-Whitney U, p <= Alpha)
-// and their medians differ by more than the noise within each side (its
-// interquartile range, by nearest rank), so that a shift the spread of the
-// samples could make, on a noisy machine, does not fail a gate by chance.
-// When the samples are too few for any difference to be significant (the
-// smallest p their sizes can give is above Alpha) the medians alone
-// decide: the threshold fails, untested.
+// and their medians differ by more than the noise of the samples
+// (medianNoise), so that a shift the spread of the samples could make, on
+// a noisy machine, does not fail a gate by chance. When the samples are
+// too few for any difference to be significant (the smallest p their
+// sizes can give is above Alpha) the medians alone decide: the threshold
+// fails, untested.
 func significant(base, cand []float64) decision {
 	d := decision{p: MannWhitney(base, cand)}
 	if ok, _ := Testable(len(base), len(cand)); !ok {
@@ -443,7 +443,7 @@ func significant(base, cand []float64) decision {
 		return d
 	}
 	d.tested = true
-	d.noise = max(iqr(base), iqr(cand))
+	d.noise = medianNoise(base, cand)
 	mb := median(base)
 	if mb != 0 {
 		d.relative = d.noise / math.Abs(mb)
@@ -452,8 +452,19 @@ func significant(base, cand []float64) decision {
 	return d
 }
 
-// iqr is the interquartile range of v by nearest rank: with 5 samples,
-// the 4th smallest less the 2nd.
+// medianNoise is the standard error of the difference of two samples'
+// medians, from the spread within them: each side's interquartile range
+// (by nearest rank; with 5 samples the 4th smallest less the 2nd), their
+// mean as the spread of one sample (IQR/1.349 is a normal spread's
+// standard deviation), and a median's standard error, 1.2533 sd/sqrt(n).
+// It is what the medians of identical runs of these sizes (an A/A pair)
+// typically differ by.
+func medianNoise(a, b []float64) float64 {
+	sd := (iqr(a) + iqr(b)) / 2 / 1.349
+	return 1.2533 * sd * math.Sqrt(1/float64(len(a))+1/float64(len(b)))
+}
+
+// iqr is the interquartile range of v by nearest rank.
 func iqr(v []float64) float64 {
 	if len(v) == 0 {
 		return 0

@@ -161,7 +161,7 @@ func TestJudge(t *testing.T) {
 		{"far slower", set(40, 41, 42, 40, 43), []bool{false, false, true}, "does not hold"},
 	}
 	// Every tested verdict says what its samples cannot tell from noise.
-	tests[0].why = "with 5 samples a side, changes under 5.0% cannot be told from noise here"
+	tests[0].why = "with 5 samples a side, changes under 2.9% cannot be told from noise here"
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			vs, err := analysis.Judge(g, base, tt.candidate)
@@ -191,9 +191,9 @@ func TestJudge(t *testing.T) {
 }
 
 // A change beyond a relative threshold and significant by Mann-Whitney
-// still passes when it is within the spread of the samples themselves:
-// on a noisy machine such a shift is what chance makes (the gate-noise
-// issue's false alarms); past the spread it fails.
+// still passes when it is within what the medians of identical runs
+// differ by, given the spread of the samples: on a noisy machine such a
+// shift is what chance makes; past it the change fails.
 func TestJudgeWeighsTheNoise(t *testing.T) {
 	g, err := analysis.NewGate([]string{"throughput >= baseline -10%"})
 	if err != nil {
@@ -206,19 +206,20 @@ func TestJudgeWeighsTheNoise(t *testing.T) {
 		}
 		return rs
 	}
-	base := side(78, 90, 100, 110, 120) // interquartile range 20
 	for _, tt := range []struct {
-		name      string
-		candidate []*results.Result
-		passed    bool
-		why       string
+		name            string
+		base, candidate []*results.Result
+		passed          bool
+		why             string
 	}{
-		// Median 77 (-23%), p=0.032, but the candidate's own spread is 25.
-		{"within the noise", side(40, 60, 77, 85, 86), true, "within the noise of the samples; with 5 samples a side, changes under 25.0% cannot be told from noise here"},
-		// Median 70 (-30%), p=0.016, spreads 20 and 5.
-		{"beyond the noise", side(65, 68, 70, 72, 79), false, "significant (p=0.016) and beyond the noise"},
+		// Median 102 -> 90 (-11.8%), p=0.016; interquartile ranges 49 and
+		// 10: medians of identical runs differ by about 17.3 (17.0%).
+		{"within the noise", side(100, 101, 102, 150, 160), side(80, 85, 90, 95, 100.5), true,
+			"within the noise of the samples; with 5 samples a side, changes under 17.0% cannot be told from noise here"},
+		// Median 100 -> 70 (-30%), p=0.016; ranges 20 and 4: noise 7.0.
+		{"beyond the noise", side(78, 90, 100, 110, 120), side(65, 68, 70, 72, 79), false, "significant (p=0.016) and beyond the noise"},
 	} {
-		vs, err := analysis.Judge(g, base, tt.candidate)
+		vs, err := analysis.Judge(g, tt.base, tt.candidate)
 		if err != nil {
 			t.Fatal(err)
 		}

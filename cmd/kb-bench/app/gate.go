@@ -24,9 +24,9 @@ absolute ones ("p99 < 50ms", "lostUpdates == 0", "serverMatch == true",
 "writeThroughput > 100/s", "conflictRate < 50%") and ones relative to a
 baseline ("p99 <= baseline +10%"). A relative threshold that does not hold
 on the medians fails when the difference is significant (Mann-Whitney U
-over the samples, p <= 0.05) and larger than the noise within the samples
-(the wider interquartile range of the two sides; the verdict says what
-change that noise hides); with too few samples for any difference to be
+over the samples, p <= 0.05) and larger than the noise of the samples
+(what the medians of identical runs of that many samples differ by,
+from their interquartile ranges; the verdict says it); with too few samples for any difference to be
 significant (3 or fewer a side), the medians alone decide and the verdict
 says it was not tested. Run 5 samples a side or more (run --count 5).
 
