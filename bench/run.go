@@ -359,6 +359,7 @@ func runSample(ctx context.Context, cell Cell, o Options, s *target, runID, poin
 		ClientLog:    clientLog,
 		Ephemeral:    conn.Target.Kind == spec.TargetLocal && !conn.Target.Reused,
 		Config:       conn.Config,
+		EtcdMetrics:  conn.EtcdMetrics,
 		RunID:        runID,
 		Version:      o.Version,
 		Progress:     progress,

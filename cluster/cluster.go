@@ -54,6 +54,10 @@ type Connection struct {
 	// itself; LostReason then says how. Nil (never closed) otherwise.
 	Lost       <-chan struct{}
 	LostReason func() string
+	// EtcdMetrics is the URL of etcd's /metrics when kb-bench can read it:
+	// a local control plane's etcd serves it on its client URL. Empty for
+	// kind and kubeconfig targets, whose etcd kb-bench does not reach.
+	EtcdMetrics string
 }
 
 // Open connects to the target t describes:
@@ -133,7 +137,8 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 			Config: cfg,
 			Target: spec.TargetInfo{Kind: spec.TargetLocal, Server: st.Server, ServerVersion: version,
 				Storage: st.Storage, EtcdVersion: st.EtcdVersion, Reused: true},
-			Close: noClose,
+			Close:       noClose,
+			EtcdMetrics: etcdMetricsURL(st.Etcd.Port),
 		}, nil
 	case err == nil:
 		fmt.Fprintf(o.Log, "local control plane: the one from `kb-bench local up` is not healthy (%s); starting a private one\n", st.Detail)
@@ -168,9 +173,10 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 		Config: cp.RESTConfig(),
 		Target: spec.TargetInfo{Kind: spec.TargetLocal, Server: cp.Server(), ServerVersion: cp.KubeVersion(),
 			Storage: cp.Storage(), EtcdVersion: cp.EtcdVersion(), ControllerManager: cp.kcm != nil},
-		Close:      cp.Stop,
-		Lost:       lost,
-		LostReason: why,
+		Close:       cp.Stop,
+		Lost:        lost,
+		LostReason:  why,
+		EtcdMetrics: cp.EtcdMetrics(),
 	}, nil
 }
 

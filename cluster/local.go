@@ -570,6 +570,24 @@ func (cp *ControlPlane) Lost() (lost <-chan struct{}, why func() string) {
 // KubeVersion is the version the apiserver reports, e.g. v1.37.1.
 func (cp *ControlPlane) KubeVersion() string { return cp.kubeVersion }
 
+// EtcdMetrics is the URL of etcd's /metrics (its client URL, plain HTTP
+// on loopback).
+func (cp *ControlPlane) EtcdMetrics() string { return etcdMetricsURL(cp.etcdPort) }
+
+// etcdMetricsURL is the /metrics URL of the local etcd on port.
+func etcdMetricsURL(port int) string {
+	if port == 0 {
+		return ""
+	}
+	return "http://127.0.0.1:" + strconv.Itoa(port) + "/metrics"
+}
+
+// APIServerPID is kube-apiserver's process id.
+func (cp *ControlPlane) APIServerPID() int { return cp.apiserver.Pid }
+
+// EtcdPID is etcd's process id.
+func (cp *ControlPlane) EtcdPID() int { return cp.etcd.Pid }
+
 // EtcdVersion is the version etcd reports, e.g. v3.6.16.
 func (cp *ControlPlane) EtcdVersion() string { return cp.etcdVersion }
 

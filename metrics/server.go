@@ -16,8 +16,10 @@ type ServerSample struct {
 	// Requests is apiserver_request_total (summed over the labels not in
 	// the key). Server-side apply shows as verb APPLY.
 	Requests map[RequestKey]int64
-	// Durations is apiserver_request_duration_seconds' count and sum.
-	Durations map[EndpointKey]CountSum
+	// Durations is apiserver_request_duration_seconds' count and sum;
+	// DurationBuckets its cumulative buckets.
+	Durations       map[EndpointKey]CountSum
+	DurationBuckets map[EndpointKey][]BucketCount
 	// Etcd is etcd_requests_total; EtcdDurations etcd_request_duration_seconds.
 	Etcd          map[EtcdKey]int64
 	EtcdDurations map[EtcdKey]CountSum
@@ -25,6 +27,21 @@ type ServerSample struct {
 	FlowRejected map[FlowKey]int64
 	// FlowWait is apiserver_flowcontrol_request_wait_duration_seconds.
 	FlowWait map[FlowWaitKey]CountSum
+	// Process is the apiserver process's own CPU and memory.
+	Process ProcessSample
+}
+
+// ProcessSample is a process's CPU time and memory as Prometheus' process
+// collector exposes them (process_cpu_seconds_total,
+// process_resident_memory_bytes): read from /proc/PID/stat, so the CPU
+// time moves in clock ticks (10 ms on Linux).
+type ProcessSample struct {
+	// Has is false when the exposition carried no process_cpu_seconds_total.
+	Has bool
+	// CPUSeconds is user plus system CPU time since the process started.
+	CPUSeconds float64
+	// ResidentBytes is the resident set size.
+	ResidentBytes int64
 }
 
 // EndpointKey names a verb on a resource, as the apiserver labels requests.
@@ -79,16 +96,60 @@ func (c CountSum) Mean() time.Duration {
 	return time.Duration(c.Sum / float64(c.Count) * float64(time.Second))
 }
 
+// BucketCount is a cumulative histogram bucket: Count observations at or
+// below UpperBound seconds.
+type BucketCount struct {
+	UpperBound float64
+	Count      int64
+}
+
+// AddBuckets adds b to a, bucket by bucket (by upper bound).
+func AddBuckets(a, b []BucketCount) []BucketCount {
+	out := make([]BucketCount, 0, max(len(a), len(b)))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || i < len(a) && a[i].UpperBound < b[j].UpperBound:
+			out = append(out, a[i])
+			i++
+		case i == len(a) || b[j].UpperBound < a[i].UpperBound:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, BucketCount{UpperBound: a[i].UpperBound, Count: a[i].Count + b[j].Count})
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+// subBuckets is a minus b, bucket by bucket (b's buckets missing from a
+// count as 0).
+func subBuckets(a, b []BucketCount) []BucketCount {
+	out := make([]BucketCount, len(a))
+	for i, x := range a {
+		out[i] = x
+		for _, y := range b {
+			if y.UpperBound == x.UpperBound {
+				out[i].Count -= y.Count
+			}
+		}
+	}
+	return out
+}
+
 // NewServerSample returns an empty sample taken at at.
 func NewServerSample(at time.Time) ServerSample {
 	return ServerSample{
-		At:            at,
-		Requests:      map[RequestKey]int64{},
-		Durations:     map[EndpointKey]CountSum{},
-		Etcd:          map[EtcdKey]int64{},
-		EtcdDurations: map[EtcdKey]CountSum{},
-		FlowRejected:  map[FlowKey]int64{},
-		FlowWait:      map[FlowWaitKey]CountSum{},
+		At:              at,
+		Requests:        map[RequestKey]int64{},
+		Durations:       map[EndpointKey]CountSum{},
+		DurationBuckets: map[EndpointKey][]BucketCount{},
+		Etcd:            map[EtcdKey]int64{},
+		EtcdDurations:   map[EtcdKey]CountSum{},
+		FlowRejected:    map[FlowKey]int64{},
+		FlowWait:        map[FlowWaitKey]CountSum{},
 	}
 }
 
@@ -107,6 +168,11 @@ func (s ServerSample) Sub(before ServerSample) (ServerSample, error) {
 	sub := func(a, b int64) int64 { return a - b }
 	subSeries(d.Requests, s.Requests, before.Requests, sub, count, "apiserver_request_total", check)
 	subSeries(d.Durations, s.Durations, before.Durations, CountSum.sub, CountSum.count, "apiserver_request_duration_seconds", check)
+	for k, b := range s.DurationBuckets {
+		if _, ok := d.Durations[k]; ok {
+			d.DurationBuckets[k] = subBuckets(b, before.DurationBuckets[k])
+		}
+	}
 	subSeries(d.Etcd, s.Etcd, before.Etcd, sub, count, "etcd_requests_total", check)
 	subSeries(d.EtcdDurations, s.EtcdDurations, before.EtcdDurations, CountSum.sub, CountSum.count, "etcd_request_duration_seconds", check)
 	subSeries(d.FlowRejected, s.FlowRejected, before.FlowRejected, sub, count, "apiserver_flowcontrol_rejected_requests_total", check)

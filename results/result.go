@@ -85,6 +85,9 @@ type Result struct {
 	Series []metrics.SeriesPoint `json:"series,omitempty"`
 	// Server is the cross-check against the apiserver's own /metrics.
 	Server *ServerCheck `json:"server,omitempty"`
+	// Cost is the CPU and memory the window cost the apiserver, etcd and
+	// kb-bench itself (absent in results from before it was measured).
+	Cost *Cost `json:"cost,omitempty"`
 	// Checks are the correctness verdicts (lost updates and the like).
 	Checks []Check `json:"checks,omitempty"`
 	// Details are the scenario's own figures (its report), as the

@@ -53,6 +53,11 @@ type SweepSeries struct {
 	// (writers sweeps only); ModelNote says why there is none.
 	Model     *USL   `json:"model,omitempty"`
 	ModelNote string `json:"modelNote,omitempty"`
+	// CostModel is the USL's shape fitted to the apiserver's CPU per
+	// successful write against writers (writers sweeps whose points all
+	// measured it); CostModelNote says why there is none.
+	CostModel     *CostFit `json:"costModel,omitempty"`
+	CostModelNote string   `json:"costModelNote,omitempty"`
 	// SLO is the answer for the sweep's latency objective.
 	SLO SLOAnswer `json:"sloAnswer"`
 	// Summary says in words what the series showed.
@@ -79,6 +84,21 @@ type SweepPoint struct {
 	LostUpdates int64   `json:"lostUpdates"`
 	// ServerMatch is true when every sample's server cross-check matched.
 	ServerMatch bool `json:"serverMatch"`
+	// Cost is the medians of the samples' cost (nil when a sample has
+	// none: results from before kb-bench measured it).
+	Cost *PointCost `json:"cost,omitempty"`
+}
+
+// PointCost is what a sweep point cost the server, medians over its
+// samples: the apiserver's (and, when read, etcd's) CPU in cores (CPU
+// seconds per second of the window) and per successful write.
+type PointCost struct {
+	ApiserverCores    float64       `json:"apiserverCores"`
+	ApiserverPerWrite time.Duration `json:"apiserverPerWrite"`
+	// HasEtcd says etcd was read in every sample.
+	HasEtcd      bool          `json:"hasEtcd,omitempty"`
+	EtcdCores    float64       `json:"etcdCores,omitempty"`
+	EtcdPerWrite time.Duration `json:"etcdPerWrite,omitempty"`
 }
 
 // SLOAnswer is how far along the axis the p99 stays within the SLO.

@@ -1,6 +1,9 @@
 package results
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // PoorFit is the R² below which a fitted model is reported as poor rather
 // than trusted.
@@ -37,6 +40,37 @@ func (u USL) At(n float64) float64 {
 func (u USL) String() string {
 	s := fmt.Sprintf("λ=%.4g/s σ=%.3g κ=%.3g R²=%.3f", u.Lambda, u.Sigma, u.Kappa, u.R2)
 	if u.Poor {
+		s += " (poor fit: not to be trusted)"
+	}
+	return s
+}
+
+// CostFit is the USL's shape fitted to the apiserver's CPU per successful
+// write against writers: C(N) = c·(1 + σ(N−1) + κN(N−1)). Where the USL
+// divides one writer's throughput by that factor, a write's cost grows by
+// it: c is one writer's CPU per write, σ the share each further writer
+// adds (409s and re-reads grow with the writers one object serialises),
+// κ the crosstalk that grows with every pair of them.
+type CostFit struct {
+	// C is one writer's CPU per successful write.
+	C     time.Duration `json:"c"`
+	Sigma float64       `json:"sigma"`
+	Kappa float64       `json:"kappa"`
+	R2    float64       `json:"r2"`
+	Poor  bool          `json:"poor,omitempty"`
+	// Points is how many (N, CPU per write) pairs were fitted.
+	Points int `json:"points"`
+}
+
+// At is the fitted CPU per successful write at n writers.
+func (f CostFit) At(n float64) time.Duration {
+	return time.Duration(float64(f.C) * (1 + f.Sigma*(n-1) + f.Kappa*n*(n-1)))
+}
+
+// String says the fit in one line.
+func (f CostFit) String() string {
+	s := fmt.Sprintf("c=%s σ=%.3g κ=%.3g R²=%.3f", FormatDuration(f.C), f.Sigma, f.Kappa, f.R2)
+	if f.Poor {
 		s += " (poor fit: not to be trusted)"
 	}
 	return s

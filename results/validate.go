@@ -84,6 +84,22 @@ func (r *Result) Validate() error {
 			break // a damaged series says so in its first points
 		}
 	}
+	if c := r.Cost; c != nil {
+		p := field.NewPath("cost")
+		for name, pc := range map[string]ProcessCost{"apiserver": c.Apiserver, "etcd": c.Etcd, "client": c.Client} {
+			errs = append(errs, checkFloat(p.Child(name, "cpuSeconds"), pc.CPUSeconds, 0, math.MaxFloat64)...)
+			errs = append(errs, checkCounts(p.Child(name), map[string]int64{"memoryBefore": pc.MemoryBefore, "memoryAfter": pc.MemoryAfter}, false)...)
+		}
+		errs = append(errs, checkFloat(p.Child("requestSeconds"), c.RequestSeconds, 0, math.MaxFloat64)...)
+		for i, v := range c.Verbs {
+			vp := p.Child("verbs").Index(i)
+			errs = append(errs, checkFloat(vp.Child("seconds"), v.Seconds, 0, math.MaxFloat64)...)
+			errs = append(errs, checkCounts(vp, map[string]int64{"requests": v.Requests, "conflicts": v.Conflicts}, false)...)
+			for j, b := range v.Buckets {
+				errs = append(errs, checkCounts(vp.Child("buckets").Index(j), map[string]int64{"count": b.Count}, false)...)
+			}
+		}
+	}
 	for i, sh := range r.Shards {
 		errs = append(errs, checkCounts(field.NewPath("shards").Index(i), map[string]int64{"ops": sh.Ops}, false)...)
 	}
@@ -190,6 +206,12 @@ func (s *Sweep) Validate() error {
 			errs = append(errs, checkFloat(pp.Child("conflictRate"), pt.ConflictRate, 0, 1)...)
 			errs = append(errs, checkFloat(pp.Child("gaveUpRatio"), pt.GaveUpRatio, 0, 1)...)
 			errs = append(errs, checkDuration(pp.Child("p99"), pt.P99, maxLatency)...)
+			if c := pt.Cost; c != nil {
+				errs = append(errs, checkFloat(pp.Child("cost", "apiserverCores"), c.ApiserverCores, 0, math.MaxFloat64)...)
+				errs = append(errs, checkFloat(pp.Child("cost", "etcdCores"), c.EtcdCores, 0, math.MaxFloat64)...)
+				errs = append(errs, checkDuration(pp.Child("cost", "apiserverPerWrite"), c.ApiserverPerWrite, maxLatency)...)
+				errs = append(errs, checkDuration(pp.Child("cost", "etcdPerWrite"), c.EtcdPerWrite, maxLatency)...)
+			}
 			errs = append(errs, checkCounts(pp, map[string]int64{"samples": int64(pt.Samples), "attemptsP99": pt.AttemptsP99, "gaveUp": pt.GaveUp, "lostUpdates": pt.LostUpdates}, false)...)
 			if len(errs) > maxValidationErrors {
 				return validationError(errs)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,7 +99,7 @@ func (e *engine) run(ctx context.Context) (scenario.Report, error) {
 		e.result.Server = results.UnavailableServerCheck("the run stopped before the warm-up ended, so there is no measured window to compare")
 		return e.finish(ctx, window{start: now, ended: now})
 	}
-	before := e.edge(ctx)
+	before := e.edge(ctx, 1)
 	start, end, err := e.role.open(ctx)
 	if err != nil {
 		return nil, err
@@ -111,7 +112,7 @@ func (e *engine) run(ctx context.Context) (scenario.Report, error) {
 		return nil, err
 	}
 	e.result.Interrupted = ctx.Err() != nil || stopped
-	after := e.edge(ctx)
+	after := e.edge(ctx, 2)
 	e.window.closed(ended, &after)
 	e.hold.Release()
 	return e.finish(ctx, window{start: start, ended: ended, before: &before, after: &after})
@@ -124,17 +125,28 @@ type reading struct {
 	hookErr error
 	server  metrics.ServerSample
 	err     error // the scrape's
+	// etcd is etcd's process figures (when Options.EtcdMetrics is set);
+	// self this process's CPU time.
+	etcd    metrics.ProcessSample
+	etcdErr error
+	self    metrics.ProcessSample
+	selfErr error
 }
 
 // edge holds the clients' new requests, waits for those in flight, and
 // reads the clients' counters, and, in a process that scrapes, the
 // apiserver's /metrics. The hold stays engaged: release it when the
 // window starts or is over.
-func (e *engine) edge(ctx context.Context) reading {
-	if n := e.hold.Engage(e.spec.OpTimeout.Duration); n > 0 {
-		e.warn("%d requests were still in flight %s after the window's edge; the server cross-check may be off by as many", n, e.spec.OpTimeout)
+func (e *engine) edge(ctx context.Context, n int) reading {
+	if held := e.hold.Engage(e.spec.OpTimeout.Duration); held > 0 {
+		e.warn("%d requests were still in flight %s after the window's edge; the server cross-check may be off by as many", held, e.spec.OpTimeout)
+	}
+	if e.opts.OnEdge != nil {
+		e.opts.OnEdge(n, false)
+		defer e.opts.OnEdge(n, true)
 	}
 	rd := reading{clients: transport.Read(e.clients)}
+	rd.self, rd.selfErr = metrics.ReadSelf()
 	var hooks *clientgo.Counters
 	if hooks, rd.hookErr = clientgo.Install(); rd.hookErr == nil {
 		rd.hooks = hooks.Read()
@@ -143,6 +155,9 @@ func (e *engine) edge(ctx context.Context) reading {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scrapeTimeout)
 		defer cancel()
 		rd.server, rd.err = apiserver.Scrape(sctx, e.admin.CoreV1().RESTClient())
+		if e.opts.EtcdMetrics != "" {
+			rd.etcd, rd.etcdErr = apiserver.ScrapeProcess(sctx, http.DefaultClient, e.opts.EtcdMetrics)
+		}
 	}
 	return rd
 }
@@ -171,6 +186,7 @@ func (e *engine) finish(ctx context.Context, w window) (scenario.Report, error) 
 		} else {
 			res.Server = analysis.NewServerCheck(w.before.server, w.after.server, f.requests, e.def.ServerResources, res.Measurements)
 		}
+		res.Cost = e.cost(w, f)
 	}
 	var report scenario.Report = noReport{}
 	if res.Shard == nil {
@@ -183,6 +199,21 @@ func (e *engine) finish(ctx context.Context, w window) (scenario.Report, error) 
 		return nil, fmt.Errorf("summarizing the run: %w", err)
 	}
 	return report, nil
+}
+
+// cost is what the window cost the apiserver, etcd and this process.
+func (e *engine) cost(w window, f figures) *results.Cost {
+	edge := func(rd *reading) analysis.CostEdge {
+		ce := analysis.CostEdge{Server: rd.server, ServerErr: rd.err, Etcd: rd.etcd, EtcdErr: rd.etcdErr, Client: rd.self, ClientErr: rd.selfErr}
+		if e.opts.EtcdMetrics == "" {
+			ce.EtcdErr = errors.New("not readable: kb-bench reads etcd's /metrics only on its own local control plane")
+		}
+		if e.spec.Shards > 0 {
+			ce.ClientErr = errors.New("not read: a distributed run's load is made by its shards, other processes")
+		}
+		return ce
+	}
+	return analysis.NewCost(edge(w.before), edge(w.after), f.requests)
 }
 
 // check asks the scenario for its checks and report, also after Ctrl-C,

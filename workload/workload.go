@@ -68,6 +68,16 @@ type Options struct {
 	// Live, when set, is where the run's figures are exported as it goes
 	// (package live): Run makes its recorder and clients their source.
 	Live *live.Run
+	// EtcdMetrics is the URL of etcd's /metrics when kb-bench can read it
+	// (the local control plane's etcd serves it on its client URL): the
+	// run's cost then has etcd's CPU and memory. Empty: etcd is not read,
+	// and the result says so.
+	EtcdMetrics string
+	// OnEdge, when set, is called as each edge of the measured window
+	// (1, then 2) begins its readings (done false) and once they are all
+	// read (done true): readings of the caller's own made there bracket
+	// the engine's.
+	OnEdge func(edge int, done bool)
 }
 
 // DefaultShardTimeout bounds how long the coordinator waits for every

@@ -269,6 +269,7 @@ thresholds:
 - conflictRate <= baseline +20%
 - lostUpdates == 0
 - serverMatch == true
+- apiserverCPUPerWrite <= baseline +10%
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -316,6 +317,11 @@ thresholds:
 	code, out := runAB("ab", "--writers", "16", "--baseline-with", "writers=1")
 	if code != 1 || !conflictFails(out) {
 		t.Errorf("A/B run: exit %d, want 1 with the conflict rate failing significantly:\n%s", code, out)
+	}
+	// Each of sixteen writers' successful writes costs the apiserver the
+	// 409s lost on the way: its CPU per successful write fails too.
+	if line := verdictLine(out, "apiserverCPUPerWrite"); !strings.Contains(line, "FAIL") || !strings.Contains(line, "significant (p=0.0") {
+		t.Errorf("A/B run: apiserverCPUPerWrite %q, want a significant failure", line)
 	}
 	if code, again := gate(filepath.Join(dir, "ab")); code != 1 || !conflictFails(again) {
 		t.Errorf("A/B gate of the run's directory: exit %d, want 1 as at the run's end:\n%s", code, again)

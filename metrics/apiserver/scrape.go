@@ -35,6 +35,8 @@ const (
 	etcdDuration    = "etcd_request_duration_seconds"
 	flowRejected    = "apiserver_flowcontrol_rejected_requests_total"
 	flowWait        = "apiserver_flowcontrol_request_wait_duration_seconds"
+	processCPU      = "process_cpu_seconds_total"
+	processMemory   = "process_resident_memory_bytes"
 )
 
 // UnavailableError says /metrics cannot be read with these credentials (or
@@ -91,6 +93,7 @@ func Parse(r io.Reader, at time.Time) (metrics.ServerSample, error) {
 	for _, m := range family(fams, requestDuration) {
 		k := endpoint(labels(m))
 		s.Durations[k] = s.Durations[k].Add(histogram(m))
+		s.DurationBuckets[k] = metrics.AddBuckets(s.DurationBuckets[k], buckets(m))
 	}
 	for _, m := range family(fams, etcdTotal) {
 		s.Etcd[etcdKey(labels(m))] += counter(m)
@@ -108,7 +111,58 @@ func Parse(r io.Reader, at time.Time) (metrics.ServerSample, error) {
 		k := metrics.FlowWaitKey{PriorityLevel: l["priority_level"], FlowSchema: l["flow_schema"], Executed: l["execute"] == "true"}
 		s.FlowWait[k] = s.FlowWait[k].Add(histogram(m))
 	}
+	s.Process = process(fams)
 	return s, nil
+}
+
+// process reads Prometheus' process collector's figures.
+func process(fams map[string]*dto.MetricFamily) metrics.ProcessSample {
+	var p metrics.ProcessSample
+	for _, m := range family(fams, processCPU) {
+		p.Has = true
+		if c := m.GetCounter(); c != nil {
+			p.CPUSeconds = c.GetValue()
+		} else {
+			p.CPUSeconds = m.GetUntyped().GetValue()
+		}
+	}
+	for _, m := range family(fams, processMemory) {
+		if g := m.GetGauge(); g != nil {
+			p.ResidentBytes = int64(g.GetValue())
+		} else {
+			p.ResidentBytes = int64(m.GetUntyped().GetValue())
+		}
+	}
+	return p
+}
+
+// ScrapeProcess reads the process figures of any Prometheus /metrics
+// endpoint served over plain HTTP: the local control plane's etcd serves
+// them on its client URL.
+func ScrapeProcess(ctx context.Context, client *http.Client, url string) (metrics.ProcessSample, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return metrics.ProcessSample{}, fmt.Errorf("scraping %s: %w", url, err)
+	}
+	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+	resp, err := client.Do(req)
+	if err != nil {
+		return metrics.ProcessSample{}, fmt.Errorf("scraping %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return metrics.ProcessSample{}, fmt.Errorf("scraping %s: HTTP %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return metrics.ProcessSample{}, fmt.Errorf("parsing %s: %w", url, err)
+	}
+	p := process(fams)
+	if !p.Has {
+		return p, fmt.Errorf("%s has no %s", url, processCPU)
+	}
+	return p, nil
 }
 
 func family(fams map[string]*dto.MetricFamily, name string) []*dto.Metric {
@@ -140,6 +194,18 @@ func counter(m *dto.Metric) int64 {
 		return int64(math.Round(c.GetValue()))
 	}
 	return int64(math.Round(m.GetUntyped().GetValue()))
+}
+
+// buckets are a histogram's cumulative buckets, +Inf left out (it is the count).
+func buckets(m *dto.Metric) []metrics.BucketCount {
+	var out []metrics.BucketCount
+	for _, b := range m.GetHistogram().GetBucket() {
+		if math.IsInf(b.GetUpperBound(), 1) {
+			continue
+		}
+		out = append(out, metrics.BucketCount{UpperBound: b.GetUpperBound(), Count: int64(b.GetCumulativeCount())})
+	}
+	return out
 }
 
 func histogram(m *dto.Metric) metrics.CountSum {

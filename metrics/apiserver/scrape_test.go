@@ -99,6 +99,9 @@ func TestParse(t *testing.T) {
 		{"etcd update duration", s.EtcdDurations[metrics.EtcdKey{Operation: "update", Resource: "configmaps"}].Count, int64(1299)},
 		{"APF rejected", s.FlowRejected[metrics.FlowKey{PriorityLevel: "global-default", FlowSchema: "global-default", Reason: "queue-full"}], int64(4)},
 		{"APF wait", s.FlowWait[metrics.FlowWaitKey{PriorityLevel: "global-default", FlowSchema: "global-default", Executed: true}].Count, int64(3060)},
+		{"PUT buckets, cumulative", fmt.Sprint(s.DurationBuckets[put][:3]), "[{0.005 920} {0.025 1315} {0.05 1315}]"},
+		{"process CPU", s.Process, metrics.ProcessSample{Has: true, CPUSeconds: 12.34, ResidentBytes: 290000000}},
+		{"no process figures", parseFile(t, "before.prom").Process, metrics.ProcessSample{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.got != tc.want {

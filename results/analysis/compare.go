@@ -28,25 +28,58 @@ type metric struct {
 	// higherIsBetter says which way is an improvement.
 	higherIsBetter bool
 	value          func(r *results.Result) float64
+	// has, when set, says whether r holds the figure (results from before
+	// it was measured, or a process not read, do not): a row whose
+	// samples do not all hold it is left out.
+	has func(r *results.Result) bool
 }
 
 // compared are the figures a comparison shows, in order.
 var compared = []metric{
-	{"ops/s", "/s", true, func(r *results.Result) float64 { return r.Summary.Throughput }},
-	{"successful writes/s", "/s", true, func(r *results.Result) float64 { return r.Summary.WriteThroughput }},
-	{"conflict rate", "%", false, func(r *results.Result) float64 { return 100 * r.Summary.ConflictRate }},
-	{"attempts p99", "", false, func(r *results.Result) float64 { return float64(r.Summary.AttemptsP99) }},
-	{"gave up", "", false, func(r *results.Result) float64 { return float64(r.Summary.GaveUp) }},
-	{"latency p50", "ms", false, func(r *results.Result) float64 { return millis(r.Summary.Latency.P50) }},
-	{"latency p99", "ms", false, func(r *results.Result) float64 { return millis(r.Summary.Latency.P99) }},
-	{"latency p99.9", "ms", false, func(r *results.Result) float64 { return millis(r.Summary.Latency.P999) }},
-	{"lost updates", "", false, func(r *results.Result) float64 { return float64(r.Summary.LostUpdates) }},
+	{"ops/s", "/s", true, func(r *results.Result) float64 { return r.Summary.Throughput }, nil},
+	{"successful writes/s", "/s", true, func(r *results.Result) float64 { return r.Summary.WriteThroughput }, nil},
+	{"conflict rate", "%", false, func(r *results.Result) float64 { return 100 * r.Summary.ConflictRate }, nil},
+	{"attempts p99", "", false, func(r *results.Result) float64 { return float64(r.Summary.AttemptsP99) }, nil},
+	{"gave up", "", false, func(r *results.Result) float64 { return float64(r.Summary.GaveUp) }, nil},
+	{"latency p50", "ms", false, func(r *results.Result) float64 { return millis(r.Summary.Latency.P50) }, nil},
+	{"latency p99", "ms", false, func(r *results.Result) float64 { return millis(r.Summary.Latency.P99) }, nil},
+	{"latency p99.9", "ms", false, func(r *results.Result) float64 { return millis(r.Summary.Latency.P999) }, nil},
+	{"lost updates", "", false, func(r *results.Result) float64 { return float64(r.Summary.LostUpdates) }, nil},
 	{"server match", "yes/no", true, func(r *results.Result) float64 {
 		if r.Server != nil && r.Server.Available && r.Server.Match {
 			return 1
 		}
 		return 0
-	}},
+	}, nil},
+	{"apiserver CPU/write", "ms", false, func(r *results.Result) float64 { return millis(apiserverPerWrite(r)) }, hasApiserverPerWrite},
+	{"etcd CPU/write", "ms", false, func(r *results.Result) float64 { return millis(etcdPerWrite(r)) }, hasEtcdPerWrite},
+}
+
+// The cost figures compare and gate read: CPU per successful write.
+func apiserverPerWrite(r *results.Result) time.Duration {
+	return r.Cost.Figures(r.Summary).Apiserver.PerWrite
+}
+func etcdPerWrite(r *results.Result) time.Duration { return r.Cost.Figures(r.Summary).Etcd.PerWrite }
+func hasApiserverPerWrite(r *results.Result) bool {
+	return r.Cost != nil && r.Cost.Apiserver.Available && r.Summary.Writes > 0
+}
+func hasEtcdPerWrite(r *results.Result) bool {
+	return r.Cost != nil && r.Cost.Etcd.Available && r.Summary.Writes > 0
+}
+
+// costMissing says why r has no cost figure of process what ("" when it has).
+func costMissing(r *results.Result, what string, has func(*results.Result) bool) string {
+	switch {
+	case has(r):
+		return ""
+	case r.Cost == nil:
+		return "has no cost (a result from before kb-bench measured it)"
+	case r.Summary.Writes == 0:
+		return "made no successful write"
+	case what == "etcd":
+		return "has no etcd CPU: " + r.Cost.Etcd.Reason
+	}
+	return "has no apiserver CPU: " + r.Cost.Apiserver.Reason
 }
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -126,6 +159,9 @@ func Compare(sides []results.Side) (*Comparison, error) {
 		c.Workloads = nil
 	}
 	for _, m := range compared {
+		if m.has != nil && !allHave(sides, m.has) {
+			continue
+		}
 		row := ComparedRow{Metric: m.name, Unit: m.unit}
 		var base []float64
 		for i, s := range sides {
@@ -152,6 +188,18 @@ func Compare(sides []results.Side) (*Comparison, error) {
 	}
 	c.Notes = percentileNotes(sides)
 	return c, nil
+}
+
+// allHave says whether every sample of every side holds a figure.
+func allHave(sides []results.Side, has func(*results.Result) bool) bool {
+	for _, s := range sides {
+		for _, r := range s.Results {
+			if !has(r) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func median(v []float64) float64 {

@@ -48,26 +48,34 @@ const (
 type gateMetric struct {
 	unit  Unit
 	value func(r *results.Result) float64
+	// missing, when set, says why r does not hold the figure ("" when it
+	// does): a threshold on it then fails, saying so.
+	missing func(r *results.Result) string
 }
 
 // gateMetrics are the figures a threshold may name.
 var gateMetrics = map[string]gateMetric{
-	"throughput":      {UnitRate, func(r *results.Result) float64 { return r.Summary.Throughput }},
-	"writeThroughput": {UnitRate, func(r *results.Result) float64 { return r.Summary.WriteThroughput }},
-	"conflictRate":    {UnitPercent, func(r *results.Result) float64 { return r.Summary.ConflictRate }},
-	"attemptsP99":     {UnitCount, func(r *results.Result) float64 { return float64(r.Summary.AttemptsP99) }},
-	"gaveUp":          {UnitCount, func(r *results.Result) float64 { return float64(r.Summary.GaveUp) }},
-	"lostUpdates":     {UnitCount, func(r *results.Result) float64 { return float64(r.Summary.LostUpdates) }},
-	"p50":             {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P50) }},
-	"p90":             {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P90) }},
-	"p99":             {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P99) }},
-	"p999":            {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P999) }},
+	"throughput":      {UnitRate, func(r *results.Result) float64 { return r.Summary.Throughput }, nil},
+	"writeThroughput": {UnitRate, func(r *results.Result) float64 { return r.Summary.WriteThroughput }, nil},
+	"conflictRate":    {UnitPercent, func(r *results.Result) float64 { return r.Summary.ConflictRate }, nil},
+	"attemptsP99":     {UnitCount, func(r *results.Result) float64 { return float64(r.Summary.AttemptsP99) }, nil},
+	"gaveUp":          {UnitCount, func(r *results.Result) float64 { return float64(r.Summary.GaveUp) }, nil},
+	"lostUpdates":     {UnitCount, func(r *results.Result) float64 { return float64(r.Summary.LostUpdates) }, nil},
+	"p50":             {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P50) }, nil},
+	"p90":             {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P90) }, nil},
+	"p99":             {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P99) }, nil},
+	"p999":            {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P999) }, nil},
 	"serverMatch": {UnitBool, func(r *results.Result) float64 {
 		if r.Server != nil && r.Server.Available && r.Server.Match {
 			return 1
 		}
 		return 0
-	}},
+	}, nil},
+	// CPU time per successful write (a duration: "2ms").
+	"apiserverCPUPerWrite": {UnitDuration, func(r *results.Result) float64 { return float64(apiserverPerWrite(r)) },
+		func(r *results.Result) string { return costMissing(r, "apiserver", hasApiserverPerWrite) }},
+	"etcdCPUPerWrite": {UnitDuration, func(r *results.Result) float64 { return float64(etcdPerWrite(r)) },
+		func(r *results.Result) string { return costMissing(r, "etcd", hasEtcdPerWrite) }},
 }
 
 // Threshold is one parsed line of a gate: "p99 < 50ms", "lostUpdates == 0",
@@ -364,6 +372,10 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 	}
 	for _, t := range g.Thresholds {
 		gm := gateMetrics[t.Metric]
+		if why := missingIn(gm, t.Relative, baseline, candidate); why != "" {
+			out = append(out, Verdict{Threshold: t, Why: why})
+			continue
+		}
 		cand := values(candidate, gm.value)
 		v := Verdict{Threshold: t, Candidate: median(cand)}
 		limit := t.Value
@@ -409,6 +421,30 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// missingIn says which sample does not hold the figure gm reads, and
+// why ("" when all do): the candidate's, and the baseline's for a
+// relative threshold.
+func missingIn(gm gateMetric, relative bool, baseline, candidate []*results.Result) string {
+	if gm.missing == nil {
+		return ""
+	}
+	check := func(side string, rs []*results.Result) string {
+		for i, r := range rs {
+			if why := gm.missing(r); why != "" {
+				return fmt.Sprintf("%s sample %d (%s) %s: the threshold cannot be judged", side, i+1, r.RunID, why)
+			}
+		}
+		return ""
+	}
+	if why := check("candidate", candidate); why != "" {
+		return why
+	}
+	if relative {
+		return check("baseline", baseline)
+	}
+	return ""
 }
 
 // decision is the statistical decision of a relative threshold that does

@@ -22,14 +22,6 @@ func resourceName(k metrics.EndpointKey) string {
 	return name
 }
 
-func isWriteVerb(verb string) bool {
-	switch verb {
-	case "PUT", "PATCH", "APPLY", "POST", "DELETE", "DELETECOLLECTION":
-		return true
-	}
-	return false
-}
-
 // NewServerCheck compares the clients' requests (client) with the two
 // scrapes. watch lists further resources ("resourcequotas") whose server
 // counts are reported as the apiserver's own requests. m gives the run's
@@ -69,7 +61,7 @@ func NewServerCheck(before, after metrics.ServerSample, client map[metrics.Reque
 	var internal []results.RequestCount
 	for k, n := range delta.Requests {
 		switch {
-		case endpoints[k.EndpointKey] || (k.Verb != "WATCH" && touched[res{k.Group, k.Resource}] && k.Subresource == "" && isWriteVerb(k.Verb)):
+		case endpoints[k.EndpointKey] || (k.Verb != "WATCH" && touched[res{k.Group, k.Resource}] && k.Subresource == "" && results.IsWriteVerb(k.Verb)):
 			row(k).Server += n
 		case watched(k.EndpointKey) && k.Verb != "WATCH":
 			internal = append(internal, results.RequestCount{Verb: k.Verb, Resource: resourceName(k.EndpointKey), Code: k.Code, Server: n})

@@ -27,6 +27,7 @@ func NewSweepPoint(value float64, dir string, samples []*results.Result) results
 		}
 		return float64(r.Summary.GaveUp) / float64(r.Summary.Ops)
 	})
+	p.Cost = pointCost(samples)
 	for _, r := range samples {
 		p.LostUpdates = max(p.LostUpdates, r.Summary.LostUpdates)
 		if r.Server == nil || !r.Server.Available || !r.Server.Match {
@@ -36,12 +37,59 @@ func NewSweepPoint(value float64, dir string, samples []*results.Result) results
 	return p
 }
 
+// fitCost fits the apiserver's CPU per successful write against writers,
+// when every point measured it.
+func fitCost(points []results.SweepPoint) (*results.CostFit, string) {
+	n := make([]float64, 0, len(points))
+	y := make([]float64, 0, len(points))
+	for _, p := range points {
+		if p.Cost == nil {
+			return nil, ""
+		}
+		n, y = append(n, p.Value), append(y, p.Cost.ApiserverPerWrite.Seconds())
+	}
+	f, err := FitCost(n, y)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return f, ""
+}
+
+// pointCost is the medians of the samples' cost (nil unless every sample
+// has the apiserver's).
+func pointCost(samples []*results.Result) *results.PointCost {
+	if len(samples) == 0 {
+		return nil
+	}
+	hasEtcd := true
+	for _, r := range samples {
+		if r.Cost == nil || !r.Cost.Apiserver.Available {
+			return nil
+		}
+		hasEtcd = hasEtcd && r.Cost.Etcd.Available
+	}
+	fig := func(f func(results.CostFigures) float64) float64 {
+		return median(values(samples, func(r *results.Result) float64 { return f(r.Cost.Figures(r.Summary)) }))
+	}
+	c := &results.PointCost{
+		ApiserverCores:    fig(func(f results.CostFigures) float64 { return f.Apiserver.Cores }),
+		ApiserverPerWrite: time.Duration(fig(func(f results.CostFigures) float64 { return float64(f.Apiserver.PerWrite) })),
+	}
+	if hasEtcd {
+		c.HasEtcd = true
+		c.EtcdCores = fig(func(f results.CostFigures) float64 { return f.Etcd.Cores })
+		c.EtcdPerWrite = time.Duration(fig(func(f results.CostFigures) float64 { return float64(f.Etcd.PerWrite) }))
+	}
+	return c
+}
+
 // Analyze fills each series' model, SLO answer and summary of s from its
 // points.
 func Analyze(s *results.Sweep) {
 	for i := range s.Series {
 		ser := &s.Series[i]
 		ser.Model, ser.ModelNote = nil, ""
+		ser.CostModel, ser.CostModelNote = nil, ""
 		if s.Axis == "writers" {
 			n := make([]float64, len(ser.Points))
 			x := make([]float64, len(ser.Points))
@@ -53,6 +101,7 @@ func Analyze(s *results.Sweep) {
 				ser.ModelNote = err.Error()
 			}
 			ser.Model = m
+			ser.CostModel, ser.CostModelNote = fitCost(ser.Points)
 		} else {
 			ser.ModelNote = "the USL models throughput against concurrency: fitted for writers sweeps only"
 		}
@@ -122,6 +171,17 @@ func describe(s *results.Sweep, ser *results.SweepSeries) string {
 			parts = append(parts, fmt.Sprintf("LOST UPDATES from %s", unit(p.Value)))
 			break
 		}
+	}
+	if last := ser.Points[len(ser.Points)-1]; last.Cost != nil {
+		cost := fmt.Sprintf("at %s it costs %.2f apiserver cores", unit(last.Value), last.Cost.ApiserverCores)
+		if last.Cost.HasEtcd {
+			cost += fmt.Sprintf(" and %.2f etcd cores", last.Cost.EtcdCores)
+		}
+		cost += fmt.Sprintf(" for %.0f successful writes/s (%s of apiserver CPU per write", last.WriteThroughput, results.FormatDuration(last.Cost.ApiserverPerWrite))
+		if first := ser.Points[0]; first.Cost != nil && len(ser.Points) > 1 && first.Cost.ApiserverPerWrite > 0 {
+			cost += fmt.Sprintf(", %.1fx that at %s", float64(last.Cost.ApiserverPerWrite)/float64(first.Cost.ApiserverPerWrite), unit(first.Value))
+		}
+		parts = append(parts, cost+")")
 	}
 	if ser.Stopped != "" {
 		parts = append(parts, "stopped early: "+ser.Stopped)

@@ -1,9 +1,12 @@
 package analysis_test
 
 import (
+	"math"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
 	"github.com/kb-bench/kb-bench/results/resultstest"
 )
@@ -34,5 +37,60 @@ func TestSweepAnalysis(t *testing.T) {
 		if !strings.Contains(retry.Summary, want) {
 			t.Errorf("retry summary lacks %q: %s", want, retry.Summary)
 		}
+	}
+}
+
+// A point's cost is the medians of its samples'; the series says what its
+// last point costs in cores, and how much more per write than its first.
+func TestSweepCost(t *testing.T) {
+	sample := func(writers, apiserver float64, etcd bool) *results.Result {
+		r := withCost("s", 100, apiserver, 1)
+		if !etcd {
+			r.Cost.Etcd = results.ProcessCost{Reason: "not readable"}
+		}
+		r.Summary.WriteThroughput = 10
+		return r
+	}
+	one := analysis.NewSweepPoint(1, "w1", []*results.Result{sample(1, 0.1, true), sample(1, 0.2, true), sample(1, 0.3, true)})
+	if c := one.Cost; c == nil || c.ApiserverPerWrite != 2*time.Millisecond || c.ApiserverCores != 0.02 || !c.HasEtcd || c.EtcdPerWrite != 10*time.Millisecond {
+		t.Errorf("point cost %+v: want the medians (2 ms a write, 0.02 cores, etcd 10 ms)", c)
+	}
+	many := analysis.NewSweepPoint(64, "w64", []*results.Result{sample(64, 1.3, false)})
+	if c := many.Cost; c == nil || c.HasEtcd || c.EtcdPerWrite != 0 {
+		t.Errorf("point cost %+v: etcd was not read", c)
+	}
+	old := analysis.NewSweepPoint(8, "w8", []*results.Result{sample(8, 1, true), {RunID: "old"}})
+	if old.Cost != nil {
+		t.Errorf("a point with a sample without cost has cost %+v", old.Cost)
+	}
+	sw := &results.Sweep{Axis: "writers", SLO: time.Second, Series: []results.SweepSeries{{Points: []results.SweepPoint{one, many}}}}
+	analysis.Analyze(sw)
+	want := "at 64 writers it costs 0.13 apiserver cores for 10 successful writes/s (13.0ms of apiserver CPU per write, 6.5x that at 1 writer)"
+	if !strings.Contains(sw.Series[0].Summary, want) {
+		t.Errorf("summary %q lacks %q", sw.Series[0].Summary, want)
+	}
+}
+
+// CPU per write that grows as c·(1 + σ(N−1) + κN(N−1)) is fitted back.
+func TestFitCost(t *testing.T) {
+	n := []float64{1, 2, 4, 8, 16, 32, 64}
+	y := make([]float64, len(n))
+	for i, v := range n {
+		y[i] = 0.0015 * (1 + 0.25*(v-1) + 0.002*v*(v-1))
+	}
+	f, err := analysis.FitCost(n, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.C.Round(time.Microsecond) != 1500*time.Microsecond || math.Abs(f.Sigma-0.25) > 1e-6 || math.Abs(f.Kappa-0.002) > 1e-6 || f.R2 < 0.999 || f.Poor {
+		t.Errorf("fit %+v, want c=1.5ms σ=0.25 κ=0.002", f)
+	}
+	// Cost that falls with writers has no USL shape: κ and σ stay 0, c is the mean.
+	flat, err := analysis.FitCost([]float64{1, 2, 4, 8}, []float64{0.004, 0.003, 0.002, 0.001})
+	if err != nil || flat.Sigma != 0 || flat.Kappa != 0 || flat.C.Round(time.Microsecond) != 2500*time.Microsecond || !flat.Poor {
+		t.Errorf("falling cost: %+v %v, want c the mean, σ=κ=0 and a poor fit", flat, err)
+	}
+	if _, err := analysis.FitCost([]float64{1, 8, 64}, []float64{1, 2, 3}); err == nil {
+		t.Error("3 points fitted")
 	}
 }

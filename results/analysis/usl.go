@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"gonum.org/v1/gonum/optimize"
 
@@ -97,4 +98,110 @@ func FitUSL(n, x []float64) (*results.USL, error) {
 		u.PeakX = u.At(math.Max(u.PeakN, 1))
 	}
 	return u, nil
+}
+
+// FitCost fits the USL's shape to CPU per successful write y (seconds)
+// at writers n: y = a + b(N−1) + dN(N−1), a > 0, b, d ≥ 0, by least
+// squares over every subset of the coefficients held at 0 (the
+// constrained optimum has some subset free and the rest at 0), then
+// σ = b/a and κ = d/a.
+func FitCost(n, y []float64) (*results.CostFit, error) {
+	if len(n) != len(y) {
+		return nil, errors.New("the cost fit needs as many figures as writer counts")
+	}
+	if len(n) < MinUSLPoints {
+		return nil, fmt.Errorf("%d points are too few to fit the cost's three coefficients: sweep at least %d values", len(n), MinUSLPoints)
+	}
+	basis := func(v float64) [3]float64 { return [3]float64{1, v - 1, v * (v - 1)} }
+	best, bestSSE := [3]float64{}, math.Inf(1)
+	for mask := 1; mask < 8; mask++ {
+		if mask&1 == 0 {
+			continue // c > 0: one writer's cost is always in
+		}
+		var idx []int
+		for k := range 3 {
+			if mask&(1<<k) != 0 {
+				idx = append(idx, k)
+			}
+		}
+		coef, ok := leastSquares(n, y, idx, basis)
+		if !ok {
+			continue
+		}
+		feasible := coef[0] > 0 && coef[1] >= 0 && coef[2] >= 0
+		if !feasible {
+			continue
+		}
+		var sse float64
+		for i := range n {
+			b := basis(n[i])
+			d := y[i] - (coef[0]*b[0] + coef[1]*b[1] + coef[2]*b[2])
+			sse += d * d
+		}
+		if sse < bestSSE {
+			best, bestSSE = coef, sse
+		}
+	}
+	if math.IsInf(bestSSE, 1) {
+		return nil, errors.New("the cost fit found no coefficients of the USL's shape (CPU per write falls as writers grow)")
+	}
+	f := &results.CostFit{C: time.Duration(best[0] * float64(time.Second)), Sigma: best[1] / best[0], Kappa: best[2] / best[0], Points: len(n)}
+	var mean, ssTot float64
+	for _, v := range y {
+		mean += v / float64(len(y))
+	}
+	for _, v := range y {
+		ssTot += (v - mean) * (v - mean)
+	}
+	f.R2 = 1
+	if ssTot > 0 {
+		f.R2 = 1 - bestSSE/ssTot
+	}
+	f.Poor = f.R2 < results.PoorFit
+	return f, nil
+}
+
+// leastSquares solves the normal equations for the coefficients idx of
+// basis (the others 0); ok is false when they are singular.
+func leastSquares(n, y []float64, idx []int, basis func(float64) [3]float64) (coef [3]float64, ok bool) {
+	k := len(idx)
+	a := make([][]float64, k)
+	for i := range a {
+		a[i] = make([]float64, k+1)
+	}
+	for p := range n {
+		b := basis(n[p])
+		for i, bi := range idx {
+			for j, bj := range idx {
+				a[i][j] += b[bi] * b[bj]
+			}
+			a[i][k] += b[bi] * y[p]
+		}
+	}
+	// Gauss-Jordan with partial pivoting.
+	for c := range k {
+		piv := c
+		for r := c + 1; r < k; r++ {
+			if math.Abs(a[r][c]) > math.Abs(a[piv][c]) {
+				piv = r
+			}
+		}
+		if math.Abs(a[piv][c]) < 1e-300 {
+			return coef, false
+		}
+		a[c], a[piv] = a[piv], a[c]
+		for r := range k {
+			if r == c {
+				continue
+			}
+			f := a[r][c] / a[c][c]
+			for j := c; j <= k; j++ {
+				a[r][j] -= f * a[c][j]
+			}
+		}
+	}
+	for i, bi := range idx {
+		coef[bi] = a[i][k] / a[i][i]
+	}
+	return coef, true
 }

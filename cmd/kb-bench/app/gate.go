@@ -45,7 +45,8 @@ Thresholds come from a file:
   - p99 <= baseline +10%
   - lostUpdates == 0
 
-A value is checked against its metric's unit and range: a latency above 0,
+A value is checked against its metric's unit and range: a latency (or
+apiserverCPUPerWrite and etcdCPUPerWrite, CPU time per successful write) above 0,
 a rate 0% to 100% (written with %), a throughput or a count 0 or more,
 serverMatch with == or != only.
 

@@ -6,8 +6,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/resultstest"
 )
 
 func labels(r axisRange) []string {
@@ -273,5 +276,25 @@ func TestAxisOfExtremeValues(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A sweep whose points measured their cost gets a chart of the apiserver's
+// CPU per successful write; one without does not.
+func TestSweepCostChart(t *testing.T) {
+	sw := resultstest.Sweep()
+	if n := len(sweepCharts(sw)); n != 3 {
+		t.Fatalf("a sweep without cost has %d charts, want 3", n)
+	}
+	for i := range sw.Series[0].Points {
+		sw.Series[0].Points[i].Cost = &results.PointCost{ApiserverCores: 0.5, ApiserverPerWrite: time.Duration(i+1) * time.Millisecond}
+	}
+	sw.Series[0].CostModel = &results.CostFit{C: time.Millisecond, Sigma: 0.2, R2: 0.99}
+	figs := sweepCharts(sw)
+	if svg := string(figs[len(figs)-1].SVG); !strings.Contains(svg, "strategy=update cost fit") {
+		t.Errorf("the CPU chart has no dashed fit of strategy=update")
+	}
+	if len(figs) != 4 || !strings.Contains(string(figs[3].SVG), "apiserver CPU per successful write") || !strings.Contains(string(figs[3].SVG), "strategy=update") {
+		t.Errorf("charts %d, want a 4th of the apiserver's CPU per successful write for strategy=update", len(figs))
 	}
 }

@@ -28,6 +28,8 @@ type sweepSeriesView struct {
 	Rows    [][]cell
 	Fit     string
 	FitPoor bool
+	// CostFit is the apiserver's CPU per write fit (or why there is none).
+	CostFit string
 	Summary string
 }
 
@@ -85,6 +87,12 @@ func newSweepView(i int, s *results.Sweep) sweepView {
 		case s.Axis == "writers" && ser.ModelNote != "":
 			v.Fit = "USL fit: none (" + ser.ModelNote + ")"
 		}
+		switch {
+		case ser.CostModel != nil:
+			v.CostFit = "apiserver CPU per write fit, c·(1 + σ(N−1) + κN(N−1)): " + ser.CostModel.String()
+		case ser.CostModelNote != "":
+			v.CostFit = "apiserver CPU per write fit: none (" + ser.CostModelNote + ")"
+		}
 		sv.Series = append(sv.Series, v)
 	}
 	sv.Charts = sweepCharts(s)
@@ -116,6 +124,33 @@ func sweepCharts(s *results.Sweep) []figure {
 	p99 := chart{Title: "p99 latency by " + s.Axis, X: x, Y: latencyY(),
 		Refs: []refLine{{Y: float64(s.SLO) / 1e6, Label: "SLO " + s.SLO.String()}}}
 	p99.Y.Label = "p99 latency (log scale)"
+	cpu := chart{Title: "apiserver CPU per successful write by " + s.Axis, X: x, Y: axis{Label: "apiserver CPU per successful write (log scale)", Scale: log10, Format: formatMillis}}
+	for i, ser := range s.Series {
+		c := series{Name: name(ser), Color: i, Markers: true}
+		for _, p := range ser.Points {
+			if p.Cost == nil {
+				continue
+			}
+			ms := float64(p.Cost.ApiserverPerWrite) / 1e6
+			c.Points = append(c.Points, point{X: p.Value, Y: ms, Tip: fmt.Sprintf("%s: %s apiserver CPU per successful write, %.2f cores", at(ser, p), results.FormatDuration(p.Cost.ApiserverPerWrite), p.Cost.ApiserverCores)})
+		}
+		if len(c.Points) > 0 {
+			cpu.Series = append(cpu.Series, c)
+		}
+	}
+	for i, ser := range s.Series {
+		if m := ser.CostModel; m != nil && len(ser.Points) > 0 {
+			f := series{Name: "cost fit", Color: i, Dashed: true}
+			if ser.Label != "" {
+				f.Name = ser.Label + " cost fit"
+			}
+			if m.Poor {
+				f.Name += " (poor fit)"
+			}
+			f.Points = curve(func(n float64) float64 { return float64(m.At(n)) / 1e6 }, ser.Points, x.Scale)
+			cpu.Series = append(cpu.Series, f)
+		}
+	}
 	var fits []series
 	for i, ser := range s.Series {
 		w := series{Name: name(ser), Color: i, Markers: true}
@@ -137,7 +172,7 @@ func sweepCharts(s *results.Sweep) []figure {
 			if m.Poor {
 				f.Name += " (poor fit)"
 			}
-			f.Points = uslCurve(*m, ser.Points, x.Scale)
+			f.Points = curve(m.At, ser.Points, x.Scale)
 			fits = append(fits, f)
 		}
 	}
@@ -146,11 +181,15 @@ func sweepCharts(s *results.Sweep) []figure {
 	if len(fits) > 0 {
 		writesCaption = "Medians of each point's samples; dashed: the Universal Scalability Law fitted to them (a poor fit predicts nothing)."
 	}
-	return []figure{
+	figs := []figure{
 		{SVG: writes.SVG(), Caption: writesCaption},
 		{SVG: conflicts.SVG(), Caption: "Write attempts that got a 409 (version or field-manager conflict)."},
 		{SVG: p99.SVG(), Caption: fmt.Sprintf("Operation latency p99 against the objective (p99 ≤ %s).", s.SLO)},
 	}
+	if len(cpu.Series) > 0 {
+		figs = append(figs, figure{SVG: cpu.SVG(), Caption: "The apiserver's CPU time in the measured window (process_cpu_seconds_total) over the successful writes: what each write that landed cost, the 409s on the way included; dashed: c·(1 + σ(N−1) + κN(N−1)) fitted to them (writers sweeps of 4 points or more)."})
+	}
+	return figs
 }
 
 // sweepAxis is a sweep's x axis: log2 when its values span a factor of 8
@@ -181,9 +220,9 @@ func sweepAxis(s *results.Sweep) axis {
 	return a
 }
 
-// uslCurve samples the model at 60 points across the series' values,
+// curve samples a fitted model at 60 points across the series' values,
 // evenly on the axis' scale.
-func uslCurve(m results.USL, pts []results.SweepPoint, sc scale) []point {
+func curve(at func(float64) float64, pts []results.SweepPoint, sc scale) []point {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, p := range pts {
 		lo, hi = math.Min(lo, p.Value), math.Max(hi, p.Value)
@@ -196,7 +235,7 @@ func uslCurve(m results.USL, pts []results.SweepPoint, sc scale) []point {
 		if sc == log2 && lo > 0 {
 			v = lo * math.Pow(hi/lo, f)
 		}
-		if y := m.At(v); !math.IsNaN(y) && !math.IsInf(y, 0) {
+		if y := at(v); y > 0 && !math.IsNaN(y) && !math.IsInf(y, 0) {
 			out = append(out, point{X: v, Y: y})
 		}
 	}

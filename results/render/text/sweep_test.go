@@ -3,8 +3,10 @@ package text
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/kb-bench/kb-bench/internal/golden"
+	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
 	"github.com/kb-bench/kb-bench/results/resultstest"
 )
@@ -19,4 +21,22 @@ func TestSweepTablesGolden(t *testing.T) {
 		}
 		golden.Check(t, "sweep."+f+".golden", out.Bytes())
 	}
+}
+
+// Points with a cost add its columns, "-" where a point has none.
+func TestSweepTablesWithCost(t *testing.T) {
+	sw := resultstest.Sweep()
+	for i := range sw.Series[0].Points {
+		if i == 1 {
+			continue // a point without cost
+		}
+		w := sw.Series[0].Points[i].Value
+		sw.Series[0].Points[i].Cost = &results.PointCost{ApiserverCores: 0.05 * w, ApiserverPerWrite: time.Duration(w) * time.Millisecond, HasEtcd: i > 0, EtcdPerWrite: time.Duration(w) * 300 * time.Microsecond}
+	}
+	analysis.Analyze(sw)
+	var out bytes.Buffer
+	if err := WriteSweepTables(&out, sw, "text"); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "sweep-cost.text.golden", out.Bytes())
 }

@@ -94,6 +94,12 @@ func WriteTable(w io.Writer, r *results.Result, scenarioRows [][2]string) error 
 	for _, line := range describeServer(r.Server) {
 		row(line[0], "%s", line[1])
 	}
+	for _, line := range describeCost(r) {
+		row(line[0], "%s", line[1])
+	}
+	for _, line := range describeTime(r) {
+		row(line[0], "%s", line[1])
+	}
 	for _, line := range scenarioRows {
 		row(line[0], "%s", line[1])
 	}
@@ -240,6 +246,157 @@ func describeServer(c *results.ServerCheck) [][2]string {
 	}
 	return rows
 }
+
+// describeCost returns the cost rows: each process's CPU in the window,
+// per operation and per successful write, its memory at the edges, and
+// the apiserver's estimated split between writes that landed and 409s.
+// A result without a cost (from before it was measured) has no rows.
+func describeCost(r *results.Result) [][2]string {
+	c := r.Cost
+	if c == nil {
+		return nil
+	}
+	s := r.Summary
+	f := c.Figures(s)
+	rows := [][2]string{}
+	add := func(name string, p results.ProcessCost, u results.PerUnit, writes bool) {
+		label := ""
+		if len(rows) == 0 {
+			label = "cost"
+		}
+		if !p.Available {
+			rows = append(rows, [2]string{label, fmt.Sprintf("%s %s", name, p.Reason)})
+			return
+		}
+		line := fmt.Sprintf("%s %s CPU (%.2f cores): %s per op", name, results.FormatDuration(u.CPU), u.Cores, results.FormatDuration(u.PerOp))
+		if writes && s.Writes > 0 {
+			line += fmt.Sprintf(", %s per successful write", results.FormatDuration(u.PerWrite))
+		}
+		if p.MemoryAfter > 0 {
+			line += fmt.Sprintf("; memory %s -> %s", mebibytes(p.MemoryBefore), mebibytes(p.MemoryAfter))
+		}
+		rows = append(rows, [2]string{label, line})
+	}
+	add("apiserver", c.Apiserver, f.Apiserver, true)
+	add("etcd", c.Etcd, f.Etcd, true)
+	add("kb-bench", c.Client, f.Client, false)
+	if f.HasSplit && s.WriteAttempts > 0 {
+		split := fmt.Sprintf("writes took %s of the apiserver's request time", results.Percent(f.WriteShare))
+		if s.Conflicts > 0 {
+			split = fmt.Sprintf("%s of write attempts lost (409): ~%s of the apiserver's write time went to writes that did not land",
+				results.Percent(s.ConflictRate), percentRounded(f.LostShare))
+			if f.ApiserverPerConflict > 0 {
+				split += fmt.Sprintf(", ~%s CPU per 409", results.FormatDuration(f.ApiserverPerConflict))
+			}
+		}
+		rows = append(rows, [2]string{"", split + " (estimate: its request time per verb, split by response count)"})
+	}
+	return rows
+}
+
+// describeTime returns the "where the time goes" rows: per verb the
+// clients used, the client's latency beside the apiserver's (estimated
+// from its histogram's buckets) and etcd's mean, then the waits in API
+// Priority and Fairness and in the client itself.
+func describeTime(r *results.Result) [][2]string {
+	if r.Cost == nil || len(r.Cost.Verbs) == 0 {
+		return nil
+	}
+	m := r.Measurements
+	writeVerbs := 0
+	for _, v := range r.Cost.Verbs {
+		if results.IsWriteVerb(v.Verb) {
+			writeVerbs++
+		}
+	}
+	var rows [][2]string
+	for _, v := range r.Cost.Verbs {
+		hist := ""
+		switch {
+		case v.Verb == "GET":
+			hist = results.HistRead
+		case results.IsWriteVerb(v.Verb) && writeVerbs == 1:
+			hist = results.HistWrite
+		}
+		label := ""
+		if len(rows) == 0 {
+			label = "time"
+		}
+		rows = append(rows, [2]string{label, fmt.Sprintf("%s %s %s", v.Verb, v.Resource, describeVerbTime(r, v, m, hist))})
+	}
+	var waits []string
+	if c := r.Server; c != nil && c.Available {
+		if c.FlowControlWaited > 0 {
+			waits = append(waits, fmt.Sprintf("APF queued %s, %s on average", results.Plural(int(c.FlowControlWaited), "request"), results.FormatDuration(c.FlowControlMeanWait)))
+		} else {
+			waits = append(waits, "APF queued none")
+		}
+	}
+	waits = append(waits, fmt.Sprintf("the client waited %s in its rate limiter and %s for a free stream",
+		results.FormatDuration(m.Client.RateLimiterWait), results.FormatDuration(m.Client.StreamWait)))
+	rows = append(rows, [2]string{"", strings.Join(waits, "; ") + " (~: estimated from the apiserver's histogram buckets, 0-5-25-50-100 ms...)"})
+	return rows
+}
+
+// describeVerbTime is one verb's "p50: client 7.4ms = apiserver ~5.9ms
+// (etcd update mean 2.1ms) + network/client ~1.5ms; p99: ...".
+func describeVerbTime(r *results.Result, v results.VerbTime, m results.Measurements, hist string) string {
+	var client []int64
+	if hist != "" {
+		if h, ok, err := m.Histogram(hist); ok && err == nil && h.TotalCount() > 0 {
+			client = metrics.Percentiles(h, 0.5, 0.99)
+		}
+	}
+	etcd := etcdMean(r.Server, v)
+	var parts []string
+	for i, q := range []float64{0.5, 0.99} {
+		name := map[int]string{0: "p50", 1: "p99"}[i]
+		est, above, ok := v.Quantile(q)
+		server := "-"
+		if ok {
+			server = "~" + results.FormatDuration(est)
+			if above {
+				server = ">" + results.FormatDuration(est)
+			}
+		}
+		if i == 0 && etcd != "" {
+			server += " (" + etcd + ")"
+		}
+		if client == nil {
+			parts = append(parts, fmt.Sprintf("%s: apiserver %s", name, server))
+			continue
+		}
+		c := time.Duration(client[i]) * time.Microsecond
+		line := fmt.Sprintf("%s: client %s = apiserver %s", name, results.FormatDuration(c), server)
+		if ok && !above && c > est {
+			line += " + network/client ~" + results.FormatDuration(c-est)
+		}
+		parts = append(parts, line)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// etcdMean is etcd's mean request duration for the operation a verb
+// makes on its resource ("etcd update mean 2.1ms"; "" when unknown).
+func etcdMean(c *results.ServerCheck, v results.VerbTime) string {
+	if c == nil {
+		return ""
+	}
+	op := map[string]string{"GET": "get", "PUT": "update", "PATCH": "update", "APPLY": "update", "POST": "create", "DELETE": "delete"}[v.Verb]
+	resource, _, _ := strings.Cut(strings.Split(v.Resource, "/")[0], ".")
+	for _, e := range c.Etcd {
+		if e.Resource == resource && e.Operation == op {
+			return fmt.Sprintf("etcd %s mean %s", op, results.FormatDuration(e.Mean))
+		}
+	}
+	return ""
+}
+
+// mebibytes is a memory size in MiB.
+func mebibytes(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+// percentRounded is a share as a whole percentage, for estimates.
+func percentRounded(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
 
 // describeCounts lists request counts by endpoint, the codes of each in
 // parentheses: "PUT configmaps 1839 (200), 7934 (409)".

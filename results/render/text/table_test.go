@@ -110,6 +110,23 @@ func TestWriteTable(t *testing.T) {
 				{"", "50 admitted, 1155 rejected"},
 			}
 		}},
+		{"table-cost", func(t *testing.T) (*results.Result, [][2]string) {
+			r := resultstest.Simulated(t, false, resultstest.All, nil)
+			r.Workload = results.Describe(r.Spec, resultstest.What, true)
+			r.Server = results.UnavailableServerCheck("not part of this test")
+			r.Cost = &results.Cost{
+				Apiserver: results.ProcessCost{Available: true, CPUSeconds: 1.81, MemoryBefore: 278 << 20, MemoryAfter: 275 << 20},
+				Etcd:      results.ProcessCost{Reason: "not readable: kb-bench reads etcd's /metrics only on its own local control plane"},
+				Client:    results.ProcessCost{Available: true, CPUSeconds: 0.459},
+				Verbs: []results.VerbTime{
+					{Verb: "GET", Resource: "configmaps", Requests: r.Summary.Ops, Seconds: 6.69},
+					{Verb: "PUT", Resource: "configmaps", Requests: r.Summary.WriteAttempts, Seconds: 10.09, Conflicts: r.Summary.Conflicts,
+						Buckets: []results.Bucket{{UpperBound: 0.005, Count: r.Summary.WriteAttempts / 2}, {UpperBound: 0.025, Count: r.Summary.WriteAttempts * 98 / 100}, {UpperBound: 0.05, Count: r.Summary.WriteAttempts}}},
+				},
+				RequestSeconds: 16.79,
+			}
+			return r, nil
+		}},
 		{"table-nothing-ran", func(t *testing.T) (*results.Result, [][2]string) {
 			rec := metrics.NewRecorder(resultstest.Start(), 1, false)
 			s := spec.Spec{Scenario: "counter", Settings: map[string]any{"objects": float64(1), "distribution": "uniform", "fields": "shared"}}

@@ -1,0 +1,93 @@
+package analysis
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+)
+
+// CostEdge is what was read at one edge of the measured window for its
+// cost: the apiserver's /metrics, etcd's process figures and kb-bench's
+// own CPU time, each with the error that kept it from being read.
+type CostEdge struct {
+	Server    metrics.ServerSample
+	ServerErr error
+	Etcd      metrics.ProcessSample
+	EtcdErr   error
+	Client    metrics.ProcessSample
+	ClientErr error
+}
+
+// NewCost is the window's cost from its two edges: each process's CPU
+// time between them and memory at them, and the apiserver's request time
+// per verb on the endpoints the clients used (client: their requests).
+func NewCost(before, after CostEdge, client map[metrics.RequestKey]int64) *results.Cost {
+	c := &results.Cost{}
+	serverErr := before.ServerErr
+	if serverErr == nil {
+		serverErr = after.ServerErr
+	}
+	c.Apiserver = processCost(before.Server.Process, after.Server.Process, serverErr, "the apiserver's /metrics has no process_cpu_seconds_total")
+	etcdErr := before.EtcdErr
+	if etcdErr == nil {
+		etcdErr = after.EtcdErr
+	}
+	c.Etcd = processCost(before.Etcd, after.Etcd, etcdErr, "etcd's /metrics has no process_cpu_seconds_total")
+	clientErr := before.ClientErr
+	if clientErr == nil {
+		clientErr = after.ClientErr
+	}
+	c.Client = processCost(before.Client, after.Client, clientErr, "not read")
+	c.Client.MemoryBefore, c.Client.MemoryAfter = 0, 0
+	if serverErr != nil {
+		return c
+	}
+	delta, err := after.Server.Sub(before.Server)
+	if err != nil {
+		return c
+	}
+	endpoints := map[metrics.EndpointKey]bool{}
+	for k := range client {
+		endpoints[k.EndpointKey] = true
+	}
+	for k, cs := range delta.Durations {
+		if k.Verb == "WATCH" || k.Verb == "CONNECT" {
+			continue // long-running: its duration is the connection's life
+		}
+		c.RequestSeconds += cs.Sum
+		if !endpoints[k] {
+			continue
+		}
+		v := results.VerbTime{Verb: k.Verb, Resource: resourceName(k), Requests: cs.Count, Seconds: cs.Sum}
+		for rk, n := range delta.Requests {
+			if rk.EndpointKey == k && rk.Code == "409" {
+				v.Conflicts += n
+			}
+		}
+		for _, b := range delta.DurationBuckets[k] {
+			v.Buckets = append(v.Buckets, results.Bucket{UpperBound: b.UpperBound, Count: b.Count})
+		}
+		c.Verbs = append(c.Verbs, v)
+	}
+	slices.SortFunc(c.Verbs, func(a, b results.VerbTime) int {
+		return strings.Compare(a.Resource+" "+a.Verb, b.Resource+" "+b.Verb)
+	})
+	return c
+}
+
+// processCost is one process's CPU between two samples and its memory at
+// them; missing says why when the samples carry no CPU time.
+func processCost(before, after metrics.ProcessSample, err error, missing string) results.ProcessCost {
+	switch {
+	case err != nil:
+		return results.ProcessCost{Reason: err.Error()}
+	case !before.Has || !after.Has:
+		return results.ProcessCost{Reason: missing}
+	case after.CPUSeconds < before.CPUSeconds:
+		return results.ProcessCost{Reason: "its CPU time went backwards between the window's edges: the process restarted"}
+	}
+	return results.ProcessCost{Available: true, CPUSeconds: after.CPUSeconds - before.CPUSeconds,
+		MemoryBefore: before.ResidentBytes, MemoryAfter: after.ResidentBytes}
+}

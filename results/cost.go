@@ -1,0 +1,178 @@
+package results
+
+import "time"
+
+// Cost is what the measured window cost the processes that served it and
+// the one that made it: the CPU time kube-apiserver, etcd and kb-bench
+// burned between the window's two edges, their memory at the edges, and
+// the apiserver's own request time by verb, which splits its CPU between
+// the requests that did something and those that did not (see Split).
+type Cost struct {
+	// Apiserver is kube-apiserver (process_cpu_seconds_total and
+	// process_resident_memory_bytes of its /metrics, scraped at the edges).
+	Apiserver ProcessCost `json:"apiserver"`
+	// Etcd is etcd, read the same way on its client URL: only where kb-bench
+	// can reach it (the local control plane).
+	Etcd ProcessCost `json:"etcd"`
+	// Client is kb-bench's own process (getrusage at the edges): the cost
+	// of making the load, on the same machine as a local control plane.
+	Client ProcessCost `json:"client"`
+	// Verbs is the apiserver's request time in the window
+	// (apiserver_request_duration_seconds) per verb on the resources the
+	// clients used, with the 409s among the requests.
+	Verbs []VerbTime `json:"verbs,omitempty"`
+	// RequestSeconds is the apiserver's request time in the window over
+	// every request it served but long-running ones (WATCH, CONNECT): the
+	// run's, its own and anyone else's.
+	RequestSeconds float64 `json:"requestSeconds,omitempty"`
+}
+
+// ProcessCost is one process's cost over the window.
+type ProcessCost struct {
+	// Available is false when the process could not be read; Reason says why.
+	Available bool   `json:"available"`
+	Reason    string `json:"reason,omitempty"`
+	// CPUSeconds is the CPU time (user + system) the process used in the
+	// window. Its resolution is a clock tick (10 ms) per edge.
+	CPUSeconds float64 `json:"cpuSeconds"`
+	// MemoryBefore and MemoryAfter are its resident memory at the edges
+	// (bytes; 0 when not read).
+	MemoryBefore int64 `json:"memoryBefore,omitempty"`
+	MemoryAfter  int64 `json:"memoryAfter,omitempty"`
+}
+
+// VerbTime is the apiserver's time on one verb of one resource.
+type VerbTime struct {
+	Verb     string `json:"verb"`
+	Resource string `json:"resource"`
+	// Requests and Seconds are the request-duration histogram's count and
+	// sum in the window; Conflicts the requests answered 409
+	// (apiserver_request_total).
+	Requests  int64   `json:"requests"`
+	Seconds   float64 `json:"seconds"`
+	Conflicts int64   `json:"conflicts,omitempty"`
+	// Buckets are the request-duration histogram's cumulative bucket counts
+	// in the window, for estimated percentiles.
+	Buckets []Bucket `json:"buckets,omitempty"`
+}
+
+// Bucket is a cumulative histogram bucket: Count observations at or below
+// UpperBound seconds.
+type Bucket struct {
+	UpperBound float64 `json:"le"`
+	Count      int64   `json:"count"`
+}
+
+// IsWriteVerb says whether an apiserver verb writes.
+func IsWriteVerb(verb string) bool {
+	switch verb {
+	case "PUT", "PATCH", "APPLY", "POST", "DELETE", "DELETECOLLECTION":
+		return true
+	}
+	return false
+}
+
+// CostFigures are a Cost divided by what the run did: the figures the
+// summary prints and compare and gate read. A figure that cannot be
+// computed (its process not read, nothing to divide by) is 0 with its Has
+// flag false.
+type CostFigures struct {
+	Seconds float64
+	// Apiserver, Etcd and Client are each process's CPU per operation and
+	// per successful write, and its cores (CPU seconds per second).
+	Apiserver, Etcd, Client PerUnit
+	// WriteShare is the share of the apiserver's request time spent on
+	// write verbs of the run's resources; LostShare the share of that write
+	// time estimated to have gone to writes answered 409 (each verb's time
+	// split by its count of 409s); both 0 without request times.
+	WriteShare, LostShare float64
+	// ApiserverPerConflict is the apiserver CPU estimated to have gone to
+	// one 409: its CPU times the 409s' share of all its request time,
+	// divided by the 409s.
+	ApiserverPerConflict time.Duration
+	HasSplit             bool
+}
+
+// PerUnit is one process's CPU divided by the run's work.
+type PerUnit struct {
+	Has      bool
+	CPU      time.Duration
+	Cores    float64
+	PerOp    time.Duration
+	PerWrite time.Duration
+}
+
+// Figures divides c by the run's operations and successful writes (s).
+func (c *Cost) Figures(s Summary) CostFigures {
+	f := CostFigures{Seconds: s.Seconds}
+	if c == nil {
+		return f
+	}
+	per := func(p ProcessCost) PerUnit {
+		if !p.Available {
+			return PerUnit{}
+		}
+		u := PerUnit{Has: true, CPU: seconds(p.CPUSeconds)}
+		if s.Seconds > 0 {
+			u.Cores = p.CPUSeconds / s.Seconds
+		}
+		if s.Ops > 0 {
+			u.PerOp = seconds(p.CPUSeconds / float64(s.Ops))
+		}
+		if s.Writes > 0 {
+			u.PerWrite = seconds(p.CPUSeconds / float64(s.Writes))
+		}
+		return u
+	}
+	f.Apiserver, f.Etcd, f.Client = per(c.Apiserver), per(c.Etcd), per(c.Client)
+	var write, lost float64
+	var conflicts int64
+	for _, v := range c.Verbs {
+		if !IsWriteVerb(v.Verb) {
+			continue
+		}
+		write += v.Seconds
+		if v.Requests > 0 {
+			lost += v.Seconds * float64(min(v.Conflicts, v.Requests)) / float64(v.Requests)
+		}
+		conflicts += v.Conflicts
+	}
+	if c.RequestSeconds > 0 && write > 0 {
+		f.HasSplit = true
+		f.WriteShare = min(write/c.RequestSeconds, 1)
+		f.LostShare = lost / write
+		if conflicts > 0 && c.Apiserver.Available {
+			f.ApiserverPerConflict = seconds(c.Apiserver.CPUSeconds * min(lost/c.RequestSeconds, 1) / float64(conflicts))
+		}
+	}
+	return f
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Quantile estimates the q quantile of the apiserver's request duration
+// from the histogram's buckets the way Prometheus' histogram_quantile
+// does: linearly within the bucket that holds the rank, from 0 in the
+// first. It is an estimate, as coarse as the buckets (0-5 ms, 5-25 ms,
+// 25-50 ms, ...). above is set when the rank lies beyond the last finite
+// bucket: the figure is that bucket's bound, a floor. ok is false without
+// buckets or requests.
+func (v VerbTime) Quantile(q float64) (d time.Duration, above, ok bool) {
+	if len(v.Buckets) == 0 || v.Requests <= 0 {
+		return 0, false, false
+	}
+	rank := q * float64(v.Requests)
+	lower, below := 0.0, int64(0)
+	for _, b := range v.Buckets {
+		if float64(b.Count) >= rank {
+			in := b.Count - below
+			frac := 1.0
+			if in > 0 {
+				frac = (rank - float64(below)) / float64(in)
+			}
+			return seconds(lower + (b.UpperBound-lower)*frac), false, true
+		}
+		lower, below = b.UpperBound, b.Count
+	}
+	return seconds(lower), true, true
+}
