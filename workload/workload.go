@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/metrics/live"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/distributed"
@@ -64,6 +65,9 @@ type Options struct {
 	// ShardTimeout bounds the wait for every shard to join (default
 	// DefaultShardTimeout).
 	ShardTimeout time.Duration
+	// Live, when set, is where the run's figures are exported as it goes
+	// (package live): Run makes its recorder and clients their source.
+	Live *live.Run
 	// EtcdMetrics is the URL of etcd's /metrics when kb-bench can read it
 	// (the local control plane's etcd serves it on its client URL): the
 	// run's cost then has etcd's CPU and memory. Empty: etcd is not read,
@@ -115,6 +119,8 @@ type engine struct {
 	// scrapes: this process reads the apiserver's /metrics at the
 	// window's edges (a local run, a coordinator).
 	scrapes bool
+	// window is the measured window as the live figures see it.
+	window liveWindow
 }
 
 // warnClientLog makes what client-go logged during the run warnings.
@@ -297,6 +303,7 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 func (e *engine) record(workers int) {
 	e.rec = metrics.NewRecorder(notYet, metrics.DefaultStripes(workers), e.spec.Rate > 0)
 	e.env.Recorder = e.rec
+	e.opts.Live.Watch(e.liveFigures)
 }
 
 // execute runs the phase sequence while watching the target: one that
