@@ -15,6 +15,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/cluster"
 	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/metrics/live"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
 	"github.com/kb-bench/kb-bench/results/store"
@@ -81,6 +82,13 @@ type Options struct {
 	Gate     *analysis.Gate
 	Baseline []*results.Result
 	Report   bool
+
+	// Live, when set, exports each sample's figures while it runs and,
+	// once it is saved, its result's (package live: the caller serves
+	// it, as 'kb-bench run --metrics-addr' does with live.Listen),
+	// labelled with the sample's run id, scenario, strategy and its
+	// matrix cell's or sweep point's label.
+	Live *live.Exporter
 }
 
 // Progress is told how each sample goes: Start with its planned length
@@ -111,6 +119,9 @@ type CellResults struct {
 	Results []*results.Result
 
 	runID string
+	// point labels the samples' live figures: the matrix cell's label or
+	// the sweep point's.
+	point string
 	// set lists the samples when the cell's are a set (nil: the one
 	// result is Dir's own).
 	set *results.ResultSet
@@ -120,7 +131,7 @@ type CellResults struct {
 // dir as run runID: in dir itself, or as a set of samples (set), which a
 // matrix run's cell labels with its label and place.
 func newCellResults(dir, runID string, set bool, label string, place int) CellResults {
-	c := CellResults{Dir: dir, runID: runID}
+	c := CellResults{Dir: dir, runID: runID, point: label}
 	if set {
 		c.set = &results.ResultSet{RunID: runID, Label: label, Cell: place}
 	}
@@ -138,7 +149,7 @@ func (c *CellResults) run(ctx context.Context, cell Cell, o Options, s *target) 
 	var r *results.Result
 	var rows [][2]string
 	sample := func(ctx context.Context, s *target) (err error) {
-		r, rows, err = runSample(ctx, cell, o, s, id, dir)
+		r, rows, err = runSample(ctx, cell, o, s, id, c.point, dir)
 		return err
 	}
 	var err error
@@ -316,9 +327,10 @@ func checkFailed(r *results.Result, dir string) error {
 	return nil
 }
 
-// runSample runs one sample of cell as run runID and saves it in dir. It
-// returns the result and the scenario's own rows of its summary.
-func runSample(ctx context.Context, cell Cell, o Options, s *target, runID, dir string) (*results.Result, [][2]string, error) {
+// runSample runs one sample of cell as run runID and saves it in dir; its
+// live figures are labelled point. It returns the result and the
+// scenario's own rows of its summary.
+func runSample(ctx context.Context, cell Cell, o Options, s *target, runID, point, dir string) (*results.Result, [][2]string, error) {
 	resolved, err := cell.resolve()
 	if err != nil {
 		return nil, nil, err
@@ -339,7 +351,9 @@ func runSample(ctx context.Context, cell Cell, o Options, s *target, runID, dir 
 		progress = o.Progress.Update
 	}
 	conn := s.conn
+	lr := o.Live.Add(live.Labels{RunID: runID, Scenario: sp.Scenario, Strategy: string(sp.Strategy), Point: point})
 	out, err := workload.Run(ctx, resolved, workload.Options{
+		Live:         lr,
 		Runner:       runner,
 		ShardTimeout: o.ShardTimeout,
 		ClientLog:    clientLog,
@@ -368,6 +382,10 @@ func runSample(ctx context.Context, cell Cell, o Options, s *target, runID, dir 
 	}
 	if err := store.Write(dir, out.Result); err != nil {
 		return nil, nil, fmt.Errorf("saving the result: %w", err)
+	}
+	// From now on the live figures are the saved ones, exactly.
+	if err := lr.Finish(out.Result); err != nil {
+		return nil, nil, err
 	}
 	// The scenario's live report: Show decodes the same rows from the
 	// saved result (TestShowPrintsWhatTheRunPrinted compares the two).

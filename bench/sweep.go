@@ -130,6 +130,7 @@ func runSweep(ctx context.Context, p *Plan, o SweepOptions, s *target, sw *resul
 			if sw.Series[k].Stopped == "" {
 				c := ser.cells[xi]
 				cell := newCellResults(store.PointDir(outDir, ser.label, sw.Axis, x), fmt.Sprintf("%s-c%d", sw.RunID, c+1), p.Count > 1, "", 0)
+				cell.point = pointLabel(ser.label, sw.Axis, x, 1, 1)
 				points[k] = &cell
 			}
 		}

@@ -125,11 +125,27 @@ func (r *Recorder) Tick(now time.Time) SeriesPoint {
 // series at now. Call it after the writers have stopped.
 func (r *Recorder) Snapshot(now time.Time) Snapshot {
 	r.mu.Lock()
-	needTick, start := now.After(r.lastTick), r.start
+	needTick := now.After(r.lastTick)
 	r.mu.Unlock()
 	if needTick {
 		r.Tick(now)
 	}
+	snap := r.Totals()
+	r.mu.Lock()
+	snap.Series = append([]SeriesPoint(nil), r.series...)
+	r.mu.Unlock()
+	return snap
+}
+
+// Totals merges every stripe's totals so far, leaving the series alone
+// (its Series is nil): what the live exposition reads at each scrape,
+// while the writers run. It costs one merge of each stripe's histograms
+// under the stripe's lock, as a Tick does; writers pay nothing for it
+// between scrapes.
+func (r *Recorder) Totals() Snapshot {
+	r.mu.Lock()
+	start := r.start
+	r.mu.Unlock()
 	snap := Snapshot{
 		Start: start,
 		Op:    NewHistogram(), Write: NewHistogram(), Read: NewHistogram(), Backoff: NewHistogram(),
@@ -175,7 +191,6 @@ func (r *Recorder) Snapshot(now time.Time) Snapshot {
 	}
 	r.mu.Lock()
 	snap.Late, snap.Dropped = r.late, r.dropped
-	snap.Series = append([]SeriesPoint(nil), r.series...)
 	r.mu.Unlock()
 	return snap
 }

@@ -5,7 +5,8 @@
 # sweeps). Integration tests run against the real local control plane, which
 # is built first if missing (KB_BENCH_REQUIRE_CONTROL_PLANE makes them fail
 # rather than skip without it), and the HTML report is loaded in headless
-# Chromium, installed if missing. The shard Job's pods run in Docker
+# Chromium, installed if missing. A real Prometheus (Debian's package,
+# installed if missing) scrapes a run's live metrics endpoint. The shard Job's pods run in Docker
 # containers where a Docker daemon answers; without one that test skips,
 # unless KB_BENCH_REQUIRE_DOCKER is set (CI sets it), which makes it fail.
 set -o errexit -o nounset -o pipefail
@@ -38,6 +39,12 @@ echo "== browser" >&2
 scripts/chromium.sh >/dev/null
 export KB_BENCH_REQUIRE_BROWSER=1
 export KB_BENCH_ARTIFACTS="${KB_BENCH_ARTIFACTS:-${PWD}/artifacts}"
+
+# A real Prometheus scrapes kb-bench's live metrics during a run
+# (cmd/kb-bench/prometheus_test.go); Debian's prometheus package.
+echo "== prometheus" >&2
+scripts/prometheus.sh >/dev/null
+export KB_BENCH_REQUIRE_PROMETHEUS=1
 
 echo "== docker" >&2
 if ! docker version >/dev/null 2>&1; then

@@ -5,14 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/metrics/live"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
 	"github.com/kb-bench/kb-bench/spec"
@@ -26,6 +31,12 @@ import (
 type coordinator struct {
 	e *engine
 	c *distributed.Coordinator
+
+	// The shards' live figures: where they serve them (set once they
+	// joined), and each one's last read.
+	liveURLs atomic.Pointer[[]string]
+	liveMu   sync.Mutex
+	liveLast map[string]live.Figures
 }
 
 func (r *coordinator) ready(ctx context.Context) error {
@@ -46,9 +57,51 @@ func (r *coordinator) ready(ctx context.Context) error {
 		Kube: e.admin, Namespace: e.env.Namespace, RunID: e.opts.RunID, Spec: specJSON, Shards: s.Shards, Version: e.opts.Version,
 		Length: s.Warmup.Duration + s.Duration.Duration, OpTimeout: s.OpTimeout.Duration,
 		Runner: e.opts.Runner, Rules: distributed.ShardRules(scenarioRules(e.def, e.settings)), JoinTimeout: timeout, Log: e.log, Warn: e.warn,
+		Live: e.opts.Live != nil,
 	})
+	if err == nil {
+		urls := r.c.LiveURLs()
+		r.liveURLs.Store(&urls)
+	}
 	return err
 }
+
+// liveFigures add up the shards' figures as they serve them, for the
+// coordinator's live endpoint; a shard that does not answer (it ended
+// and uploaded, or it is slow) counts with its last figures, so the sum
+// never goes down. Once the run is saved its Result replaces them.
+func (r *coordinator) liveFigures() live.Figures {
+	var sum live.Figures
+	urls := r.liveURLs.Load()
+	if urls == nil {
+		return sum
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), liveShardTimeout)
+	defer cancel()
+	got := make([]live.Figures, len(*urls))
+	errs := make([]error, len(*urls))
+	var wg sync.WaitGroup
+	for i, u := range *urls {
+		wg.Go(func() { got[i], errs[i] = live.FetchShard(ctx, http.DefaultClient, u+"live") })
+	}
+	wg.Wait()
+	r.liveMu.Lock()
+	defer r.liveMu.Unlock()
+	if r.liveLast == nil {
+		r.liveLast = map[string]live.Figures{}
+	}
+	for i, u := range *urls {
+		if errs[i] == nil {
+			r.liveLast[u] = got[i]
+		}
+		sum.Add(r.liveLast[u])
+	}
+	return sum
+}
+
+// liveShardTimeout bounds the read of a shard's live figures within a
+// scrape of the coordinator's.
+const liveShardTimeout = 2 * time.Second
 
 func (r *coordinator) warmup(ctx context.Context) error {
 	return r.c.Warmup(ctx, r.e.spec.Warmup.Duration)
@@ -119,6 +172,9 @@ type ShardOptions struct {
 	Index int
 	// Name is the process or pod running the shard, for messages.
 	Name string
+	// Live, when set, is where the shard serves its figures to the
+	// coordinator as the run goes (distributed.ShardRun.Live).
+	Live net.Listener
 }
 
 // RunShard runs shard o.Index of the distributed run o.RunID: it reads the
@@ -176,6 +232,13 @@ func RunShard(ctx context.Context, o ShardOptions) (err error) {
 		return fmt.Errorf("scenario %s does not run in shards", def.Name)
 	}
 	e.role = &inProcess{e: e, sh: sh, name: o.Name}
+	if o.Live != nil {
+		// Its own figures, raw, for the coordinator to add up.
+		e.opts.Live = live.NewExporter().Add(live.Labels{})
+		srv := &http.Server{Handler: live.ShardHandler(e.opts.Live), ReadHeaderTimeout: liveShardTimeout}
+		go func() { _ = srv.Serve(o.Live) }()
+		defer srv.Close()
+	}
 	if _, err = e.execute(ctx); err != nil {
 		return err
 	}

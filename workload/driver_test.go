@@ -163,8 +163,13 @@ func TestOpenLoopCountsLateAndDropped(t *testing.T) {
 	if started < 1 || started >= due {
 		t.Errorf("one worker with 50ms operations started %d of %d arrivals due every 10ms, want some but not all", started, due)
 	}
-	if a.late.Load() < started-1 {
-		t.Errorf("late = %d of %d started, want every one after the first", a.late.Load(), started)
+	// The worker is busy at most due times, so arrivals are counted late;
+	// not necessarily every one after the first: on a loaded machine the
+	// dispatcher itself can wake after the worker is free again, and an
+	// arrival that finds a free worker is not late (its latency still
+	// counts from its schedule, asserted below).
+	if late := a.late.Load(); late < 1 || late > started {
+		t.Errorf("late = %d of %d started, want at least one and at most all", late, started)
 	}
 	for i, at := range c.intended {
 		if want := start.Add(time.Duration(i) * 10 * time.Millisecond); !at.Equal(want) {

@@ -105,6 +105,7 @@ func (e *engine) run(ctx context.Context) (scenario.Report, error) {
 		return nil, err
 	}
 	e.rec.MeasureFrom(start)
+	e.window.opened(start, &before)
 	e.hold.Release()
 	ended, stopped, err := e.role.load(ctx, start, end)
 	if err != nil {
@@ -112,6 +113,7 @@ func (e *engine) run(ctx context.Context) (scenario.Report, error) {
 	}
 	e.result.Interrupted = ctx.Err() != nil || stopped
 	after := e.edge(ctx, 2)
+	e.window.closed(ended, &after)
 	e.hold.Release()
 	return e.finish(ctx, window{start: start, ended: ended, before: &before, after: &after})
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/internal/netdelay"
 	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/metrics/live"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/distributed"
@@ -69,6 +70,9 @@ type Options struct {
 	// host among them, first): client i talks to Servers[i mod N], and
 	// the server cross-check scrapes and adds every one. Empty: Config's.
 	Servers []string
+	// Live, when set, is where the run's figures are exported as it goes
+	// (package live): Run makes its recorder and clients their source.
+	Live *live.Run
 	// EtcdMetrics is the URL of etcd's /metrics when kb-bench can read it
 	// (the local control plane's etcd serves it on its client URL): the
 	// run's cost then has etcd's CPU and memory. Empty: etcd is not read,
@@ -123,6 +127,8 @@ type engine struct {
 	// scrapers read each apiserver's /metrics when there are several
 	// (Options.Servers); empty: admin's.
 	scrapers []rest.Interface
+	// window is the measured window as the live figures see it.
+	window liveWindow
 }
 
 // warnClientLog makes what client-go logged during the run warnings.
@@ -319,6 +325,7 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 func (e *engine) record(workers int) {
 	e.rec = metrics.NewRecorder(notYet, metrics.DefaultStripes(workers), e.spec.Rate > 0)
 	e.env.Recorder = e.rec
+	e.opts.Live.Watch(e.liveFigures)
 }
 
 // execute runs the phase sequence while watching the target: one that

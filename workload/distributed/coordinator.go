@@ -51,6 +51,17 @@ type ShardRun struct {
 	Rules []rbacv1.PolicyRule
 	// Deadline is when every shard must be gone by.
 	Deadline time.Time
+	// Live asks for each shard to serve its figures to the coordinator
+	// as the run goes (live.ShardHandler), for the coordinator's live
+	// metrics endpoint; a runner that can reach them returns a
+	// ShardGroup that is a LiveShards too.
+	Live bool
+}
+
+// LiveShards is a ShardGroup whose shards serve their figures to the
+// coordinator (ShardRun.Live): one URL per shard.
+type LiveShards interface {
+	LiveURLs() []string
 }
 
 // ShardGroup is a run's started shards.
@@ -113,6 +124,7 @@ type CoordinatorOptions struct {
 	JoinTimeout       time.Duration       // bounds the wait for every shard to join
 	Log               io.Writer
 	Warn              func(format string, a ...any) // a warning kept in the result
+	Live              bool                          // see ShardRun.Live
 }
 
 // Coordinator is the coordinator's side of a distributed run: it moves
@@ -125,6 +137,15 @@ type Coordinator struct {
 	failed    <-chan error
 	log       io.Writer
 	warn      func(format string, a ...any)
+}
+
+// LiveURLs are where the shards serve their figures (ShardRun.Live); nil
+// when the runner cannot reach them.
+func (c *Coordinator) LiveURLs() []string {
+	if l, ok := c.group.(LiveShards); ok {
+		return l.LiveURLs()
+	}
+	return nil
 }
 
 // Coordinate creates the run's coordination Lease, starts the shards with
@@ -140,7 +161,7 @@ func Coordinate(ctx context.Context, o CoordinatorOptions) (*Coordinator, error)
 	if err := p.createRun(ctx, o.Spec, o.Shards, o.Version, deadline); err != nil {
 		return nil, err
 	}
-	group, err := o.Runner.Start(ctx, ShardRun{RunID: o.RunID, Namespace: o.Namespace, Shards: o.Shards, Rules: o.Rules, Deadline: deadline})
+	group, err := o.Runner.Start(ctx, ShardRun{RunID: o.RunID, Namespace: o.Namespace, Shards: o.Shards, Rules: o.Rules, Deadline: deadline, Live: o.Live})
 	if err != nil {
 		return nil, fmt.Errorf("starting the %d shards: %w", o.Shards, err)
 	}

@@ -152,9 +152,11 @@ func (r *election) Setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("leader election: listing Leases in %s to start watching %s: %w%s", env.Namespace, LeaseName, err, scenario.Why(err, "list and watch Leases", env.Spec.OpTimeout.Duration))
 	}
+	r.mu.Lock() // a scrape of the live figures may read them (Live)
 	for _, l := range list.Items {
 		r.holders = append(r.holders, holderOf(&l))
 	}
+	r.mu.Unlock()
 	// The watch outlives Ctrl-C, until Finish has read the final Lease.
 	watchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	w, err := watchtools.NewRetryWatcherWithContext(watchCtx, list.ResourceVersion, leaseWatcher{env.Admin, env.Namespace})

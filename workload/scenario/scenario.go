@@ -42,6 +42,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/metrics/live"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 )
@@ -146,6 +147,16 @@ type Scenario interface {
 	// then not cancelled, only bounded): it reads back what the run left
 	// and returns the scenario's report.
 	Finish(ctx context.Context) (Report, error)
+}
+
+// Live is a Scenario with figures of its own to show while it runs
+// (leadership, admissions), beside the engine's, on the live metrics
+// endpoint (kb-bench run --metrics-addr): each is exported as
+// kb_bench_scenario_<name>. Live is called at each scrape, from the
+// scrape's goroutine, from Setup on and after Finish: it reads, never
+// waits.
+type Live interface {
+	Live() []live.Gauge
 }
 
 // Driven is a Scenario whose operations the engine's driver runs: Workers

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/bench"
 	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/metrics/live"
 	"github.com/kb-bench/kb-bench/results/render/text"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
@@ -36,6 +37,8 @@ type runFlags struct {
 	report       bool
 	shardTimeout time.Duration
 	job          bench.JobOptions
+	metricsAddr  string
+	metricsWait  time.Duration
 }
 
 func newRunCommand(s Streams, version string, getenv func(string) string) *cobra.Command {
@@ -85,6 +88,8 @@ func (f *runFlags) register(cmd *cobra.Command, countHelp string) {
 	fs.IntVar(&f.count, "count", 1, countHelp)
 	fs.DurationVar(&f.shardTimeout, "shard-timeout", workload.DefaultShardTimeout, "with --shards: how long every shard has to start and join the run")
 	registerJob(fs, &f.job)
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the run's live figures for Prometheus at http://ADDR/metrics while it runs (e.g. :9464, which is loopback's; name a host, such as 0.0.0.0:9464, to serve other machines); off by default")
+	fs.DurationVar(&f.metricsWait, "metrics-final-scrape", 0, "with --metrics-addr: after the run, keep serving until a scraper has read the final figures (result.json's), at most this long")
 	fs.StringVar(&f.stateDir, "state-dir", "", "where 'kb-bench local up' keeps its state (default $XDG_STATE_HOME/kb-bench/local)")
 	_ = fs.MarkHidden("state-dir")
 	// After the command's own flags, so that a setting that would shadow
@@ -169,8 +174,37 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	if err != nil {
 		return err
 	}
+	stop, err := f.serveMetrics(ctx, &o)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	_, err = bench.Run(ctx, p, o)
 	return err
+}
+
+// serveMetrics starts the live metrics endpoint --metrics-addr asks for,
+// before anything else starts (a port in use is bad input), and makes it
+// o's. stop ends it, after waiting --metrics-final-scrape for a scrape of
+// the final figures.
+func (f *runFlags) serveMetrics(ctx context.Context, o *bench.Options) (stop func(), err error) {
+	if f.metricsAddr == "" {
+		return func() {}, nil
+	}
+	srv, err := live.Listen(f.metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	o.Live = srv.Exporter
+	fmt.Fprintf(o.Log, "metrics: serving the run's live figures at %s\n", srv.URL)
+	return func() {
+		if f.metricsWait > 0 {
+			fmt.Fprintf(o.Log, "metrics: waiting up to %s for a scrape of the final figures\n", f.metricsWait)
+		}
+		if !srv.Close(ctx, f.metricsWait) && f.metricsWait > 0 {
+			fmt.Fprintf(o.Log, "metrics: no scrape of the final figures came within %s\n", f.metricsWait)
+		}
+	}, nil
 }
 
 // progress shows a live line on a terminal (about once a second) and plain

@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 
@@ -18,7 +19,7 @@ import (
 func newShardCommand(s Streams, version string, getenv func(string) string) *cobra.Command {
 	var o struct {
 		namespace, runID, kubeconfig string
-		index                        int
+		index, liveFD                int
 	}
 	cmd := &cobra.Command{
 		Use:   "shard",
@@ -72,9 +73,17 @@ without --kubeconfig the shard uses the pod's service account.`,
 			if s.ClientLog != nil {
 				clientLog = s.ClientLog.Drain
 			}
+			var liveLn net.Listener
+			if o.liveFD > 0 {
+				f := os.NewFile(uintptr(o.liveFD), "live figures")
+				if liveLn, err = net.FileListener(f); err != nil {
+					return fmt.Errorf("--live-fd %d is not a listener the coordinator handed down: %w", o.liveFD, err)
+				}
+				f.Close()
+			}
 			return workload.RunShard(cmd.Context(), workload.ShardOptions{
 				Options:   workload.Options{Config: cfg, RunID: o.runID, Version: version, Log: s.Err, ClientLog: clientLog},
-				Namespace: o.namespace, Index: o.index, Name: name,
+				Namespace: o.namespace, Index: o.index, Name: name, Live: liveLn,
 			})
 		},
 	}
@@ -83,5 +92,7 @@ without --kubeconfig the shard uses the pod's service account.`,
 	fs.StringVar(&o.runID, "run-id", "", "the run's id")
 	fs.IntVar(&o.index, "index", 0, "this shard's index, from 0 (default $JOB_COMPLETION_INDEX)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the target, - to read it from stdin (default: the pod's service account)")
+	fs.IntVar(&o.liveFD, "live-fd", 0, "serve this shard's figures to the coordinator on the listener at this file descriptor (the process runner hands it down when the coordinator has --metrics-addr)")
+	_ = fs.MarkHidden("live-fd")
 	return cmd
 }

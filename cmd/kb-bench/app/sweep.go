@@ -64,6 +64,11 @@ func (f *sweepFlags) sweep(ctx context.Context, fs *pflag.FlagSet, s Streams, ve
 	if defaulted {
 		fmt.Fprintf(o.Log, "sweeping %s (the default: choose the values with --writers, or sweep --objects, --rate or --clients)\n", bench.DefaultSweep)
 	}
+	stop, err := f.run.serveMetrics(ctx, &o.Options)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	_, err = bench.Sweep(ctx, p, o)
 	return err
 }

@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -44,6 +46,22 @@ func (r Runner) Start(ctx context.Context, run distributed.ShardRun) (distribute
 	for i := range run.Shards {
 		cmd := exec.Command(r.Executable, "shard",
 			"--namespace", run.Namespace, "--run-id", run.RunID, "--index", strconv.Itoa(i), "--kubeconfig", "-")
+		if run.Live {
+			// The shard serves its figures on a loopback listener made
+			// here and handed down, so the coordinator knows where
+			// without asking, and no port is guessed.
+			f, url, err := liveListener()
+			if err != nil {
+				stopNow, cancel := context.WithCancel(context.WithoutCancel(ctx))
+				cancel()
+				_ = g.Stop(stopNow)
+				return nil, err
+			}
+			defer f.Close() // the child has its own copy once started
+			cmd.ExtraFiles = []*os.File{f}
+			cmd.Args = append(cmd.Args, "--live-fd", "3")
+			g.urls = append(g.urls, url)
+		}
 		// The credentials go through a pipe, never a file that a killed
 		// coordinator would leave behind.
 		cmd.Stdin = bytes.NewReader(kc)
@@ -78,8 +96,27 @@ func (r Runner) Start(ctx context.Context, run distributed.ShardRun) (distribute
 	return g, nil
 }
 
+// liveListener listens on a free loopback port for a shard's figures and
+// returns the listener as a file to hand down, and its URL.
+func liveListener() (*os.File, string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", fmt.Errorf("listening for a shard's live figures: %w", err)
+	}
+	defer ln.Close()
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		return nil, "", fmt.Errorf("handing a shard its listener: %w", err)
+	}
+	return f, "http://" + ln.Addr().String() + "/", nil
+}
+
+// LiveURLs are where the shards serve their figures (ShardRun.Live).
+func (g *group) LiveURLs() []string { return g.urls }
+
 // group is the started shard processes.
 type group struct {
+	urls     []string
 	procs    []*proc.Process
 	wg       sync.WaitGroup
 	failed   chan error

@@ -1,0 +1,95 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+)
+
+// shardFigures are a shard's figures as it serves them to its
+// coordinator: its measurements so far, histograms losslessly encoded as
+// in results, so that the coordinator's sum is exact.
+type shardFigures struct {
+	Measurements results.Measurements `json:"measurements"`
+	Window       time.Duration        `json:"window"`
+}
+
+// ShardHandler serves r's figures to a distributed run's coordinator, as
+// JSON (FetchShard reads them), for the coordinator's endpoint to show
+// every shard's figures added up while the run goes.
+func ShardHandler(r *Run) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		f := r.Figures()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(shardFigures{Measurements: results.FromSnapshot(f.Totals, f.Client), Window: f.Window})
+	})
+}
+
+// FetchShard reads a shard's figures from its ShardHandler at url.
+func FetchShard(ctx context.Context, client *http.Client, url string) (Figures, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return Figures{}, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return Figures{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return Figures{}, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	var sf shardFigures
+	if err := json.NewDecoder(resp.Body).Decode(&sf); err != nil {
+		return Figures{}, fmt.Errorf("%s: %w", url, err)
+	}
+	f, err := fromMeasurements(sf.Measurements)
+	f.Window = sf.Window
+	return f, err
+}
+
+// Add adds g's counts, histograms and client figures to f's (the
+// shards' of one run: the window is the longest).
+func (f *Figures) Add(g Figures) {
+	t, u := &f.Totals, g.Totals
+	t.Ops += u.Ops
+	t.WarmupOps += u.WarmupOps
+	t.GaveUp += u.GaveUp
+	t.Late += u.Late
+	t.Dropped += u.Dropped
+	t.Clamped += u.Clamped
+	for o := range metrics.NumOutcomes {
+		t.Outcomes[o] += u.Outcomes[o]
+		t.AttemptOutcomes[metrics.Read][o] += u.AttemptOutcomes[metrics.Read][o]
+		t.AttemptOutcomes[metrics.Write][o] += u.AttemptOutcomes[metrics.Write][o]
+	}
+	for n, c := range u.Attempts {
+		for len(t.Attempts) <= n {
+			t.Attempts = append(t.Attempts, 0)
+		}
+		t.Attempts[n] += c
+	}
+	for _, h := range []struct{ to, from **hdrhistogram.Histogram }{{&t.Op, &u.Op}, {&t.Write, &u.Write}, {&t.Read, &u.Read}} {
+		if *h.from == nil {
+			continue
+		}
+		if *h.to == nil {
+			*h.to = metrics.NewHistogram()
+		}
+		(*h.to).Merge(*h.from)
+	}
+	c, d := &f.Client, g.Client
+	c.Retries += d.Retries
+	c.RateLimited += d.RateLimited
+	c.RateLimiterWait += d.RateLimiterWait
+	c.StreamWaited += d.StreamWaited
+	c.StreamWait += d.StreamWait
+	f.Window = max(f.Window, g.Window)
+}

@@ -1,0 +1,75 @@
+package workload
+
+import (
+	"sync"
+	"time"
+
+	"github.com/kb-bench/kb-bench/metrics/clientgo"
+	"github.com/kb-bench/kb-bench/metrics/live"
+	"github.com/kb-bench/kb-bench/workload/scenario"
+	"github.com/kb-bench/kb-bench/workload/transport"
+)
+
+// liveWindow is the measured window as the live figures see it: its
+// start and the first edge's reading once it opened, its end and the
+// second edge's once it closed. The clients' figures are counted between
+// the edges, as the Result's are, so they stop growing with the window
+// (the checks and the clean-up after it send requests too).
+type liveWindow struct {
+	mu            sync.Mutex
+	start, ended  time.Time
+	before, after *reading
+}
+
+func (w *liveWindow) opened(start time.Time, before *reading) {
+	w.mu.Lock()
+	w.start, w.before = start, before
+	w.mu.Unlock()
+}
+
+func (w *liveWindow) closed(ended time.Time, after *reading) {
+	w.mu.Lock()
+	w.ended, w.after = ended, after
+	w.mu.Unlock()
+}
+
+// liveFigures are the run's figures now, for a scrape of the live
+// exposition: the recorder's totals (its stripes merged, as a Tick
+// does), the clients' since the window opened and the scenario's own.
+// Until the window opens only warm-up operations count. A distributed
+// run's coordinator adds up its shards' instead.
+func (e *engine) liveFigures() live.Figures {
+	var gauges []live.Gauge
+	if l, ok := e.sc.Scenario.(scenario.Live); ok {
+		gauges = l.Live()
+	}
+	if c, ok := e.role.(*coordinator); ok {
+		// The load is the shards': their figures, added up.
+		f := c.liveFigures()
+		f.Gauges = gauges
+		return f
+	}
+	f := live.Figures{Totals: e.rec.Totals(), Gauges: gauges}
+	w := &e.window
+	w.mu.Lock()
+	start, ended, before, after := w.start, w.ended, w.before, w.after
+	w.mu.Unlock()
+	if before == nil {
+		return f
+	}
+	now := after
+	if now == nil {
+		now = &reading{clients: transport.Read(e.clients)}
+		if hooks, err := clientgo.Install(); err == nil {
+			now.hooks = hooks.Read()
+		}
+		ended = time.Now()
+	}
+	var retries int64
+	if before.hookErr == nil {
+		retries = now.hooks.Sub(before.hooks).Retries
+	}
+	f.Client = now.clients.Since(before.clients).Stats(retries)
+	f.Window = ended.Sub(start)
+	return f
+}
