@@ -283,7 +283,7 @@ func resolveSides(r Request) (*Plan, error) {
 		PrivateControlPlane: cp.PrivateControlPlane || bp.PrivateControlPlane}
 	if bt, ct := b.Spec.Target, c.Spec.Target; bt != ct {
 		if bt.Kind != spec.TargetLocal || ct.Kind != spec.TargetLocal {
-			return nil, spec.Input(fmt.Errorf("the baseline runs on target %s, the candidate on %s: an A/B run alternates its samples on one target; only the sides' local control planes (--control-plane-bin, --storage, --controller-manager) may differ", bt.Kind, ct.Kind))
+			return nil, spec.Input(fmt.Errorf("the baseline runs on target %s, the candidate on %s: an A/B run alternates its samples on one target; only the sides' local control planes (--control-plane-bin, --storage, --controller-manager, --apiservers, --etcd-latency) may differ", bt.Kind, ct.Kind))
 		}
 		p.FreshTargets, p.PrivateControlPlane = true, true
 	}
@@ -353,7 +353,9 @@ func (p *Plan) base(r Request, given map[string]*Setting) (base spec.Spec, err e
 	}
 	// Asked-for storage or binaries need a control plane that has them, not
 	// whatever `kb-bench local up` is running (the defaults would hide this).
-	p.PrivateControlPlane = base.Target.Storage != "" || base.Target.ControlPlaneBin != "" || base.Target.ControllerManager
+	// So does etcd latency: its proxy runs in this process.
+	p.PrivateControlPlane = base.Target.Storage != "" || base.Target.ControlPlaneBin != "" || base.Target.ControllerManager ||
+		base.Target.EtcdLatency.Duration > 0
 	return base, nil
 }
 

@@ -367,6 +367,7 @@ func runSample(ctx context.Context, cell Cell, o Options, s *target, runID, poin
 		// The local control plane runs no namespace controller, unless
 		// it runs kube-controller-manager.
 		FinalizeNamespace: conn.Target.Kind == spec.TargetLocal && !conn.Target.ControllerManager,
+		Servers:           conn.Servers,
 	})
 	if o.Progress != nil {
 		o.Progress.Done()
@@ -375,6 +376,10 @@ func runSample(ctx context.Context, cell Cell, o Options, s *target, runID, poin
 		return nil, nil, err
 	}
 	out.Result.Target = conn.Target
+	if conn.EtcdDelay != nil {
+		observed := conn.EtcdDelay()
+		out.Result.Target.EtcdProxy = &observed
+	}
 	if err := store.Write(dir, out.Result); err != nil {
 		return nil, nil, fmt.Errorf("saving the result: %w", err)
 	}

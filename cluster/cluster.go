@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kb-bench/kb-bench/internal/netdelay"
+	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -54,6 +56,13 @@ type Connection struct {
 	// itself; LostReason then says how. Nil (never closed) otherwise.
 	Lost       <-chan struct{}
 	LostReason func() string
+	// Servers are the URLs of every apiserver of a local control plane
+	// that runs several, the first (Config's host) first; nil otherwise.
+	// Config reaches each with its host replaced.
+	Servers []string
+	// EtcdDelay, when the target runs a delaying proxy in front of etcd,
+	// reads what it has added so far; nil otherwise.
+	EtcdDelay func() spec.DelayObserved
 	// EtcdMetrics is the URL of etcd's /metrics when kb-bench can read it:
 	// a local control plane's etcd serves it on its client URL. Empty for
 	// kind and kubeconfig targets, whose etcd kb-bench does not reach.
@@ -119,6 +128,9 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 		if err == nil {
 			fmt.Fprintf(o.Log, "local control plane: not reusing the one from `kb-bench local up` (storage or binaries were asked for); starting a private one\n")
 		}
+	case err == nil && st.Healthy && len(st.AllServers()) != t.APIServerCount():
+		fmt.Fprintf(o.Log, "local control plane: not reusing the one from `kb-bench local up`: it runs %s, and %d were asked for; starting a private one\n",
+			results.Plural(len(st.AllServers()), "apiserver"), t.APIServerCount())
 	case err == nil && st.Healthy:
 		cfg, err := loadKubeconfig(st.Kubeconfig, "")
 		if err != nil {
@@ -133,13 +145,17 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 			note = fmt.Sprintf(" (its storage is %s, not the requested %s: `kb-bench local down` to run on a fresh one)", st.Storage, t.Storage)
 		}
 		fmt.Fprintf(o.Log, "local control plane: using the one from `kb-bench local up` at %s%s\n", st.Server, note)
-		return &Connection{
+		conn := &Connection{
 			Config: cfg,
 			Target: spec.TargetInfo{Kind: spec.TargetLocal, Server: st.Server, ServerVersion: version,
 				Storage: st.Storage, EtcdVersion: st.EtcdVersion, Reused: true},
 			Close:       noClose,
 			EtcdMetrics: etcdMetricsURL(st.Etcd.Port),
-		}, nil
+		}
+		if len(st.Servers) > 1 {
+			conn.Servers, conn.Target.APIServers = st.Servers, st.Servers
+		}
+		return conn, nil
 	case err == nil:
 		fmt.Fprintf(o.Log, "local control plane: the one from `kb-bench local up` is not healthy (%s); starting a private one\n", st.Detail)
 	case !errors.Is(err, ErrNotRunning):
@@ -164,12 +180,13 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 	if bins.PassedOver != "" {
 		fmt.Fprintf(o.Log, "local control plane: %s\n", bins.PassedOver)
 	}
-	cp, err := StartLocal(ctx, LocalOptions{Binaries: bins, Storage: t.Storage, Log: o.Log, ControllerManager: t.ControllerManager})
+	cp, err := StartLocal(ctx, LocalOptions{Binaries: bins, Storage: t.Storage, Log: o.Log, ControllerManager: t.ControllerManager,
+		APIServers: t.APIServerCount(), EtcdDelay: netdelay.Delay{RTT: t.EtcdLatency.Duration, Jitter: t.EtcdJitter.Duration}})
 	if err != nil {
 		return nil, err
 	}
 	lost, why := cp.Lost()
-	return &Connection{
+	conn := &Connection{
 		Config: cp.RESTConfig(),
 		Target: spec.TargetInfo{Kind: spec.TargetLocal, Server: cp.Server(), ServerVersion: cp.KubeVersion(),
 			Storage: cp.Storage(), EtcdVersion: cp.EtcdVersion(), ControllerManager: cp.kcm != nil},
@@ -177,7 +194,14 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 		Lost:        lost,
 		LostReason:  why,
 		EtcdMetrics: cp.EtcdMetrics(),
-	}, nil
+	}
+	if servers := cp.Servers(); len(servers) > 1 {
+		conn.Servers, conn.Target.APIServers = servers, servers
+	}
+	if p := cp.EtcdProxy(); p != nil {
+		conn.EtcdDelay = p.Observed
+	}
+	return conn, nil
 }
 
 func openKubeconfig(ctx context.Context, t spec.Target, getenv func(string) string) (*Connection, error) {

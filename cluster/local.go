@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kb-bench/kb-bench/internal/atomicfile"
+	"github.com/kb-bench/kb-bench/internal/netdelay"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -64,12 +66,24 @@ type LocalOptions struct {
 	// Binaries.ControllerManager) once the apiserver is ready, with the
 	// default controllers, and waits until they work.
 	ControllerManager bool
+	// APIServers is how many kube-apiservers run on the one etcd (0 means
+	// 1). Several share the serving certificate, the service-account keys
+	// and the admin token, listen on ports of their own, and keep the
+	// kubernetes Service's endpoints with the lease reconciler, as an HA
+	// control plane does.
+	APIServers int
+	// EtcdDelay, when not zero, puts a delaying TCP proxy (package
+	// netdelay), run by this process, between the apiservers and etcd.
+	// A Detached control plane cannot have one: it would die with the
+	// process that started it.
+	EtcdDelay netdelay.Delay
 }
 
-// ControlPlane is a running local kube-apiserver and etcd on 127.0.0.1.
-// Stop it with Stop.
+// ControlPlane is a running local etcd and one or more kube-apiservers on
+// 127.0.0.1. Stop it with Stop.
 type ControlPlane struct {
-	server      string
+	server      string   // the first apiserver's URL
+	servers     []string // every apiserver's URL, the first first
 	caPEM       []byte
 	token       string
 	storage     spec.Storage
@@ -77,10 +91,13 @@ type ControlPlane struct {
 	etcdDataDir string
 	etcdURL     string
 	apiPort     int
+	apiPorts    []int
 	etcdPort    int
 	etcd        *proc.Process
-	apiserver   *proc.Process
-	kcm         *proc.Process // nil without LocalOptions.ControllerManager
+	apiserver   *proc.Process   // the first
+	apiservers  []*proc.Process // all of them
+	kcm         *proc.Process   // nil without LocalOptions.ControllerManager
+	proxy       *netdelay.Proxy // nil without LocalOptions.EtcdDelay
 	binaries    Binaries
 	kubeVersion string
 	etcdVersion string
@@ -123,6 +140,12 @@ func StartLocal(ctx context.Context, o LocalOptions) (*ControlPlane, error) {
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
+	}
+	if o.APIServers <= 0 {
+		o.APIServers = 1
+	}
+	if o.Detached && !o.EtcdDelay.Zero() {
+		return nil, spec.Input(errors.New("a kept control plane (`kb-bench local up`) cannot have etcd latency: the delaying proxy runs inside kb-bench. Pass --etcd-latency to `kb-bench run`, which starts a control plane of its own"))
 	}
 	for attempt := 1; ; attempt++ {
 		cp, err := startOnce(ctx, o)
@@ -184,14 +207,17 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 		return cp, fmt.Errorf("writing the control plane's certificates: %w", err)
 	}
 	cp.caPEM, cp.token = creds.caPEM, creds.token
-	ports, err := freePorts(3)
+	ports, err := freePorts(2 + o.APIServers)
 	if err != nil {
 		return cp, fmt.Errorf("finding free loopback ports: %w", err)
 	}
-	cp.etcdPort, cp.apiPort = ports[0], ports[1]
-	peerPort := ports[2]
+	cp.etcdPort, cp.apiPorts = ports[0], ports[2:]
+	peerPort := ports[1]
 	cp.etcdURL = "http://127.0.0.1:" + strconv.Itoa(cp.etcdPort)
-	cp.server = "https://127.0.0.1:" + strconv.Itoa(cp.apiPort)
+	for _, port := range cp.apiPorts {
+		cp.servers = append(cp.servers, "https://127.0.0.1:"+strconv.Itoa(port))
+	}
+	cp.apiPort, cp.server = cp.apiPorts[0], cp.servers[0]
 
 	waitCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
@@ -216,36 +242,39 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 	fmt.Fprintf(o.Log, "local control plane: etcd %s ready on %s after %s (storage %s, data in %s)\n",
 		cp.etcdVersion, cp.etcdURL, time.Since(begin).Round(10*time.Millisecond), cp.storage, cp.etcdDataDir)
 
-	cp.apiserver, err = startProcess("kube-apiserver", o.Binaries.APIServer, []string{
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
-		// A loopback address cannot go into the kubernetes Service's
-		// endpoints, and nothing here needs them.
-		"--endpoint-reconciler-type=none",
-		"--secure-port=" + strconv.Itoa(cp.apiPort),
-		"--etcd-servers=" + cp.etcdURL,
-		"--cert-dir=" + cp.dir,
-		"--tls-cert-file=" + creds.certFile,
-		"--tls-private-key-file=" + creds.keyFile,
-		"--token-auth-file=" + creds.tokenFile,
-		"--authorization-mode=RBAC",
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file=" + creds.saPubFile,
-		"--service-account-signing-key-file=" + creds.saKeyFile,
-		"--service-cluster-ip-range=10.0.0.0/24",
-		// The apiserver renews a Lease of its own every 10s (its identity):
-		// noise, here, in the server cross-check of scenarios that write
-		// Leases, and nothing on this control plane uses it.
-		"--feature-gates=APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false",
-	}, filepath.Join(cp.dir, "kube-apiserver.log"), o.Detached)
-	if err != nil {
+	// The apiservers reach etcd through the delaying proxy, when asked.
+	etcdServers := cp.etcdURL
+	if !o.EtcdDelay.Zero() {
+		if cp.proxy, err = netdelay.Listen("127.0.0.1:"+strconv.Itoa(cp.etcdPort), o.EtcdDelay); err != nil {
+			return cp, fmt.Errorf("starting the delaying proxy in front of etcd: %w", err)
+		}
+		etcdServers = "http://" + cp.proxy.Addr()
+		fmt.Fprintf(o.Log, "local control plane: the apiservers reach etcd through a proxy at %s that adds a %s round trip (jitter %s)\n", etcdServers, o.EtcdDelay.RTT, o.EtcdDelay.Jitter)
+	}
+	// The first apiserver alone bootstraps the empty etcd (RBAC roles,
+	// priority levels, the kubernetes Service); the others start once it
+	// is ready, together.
+	if err := cp.startAPIServer(0, etcdServers, creds, o); err != nil {
 		return cp, err
 	}
-	cp.janitor.WatchGroup(cp.apiserver.Pid)
-	if cp.kubeVersion, err = cp.waitReady(waitCtx); err != nil {
+	if cp.kubeVersion, err = cp.waitReady(waitCtx, 0); err != nil {
 		return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "kube-apiserver", err)
 	}
-	fmt.Fprintf(o.Log, "local control plane: kube-apiserver %s ready at %s after %s\n", cp.kubeVersion, cp.server, time.Since(begin).Round(10*time.Millisecond))
+	for i := 1; i < o.APIServers; i++ {
+		if err := cp.startAPIServer(i, etcdServers, creds, o); err != nil {
+			return cp, err
+		}
+	}
+	for i := 1; i < o.APIServers; i++ {
+		if _, err = cp.waitReady(waitCtx, i); err != nil {
+			return cp, cp.startError(ctx, waitCtx, o.StartTimeout, fmt.Sprintf("kube-apiserver %d of %d", i+1, o.APIServers), err)
+		}
+	}
+	if o.APIServers == 1 {
+		fmt.Fprintf(o.Log, "local control plane: kube-apiserver %s ready at %s after %s\n", cp.kubeVersion, cp.server, time.Since(begin).Round(10*time.Millisecond))
+	} else {
+		fmt.Fprintf(o.Log, "local control plane: %d kube-apiservers %s ready at %s after %s\n", o.APIServers, cp.kubeVersion, strings.Join(cp.servers, ", "), time.Since(begin).Round(10*time.Millisecond))
+	}
 	if o.ControllerManager {
 		if err := cp.startControllerManager(waitCtx, creds, o.Detached); err != nil {
 			return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "kube-controller-manager", err)
@@ -254,6 +283,59 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 	}
 	cp.startup = time.Since(begin)
 	return cp, nil
+}
+
+// advertiseBase is where the apiservers of a control plane with several
+// find the addresses they advertise: 192.0.2.0/24 (TEST-NET-1, RFC 5737),
+// never routed. The lease endpoint reconciler puts each apiserver's
+// advertised address into the kubernetes Service's endpoints, which
+// refuse loopback addresses; nothing here dials them (the apiservers'
+// peer proxy is off).
+var advertiseBase = net.IPv4(192, 0, 2, 0)
+
+// startAPIServer starts apiserver i of o.APIServers on cp.apiPorts[i].
+func (cp *ControlPlane) startAPIServer(i int, etcdServers string, creds *credentials, o LocalOptions) error {
+	name, logName := "kube-apiserver", "kube-apiserver.log"
+	reconciler := []string{
+		"--advertise-address=127.0.0.1",
+		// A loopback address cannot go into the kubernetes Service's
+		// endpoints, and nothing here needs them.
+		"--endpoint-reconciler-type=none",
+	}
+	if o.APIServers > 1 {
+		name, logName = fmt.Sprintf("kube-apiserver-%d", i+1), fmt.Sprintf("kube-apiserver-%d.log", i+1)
+		ip := slices.Clone(advertiseBase.To4())
+		ip[3] = byte(i + 1)
+		reconciler = []string{"--advertise-address=" + ip.String(), "--endpoint-reconciler-type=lease"}
+	}
+	args := append([]string{"--bind-address=127.0.0.1"}, reconciler...)
+	args = append(args,
+		"--secure-port="+strconv.Itoa(cp.apiPorts[i]),
+		"--etcd-servers="+etcdServers,
+		"--cert-dir="+cp.dir,
+		"--tls-cert-file="+creds.certFile,
+		"--tls-private-key-file="+creds.keyFile,
+		"--token-auth-file="+creds.tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+creds.saPubFile,
+		"--service-account-signing-key-file="+creds.saKeyFile,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		// The apiserver renews a Lease of its own every 10s (its identity):
+		// noise, here, in the server cross-check of scenarios that write
+		// Leases, and nothing on this control plane uses it.
+		"--feature-gates=APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false",
+	)
+	p, err := startProcess(name, o.Binaries.APIServer, args, filepath.Join(cp.dir, logName), o.Detached)
+	if err != nil {
+		return err
+	}
+	cp.janitor.WatchGroup(p.Pid)
+	cp.apiservers = append(cp.apiservers, p)
+	if i == 0 {
+		cp.apiserver = p
+	}
+	return nil
 }
 
 // startControllerManager starts kube-controller-manager against the
@@ -319,8 +401,14 @@ func (cp *ControlPlane) startError(ctx, waitCtx context.Context, timeout time.Du
 	case waitCtx.Err() != nil:
 		err = fmt.Errorf("%s was not ready within %s (%v)", what, timeout, err)
 	}
-	tails := fmt.Sprintf("\n--- kube-apiserver log (last %d lines) ---\n%s\n--- etcd log (last %d lines) ---\n%s",
-		logTailLines, logTailOr(cp.apiserver, "(not started)"), logTailLines, logTailOr(cp.etcd, "(not started)"))
+	var tails string
+	if len(cp.apiservers) == 0 {
+		tails = fmt.Sprintf("\n--- kube-apiserver log (last %d lines) ---\n(not started)", logTailLines)
+	}
+	for _, p := range cp.apiservers {
+		tails += fmt.Sprintf("\n--- %s log (last %d lines) ---\n%s", p.Name, logTailLines, p.LogTail(logTailLines))
+	}
+	tails += fmt.Sprintf("\n--- etcd log (last %d lines) ---\n%s", logTailLines, logTailOr(cp.etcd, "(not started)"))
 	if cp.kcm != nil {
 		tails += fmt.Sprintf("\n--- kube-controller-manager log (last %d lines) ---\n%s", logTailLines, cp.kcm.LogTail(logTailLines))
 	}
@@ -378,29 +466,30 @@ const settledConfigMap = "/api/v1/namespaces/kube-system/configmaps/kube-apiserv
 // waitReady polls the apiserver's /readyz with the admin token until it
 // answers ok and it has written its own ConfigMap, and returns the version
 // /version reports.
-func (cp *ControlPlane) waitReady(ctx context.Context) (string, error) {
+func (cp *ControlPlane) waitReady(ctx context.Context, i int) (string, error) {
 	client, err := rest.HTTPClientFor(cp.RESTConfig())
 	if err != nil {
 		return "", err
 	}
 	client.Timeout = 2 * time.Second
 	last := errors.New("no answer yet")
+	p, server := cp.apiservers[i], cp.servers[i]
 	for {
-		if !cp.apiserver.Running() {
-			return "", fmt.Errorf("kube-apiserver %s", cp.apiserver.ExitStatus())
+		if !p.Running() {
+			return "", fmt.Errorf("%s %s", p.Name, p.ExitStatus())
 		}
 		// Ready, and settled: right after start the apiserver creates a
 		// ConfigMap of its own (legacy token tracking). Waiting for it
 		// keeps that write out of a first run's server cross-check.
-		if err := getOK(ctx, client, cp.server+"/readyz"); err != nil {
+		if err := getOK(ctx, client, server+"/readyz"); err != nil {
 			last = err
-		} else if err := getOK(ctx, client, cp.server+settledConfigMap); err != nil {
+		} else if err := getOK(ctx, client, server+settledConfigMap); err != nil {
 			last = fmt.Errorf("ready, but the apiserver has not yet written its own ConfigMap: %w", err)
 		} else {
 			var v struct {
 				GitVersion string `json:"gitVersion"`
 			}
-			if err := getJSON(ctx, client, cp.server+"/version", &v); err != nil {
+			if err := getJSON(ctx, client, server+"/version", &v); err != nil {
 				return "", fmt.Errorf("reading the apiserver's version: %w", err)
 			}
 			return v.GitVersion, nil
@@ -530,8 +619,14 @@ func (cp *ControlPlane) WriteKubeconfig(path string) error {
 	return atomicfile.WriteFile(path, b, 0o600)
 }
 
-// Server is the apiserver URL, https://127.0.0.1:PORT.
+// Server is the (first) apiserver's URL, https://127.0.0.1:PORT.
 func (cp *ControlPlane) Server() string { return cp.server }
+
+// Servers are every apiserver's URL, the first first.
+func (cp *ControlPlane) Servers() []string { return slices.Clone(cp.servers) }
+
+// EtcdProxy is the delaying proxy in front of etcd (nil without one).
+func (cp *ControlPlane) EtcdProxy() *netdelay.Proxy { return cp.proxy }
 
 // Storage is spec.StorageDisk or spec.StorageMemory.
 func (cp *ControlPlane) Storage() spec.Storage { return cp.storage }
@@ -541,26 +636,32 @@ func (cp *ControlPlane) Storage() spec.Storage { return cp.storage }
 // this process, exit by themselves (killed, crashed); why says how.
 // Stop also ends them: stop watching before calling it.
 func (cp *ControlPlane) Lost() (lost <-chan struct{}, why func() string) {
-	ch := make(chan struct{})
-	var reason string
-	if cp.etcd == nil || cp.apiserver == nil || cp.etcd.Exited() == nil || cp.apiserver.Exited() == nil {
-		return nil, func() string { return "" } // not our children: not watched
-	}
-	var kcmExited <-chan struct{} // nil: never
+	procs := append([]*proc.Process{cp.etcd}, cp.apiservers...)
 	if cp.kcm != nil {
-		kcmExited = cp.kcm.Exited()
+		procs = append(procs, cp.kcm)
 	}
-	go func() {
-		select {
-		case <-cp.etcd.Exited():
-			reason = "etcd " + cp.etcd.ExitStatus()
-		case <-cp.apiserver.Exited():
-			reason = "kube-apiserver " + cp.apiserver.ExitStatus()
-		case <-kcmExited:
-			reason = "kube-controller-manager " + cp.kcm.ExitStatus()
+	for _, p := range procs {
+		if p == nil || p.Exited() == nil {
+			return nil, func() string { return "" } // not our children: not watched
 		}
-		close(ch)
-	}()
+	}
+	ch := make(chan struct{})
+	var (
+		once   sync.Once
+		reason string
+	)
+	for _, p := range procs {
+		go func() {
+			select {
+			case <-p.Exited():
+				once.Do(func() {
+					reason = p.Name + " " + p.ExitStatus()
+					close(ch)
+				})
+			case <-ch:
+			}
+		}()
+	}
 	return ch, func() string {
 		<-ch
 		return reason
@@ -601,7 +702,11 @@ func (cp *ControlPlane) Stop(ctx context.Context) error {
 		return cp.stopErr
 	}
 	cp.stopped = true
-	cp.stopErr = stopAndClean(ctx, []*proc.Process{cp.kcm, cp.apiserver, cp.etcd}, []string{cp.dir, cp.etcdDataDir})
+	cp.stopErr = stopAndClean(ctx, [][]*proc.Process{{cp.kcm}, cp.apiservers, {cp.etcd}}, []string{cp.dir, cp.etcdDataDir})
+	if cp.proxy != nil {
+		// After the apiservers: they reach etcd through it until they stop.
+		cp.proxy.Close()
+	}
 	if cp.stopErr == nil {
 		cp.janitor.Release()
 	}
@@ -617,21 +722,35 @@ func (cp *ControlPlane) keep() {
 	cp.janitor.Release()
 }
 
-// stopAndClean terminates the processes in order, then removes the dirs
-// (empty names are skipped), unless a process would not die.
-func stopAndClean(ctx context.Context, procs []*proc.Process, dirs []string) error {
-	var errs []error
-	for _, p := range procs {
-		if p == nil {
-			continue
+// stopAndClean terminates the stages of processes in order, the
+// processes of one stage together (nil ones are skipped), then removes
+// the dirs (empty names are skipped), unless a process would not die.
+func stopAndClean(ctx context.Context, stages [][]*proc.Process, dirs []string) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, stage := range stages {
+		var wg sync.WaitGroup
+		for _, p := range stage {
+			if p == nil {
+				continue
+			}
+			grace := etcdGrace
+			if strings.HasPrefix(p.Name, "kube-apiserver") {
+				grace = apiserverGrace
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := p.Stop(ctx, grace, nil); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
 		}
-		grace := etcdGrace
-		if p.Name == "kube-apiserver" {
-			grace = apiserverGrace
-		}
-		if _, err := p.Stop(ctx, grace, nil); err != nil {
-			errs = append(errs, err)
-		}
+		wg.Wait()
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

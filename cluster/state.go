@@ -54,9 +54,14 @@ type LocalState struct {
 	EtcdVersion string `json:"etcdVersion"`
 	// Binaries is the directory the binaries came from.
 	Binaries string `json:"binaries"`
-	// APIServer and Etcd are the two processes.
+	// APIServer and Etcd are the two processes (APIServer the first
+	// apiserver when there are several).
 	APIServer ProcessState `json:"apiserver"`
 	Etcd      ProcessState `json:"etcd"`
+	// APIServers are every apiserver, the first first, and Servers their
+	// URLs, when there are several (`local up --apiservers N`).
+	APIServers []ProcessState `json:"apiservers,omitempty"`
+	Servers    []string       `json:"servers,omitempty"`
 	// Started is when `local up` started it; StartupTime how long it took.
 	Started     time.Time     `json:"started"`
 	StartupTime time.Duration `json:"startupTime"`
@@ -101,6 +106,31 @@ type UpOptions struct {
 	StateDir string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// APIServers is how many kube-apiservers to run (0 means 1).
+	APIServers int
+}
+
+// allAPIServers are the recorded apiservers (a record written before
+// there could be several has only APIServer).
+func (st *LocalState) allAPIServers() []ProcessState {
+	if len(st.APIServers) > 0 {
+		return st.APIServers
+	}
+	return []ProcessState{st.APIServer}
+}
+
+// AllServers are the recorded apiservers' URLs.
+func (st *LocalState) AllServers() []string {
+	if len(st.Servers) > 0 {
+		return st.Servers
+	}
+	return []string{st.Server}
+}
+
+// anyAlive and allAlive say whether any, or all, of ps still run.
+func anyAlive(ps []ProcessState) bool { return slices.ContainsFunc(ps, ProcessState.alive) }
+func allAlive(ps []ProcessState) bool {
+	return !slices.ContainsFunc(ps, func(p ProcessState) bool { return !p.alive() })
 }
 
 // Up starts a control plane that outlives kb-bench and records it in
@@ -122,17 +152,22 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 	}
 	defer unlock()
 
-	switch old, err := readState(o.StateDir); {
+	old, err := readState(o.StateDir)
+	var oldAPI []ProcessState
+	if err == nil {
+		oldAPI = old.allAPIServers()
+	}
+	switch {
 	case errors.Is(err, ErrNotRunning):
 	case err != nil:
 		return nil, err
-	case old.APIServer.alive() && old.Etcd.alive() && (proc.Stopped(old.APIServer.PID) || proc.Stopped(old.Etcd.PID)):
+	case allAlive(oldAPI) && old.Etcd.alive() && (proc.Stopped(old.APIServer.PID) || proc.Stopped(old.Etcd.PID)):
 		return nil, spec.Input(fmt.Errorf("the local control plane recorded at %s is running but stopped (kube-apiserver pid %d, etcd pid %d; SIGSTOP or a debugger): it answers nothing. Resume it with kill -CONT %d %d, or remove it with `kb-bench local down`",
 			old.Server, old.APIServer.PID, old.Etcd.PID, old.APIServer.PID, old.Etcd.PID))
-	case old.APIServer.alive() && old.Etcd.alive():
+	case allAlive(oldAPI) && old.Etcd.alive():
 		return nil, spec.Input(fmt.Errorf("a local control plane is already running at %s (state in %s): stop it first with `kb-bench local down`",
 			old.Server, o.StateDir))
-	case old.APIServer.alive() || old.Etcd.alive():
+	case anyAlive(oldAPI) || old.Etcd.alive():
 		gone := "kube-apiserver"
 		if !old.Etcd.alive() {
 			gone = "etcd"
@@ -146,7 +181,7 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 		}
 	}
 
-	cp, err := StartLocal(ctx, LocalOptions{Binaries: o.Binaries, Storage: o.Storage, Log: o.Log, Detached: true, Dir: o.StateDir})
+	cp, err := StartLocal(ctx, LocalOptions{Binaries: o.Binaries, Storage: o.Storage, Log: o.Log, Detached: true, Dir: o.StateDir, APIServers: o.APIServers})
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +198,12 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 		Etcd:        ProcessState{PID: cp.etcd.Pid, StartTicks: cp.etcd.StartTicks, Port: cp.etcdPort, Log: cp.etcd.Log},
 		Started:     cp.started,
 		StartupTime: cp.startup,
+	}
+	if len(cp.apiservers) > 1 {
+		st.Servers = cp.Servers()
+		for i, p := range cp.apiservers {
+			st.APIServers = append(st.APIServers, ProcessState{PID: p.Pid, StartTicks: p.StartTicks, Port: cp.apiPorts[i], Log: p.Log})
+		}
 	}
 	err = cp.WriteKubeconfig(st.Kubeconfig)
 	if err == nil {
@@ -188,13 +229,13 @@ func Status(ctx context.Context, stateDir string) (*LocalState, error) {
 		return nil, err
 	}
 	var gone []string
-	for _, p := range []struct {
-		name string
-		ps   ProcessState
-	}{{"kube-apiserver", st.APIServer}, {"etcd", st.Etcd}} {
-		if !p.ps.alive() {
-			gone = append(gone, fmt.Sprintf("%s (pid %d)", p.name, p.ps.PID))
+	for _, ps := range st.allAPIServers() {
+		if !ps.alive() {
+			gone = append(gone, fmt.Sprintf("kube-apiserver (pid %d)", ps.PID))
 		}
+	}
+	if !st.Etcd.alive() {
+		gone = append(gone, fmt.Sprintf("etcd (pid %d)", st.Etcd.PID))
 	}
 	if len(gone) > 0 {
 		st.Detail = fmt.Sprintf("%s no longer running: clean up with `kb-bench local down`, then `kb-bench local up`", strings.Join(gone, " and "))
@@ -216,9 +257,11 @@ func Status(ctx context.Context, stateDir string) (*LocalState, error) {
 		return st, nil
 	}
 	client.Timeout = 3 * time.Second
-	if err := getOK(ctx, client, strings.TrimSuffix(st.Server, "/")+"/readyz"); err != nil {
-		st.Detail = fmt.Sprintf("processes run but the apiserver is not ready: %v (logs: %s, %s)", err, st.APIServer.Log, st.Etcd.Log)
-		return st, nil
+	for i, server := range st.AllServers() {
+		if err := getOK(ctx, client, strings.TrimSuffix(server, "/")+"/readyz"); err != nil {
+			st.Detail = fmt.Sprintf("processes run but the apiserver at %s is not ready: %v (logs: %s, %s)", server, err, st.allAPIServers()[min(i, len(st.allAPIServers())-1)].Log, st.Etcd.Log)
+			return st, nil
+		}
 	}
 	st.Healthy = true
 	return st, nil
@@ -251,11 +294,12 @@ func Down(ctx context.Context, stateDir string) error {
 }
 
 func down(ctx context.Context, stateDir string, st *LocalState) error {
-	procs := []*proc.Process{
-		{Name: "kube-apiserver", Pid: st.APIServer.PID, StartTicks: st.APIServer.StartTicks},
-		{Name: "etcd", Pid: st.Etcd.PID, StartTicks: st.Etcd.StartTicks},
+	var apiservers []*proc.Process
+	for _, ps := range st.allAPIServers() {
+		apiservers = append(apiservers, &proc.Process{Name: "kube-apiserver", Pid: ps.PID, StartTicks: ps.StartTicks})
 	}
-	if err := stopAndClean(ctx, procs, []string{st.Dir, st.EtcdDataDir}); err != nil {
+	etcd := &proc.Process{Name: "etcd", Pid: st.Etcd.PID, StartTicks: st.Etcd.StartTicks}
+	if err := stopAndClean(ctx, [][]*proc.Process{apiservers, {etcd}}, []string{st.Dir, st.EtcdDataDir}); err != nil {
 		return err
 	}
 	for _, f := range []string{kubeconfigFile, stateFile} {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -168,7 +169,7 @@ func TestStateFileRoundTripHoldsNoStatus(t *testing.T) {
 	}
 	want := *st
 	want.Healthy, want.Detail = false, ""
-	if *got != want {
+	if !reflect.DeepEqual(*got, want) {
 		t.Errorf("read back %+v\nwant %+v", *got, want)
 	}
 }

@@ -207,3 +207,35 @@ func (c CountSum) Add(b CountSum) CountSum {
 func (c CountSum) sub(b CountSum) CountSum {
 	return CountSum{Count: c.Count - b.Count, Sum: c.Sum - b.Sum}
 }
+
+// Sum adds samples of several apiservers into one, as if one apiserver
+// had served every request: the counters of a control plane with several
+// apiservers are the sums of each one's (each counts only what it served),
+// and so are their processes' CPU time and memory (Has only when every
+// sample has them). At is the latest sample's.
+func Sum(samples ...ServerSample) ServerSample {
+	out := NewServerSample(time.Time{})
+	out.Process.Has = len(samples) > 0
+	for _, s := range samples {
+		out.Process.Has = out.Process.Has && s.Process.Has
+		out.Process.CPUSeconds += s.Process.CPUSeconds
+		out.Process.ResidentBytes += s.Process.ResidentBytes
+		if s.At.After(out.At) {
+			out.At = s.At
+		}
+		addSeries(out.Requests, s.Requests, func(a, b int64) int64 { return a + b })
+		addSeries(out.Durations, s.Durations, CountSum.Add)
+		addSeries(out.DurationBuckets, s.DurationBuckets, AddBuckets)
+		addSeries(out.Etcd, s.Etcd, func(a, b int64) int64 { return a + b })
+		addSeries(out.EtcdDurations, s.EtcdDurations, CountSum.Add)
+		addSeries(out.FlowRejected, s.FlowRejected, func(a, b int64) int64 { return a + b })
+		addSeries(out.FlowWait, s.FlowWait, CountSum.Add)
+	}
+	return out
+}
+
+func addSeries[K comparable, V any](into, from map[K]V, add func(a, b V) V) {
+	for k, v := range from {
+		into[k] = add(into[k], v)
+	}
+}

@@ -45,16 +45,16 @@ func TestLoadInvalid(t *testing.T) {
 		// Unknown, repeated and mistyped fields of the shared spec: the
 		// walker names them with their line, before anything is validated.
 		{"invalid-unknown-field.yaml", `testdata/invalid-unknown-field.yaml:6: unknown field "writerz" in spec (did you mean "writers"?)`, false},
-		{"invalid-unknown-nested.yaml", `testdata/invalid-unknown-nested.yaml:6: unknown field "limit" in spec.client (fields here: qps, burst, contentType, userAgent)`, false},
+		{"invalid-unknown-nested.yaml", `testdata/invalid-unknown-nested.yaml:6: unknown field "limit" in spec.client (fields here: qps, burst, contentType, userAgent, latency, jitter)`, false},
 		{"invalid-unknown-top.yaml", `testdata/invalid-unknown-top.yaml:3: unknown field "specs" at the top level (did you mean "spec"?)`, false},
 		{"invalid-kebab-case.yaml", `testdata/invalid-kebab-case.yaml:4: unknown field "think-time" in spec (did you mean "thinkTime"?)`, false},
-		{"invalid-no-suggestion.yaml", `testdata/invalid-no-suggestion.yaml:5: unknown field "cluster" in spec.target (fields here: kind, kubeconfig, context, kindCluster, kindNodeImage, kindPull, keepCluster, storage, controlPlaneBin, controllerManager)`, false},
+		{"invalid-no-suggestion.yaml", `testdata/invalid-no-suggestion.yaml:5: unknown field "cluster" in spec.target (fields here: kind, kubeconfig, context, kindCluster, kindNodeImage, kindPull, keepCluster, storage, controlPlaneBin, controllerManager, apiservers, etcdLatency, etcdJitter)`, false},
 		{"invalid-duplicate.yaml", `testdata/invalid-duplicate.yaml:6: field "writers" in spec is set twice (first on line 4): keep one`, false},
 		{"invalid-types.yaml", strings.Join([]string{
 			`testdata/invalid-types.yaml:4: spec.writers is "eight": use a whole number`,
 			`testdata/invalid-types.yaml:5: spec.rate is "fast": use a number`,
 			`testdata/invalid-types.yaml:6: spec.keep is "maybe": use true or false`,
-			`testdata/invalid-types.yaml:7: spec.client is a group of fields (qps, burst, contentType, userAgent), not "protobuf"`,
+			`testdata/invalid-types.yaml:7: spec.client is a group of fields (qps, burst, contentType, userAgent, latency, jitter), not "protobuf"`,
 			`testdata/invalid-types.yaml:8: spec.operations takes a whole number, not a mapping`,
 		}, "\n"), false},
 		{"invalid-fraction.yaml", strings.Join([]string{
@@ -325,7 +325,7 @@ func TestLoadMissingFile(t *testing.T) {
 }
 
 func TestShipped(t *testing.T) {
-	want := []string{"controller-status", "counter", "hot-key", "leader-election", "quota", "ssa-disjoint", "ssa-shared"}
+	want := []string{"controller-status", "counter", "hot-key", "leader-election", "quota", "regional", "slow-disk", "ssa-disjoint", "ssa-shared"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -335,6 +335,8 @@ func TestShipped(t *testing.T) {
 		"hot-key":           "counter",
 		"leader-election":   "leader-election",
 		"quota":             "quota",
+		"regional":          "counter",
+		"slow-disk":         "counter",
 		"ssa-disjoint":      "counter",
 		"ssa-shared":        "counter",
 	}
@@ -405,6 +407,12 @@ func TestShippedSettings(t *testing.T) {
 		{"quota", func(s spec.Spec, set map[string]any) bool {
 			return s.Writers == 16 && s.Strategy == "" && set["resource"] == "count/configmaps" && set["hard"] == 50.0
 		}},
+		{"regional", func(s spec.Spec, set map[string]any) bool {
+			return s.Target.APIServers == 3 && s.Clients == 3 && s.Client.Latency.Duration == time.Millisecond && s.Target.EtcdLatency.Duration == 2*time.Millisecond && s.Strategy == spec.StrategyUpdate
+		}},
+		{"slow-disk", func(s spec.Spec, set map[string]any) bool {
+			return s.Target.EtcdLatency.Duration == 10*time.Millisecond && s.Target.APIServerCount() == 1 && s.Strategy == spec.StrategyUpdate
+		}},
 		{"controller-status", func(s spec.Spec, set map[string]any) bool {
 			c, _ := set["controllers"].(float64)
 			own, _ := set["objectsPerController"].(float64)
@@ -437,7 +445,7 @@ func TestShippedUnknown(t *testing.T) {
 		func(n string) error { _, err := ShippedYAML(n); return err },
 	} {
 		err := get("countr")
-		want := `no shipped profile is called "countr": use one of controller-status, counter, hot-key, leader-election, quota, ssa-disjoint, ssa-shared (kb-bench profiles list)`
+		want := `no shipped profile is called "countr": use one of controller-status, counter, hot-key, leader-election, quota, regional, slow-disk, ssa-disjoint, ssa-shared (kb-bench profiles list)`
 		if err == nil || err.Error() != want {
 			t.Errorf("got %v, want %s", err, want)
 		}

@@ -73,6 +73,13 @@ func DescribeTarget(t spec.TargetInfo, withServer bool) string {
 		}
 		parts = append(parts, e)
 	}
+	if len(t.APIServers) > 1 {
+		parts = append(parts, fmt.Sprintf("%d apiservers", len(t.APIServers)))
+	}
+	if e := t.EtcdProxy; e != nil {
+		parts = append(parts, fmt.Sprintf("etcd behind a delaying proxy that added %s per round trip (mean; max %s)",
+			FormatDuration(e.Mean.Duration), FormatDuration(e.Max.Duration)))
+	}
 	if t.ControllerManager {
 		parts = append(parts, "kube-controller-manager")
 	}

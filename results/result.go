@@ -185,6 +185,11 @@ type ClientStats struct {
 	// responses: what the clients and the apiserver negotiated.
 	SentContent     map[string]int64 `json:"sentContent,omitempty"`
 	ReceivedContent map[string]int64 `json:"receivedContent,omitempty"`
+	// AddedLatency is the total round trip time kb-bench's transport
+	// added to Delayed requests (spec.Client.Latency): what it actually
+	// slept, overshoot included.
+	AddedLatency time.Duration `json:"addedLatency,omitempty"`
+	Delayed      int64         `json:"delayed,omitempty"`
 }
 
 // Summary is the headline figures of a run. It is derived from Measurements

@@ -42,6 +42,21 @@ type ServerCheck struct {
 	// FlowControlWaited counts requests that queued, with the mean wait.
 	FlowControlWaited   int64         `json:"flowControlWaited"`
 	FlowControlMeanWait time.Duration `json:"flowControlMeanWait"`
+
+	// APIServers is each apiserver's share of the requests above, when
+	// the target runs several (Requests are then the sums of their
+	// counters).
+	APIServers []APIServerShare `json:"apiservers,omitempty"`
+}
+
+// APIServerShare is what one apiserver counted of the requests the
+// cross-check compares: the writes (PUT, PATCH, APPLY, POST, DELETE) that
+// succeeded and those refused with 409, and every request.
+type APIServerShare struct {
+	Server    string `json:"server"`
+	Requests  int64  `json:"requests"`
+	Writes    int64  `json:"writes"`
+	Conflicts int64  `json:"conflicts"`
 }
 
 // RequestCount is one endpoint and response code.

@@ -50,6 +50,10 @@ func (s *Spec) Defaults(t Traits) {
 	}
 	if s.Clients == 0 {
 		s.Clients = 1
+		if n := s.Target.APIServerCount(); n > 1 {
+			// One client per apiserver, so that every apiserver serves.
+			s.Clients = max(1, min(n, s.Writers))
+		}
 	}
 	if t.Strategies {
 		def(&s.Strategy, StrategyUpdate)
@@ -124,6 +128,8 @@ func (s *Spec) validateShards(t Traits) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("shards"), s.Shards, fmt.Sprintf("use 1 to %d shard processes, or 0 for none (--shards)", MaxShards)))
 	case s.Shards > s.workers():
 		errs = append(errs, field.Invalid(field.NewPath("shards"), s.Shards, fmt.Sprintf("more shards than the %d writers to spread over them: use at most %d shards, or more writers", s.workers(), s.workers())))
+	case s.Target.APIServerCount() > 1:
+		errs = append(errs, field.Forbidden(field.NewPath("shards"), "a distributed run does not spread its shards over several apiservers yet: drop --shards or --apiservers"))
 	case s.Shards > s.Clients && s.Clients > 1:
 		errs = append(errs, field.Invalid(field.NewPath("clients"), s.Clients, fmt.Sprintf("fewer clients than the %d shards: each shard has at least one connection of its own; use --clients %d or more, or leave it at 1 (one per shard)", s.Shards, s.Shards)))
 	}
@@ -149,6 +155,9 @@ func (s *Spec) validateWriters() field.ErrorList {
 	}
 	if s.Writers >= 1 && (s.Clients < 1 || s.Clients > s.Writers) {
 		errs = append(errs, field.Invalid(field.NewPath("clients"), s.Clients, fmt.Sprintf("use 1 to the number of writers, %d (--clients)", s.Writers)))
+	}
+	if n := s.Target.APIServerCount(); n > 1 && s.Clients >= 1 && s.Clients < n && s.Clients < s.Writers {
+		errs = append(errs, field.Invalid(field.NewPath("clients"), s.Clients, fmt.Sprintf("fewer clients than the %d apiservers: client i talks to apiserver i mod %d, so some apiserver would serve no writer; use --clients %d or more (or leave it out: it defaults to one per apiserver)", n, n, min(n, s.Writers))))
 	}
 	return errs
 }
@@ -253,6 +262,29 @@ func (c *Client) validate(p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(p.Child("burst"), c.Burst, "a client-side limit (--qps) needs --burst of at least 1"))
 	}
 	errs = append(errs, OneOf(p.Child("contentType"), c.ContentType, ContentTypes, "content-type")...)
+	errs = append(errs, validateDelay(p.Child("latency"), c.Latency, p.Child("jitter"), c.Jitter, "client")...)
+	return errs
+}
+
+// MaxDelay bounds an injected round trip: past it the run measures the
+// delay, not the apiserver.
+const MaxDelay = time.Second
+
+// validateDelay checks an injected round trip and its jitter (flags
+// --PREFIX-latency and --PREFIX-jitter).
+func validateDelay(lp *field.Path, latency Duration, jp *field.Path, jitter Duration, prefix string) field.ErrorList {
+	var errs field.ErrorList
+	if latency.Duration < 0 || latency.Duration > MaxDelay {
+		errs = append(errs, field.Invalid(lp, latency.String(), fmt.Sprintf("use 0 (none) to %s (--%s-latency)", MaxDelay, prefix)))
+	}
+	switch {
+	case jitter.Duration < 0:
+		errs = append(errs, field.Invalid(jp, jitter.String(), fmt.Sprintf("cannot be negative (--%s-jitter)", prefix)))
+	case jitter.Duration > 0 && latency.Duration == 0:
+		errs = append(errs, field.Forbidden(jp, fmt.Sprintf("varies --%s-latency, which is not set: set it, or drop --%s-jitter", prefix, prefix)))
+	case latency.Duration >= 0 && jitter.Duration > latency.Duration:
+		errs = append(errs, field.Invalid(jp, jitter.String(), fmt.Sprintf("would make some round trips negative: use at most --%s-latency (%s)", prefix, latency)))
+	}
 	return errs
 }
 
@@ -273,6 +305,18 @@ func (t *Target) validate(p *field.Path) field.ErrorList {
 	if t.KindPull != "" {
 		errs = append(errs, OneOf(p.Child("kindPull"), t.KindPull, PullPolicies, "pull")...)
 	}
+	if t.Kind != TargetLocal {
+		if t.APIServers > 1 {
+			errs = append(errs, field.Forbidden(p.Child("apiservers"), "applies only to the local control plane (other clusters have the apiservers they have): drop --apiservers"))
+		}
+		if t.EtcdLatency.Duration != 0 || t.EtcdJitter.Duration != 0 {
+			errs = append(errs, field.Forbidden(p.Child("etcdLatency"), "applies only to the local control plane, whose etcd kb-bench runs: drop --etcd-latency (--client-latency delays kb-bench's own requests to any cluster)"))
+		}
+	}
+	if t.APIServers < 0 || t.APIServers > MaxAPIServers {
+		errs = append(errs, field.Invalid(p.Child("apiservers"), t.APIServers, fmt.Sprintf("use 1 to %d (--apiservers)", MaxAPIServers)))
+	}
+	errs = append(errs, validateDelay(p.Child("etcdLatency"), t.EtcdLatency, p.Child("etcdJitter"), t.EtcdJitter, "etcd")...)
 	if t.Kind != TargetLocal && t.ControllerManager {
 		errs = append(errs, field.Forbidden(p.Child("controllerManager"), "applies only to the local control plane (other clusters run their own): drop --controller-manager"))
 	}

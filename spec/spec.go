@@ -204,6 +204,12 @@ type Client struct {
 	ContentType ContentType `json:"contentType" yaml:"contentType" flag:"content-type" help:"default (client-go's own: protobuf for built-in types, JSON for apply patches), json, protobuf or cbor; the result records what was negotiated"`
 	// UserAgent sent with every request (default kb-bench/<version>).
 	UserAgent string `json:"userAgent,omitempty" yaml:"userAgent" flag:"user-agent" help:"user agent (default kb-bench/<version>)"`
+	// Latency is a round trip added to every request between kb-bench's
+	// clients and the apiserver, in kb-bench's own transport: half before
+	// the request is sent, half after its answer arrives, as a network
+	// would. Jitter varies each half by up to plus or minus half of it.
+	Latency Duration `json:"latency,omitzero" yaml:"latency" flag:"client-latency" help:"round trip added to every request between the clients and the apiserver (half each way, in kb-bench's transport), e.g. 1ms for a controller in the same region (default none)"`
+	Jitter  Duration `json:"jitter,omitzero" yaml:"jitter" flag:"client-jitter" help:"with --client-latency: each request's round trip varies uniformly by up to this much either way"`
 }
 
 // Target says which apiserver to run against.
@@ -231,7 +237,24 @@ type Target struct {
 	// control plane: namespace deletion, quota status, garbage collection
 	// and service accounts done by the real controllers.
 	ControllerManager bool `json:"controllerManager,omitempty" yaml:"controllerManager" flag:"controller-manager" help:"local target: also run upstream kube-controller-manager, so the real controllers delete namespaces, fill quota status and collect garbage"`
+	// APIServers is how many kube-apiservers the local control plane runs
+	// on its one etcd (0 means 1). Client i talks to apiserver i mod N
+	// for the whole run, as a client behind a load balancer keeps its
+	// connection.
+	APIServers int `json:"apiservers,omitempty" yaml:"apiservers" flag:"apiservers" help:"local target: run this many kube-apiservers on one etcd; client i sticks to apiserver i mod N (default 1; --clients defaults to N)"`
+	// EtcdLatency is a round trip added between the local apiservers and
+	// etcd by a delaying TCP proxy kb-bench runs in front of etcd (half
+	// each way); EtcdJitter varies it as Client.Jitter does.
+	EtcdLatency Duration `json:"etcdLatency,omitzero" yaml:"etcdLatency" flag:"etcd-latency" help:"local target: round trip added between the apiservers and etcd by a delaying TCP proxy (half each way), e.g. 2ms for etcd across zones, 10ms for slow disks (default none)"`
+	EtcdJitter  Duration `json:"etcdJitter,omitzero" yaml:"etcdJitter" flag:"etcd-jitter" help:"with --etcd-latency: each round trip varies uniformly by up to this much either way"`
 }
+
+// MaxAPIServers bounds Target.APIServers: each is a kube-apiserver
+// process of several hundred MB.
+const MaxAPIServers = 16
+
+// APIServerCount is how many apiservers the local control plane runs.
+func (t Target) APIServerCount() int { return max(t.APIServers, 1) }
 
 // Duration is a time.Duration that reads and writes as "10s" in JSON and YAML.
 type Duration struct{ time.Duration }
@@ -295,4 +318,20 @@ type TargetInfo struct {
 	// NodeImage is the node image a kind cluster's control plane runs
 	// (ServerVersion is the Kubernetes version it serves).
 	NodeImage string `json:"nodeImage,omitempty"`
+	// APIServers are the URLs of every apiserver of a local control plane
+	// that runs more than one (Server is the first); client i used
+	// APIServers[i mod len].
+	APIServers []string `json:"apiservers,omitempty"`
+	// EtcdProxy is what the delaying proxy in front of etcd observed,
+	// when the run asked for etcd latency.
+	EtcdProxy *DelayObserved `json:"etcdProxy,omitempty"`
+}
+
+// DelayObserved is the delay a delaying link actually added: over Count
+// round trips (a proxy: chunks each way, paired), the mean and the
+// largest round trip it added.
+type DelayObserved struct {
+	Count int64    `json:"count"`
+	Mean  Duration `json:"mean"`
+	Max   Duration `json:"max"`
 }

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -51,6 +52,18 @@ func TestDefaults(t *testing.T) {
 			}
 			if s.Rate != 0 || s.MaxInFlight != 0 || s.Scenario != "" || s.Settings != nil {
 				return "a closed loop got open-loop settings, or a scenario was chosen"
+			}
+			return ""
+		}, nil},
+		{"a client per apiserver", strategiesDriven, Spec{Target: Target{APIServers: 3}}, func(s Spec) string {
+			if s.Clients != 3 {
+				return fmt.Sprintf("3 apiservers got %d clients, want one each", s.Clients)
+			}
+			return ""
+		}, nil},
+		{"no more clients than writers", strategiesDriven, Spec{Writers: 2, Target: Target{APIServers: 3}}, func(s Spec) string {
+			if s.Clients != 2 {
+				return fmt.Sprintf("2 writers on 3 apiservers got %d clients, want 2", s.Clients)
 			}
 			return ""
 		}, nil},
@@ -184,6 +197,30 @@ func TestValidate(t *testing.T) {
 			[]fieldErr{{"clients", "clients: Invalid value: 9: use 1 to the number of writers, 8 (--clients)"}}},
 		{"no clients", strategiesDriven, func(s *Spec) { s.Clients = 0 },
 			[]fieldErr{{"clients", "(--clients)"}}},
+
+		// the local control plane's shape
+		{"three apiservers, a client each", strategiesDriven, func(s *Spec) { s.Target.APIServers, s.Clients = 3, 3 }, nil},
+		{"fewer clients than apiservers", strategiesDriven, func(s *Spec) { s.Target.APIServers, s.Clients = 3, 2 },
+			[]fieldErr{{"clients", "fewer clients than the 3 apiservers: client i talks to apiserver i mod 3"}}},
+		{"too many apiservers", strategiesDriven, func(s *Spec) { s.Target.APIServers, s.Clients = MaxAPIServers+1, 8 },
+			[]fieldErr{{"target.apiservers", "use 1 to 16 (--apiservers)"}}},
+		{"apiservers of a kubeconfig", strategiesDriven, func(s *Spec) {
+			s.Target.Kind, s.Target.Kubeconfig, s.Target.Storage, s.Target.APIServers, s.Clients = TargetKubeconfig, "k", "", 2, 2
+		}, []fieldErr{{"target.apiservers", "applies only to the local control plane"}}},
+		{"etcd latency of a kubeconfig", strategiesDriven, func(s *Spec) {
+			s.Target.Kind, s.Target.Kubeconfig, s.Target.Storage, s.Target.EtcdLatency = TargetKubeconfig, "k", "", D(time.Millisecond)
+		}, []fieldErr{{"target.etcdLatency", "drop --etcd-latency (--client-latency delays kb-bench's own requests to any cluster)"}}},
+		{"latencies with jitter", strategiesDriven, func(s *Spec) {
+			s.Target.EtcdLatency, s.Target.EtcdJitter, s.Client.Latency, s.Client.Jitter = D(2*time.Millisecond), D(time.Millisecond), D(time.Millisecond), D(time.Millisecond)
+		}, nil},
+		{"jitter without latency", strategiesDriven, func(s *Spec) { s.Client.Jitter = D(time.Millisecond) },
+			[]fieldErr{{"client.jitter", "varies --client-latency, which is not set"}}},
+		{"jitter past latency", strategiesDriven, func(s *Spec) { s.Target.EtcdLatency, s.Target.EtcdJitter = D(time.Millisecond), D(2*time.Millisecond) },
+			[]fieldErr{{"target.etcdJitter", "would make some round trips negative: use at most --etcd-latency (1ms)"}}},
+		{"negative and huge latency", strategiesDriven, func(s *Spec) { s.Client.Latency, s.Target.EtcdLatency = D(-time.Millisecond), D(time.Minute) },
+			[]fieldErr{{"client.latency", "use 0 (none) to 1s (--client-latency)"}, {"target.etcdLatency", "use 0 (none) to 1s (--etcd-latency)"}}},
+		{"shards on several apiservers", sharded, func(s *Spec) { s.Shards, s.Runner, s.Target.APIServers, s.Clients = 2, RunnerProcess, 2, 2 },
+			[]fieldErr{{"shards", "does not spread its shards over several apiservers yet"}}},
 
 		// shards
 		{"three shards", sharded, func(s *Spec) { s.Shards, s.Runner = 3, RunnerProcess }, nil},

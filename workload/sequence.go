@@ -123,8 +123,9 @@ type reading struct {
 	clients transport.Reading
 	hooks   clientgo.Stats
 	hookErr error
-	server  metrics.ServerSample
-	err     error // the scrape's
+	server  metrics.ServerSample   // every apiserver's, added
+	servers []metrics.ServerSample // each apiserver's, when there are several
+	err     error                  // the scrape's
 	// etcd is etcd's process figures (when Options.EtcdMetrics is set);
 	// self this process's CPU time.
 	etcd    metrics.ProcessSample
@@ -154,12 +155,30 @@ func (e *engine) edge(ctx context.Context, n int) reading {
 	if e.scrapes {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scrapeTimeout)
 		defer cancel()
-		rd.server, rd.err = apiserver.Scrape(sctx, e.admin.CoreV1().RESTClient())
+		rd.server, rd.servers, rd.err = e.scrape(sctx)
 		if e.opts.EtcdMetrics != "" {
 			rd.etcd, rd.etcdErr = apiserver.ScrapeProcess(sctx, http.DefaultClient, e.opts.EtcdMetrics)
 		}
 	}
 	return rd
+}
+
+// scrape reads every apiserver's /metrics (one after the other: the hold
+// keeps the clients' requests back meanwhile) and adds them up.
+func (e *engine) scrape(ctx context.Context) (metrics.ServerSample, []metrics.ServerSample, error) {
+	if len(e.scrapers) == 0 {
+		s, err := apiserver.Scrape(ctx, e.admin.CoreV1().RESTClient())
+		return s, nil, err
+	}
+	each := make([]metrics.ServerSample, len(e.scrapers))
+	for i, sc := range e.scrapers {
+		s, err := apiserver.Scrape(ctx, sc)
+		if err != nil {
+			return metrics.ServerSample{}, nil, fmt.Errorf("apiserver %s: %w", e.opts.Servers[i], err)
+		}
+		each[i] = s
+	}
+	return metrics.Sum(each...), each, nil
 }
 
 // scrapeTimeout bounds one /metrics scrape.
@@ -185,6 +204,13 @@ func (e *engine) finish(ctx context.Context, w window) (scenario.Report, error) 
 			res.Server = results.UnavailableServerCheck(err.Error())
 		} else {
 			res.Server = analysis.NewServerCheck(w.before.server, w.after.server, f.requests, e.def.ServerResources, res.Measurements)
+			if len(w.before.servers) > 0 {
+				shares, err := analysis.APIServerShares(e.opts.Servers, w.before.servers, w.after.servers, f.requests)
+				if err != nil {
+					e.warn("no per-apiserver shares: %v", err)
+				}
+				res.Server.APIServers = shares
+			}
 		}
 		res.Cost = e.cost(w, f)
 	}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kb-bench/kb-bench/internal/netdelay"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/metrics/live"
 	"github.com/kb-bench/kb-bench/results"
@@ -65,6 +66,10 @@ type Options struct {
 	// ShardTimeout bounds the wait for every shard to join (default
 	// DefaultShardTimeout).
 	ShardTimeout time.Duration
+	// Servers are the apiservers of a target that runs several (Config's
+	// host among them, first): client i talks to Servers[i mod N], and
+	// the server cross-check scrapes and adds every one. Empty: Config's.
+	Servers []string
 	// Live, when set, is where the run's figures are exported as it goes
 	// (package live): Run makes its recorder and clients their source.
 	Live *live.Run
@@ -119,6 +124,9 @@ type engine struct {
 	// scrapes: this process reads the apiserver's /metrics at the
 	// window's edges (a local run, a coordinator).
 	scrapes bool
+	// scrapers read each apiserver's /metrics when there are several
+	// (Options.Servers); empty: admin's.
+	scrapers []rest.Interface
 	// window is the measured window as the live figures see it.
 	window liveWindow
 }
@@ -262,7 +270,10 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 		Workload:   r.Workload(),
 	}
 	cfg := scenario.ClientConfig(o.Config, s.Client, o.Version)
-	clients, note, err := transport.NewClients(cfg, n, e.hold, e.health)
+	clients, note, err := transport.NewClients(cfg, n, e.hold, e.health, transport.Options{
+		Servers: o.Servers,
+		Latency: netdelay.Delay{RTT: s.Client.Latency.Duration, Jitter: s.Client.Jitter.Duration},
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -277,6 +288,17 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 	adminCfg.Timeout = s.OpTimeout.Duration
 	if e.admin, err = kubernetes.NewForConfig(adminCfg); err != nil {
 		return nil, fmt.Errorf("building the setup client: %w (check the target's kubeconfig)", err)
+	}
+	if len(o.Servers) > 1 {
+		for _, server := range o.Servers {
+			c := rest.CopyConfig(adminCfg)
+			c.Host = server
+			k, err := kubernetes.NewForConfig(c)
+			if err != nil {
+				return nil, fmt.Errorf("building the client that reads %s's /metrics: %w", server, err)
+			}
+			e.scrapers = append(e.scrapers, k.CoreV1().RESTClient())
+		}
 	}
 	kubes := make([]kubernetes.Interface, len(clients))
 	for i, c := range clients {

@@ -143,6 +143,8 @@ func MergeMeasurements(ms ...results.Measurements) (results.Measurements, error)
 			}
 		}
 		out.Client.Retries += m.Client.Retries
+		out.Client.AddedLatency += m.Client.AddedLatency
+		out.Client.Delayed += m.Client.Delayed
 		out.Client.RateLimiterWait += m.Client.RateLimiterWait
 		out.Client.RateLimited += m.Client.RateLimited
 		out.Client.StreamWait += m.Client.StreamWait

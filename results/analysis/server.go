@@ -144,6 +144,41 @@ func NewServerCheck(before, after metrics.ServerSample, client map[metrics.Reque
 	return c
 }
 
+// APIServerShares says, for each apiserver of a target that runs several,
+// how many of the requests the cross-check compares it counted between
+// its two scrapes (before[i], after[i] are servers[i]'s): every request,
+// the successful writes and the 409s. client names the endpoints the
+// clients used.
+func APIServerShares(servers []string, before, after []metrics.ServerSample, client map[metrics.RequestKey]int64) ([]results.APIServerShare, error) {
+	endpoints := map[metrics.EndpointKey]bool{}
+	for k := range client {
+		endpoints[k.EndpointKey] = true
+	}
+	shares := make([]results.APIServerShare, len(servers))
+	for i, server := range servers {
+		delta, err := after[i].Sub(before[i])
+		if err != nil {
+			return nil, fmt.Errorf("apiserver %s: %w", server, err)
+		}
+		sh := results.APIServerShare{Server: server}
+		for k, n := range delta.Requests {
+			if !endpoints[k.EndpointKey] {
+				continue
+			}
+			sh.Requests += n
+			switch {
+			case !results.IsWriteVerb(k.Verb):
+			case strings.HasPrefix(k.Code, "2"):
+				sh.Writes += n
+			case k.Code == "409":
+				sh.Conflicts += n
+			}
+		}
+		shares[i] = sh
+	}
+	return shares, nil
+}
+
 func sortCounts(rows []results.RequestCount) {
 	slices.SortFunc(rows, func(a, b results.RequestCount) int {
 		return strings.Compare(a.Resource+" "+a.Verb+" "+a.Code, b.Resource+" "+b.Verb+" "+b.Code)

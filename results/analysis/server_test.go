@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
 	"github.com/kb-bench/kb-bench/results/resultstest"
@@ -260,5 +261,43 @@ func TestNewServerCheckRestarted(t *testing.T) {
 	c := analysis.NewServerCheck(after, before, client, nil, results.Measurements{})
 	if c.Available || !strings.Contains(c.Reason, "restarted") || c.Match || len(c.Requests) != 0 {
 		t.Errorf("counters going backwards: %s; want unavailable, saying the apiserver restarted", dump(*c))
+	}
+}
+
+// Each apiserver's share counts what it served on the clients' endpoints
+// only, and the shares add up to the sums the cross-check compares.
+func TestAPIServerShares(t *testing.T) {
+	put200 := metrics.RequestKey{EndpointKey: metrics.EndpointKey{Verb: "PUT", Resource: "configmaps"}, Code: "200"}
+	put409 := metrics.RequestKey{EndpointKey: metrics.EndpointKey{Verb: "PUT", Resource: "configmaps"}, Code: "409"}
+	get200 := metrics.RequestKey{EndpointKey: metrics.EndpointKey{Verb: "GET", Resource: "configmaps"}, Code: "200"}
+	lease := metrics.RequestKey{EndpointKey: metrics.EndpointKey{Verb: "PUT", Group: "coordination.k8s.io", Resource: "leases"}, Code: "200"}
+	sample := func(n map[metrics.RequestKey]int64) metrics.ServerSample {
+		s := metrics.NewServerSample(time.Unix(0, 0))
+		for k, v := range n {
+			s.Requests[k] = v
+		}
+		return s
+	}
+	before := []metrics.ServerSample{sample(map[metrics.RequestKey]int64{put200: 1}), sample(nil)}
+	after := []metrics.ServerSample{
+		sample(map[metrics.RequestKey]int64{put200: 11, put409: 30, get200: 41, lease: 9}),
+		sample(map[metrics.RequestKey]int64{put200: 7, put409: 2, get200: 9}),
+	}
+	client := map[metrics.RequestKey]int64{put200: 17, put409: 32, get200: 50}
+	got, err := analysis.APIServerShares([]string{"a", "b"}, before, after, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []results.APIServerShare{
+		{Server: "a", Requests: 10 + 30 + 41, Writes: 10, Conflicts: 30},
+		{Server: "b", Requests: 7 + 2 + 9, Writes: 7, Conflicts: 2},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("shares %+v, want %+v", got, want)
+	}
+	// A counter that went backwards on one apiserver (it restarted) is
+	// an error naming it.
+	if _, err := analysis.APIServerShares([]string{"a", "b"}, after, before, client); err == nil || !strings.Contains(err.Error(), "apiserver a") {
+		t.Errorf("shares over a restart: %v, want an error naming apiserver a", err)
 	}
 }

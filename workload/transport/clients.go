@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/kb-bench/kb-bench/internal/netdelay"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/workload/scenario"
@@ -36,9 +37,23 @@ import (
 // Client is one client-go clientset with connections of its own, and the
 // counters that show what it sent.
 type Client struct {
-	Kube    kubernetes.Interface
+	Kube kubernetes.Interface
+	// Server is the apiserver this client talks to.
+	Server  string
 	meter   *meter
 	limiter *timedLimiter // nil without a client-side rate limit
+}
+
+// Options are how NewClients spreads and delays the clients.
+type Options struct {
+	// Servers, when not empty, are the apiservers (URLs) the clients are
+	// spread over: client i talks only to Servers[i mod len(Servers)],
+	// over connections of its own, as a client behind a load balancer
+	// keeps the apiserver its connection reached. Empty: cfg's host.
+	Servers []string
+	// Latency is a round trip added to every request (netdelay.Delay):
+	// half before it is sent, half once its answer's headers arrive.
+	Latency netdelay.Delay
 }
 
 // NewClients builds n clients from cfg (see scenario.ClientConfig), each
@@ -48,16 +63,20 @@ type Client struct {
 // function of its own makes each config uncacheable. A config with a custom
 // Transport cannot be split that way: then every client shares it, and
 // NewClients says so in the returned note.
-func NewClients(cfg *rest.Config, n int, hold *Hold, h *Health) (clients []*Client, note string, err error) {
+func NewClients(cfg *rest.Config, n int, hold *Hold, h *Health, o Options) (clients []*Client, note string, err error) {
 	if cfg.Transport != nil && n > 1 {
 		note = fmt.Sprintf("the target's config sets its own HTTP transport, so the %d clients share its connections", n)
 	}
 	for i := range n {
 		c := rest.CopyConfig(cfg)
+		if len(o.Servers) > 0 {
+			c.Host = o.Servers[i%len(o.Servers)]
+		}
 		if c.Dial == nil {
 			c.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 		}
 		m := newMeter(hold, h)
+		m.latency = o.Latency
 		c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 			m.streams.transport = httpTransport(rt)
 			return &meteredTransport{next: rt, meter: m}
@@ -71,7 +90,7 @@ func NewClients(cfg *rest.Config, n int, hold *Hold, h *Health) (clients []*Clie
 		if err != nil {
 			return nil, "", fmt.Errorf("building client %d of %d: %w (check the target's kubeconfig)", i+1, n, err)
 		}
-		clients = append(clients, &Client{Kube: kube, meter: m, limiter: limiter})
+		clients = append(clients, &Client{Kube: kube, Server: c.Host, meter: m, limiter: limiter})
 	}
 	return clients, note, nil
 }
@@ -107,6 +126,10 @@ type Reading struct {
 	// that waited (see streamSlots).
 	streamWait  time.Duration
 	streamWaits int64
+	// delay is the round trip time Options.Latency added, over delayed
+	// requests.
+	delay   time.Duration
+	delayed int64
 }
 
 // Read sums the clients' counters now.
@@ -128,6 +151,7 @@ func (r Reading) Since(before Reading) Reading {
 		Requests: sub(r.Requests, before.Requests), sent: sub(r.sent, before.sent), received: sub(r.received, before.received),
 		waited: r.waited - before.waited, limited: r.limited - before.limited,
 		streamWait: r.streamWait - before.streamWait, streamWaits: r.streamWaits - before.streamWaits,
+		delay: r.delay - before.delay, delayed: r.delayed - before.delayed,
 	}
 }
 
@@ -160,6 +184,8 @@ func (r Reading) Stats(retries int64) results.ClientStats {
 		StreamWaited:    r.streamWaits,
 		SentContent:     r.sent,
 		ReceivedContent: r.received,
+		AddedLatency:    r.delay,
+		Delayed:         r.delayed,
 	}
 }
 
@@ -169,6 +195,9 @@ type meter struct {
 	hold     *Hold
 	health   *Health
 	streams  streamSlots
+	latency  netdelay.Delay
+	delay    atomic.Int64 // nanoseconds added by latency
+	delayed  atomic.Int64
 	mu       sync.Mutex
 	requests map[metrics.RequestKey]int64
 	sent     map[string]int64
@@ -199,6 +228,8 @@ func (m *meter) addTo(r *Reading) {
 	add(r.received, m.received)
 	r.streamWait += time.Duration(m.streams.waited.Load())
 	r.streamWaits += m.streams.queued.Load()
+	r.delay += time.Duration(m.delay.Load())
+	r.delayed += m.delayed.Load()
 }
 
 // meteredTransport counts every request of a client (client-go's own
@@ -211,7 +242,7 @@ type meteredTransport struct {
 	meter *meter
 }
 
-func (t *meteredTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (t *meteredTransport) RoundTrip(r *http.Request) (_ *http.Response, err error) {
 	key, watch := endpointOf(r)
 	if watch {
 		return t.next.RoundTrip(r)
@@ -222,11 +253,22 @@ func (t *meteredTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err := t.meter.streams.acquire(r); err != nil {
 		return nil, err
 	}
-	if err := t.meter.hold.enter(r.Context()); err != nil {
+	if err = t.meter.hold.enter(r.Context()); err != nil {
 		t.meter.streams.release()
 		return nil, err
 	}
-	resp, err := t.next.RoundTrip(r)
+	var resp *http.Response
+	if t.meter.latency.Zero() {
+		resp, err = t.next.RoundTrip(r)
+	} else {
+		// The network's way there, the server, the way back: inside the
+		// hold (the request is in flight) and the operation's clock.
+		added := netdelay.Sleep(r.Context().Done(), t.meter.latency.OneWay())
+		resp, err = t.next.RoundTrip(r)
+		added += netdelay.Sleep(r.Context().Done(), t.meter.latency.OneWay())
+		t.meter.delay.Add(int64(added))
+		t.meter.delayed.Add(1)
+	}
 	sent := ""
 	if r.Body != nil {
 		sent = mediaType(r.Header.Get("Content-Type"))

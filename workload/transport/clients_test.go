@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kb-bench/kb-bench/internal/netdelay"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
@@ -76,7 +77,7 @@ func TestClientsHaveTheirOwnConnections(t *testing.T) {
 	for _, n := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d clients", n), func(t *testing.T) {
 			base, conns, _ := tlsServer(t)
-			clients, note, err := NewClients(scenario.ClientConfig(base, spec.Client{ContentType: spec.ContentJSON}, "test"), n, NewHold(), NewHealth())
+			clients, note, err := NewClients(scenario.ClientConfig(base, spec.Client{ContentType: spec.ContentJSON}, "test"), n, NewHold(), NewHealth(), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +117,7 @@ func TestClientSettingsReachTheWire(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			base, _, headers := tlsServer(t)
-			clients, _, err := NewClients(scenario.ClientConfig(base, tt.client, "v9.9.9"), 1, NewHold(), NewHealth())
+			clients, _, err := NewClients(scenario.ClientConfig(base, tt.client, "v9.9.9"), 1, NewHold(), NewHealth(), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +136,7 @@ func TestRateLimiterWaitIsMeasured(t *testing.T) {
 	// 5 QPS, burst 1: after the first, each request waits about 200ms, far
 	// longer than a request takes even on a loaded machine, so the count of
 	// held-back requests is exact.
-	clients, _, err := NewClients(scenario.ClientConfig(base, spec.Client{QPS: 5, Burst: 1, ContentType: spec.ContentJSON}, "test"), 1, NewHold(), NewHealth())
+	clients, _, err := NewClients(scenario.ClientConfig(base, spec.Client{QPS: 5, Burst: 1, ContentType: spec.ContentJSON}, "test"), 1, NewHold(), NewHealth(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,3 +281,41 @@ func BenchmarkMeteredTransport(b *testing.B) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Options.Servers spreads the clients: client i talks only to server i
+// mod N, over a connection of its own. Options.Latency delays every
+// request by at least its round trip, and the reading says by how much in
+// all.
+func TestClientsSpreadAndDelayed(t *testing.T) {
+	// httptest's servers share one certificate, as the local control
+	// plane's apiservers do.
+	a, connsA, headersA := tlsServer(t)
+	b, connsB, headersB := tlsServer(t)
+	const rtt = 20 * time.Millisecond
+	clients, _, err := NewClients(scenario.ClientConfig(a, spec.Client{ContentType: spec.ContentJSON}, "test"), 4, NewHold(), NewHealth(),
+		Options{Servers: []string{a.Host, b.Host}, Latency: netdelay.Delay{RTT: rtt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := Read(clients)
+	for i, c := range clients {
+		if want := []string{a.Host, b.Host}[i%2]; c.Server != want {
+			t.Errorf("client %d talks to %s, want %s", i, c.Server, want)
+		}
+		for range 3 {
+			start := time.Now()
+			get(t, c.Kube)
+			if took := time.Since(start); took < rtt {
+				t.Errorf("client %d: a request took %s, less than the %s round trip added", i, took, rtt)
+			}
+		}
+	}
+	if connsA.Load() != 2 || connsB.Load() != 2 || len(*headersA) != 6 || len(*headersB) != 6 {
+		t.Errorf("server a: %d connections, %d requests; b: %d, %d; want 2 connections and 6 requests each",
+			connsA.Load(), len(*headersA), connsB.Load(), len(*headersB))
+	}
+	st := Read(clients).Since(before).Stats(0)
+	if st.Delayed != 12 || st.AddedLatency < 12*rtt {
+		t.Errorf("%d requests delayed by %s in all, want 12 of at least %s each", st.Delayed, st.AddedLatency, rtt)
+	}
+}

@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,9 +13,10 @@ import (
 
 // localFlags are the flags of the local command group.
 type localFlags struct {
-	bin      string
-	storage  spec.Storage
-	stateDir string
+	bin        string
+	storage    spec.Storage
+	stateDir   string
+	apiservers int
 }
 
 func newLocalCommand(s Streams, getenv func(string) string) *cobra.Command {
@@ -44,20 +46,27 @@ builds the control plane's programs from the pinned upstream source.`,
 			if f.storage != spec.StorageDisk && f.storage != spec.StorageMemory {
 				return spec.Input(fmt.Errorf("--storage %q is not known: use disk or memory", f.storage))
 			}
+			if f.apiservers < 1 || f.apiservers > spec.MaxAPIServers {
+				return spec.Input(fmt.Errorf("--apiservers %d: use 1 to %d", f.apiservers, spec.MaxAPIServers))
+			}
 			bins, err := cluster.FindBinaries(f.bin, getenv)
 			if err != nil {
 				return err
 			}
-			st, err := cluster.Up(c.Context(), cluster.UpOptions{Binaries: bins, Storage: f.storage, StateDir: stateDir(), Log: s.Err})
+			st, err := cluster.Up(c.Context(), cluster.UpOptions{Binaries: bins, Storage: f.storage, StateDir: stateDir(), Log: s.Err, APIServers: f.apiservers})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(s.Out, "local control plane up at %s (etcd on %s)\nkubeconfig: %s\n", st.Server, st.Storage, st.Kubeconfig)
+			fmt.Fprintf(s.Out, "local control plane up at %s (etcd on %s)\nkubeconfig: %s\n", strings.Join(st.AllServers(), ", "), st.Storage, st.Kubeconfig)
+			if len(st.AllServers()) > 1 {
+				fmt.Fprintf(s.Out, "the kubeconfig names the first apiserver; 'kb-bench run --apiservers %d' spreads its clients over all of them\n", len(st.AllServers()))
+			}
 			return nil
 		},
 	}
 	up.Flags().StringVar(&f.bin, "control-plane-bin", "", "directory holding kube-apiserver and etcd")
 	up.Flags().StringVar((*string)(&f.storage), "storage", string(spec.StorageDisk), "etcd storage: disk or memory (/dev/shm)")
+	up.Flags().IntVar(&f.apiservers, "apiservers", 1, "kube-apiservers to run on the one etcd (each on a port of its own)")
 
 	status := &cobra.Command{
 		Use:   "status",
@@ -73,7 +82,7 @@ builds the control plane's programs from the pinned upstream source.`,
 				health = "NOT healthy: " + st.Detail
 			}
 			fmt.Fprintf(s.Out, "server:     %s (%s)\nstorage:    etcd on %s\nkubeconfig: %s\nstarted:    %s\n",
-				st.Server, health, st.Storage, st.Kubeconfig, st.Started.Format("2006-01-02 15:04:05"))
+				strings.Join(st.AllServers(), ", "), health, st.Storage, st.Kubeconfig, st.Started.Format("2006-01-02 15:04:05"))
 			if !st.Healthy {
 				// Scripts check the status: `local status || ...`.
 				return errors.New("the local control plane is not healthy (see above)")

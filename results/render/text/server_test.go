@@ -32,7 +32,28 @@ func TestDescribeServer(t *testing.T) {
 			Races: []results.EtcdRaces{{Resource: "configmaps", Updates: 1153, Failed: 12}},
 		}, [][2]string{
 			{"server", "apiserver counted the same 3330 requests as kb-bench: GET configmaps 1678 (200); PUT configmaps 1141 (200), 511 (409)"},
+			{"", "etcd requests: configmaps update 1153 (mean 2.00ms)"},
 			{"", "etcd: configmaps 1153 update transactions, 12 lost a race"},
+		}},
+		{"several apiservers", &results.ServerCheck{
+			Available: true, Match: true,
+			Requests: []results.RequestCount{
+				{Verb: "GET", Resource: "configmaps", Code: "200", Client: 30, Server: 30},
+				{Verb: "PUT", Resource: "configmaps", Code: "200", Client: 10, Server: 10},
+				{Verb: "PUT", Resource: "configmaps", Code: "409", Client: 20, Server: 20},
+			},
+			Etcd: []results.EtcdRequests{
+				{Resource: "configmaps", Operation: "get", Count: 33, Mean: 6 * ms},
+				{Resource: "configmaps", Operation: "update", Count: 12, Mean: 7 * ms},
+			},
+			APIServers: []results.APIServerShare{
+				{Server: "https://127.0.0.1:1", Requests: 45, Writes: 6, Conflicts: 9},
+				{Server: "https://127.0.0.1:2", Requests: 15, Writes: 4, Conflicts: 11},
+			},
+		}, [][2]string{
+			{"server", "apiserver counted the same 60 requests as kb-bench: GET configmaps 30 (200); PUT configmaps 10 (200), 20 (409)"},
+			{"", "etcd requests: configmaps get 33 (mean 6.00ms), update 12 (mean 7.00ms)"},
+			{"apiservers", "https://127.0.0.1:1 75.0% of requests (6 writes, 9 409s); https://127.0.0.1:2 25.0% of requests (4 writes, 11 409s)"},
 		}},
 		{"match with the apiserver's own requests, absorbed conflicts and flow control", &results.ServerCheck{
 			Available: true, Match: true,

@@ -1,0 +1,199 @@
+package netdelay
+
+import (
+	"net"
+	"sync"
+	"time"
+
+	"github.com/kb-bench/kb-bench/spec"
+)
+
+// chunkSize is the most bytes one read takes; each chunk is held for its
+// own delay.
+const chunkSize = 32 << 10
+
+// slack is how early a chunk may leave rather than sleep once more.
+const slack = 200 * time.Microsecond
+
+// queueChunks bounds the chunks held in one direction of a connection:
+// a reader that gets this far ahead waits, as a sender does on a full
+// window.
+const queueChunks = 4096
+
+// Proxy is a TCP proxy on loopback that forwards every connection to an
+// upstream address and holds each chunk of bytes for Delay.OneWay in
+// each direction. A chunk is never sent before the one read before it
+// (jitter does not reorder a stream), and throughput is not limited:
+// many chunks can be on their way at once, as on a real link.
+type Proxy struct {
+	upstream string
+	delay    Delay
+	ln       net.Listener
+	toUp     Meter // per chunk, client to upstream
+	toDown   Meter // per chunk, upstream to client
+
+	mu     sync.Mutex
+	conns  map[net.Conn]bool
+	closed bool
+	done   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// Listen starts a proxy on a free loopback port in front of upstream
+// (host:port).
+func Listen(upstream string, d Delay) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{upstream: upstream, delay: d, ln: ln, conns: map[net.Conn]bool{}, done: make(chan struct{})}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Addr is the proxy's address, 127.0.0.1:PORT.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Observed is the delay the proxy added so far: Count chunks sent
+// upstream; Mean the mean hold of a chunk upstream plus the mean hold of
+// one coming back (a round trip), Max the largest of each, added.
+func (p *Proxy) Observed() spec.DelayObserved {
+	up, down := p.toUp.Read(), p.toDown.Read()
+	return spec.DelayObserved{Count: up.Count, Mean: spec.D(up.Mean.Duration + down.Mean.Duration), Max: spec.D(up.Max.Duration + down.Max.Duration)}
+}
+
+// Close stops accepting, closes every connection and waits for the
+// proxy's goroutines to end.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	close(p.done)
+	err := p.ln.Close()
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+	return err
+}
+
+// track records c for Close; false when the proxy is closed.
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.conns[c] = true
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		down, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.wg.Add(1)
+		go p.serve(down)
+	}
+}
+
+// serve joins one client connection to a new upstream connection.
+func (p *Proxy) serve(down net.Conn) {
+	defer p.wg.Done()
+	if !p.track(down) {
+		down.Close()
+		return
+	}
+	defer p.untrack(down)
+	defer down.Close()
+	up, err := net.DialTimeout("tcp", p.upstream, 10*time.Second)
+	if err != nil {
+		return
+	}
+	if !p.track(up) {
+		up.Close()
+		return
+	}
+	defer p.untrack(up)
+	defer up.Close()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); p.pipe(up, down, &p.toUp) }()
+	go func() { defer wg.Done(); p.pipe(down, up, &p.toDown) }()
+	wg.Wait()
+}
+
+type chunk struct {
+	b    []byte
+	read time.Time
+	due  time.Time
+}
+
+// pipe copies src to dst, holding each chunk until its due time; when
+// either side ends, it closes dst's write side (or dst) so the other
+// direction sees the end too.
+func (p *Proxy) pipe(dst, src net.Conn, m *Meter) {
+	q := make(chan chunk, queueChunks)
+	go func() {
+		defer close(q)
+		var last time.Time
+		for {
+			b := make([]byte, chunkSize)
+			n, err := src.Read(b)
+			if n > 0 {
+				now := time.Now()
+				due := now.Add(p.delay.OneWay())
+				if due.Before(last) {
+					due = last // never overtake the chunk before
+				}
+				last = due
+				select {
+				case q <- chunk{b: b[:n], read: now, due: due}:
+				case <-p.done:
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		if tc, ok := dst.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		} else {
+			dst.Close()
+		}
+	}()
+	for c := range q {
+		// A chunk due within slack goes now: sleeping again for each of
+		// a burst of chunks read a few microseconds apart would add each
+		// wake-up's lateness to the next (they leave in order), and on a
+		// busy machine a wake-up is late by hundreds of microseconds.
+		if wait := time.Until(c.due); wait > slack {
+			Sleep(p.done, wait)
+		}
+		if _, err := dst.Write(c.b); err != nil {
+			// The other side is gone: end the reader too.
+			src.Close()
+			for range q {
+			}
+			return
+		}
+		m.Add(time.Since(c.read))
+	}
+}
