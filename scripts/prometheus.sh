@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure a real Prometheus server is there for the live-metrics test
-# (bench/live_prometheus_test.go, which has Prometheus scrape kb-bench during
+# (cmd/kb-bench/prometheus_test.go, which has Prometheus scrape kb-bench during
 # a run) and prints its path on the last line of stdout. When prometheus is
 # not in PATH, installs Debian's prometheus package with apt-get: as root, or
 # through sudo. Only the binary is used: the test starts its own server on
@@ -9,6 +9,8 @@
 #
 # The test skips without Prometheus; KB_BENCH_REQUIRE_PROMETHEUS=1 makes it fail.
 set -o errexit -o nounset -o pipefail
+# shellcheck source=scripts/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 
 find_prometheus() {
   command -v prometheus || true
@@ -16,23 +18,7 @@ find_prometheus() {
 
 path="$(find_prometheus)"
 if [[ -z "${path}" ]]; then
-  if ! command -v apt-get >/dev/null; then
-    echo "prometheus.sh: no prometheus in PATH, and no apt-get to install it with: install Prometheus with this system's package manager" >&2
-    exit 1
-  fi
-  as_root=()
-  if [[ "$(id -u)" -ne 0 ]]; then
-    if ! command -v sudo >/dev/null; then
-      echo "prometheus.sh: installing prometheus needs root: run this script as root, or install sudo" >&2
-      exit 1
-    fi
-    as_root=(sudo)
-  fi
-  echo "prometheus.sh: installing prometheus with apt-get" >&2
-  # A fresh container has no package lists yet. policy-rc.d keeps the
-  # package's service from starting where an init system would start it.
-  "${as_root[@]}" apt-get update -qq >&2
-  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq --no-install-recommends prometheus >&2
+  apt_install prometheus prometheus --no-install-recommends
   path="$(find_prometheus)"
   if [[ -z "${path}" ]]; then
     echo "prometheus.sh: apt-get installed prometheus, but it is not in PATH (${PATH})" >&2
