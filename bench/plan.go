@@ -91,10 +91,6 @@ type Plan struct {
 	// baseline, Cells[1] the candidate, and a gate judges one against
 	// the other.
 	Sides bool
-	// FreshTargets is set when the sides' local control planes differ
-	// (their binaries or storage): every sample then runs on a fresh
-	// control plane of its own side's.
-	FreshTargets bool
 }
 
 // Cell is one configuration of a plan: a resolved and validated spec and,
@@ -157,6 +153,19 @@ func interleave(cells, count int) []Sample {
 		}
 	}
 	return out
+}
+
+// FreshTargets reports whether the cells' targets differ (an A/B run
+// whose sides' local control planes do: their binaries, storage or
+// shape): every sample then runs on a fresh control plane of its own
+// cell's.
+func (p *Plan) FreshTargets() bool {
+	for _, c := range p.Cells[1:] {
+		if c.Spec.Target != p.Cells[0].Spec.Target {
+			return true
+		}
+	}
+	return false
 }
 
 // Matrix reports whether the plan has several cells.
@@ -285,7 +294,7 @@ func resolveSides(r Request) (*Plan, error) {
 		if bt.Kind != spec.TargetLocal || ct.Kind != spec.TargetLocal {
 			return nil, spec.Input(fmt.Errorf("the baseline runs on target %s, the candidate on %s: an A/B run alternates its samples on one target; only the sides' local control planes (--control-plane-bin, --storage, --controller-manager, --apiservers, --etcd-latency) may differ", bt.Kind, ct.Kind))
 		}
-		p.FreshTargets, p.PrivateControlPlane = true, true
+		p.PrivateControlPlane = true
 	}
 	return p, nil
 }

@@ -81,7 +81,7 @@ func TestMatrix(t *testing.T) {
 func TestSides(t *testing.T) {
 	p := resolve(t, Request{Count: 5, Overrides: []Override{Set("writers", 16), Set("duration", spec.D(time.Second))},
 		Baseline: &Baseline{Overrides: []Override{Set("writers", 1)}}})
-	if !p.Sides || p.FreshTargets || len(p.Cells) != 2 || p.Cells[0].Label != "baseline" || p.Cells[1].Label != "candidate" {
+	if !p.Sides || p.FreshTargets() || len(p.Cells) != 2 || p.Cells[0].Label != "baseline" || p.Cells[1].Label != "candidate" {
 		t.Fatalf("plan %+v", p)
 	}
 	if p.Cells[0].Spec.Writers != 1 || p.Cells[1].Spec.Writers != 16 || p.Cells[0].Spec.Duration != spec.D(time.Second) {
@@ -96,7 +96,7 @@ func TestSides(t *testing.T) {
 	}
 	bins := resolve(t, Request{Overrides: []Override{Set("control-plane-bin", "/pr/bin")},
 		Baseline: &Baseline{Overrides: []Override{Set("control-plane-bin", "/main/bin")}}})
-	if !bins.FreshTargets || !bins.PrivateControlPlane || bins.Cells[0].Spec.Target.ControlPlaneBin != "/main/bin" {
+	if !bins.FreshTargets() || !bins.PrivateControlPlane || bins.Cells[0].Spec.Target.ControlPlaneBin != "/main/bin" {
 		t.Errorf("sides of two builds: %+v", bins)
 	}
 	prof := filepath.Join(t.TempDir(), "main.yaml")

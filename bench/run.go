@@ -286,7 +286,7 @@ func runCells(ctx context.Context, p *Plan, o Options, s *target, out *Outcome) 
 func sideWords(p *Plan, k int) string {
 	c := p.Cells[k]
 	w := c.Workload
-	if p.FreshTargets {
+	if p.FreshTargets() {
 		w += fmt.Sprintf("; a fresh local control plane per sample (binaries %s, storage %s)",
 			cmp.Or(c.Spec.Target.ControlPlaneBin, "kb-bench's pinned build"), cmp.Or(string(c.Spec.Target.Storage), "disk"))
 	}
@@ -429,7 +429,7 @@ func session(ctx context.Context, p *Plan, o Options, outDir string, body func(c
 	if err := store.CheckOutDir(outDir); err != nil {
 		return err
 	}
-	if p.FreshTargets {
+	if p.FreshTargets() {
 		return body(ctx, nil)
 	}
 	return open(ctx, sp.Target, p.PrivateControlPlane, o, outDir, body)
