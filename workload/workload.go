@@ -284,7 +284,9 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 	// The admin client is not measured: it sends what client-go prefers,
 	// and no request of its own (setup, read-back, scrape, clean-up) waits
 	// longer than an operation may: a hung apiserver cannot hold the run.
-	adminCfg := scenario.ClientConfig(o.Config, spec.Client{QPS: s.Client.QPS, Burst: s.Client.Burst}, o.Version)
+	// It sends the writers' user agent, so that the objects it creates
+	// have the writers' field manager.
+	adminCfg := scenario.ClientConfig(o.Config, spec.Client{QPS: s.Client.QPS, Burst: s.Client.Burst, UserAgent: s.Client.UserAgent}, o.Version)
 	adminCfg.Timeout = s.OpTimeout.Duration
 	if e.admin, err = kubernetes.NewForConfig(adminCfg); err != nil {
 		return nil, fmt.Errorf("building the setup client: %w (check the target's kubeconfig)", err)

@@ -57,7 +57,13 @@ func makeFiller(n int, r *rand.Rand) string {
 func createObjects(ctx context.Context, cms corev1client.ConfigMapInterface, names []string, labels, data map[string]string) error {
 	err := scenario.CreateAll(ctx, names, func(ctx context.Context, name string) error {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Data: data}
-		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: scenario.SetupManager}); err != nil {
+		// No field manager of its own: the apiserver names the creator
+		// after the user agent, as it names the writers' updates, so the
+		// object's managedFields hold one entry, as an object one
+		// controller creates and updates does. A second manager's entry
+		// costs the apiserver about 5% of every update's time (measured
+		// against a bare client-go loop).
+		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating ConfigMap %s: %w", name, err)
 		}
 		return nil
