@@ -44,7 +44,7 @@ func kindProviderFor(getenv func(string) string) (*kindcluster.Provider, error) 
 			return nil, fmt.Errorf("no container runtime found on PATH (%v)", err)
 		}
 	default:
-		return nil, fmt.Errorf("KIND_EXPERIMENTAL_PROVIDER=%s is not a runtime kind knows (docker, podman, nerdctl)", p)
+		return nil, unknownRuntime(p)
 	}
 	return kindcluster.NewProvider(opt), nil
 }

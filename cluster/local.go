@@ -83,8 +83,7 @@ type LocalOptions struct {
 // 127.0.0.1. Stop it with Stop.
 type ControlPlane struct {
 	servers     []string // every apiserver's URL, the first first
-	caPEM       []byte
-	token       string
+	creds       *credentials
 	storage     spec.Storage
 	dir         string // temp dir: certs, logs and (disk) etcd data
 	etcdDataDir string
@@ -102,7 +101,6 @@ type ControlPlane struct {
 	started     time.Time
 	startup     time.Duration
 	janitor     *proc.Janitor
-	log         io.Writer
 
 	mu      sync.Mutex
 	stopped bool
@@ -157,7 +155,7 @@ func StartLocal(ctx context.Context, o LocalOptions) (*ControlPlane, error) {
 
 func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error) {
 	begin := time.Now()
-	cp = &ControlPlane{storage: o.Storage, log: o.Log, binaries: o.Binaries, started: begin}
+	cp = &ControlPlane{storage: o.Storage, binaries: o.Binaries, started: begin}
 	defer func() {
 		if err != nil {
 			// Quiet and quick: nothing useful ran yet.
@@ -200,11 +198,9 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 			return cp, err
 		}
 	}
-	creds, err := writeCredentials(cp.dir)
-	if err != nil {
+	if cp.creds, err = writeCredentials(cp.dir); err != nil {
 		return cp, fmt.Errorf("writing the control plane's certificates: %w", err)
 	}
-	cp.caPEM, cp.token = creds.caPEM, creds.token
 	ports, err := freePorts(2 + o.APIServers)
 	if err != nil {
 		return cp, fmt.Errorf("finding free loopback ports: %w", err)
@@ -250,14 +246,14 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 	// The first apiserver alone bootstraps the empty etcd (RBAC roles,
 	// priority levels, the kubernetes Service); the others start once it
 	// is ready, together.
-	if err := cp.startAPIServer(0, etcdServers, creds, o); err != nil {
+	if err := cp.startAPIServer(0, etcdServers, o); err != nil {
 		return cp, err
 	}
 	if cp.kubeVersion, err = cp.waitReady(waitCtx, 0); err != nil {
 		return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "kube-apiserver", err)
 	}
 	for i := 1; i < o.APIServers; i++ {
-		if err := cp.startAPIServer(i, etcdServers, creds, o); err != nil {
+		if err := cp.startAPIServer(i, etcdServers, o); err != nil {
 			return cp, err
 		}
 	}
@@ -272,7 +268,7 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 		fmt.Fprintf(o.Log, "local control plane: %d kube-apiservers %s ready at %s after %s\n", o.APIServers, cp.kubeVersion, strings.Join(cp.servers, ", "), time.Since(begin).Round(10*time.Millisecond))
 	}
 	if o.ControllerManager {
-		if err := cp.startControllerManager(waitCtx, creds, o.Detached); err != nil {
+		if err := cp.startControllerManager(waitCtx, o.Detached); err != nil {
 			return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "kube-controller-manager", err)
 		}
 		fmt.Fprintf(o.Log, "local control plane: kube-controller-manager working after %s\n", time.Since(begin).Round(10*time.Millisecond))
@@ -290,7 +286,8 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 var advertiseBase = net.IPv4(192, 0, 2, 0)
 
 // startAPIServer starts apiserver i of o.APIServers on cp.apiPorts[i].
-func (cp *ControlPlane) startAPIServer(i int, etcdServers string, creds *credentials, o LocalOptions) error {
+func (cp *ControlPlane) startAPIServer(i int, etcdServers string, o LocalOptions) error {
+	creds := cp.creds
 	name, logName := "kube-apiserver", "kube-apiserver.log"
 	reconciler := []string{
 		"--advertise-address=127.0.0.1",
@@ -337,7 +334,7 @@ func (cp *ControlPlane) startAPIServer(i int, etcdServers string, creds *credent
 // apiserver with the default controllers and no leader election, and
 // waits until its controllers work: its /healthz answers and the service
 // account controller has made the default namespace's ServiceAccount.
-func (cp *ControlPlane) startControllerManager(ctx context.Context, creds *credentials, detached bool) error {
+func (cp *ControlPlane) startControllerManager(ctx context.Context, detached bool) error {
 	kubeconfig := filepath.Join(cp.dir, "kube-controller-manager.kubeconfig")
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		return err
@@ -355,8 +352,8 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context, creds *crede
 		"--secure-port=" + strconv.Itoa(ports[0]),
 		"--cert-dir=" + filepath.Join(cp.dir, "kube-controller-manager"),
 		"--leader-elect=false",
-		"--service-account-private-key-file=" + creds.saKeyFile,
-		"--root-ca-file=" + creds.caFile,
+		"--service-account-private-key-file=" + cp.creds.saKeyFile,
+		"--root-ca-file=" + cp.creds.caFile,
 		"--use-service-account-credentials=false",
 	}, "kube-controller-manager.log", detached)
 	if err != nil {
@@ -596,8 +593,8 @@ func freePorts(n int) ([]int, error) {
 func (cp *ControlPlane) RESTConfig() *rest.Config {
 	return &rest.Config{
 		Host:            cp.servers[0],
-		BearerToken:     cp.token,
-		TLSClientConfig: rest.TLSClientConfig{CAData: append([]byte(nil), cp.caPEM...)},
+		BearerToken:     cp.creds.token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: append([]byte(nil), cp.creds.caPEM...)},
 	}
 }
 
@@ -607,8 +604,8 @@ const kubeconfigName = "kb-bench-local"
 // kubeconfig renders a kubeconfig for the admin.
 func (cp *ControlPlane) kubeconfig() ([]byte, error) {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[kubeconfigName] = &clientcmdapi.Cluster{Server: cp.servers[0], CertificateAuthorityData: cp.caPEM}
-	cfg.AuthInfos[kubeconfigName] = &clientcmdapi.AuthInfo{Token: cp.token}
+	cfg.Clusters[kubeconfigName] = &clientcmdapi.Cluster{Server: cp.servers[0], CertificateAuthorityData: cp.creds.caPEM}
+	cfg.AuthInfos[kubeconfigName] = &clientcmdapi.AuthInfo{Token: cp.creds.token}
 	cfg.Contexts[kubeconfigName] = &clientcmdapi.Context{Cluster: kubeconfigName, AuthInfo: kubeconfigName}
 	cfg.CurrentContext = kubeconfigName
 	return clientcmd.Write(*cfg)
