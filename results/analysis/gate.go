@@ -43,41 +43,6 @@ const (
 	UnitBool Unit = "bool"
 )
 
-// gateMetric is a figure a threshold may name: its unit and how to read
-// it from a result.
-type gateMetric struct {
-	unit  Unit
-	value func(r *results.Result) float64
-	// missing, when set, says why r does not hold the figure ("" when it
-	// does): a threshold on it then fails, saying so.
-	missing func(r *results.Result) string
-}
-
-// gateMetrics are the figures a threshold may name.
-var gateMetrics = map[string]gateMetric{
-	"throughput":      {UnitRate, func(r *results.Result) float64 { return r.Summary.Throughput }, nil},
-	"writeThroughput": {UnitRate, func(r *results.Result) float64 { return r.Summary.WriteThroughput }, nil},
-	"conflictRate":    {UnitPercent, func(r *results.Result) float64 { return r.Summary.ConflictRate }, nil},
-	"attemptsP99":     {UnitCount, func(r *results.Result) float64 { return float64(r.Summary.AttemptsP99) }, nil},
-	"gaveUp":          {UnitCount, func(r *results.Result) float64 { return float64(r.Summary.GaveUp) }, nil},
-	"lostUpdates":     {UnitCount, func(r *results.Result) float64 { return float64(r.Summary.LostUpdates) }, nil},
-	"p50":             {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P50) }, nil},
-	"p90":             {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P90) }, nil},
-	"p99":             {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P99) }, nil},
-	"p999":            {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P999) }, nil},
-	"serverMatch": {UnitBool, func(r *results.Result) float64 {
-		if r.Server != nil && r.Server.Available && r.Server.Match {
-			return 1
-		}
-		return 0
-	}, nil},
-	// CPU time per successful write (a duration: "2ms").
-	"apiserverCPUPerWrite": {UnitDuration, func(r *results.Result) float64 { return float64(apiserverPerWrite(r)) },
-		func(r *results.Result) string { return costMissing(r, "apiserver", hasApiserverPerWrite) }},
-	"etcdCPUPerWrite": {UnitDuration, func(r *results.Result) float64 { return float64(etcdPerWrite(r)) },
-		func(r *results.Result) string { return costMissing(r, "etcd", hasEtcdPerWrite) }},
-}
-
 // Threshold is one parsed line of a gate: "p99 < 50ms", "lostUpdates == 0",
 // "serverMatch == true", "writeThroughput > 100/s", "p99 <= baseline +10%".
 // Its Value is in the metric's Unit, checked for range when parsed:
@@ -117,7 +82,7 @@ func ParseThreshold(text string) (Threshold, error) {
 	if strings.ContainsAny(m[3][:1], "<>=!") {
 		return t, fmt.Errorf("threshold %s: %q is not a comparison: use <, <=, >, >=, == or !=", q, m[2]+m[3][:1])
 	}
-	gm, ok := gateMetrics[t.Metric]
+	gm, ok := figureNamed(t.Metric)
 	if !ok {
 		return t, fmt.Errorf("threshold %s: metric %s is not known: use %s", q, shortQuote(t.Metric), gateMetricNames())
 	}
@@ -371,7 +336,7 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 		}
 	}
 	for _, t := range g.Thresholds {
-		gm := gateMetrics[t.Metric]
+		gm, _ := figureNamed(t.Metric)
 		if why := missingIn(gm, t.Relative, baseline, candidate); why != "" {
 			out = append(out, Verdict{Threshold: t, Why: why})
 			continue
@@ -417,7 +382,7 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 				v.Why += "; " + noise
 			}
 		}
-		v.Why += percentileNote(t.Metric, t.Relative, baseline, candidate)
+		v.Why += percentileNote(gm.percentile, t.Relative, baseline, candidate)
 		out = append(out, v)
 	}
 	return out, nil
@@ -426,7 +391,7 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 // missingIn says which sample does not hold the figure gm reads, and
 // why ("" when all do): the candidate's, and the baseline's for a
 // relative threshold.
-func missingIn(gm gateMetric, relative bool, baseline, candidate []*results.Result) string {
+func missingIn(gm figure, relative bool, baseline, candidate []*results.Result) string {
 	if gm.missing == nil {
 		return ""
 	}
@@ -548,7 +513,7 @@ func tooFew(n1, n2 int) string {
 // HeldBy reports whether an absolute threshold holds for the median of
 // rs, with the figure it was judged on ("p99 7.2s").
 func (t Threshold) HeldBy(rs []*results.Result) (bool, string) {
-	gm := gateMetrics[t.Metric]
+	gm, _ := figureNamed(t.Metric)
 	v := median(values(rs, gm.value))
 	return compareOp(v, t.Op, t.Value), t.Metric + " " + gm.unit.Format(v)
 }

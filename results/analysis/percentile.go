@@ -27,13 +27,6 @@ var latencyPercentiles = []struct {
 	q    float64
 }{{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p99.9", 0.999}}
 
-// percentileOf maps the latency percentiles compare and gate name to
-// their name in latencyPercentiles.
-var percentileOf = map[string]string{
-	"latency p50": "p50", "latency p90": "p90", "latency p99": "p99", "latency p99.9": "p99.9",
-	"p50": "p50", "p90": "p90", "p99": "p99", "p999": "p99.9",
-}
-
 // quantile is the share q of a latencyPercentiles name (0 when unknown).
 func quantile(name string) float64 {
 	for _, p := range latencyPercentiles {
@@ -230,8 +223,8 @@ func percentileNotes(sides []results.Side) []string {
 	if !sameDefinition(allResults(sides)) {
 		notes = append(notes, "the percentiles were computed differently, so their changes mix two definitions: "+bySide(sides, definitions))
 	}
-	for _, m := range compared {
-		if name, ok := percentileOf[m.name]; ok {
+	for _, m := range figures {
+		if name := m.percentile; name != "" && m.name != "" {
 			if w := bySide(sides, func(rs []*results.Result) string { return weakIn(name, rs) }); w != "" {
 				notes = append(notes, fmt.Sprintf("%s is weakly supported (fewer than %d ops beyond it): %s", m.name, FewBeyond, w))
 			}
@@ -240,14 +233,14 @@ func percentileNotes(sides []results.Side) []string {
 	return notes
 }
 
-// percentileNote is what a gate verdict on metric adds to its why: that
+// percentileNote is what a gate verdict on a figure (name: its
+// latencyPercentiles name, "" when it is not one) adds to its why: that
 // the percentile rests on the slowest few operations of the candidate (or
 // of the baseline, for a relative threshold), and how the percentiles
 // were computed when the results differ or used the older definition. ""
 // for other metrics and well-supported nearest-rank percentiles.
-func percentileNote(metric string, relative bool, baseline, candidate []*results.Result) string {
-	name, ok := percentileOf[metric]
-	if !ok || len(candidate) == 0 {
+func percentileNote(name string, relative bool, baseline, candidate []*results.Result) string {
+	if name == "" || len(candidate) == 0 {
 		return ""
 	}
 	sides := []results.Side{{Label: "candidate", Results: candidate}}
