@@ -164,31 +164,22 @@ func parseGateValue(u Unit, s string) (float64, error) {
 			return 0, fmt.Errorf("%s: write a rate as a percentage, e.g. 50%% (a bare number could mean 0.5 or 50)", q)
 		}
 		v, err := finite(p)
-		if err != nil {
-			return 0, err
+		if err == nil && (v < 0 || v > 100) {
+			err = fmt.Errorf("%s: a rate is 0%% to 100%%", q)
 		}
-		if v < 0 || v > 100 {
-			return 0, fmt.Errorf("%s: a rate is 0%% to 100%%", q)
-		}
-		return v / 100, nil
+		return v / 100, err
 	case UnitRate:
 		v, err := finite(strings.TrimSuffix(s, "/s"))
-		if err != nil {
-			return 0, err
+		if err == nil && v < 0 {
+			err = fmt.Errorf("%s: a throughput is 0/s or more", q)
 		}
-		if v < 0 {
-			return 0, fmt.Errorf("%s: a throughput is 0/s or more", q)
-		}
-		return v, nil
+		return v, err
 	}
 	v, err := finite(s)
-	if err != nil {
-		return 0, err
+	if err == nil && v < 0 {
+		err = fmt.Errorf("%s: a count is 0 or more", q)
 	}
-	if v < 0 {
-		return 0, fmt.Errorf("%s: a count is 0 or more", q)
-	}
-	return v, nil
+	return v, err
 }
 
 // finite reads a number that is neither NaN nor infinite.
