@@ -45,8 +45,8 @@ func newSweepView(i int, s *results.Sweep) sweepView {
 	if s.RunID != "" {
 		sv.Title += " (" + s.RunID + ")"
 	}
-	head := []cell{{Text: s.Axis, Class: "num"}}
-	for _, h := range []string{"ops/s", "successful writes/s", "conflict rate", "attempts p99", "p99", "gave up", "lost updates", "server"} {
+	var head []cell
+	for _, h := range append([]string{s.Axis}, results.SweepColumns...) {
 		head = append(head, cell{Text: h, Class: "num"})
 	}
 	for _, ser := range s.Series {
@@ -55,51 +55,25 @@ func newSweepView(i int, s *results.Sweep) sweepView {
 			v.Title = "Every point" // the workload is said above
 		}
 		for _, p := range ser.Points {
-			gaveUp := cell{Text: "-", Class: "num"}
-			if p.GaveUp > 0 {
-				gaveUp = cell{Text: percent(p.GaveUpRatio), Class: "num bad"}
+			// p99 over the objective, retries given up, lost updates and a
+			// mismatch are marked bad.
+			bad := map[int]bool{5: p.P99 > s.SLO, 6: p.GaveUp > 0, 7: p.LostUpdates > 0, 8: !p.ServerMatch}
+			var row []cell
+			for j, text := range s.PointFigures(p) {
+				row = append(row, cell{Text: text, Class: "num"})
+				if bad[j] {
+					row[j].Class += " bad"
+				}
 			}
-			p99 := cell{Text: results.FormatDuration(p.P99), Class: "num"}
-			if p.P99 > s.SLO {
-				p99.Class += " bad"
-			}
-			lost := cell{Text: strconv.FormatInt(p.LostUpdates, 10), Class: "num"}
-			if p.LostUpdates > 0 {
-				lost.Class += " bad"
-			}
-			server := cell{Text: "match", Class: "num"}
-			if !p.ServerMatch {
-				server = cell{Text: "MISMATCH", Class: "num bad"}
-			}
-			v.Rows = append(v.Rows, []cell{
-				{Text: s.AxisValue(p.Value), Class: "num"},
-				{Text: fmt.Sprintf("%.1f", p.Throughput), Class: "num"},
-				{Text: fmt.Sprintf("%.1f", p.WriteThroughput), Class: "num"},
-				{Text: percent(p.ConflictRate), Class: "num"},
-				{Text: strconv.FormatInt(p.AttemptsP99, 10), Class: "num"},
-				p99, gaveUp, lost, server,
-			})
+			v.Rows = append(v.Rows, row)
 		}
-		switch {
-		case ser.Model != nil:
-			v.Fit = "USL fit: " + ser.Model.String()
-			v.FitPoor = ser.Model.Poor
-		case s.Axis == "writers" && ser.ModelNote != "":
-			v.Fit = "USL fit: none (" + ser.ModelNote + ")"
-		}
-		switch {
-		case ser.CostModel != nil:
-			v.CostFit = "apiserver CPU per write fit, c·(1 + σ(N−1) + κN(N−1)): " + ser.CostModel.String()
-		case ser.CostModelNote != "":
-			v.CostFit = "apiserver CPU per write fit: none (" + ser.CostModelNote + ")"
-		}
+		v.Fit, v.CostFit = s.Fits(ser)
+		v.FitPoor = ser.Model != nil && ser.Model.Poor
 		sv.Series = append(sv.Series, v)
 	}
 	sv.Charts = sweepCharts(s)
 	return sv
 }
-
-func percent(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
 
 // sweepCharts are a sweep's successful writes/s (with the fitted USL),
 // conflict rate and p99 against its axis.
@@ -158,7 +132,7 @@ func sweepCharts(s *results.Sweep) []figure {
 		l := series{Name: name(ser), Color: i, Markers: true}
 		for _, p := range ser.Points {
 			w.Points = append(w.Points, point{X: p.Value, Y: p.WriteThroughput, Tip: fmt.Sprintf("%s: %.1f successful writes/s", at(ser, p), p.WriteThroughput)})
-			c.Points = append(c.Points, point{X: p.Value, Y: 100 * p.ConflictRate, Tip: fmt.Sprintf("%s: %s conflicts", at(ser, p), percent(p.ConflictRate))})
+			c.Points = append(c.Points, point{X: p.Value, Y: 100 * p.ConflictRate, Tip: fmt.Sprintf("%s: %s conflicts", at(ser, p), results.Percent(p.ConflictRate))})
 			l.Points = append(l.Points, point{X: p.Value, Y: float64(p.P99) / 1e6, Tip: fmt.Sprintf("%s: p99 %s", at(ser, p), results.FormatDuration(p.P99))})
 		}
 		writes.Series = append(writes.Series, w)
