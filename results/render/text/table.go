@@ -6,8 +6,10 @@
 package text
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -91,16 +93,7 @@ func WriteTable(w io.Writer, r *results.Result, scenarioRows [][2]string) error 
 			row("CHECK FAILED", "%s: %s", c.Name, c.Detail)
 		}
 	}
-	for _, line := range describeServer(r.Server) {
-		row(line[0], "%s", line[1])
-	}
-	for _, line := range describeCost(r) {
-		row(line[0], "%s", line[1])
-	}
-	for _, line := range describeTime(r) {
-		row(line[0], "%s", line[1])
-	}
-	for _, line := range scenarioRows {
+	for _, line := range slices.Concat(describeServer(r.Server), describeCost(r), describeTime(r), scenarioRows) {
 		row(line[0], "%s", line[1])
 	}
 	for _, e := range m.Errors {
@@ -196,15 +189,12 @@ func describeLatency(l results.Latency) string {
 func describeLost(checks []results.Check) string {
 	var lost int64
 	var where []string
+	failed := 0
 	for _, c := range checks {
 		if c.Lost > 0 {
 			lost += c.Lost
 			where = append(where, fmt.Sprintf("%s: expected %d, found %d", c.Name, c.Expected, c.Observed))
-		}
-	}
-	failed := 0
-	for _, c := range checks {
-		if !c.Passed && c.Lost == 0 {
+		} else if !c.Passed && c.Lost == 0 {
 			failed++
 		}
 	}
@@ -267,13 +257,21 @@ func describeServer(c *results.ServerCheck) [][2]string {
 // duration as the apiserver measured it (etcd_request_duration_seconds):
 // "configmaps get 1749 (mean 512µs), update 1423 (mean 3.10ms)".
 func describeEtcd(rows []results.EtcdRequests) string {
+	return grouped(rows, func(e results.EtcdRequests) (string, string) {
+		return e.Resource, fmt.Sprintf("%s %d (mean %s)", e.Operation, e.Count, results.FormatDuration(e.Mean))
+	})
+}
+
+// grouped lists items, each said as a group and what follows it, the
+// group named once before its run of items: "g1 a, b; g2 c".
+func grouped[T any](items []T, say func(T) (group, item string)) string {
 	var parts []string
 	last := ""
-	for _, e := range rows {
-		item := fmt.Sprintf("%s %d (mean %s)", e.Operation, e.Count, results.FormatDuration(e.Mean))
-		if e.Resource != last {
-			parts = append(parts, e.Resource+" "+item)
-			last = e.Resource
+	for _, it := range items {
+		group, item := say(it)
+		if group != last || len(parts) == 0 {
+			parts = append(parts, group+" "+item)
+			last = group
 			continue
 		}
 		parts[len(parts)-1] += ", " + item
@@ -457,22 +455,9 @@ func percentRounded(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
 // describeCounts lists request counts by endpoint, the codes of each in
 // parentheses: "PUT configmaps 1839 (200), 7934 (409)".
 func describeCounts(rows []results.RequestCount) string {
-	var parts []string
-	last := ""
-	for _, r := range rows {
-		n := r.Server
-		if n == 0 {
-			n = r.Client
-		}
-		endpoint := r.Verb + " " + r.Resource
-		if endpoint != last {
-			parts = append(parts, fmt.Sprintf("%s %d (%s)", endpoint, n, r.Code))
-			last = endpoint
-			continue
-		}
-		parts[len(parts)-1] += fmt.Sprintf(", %d (%s)", n, r.Code)
-	}
-	return strings.Join(parts, "; ")
+	return grouped(rows, func(r results.RequestCount) (string, string) {
+		return r.Verb + " " + r.Resource, fmt.Sprintf("%d (%s)", cmp.Or(r.Server, r.Client), r.Code)
+	})
 }
 
 // FormatProgress is the live progress line: elapsed and remaining time (of
