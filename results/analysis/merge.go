@@ -104,7 +104,7 @@ func Merge(rs ...*results.Result) (*results.Result, error) {
 	if out.Series, err = mergeSeries(series, offsets); err != nil {
 		return nil, err
 	}
-	out.Warnings = appendNew(nil, warnings...)
+	out.Warnings = results.AppendNew(nil, warnings...)
 	if out.Summary, err = results.Summarize(m, seconds, out.Checks); err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func MergeMeasurements(ms ...results.Measurements) (results.Measurements, error)
 		}
 		for _, e := range m.Errors {
 			if len(out.Errors) < metrics.MaxErrors {
-				out.Errors = appendNew(out.Errors, e)
+				out.Errors = results.AppendNew(out.Errors, e)
 			}
 		}
 		out.Client.Retries += m.Client.Retries
@@ -274,14 +274,4 @@ func addCounts(dst, src map[string]int64) {
 	for k, v := range src {
 		dst[k] += v
 	}
-}
-
-// appendNew appends to list each of items it does not hold yet.
-func appendNew(list []string, items ...string) []string {
-	for _, s := range items {
-		if !slices.Contains(list, s) {
-			list = append(list, s)
-		}
-	}
-	return list
 }

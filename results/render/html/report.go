@@ -199,13 +199,9 @@ func newComparison(runs []Run) (*comparisonView, error) {
 		if err != nil {
 			return nil, err
 		}
-		h, ok, err := m.Histogram(results.HistOp)
+		s, err := spectrumSeries(m, results.HistOp, r.Label, r.Label, i)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", r.Label, err)
-		}
-		s := series{Name: r.Label, Color: i}
-		if ok {
-			s.Points = spectrum(h, r.Label)
+			return nil, err
 		}
 		ch.Series = append(ch.Series, s)
 	}

@@ -40,20 +40,10 @@ func newRunView(i int, r Run) (runView, error) {
 	first := r.Results[0]
 	rv := runView{ID: "run-" + strconv.Itoa(i+1), Label: r.Label, Samples: len(r.Results), Target: results.DescribeTarget(first.Target, false)}
 	for _, res := range r.Results {
-		if !slices.Contains(rv.Workloads, res.Workload) {
-			rv.Workloads = append(rv.Workloads, res.Workload)
-		}
+		rv.Workloads = results.AppendNew(rv.Workloads, res.Workload)
 		rv.Interrupted = rv.Interrupted || res.Interrupted
-		for _, w := range res.Warnings {
-			if !slices.Contains(rv.Warnings, w) {
-				rv.Warnings = append(rv.Warnings, w)
-			}
-		}
-		for _, e := range res.Measurements.Errors {
-			if !slices.Contains(rv.Errors, e) {
-				rv.Errors = append(rv.Errors, e)
-			}
-		}
+		rv.Warnings = results.AppendNew(rv.Warnings, res.Warnings...)
+		rv.Errors = results.AppendNew(rv.Errors, res.Measurements.Errors...)
 	}
 	var err error
 	if rv.Headline, rv.Notes, err = headline(r); err != nil {
@@ -171,9 +161,7 @@ func checks(rs []*results.Result) []checkView {
 		for _, c := range r.Checks {
 			if c.Passed {
 				passed++
-				if !slices.Contains(names, c.Name) {
-					names = append(names, c.Name)
-				}
+				names = results.AppendNew(names, c.Name)
 				continue
 			}
 			out = append(out, checkView{Text: fmt.Sprintf("sample %d: %s", i+1, describeCheck(c))})
@@ -261,6 +249,21 @@ func spectrum(h *hdrhistogram.Histogram, name string) []point {
 	return pts
 }
 
+// spectrumSeries is the latency spectrum of the histogram hist of m, of
+// the run labelled label, as a series (without points when m has no such
+// histogram).
+func spectrumSeries(m results.Measurements, hist, label, name string, color int) (series, error) {
+	s := series{Name: name, Color: color}
+	h, ok, err := m.Histogram(hist)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", label, err)
+	}
+	if ok {
+		s.Points = spectrum(h, name)
+	}
+	return s, nil
+}
+
 // spectrumChart is a run's latency spectrum: the op histogram, and in an
 // open loop the uncorrected one too.
 func spectrumChart(r Run, m results.Measurements) (figure, error) {
@@ -271,16 +274,9 @@ func spectrumChart(r Run, m results.Measurements) (figure, error) {
 		name = "corrected (from intended start)"
 	}
 	add := func(hist, name string, color int) error {
-		h, ok, err := m.Histogram(hist)
-		if err != nil {
-			return fmt.Errorf("%s: %w", r.Label, err)
-		}
-		s := series{Name: name, Color: color}
-		if ok {
-			s.Points = spectrum(h, name)
-		}
+		s, err := spectrumSeries(m, hist, r.Label, name, color)
 		ch.Series = append(ch.Series, s)
-		return nil
+		return err
 	}
 	if err := add(results.HistOp, name, 0); err != nil {
 		return figure{}, err
