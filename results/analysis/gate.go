@@ -332,30 +332,22 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 			out = append(out, Verdict{Threshold: t, Why: why})
 			continue
 		}
-		cand := values(candidate, gm.value)
+		cand, base := values(candidate, gm.value), values(baseline, gm.value)
 		v := Verdict{Threshold: t, Candidate: median(cand)}
 		limit := t.Value
 		if t.Relative {
-			base := values(baseline, gm.value)
 			b := median(base)
 			v.Baseline = &b
 			limit = b * (1 + t.Value)
 		}
 		v.Passed = compareOp(v.Candidate, t.Op, limit)
 		holds := fmt.Sprintf("%s %s %s", gm.unit.Format(v.Candidate), t.Op, gm.unit.Format(limit))
-		switch {
-		case !t.Relative && v.Passed:
-			v.Why = holds + " holds"
-		case !t.Relative:
-			v.Why = holds + " does not hold"
-		default:
-			base := values(baseline, gm.value)
+		v.Why = holds + map[bool]string{true: " holds", false: " does not hold"}[v.Passed]
+		if t.Relative {
 			d := significant(base, cand)
 			v.P, v.Untested, v.Noise = &d.p, !d.tested, &d.noise
-			noise := noiseWords(gm.unit, d, len(base), len(cand))
 			switch {
 			case v.Passed && d.tested:
-				v.Why = holds + " holds"
 			case v.Passed:
 				v.Why = fmt.Sprintf("%s holds (not tested for significance: %d vs %d samples)", holds, len(base), len(cand))
 			case !d.tested:
@@ -370,7 +362,7 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 				v.Why = fmt.Sprintf("%s does not hold, and the difference is significant (p=%.3f) and beyond the noise of the samples", holds, d.p)
 			}
 			if d.tested {
-				v.Why += "; " + noise
+				v.Why += "; " + noiseWords(gm.unit, d, len(base), len(cand))
 			}
 		}
 		v.Why += percentileNote(gm.percentile, t.Relative, baseline, candidate)
@@ -534,20 +526,9 @@ func values(rs []*results.Result, f func(*results.Result) float64) []float64 {
 	return v
 }
 
+// compareOp says whether a op b holds, op one of a threshold's comparisons.
 func compareOp(a float64, op string, b float64) bool {
-	switch op {
-	case "<":
-		return a < b
-	case "<=":
-		return a <= b
-	case ">":
-		return a > b
-	case ">=":
-		return a >= b
-	case "==":
-		return a == b
-	}
-	return a != b
+	return map[string]bool{"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[op]
 }
 
 // Format writes a value of the unit as a threshold or a verdict shows it:
@@ -568,10 +549,5 @@ func (u Unit) Format(v float64) string {
 
 // Passed reports whether every verdict passed.
 func Passed(vs []Verdict) bool {
-	for _, v := range vs {
-		if !v.Passed {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(vs, func(v Verdict) bool { return !v.Passed })
 }

@@ -297,27 +297,23 @@ func spectrumChart(r Run, m results.Measurements) (figure, error) {
 // timeChart is the first result's throughput and conflicts per second.
 func timeChart(r Run) figure {
 	res := r.Results[0]
-	ops := series{Name: "operations/s", Color: 0}
-	writes := series{Name: "successful writes/s", Color: 2}
-	conflicts := series{Name: "conflicts/s", Color: 1}
-	for _, p := range res.Series {
-		if p.Span <= 0 {
-			continue
-		}
-		span := p.Span.Seconds()
-		at := p.At.Seconds()
-		c := p.Writes[metrics.VersionConflict.String()] + p.Writes[metrics.FieldManagerConflict.String()]
-		ops.Points = append(ops.Points, point{X: at, Y: float64(p.Ops) / span})
-		writes.Points = append(writes.Points, point{X: at, Y: float64(p.Writes[metrics.Success.String()]) / span})
-		conflicts.Points = append(conflicts.Points, point{X: at, Y: float64(c) / span})
-	}
-	few := len(ops.Points) <= 60
-	ops.Markers, writes.Markers, conflicts.Markers = few, few, few
 	ch := chart{
 		Title:  "Throughput and conflicts over time",
 		X:      axis{Label: "seconds into the measured window", Zero: true, Format: func(v float64) string { return formatNumber(v) + " s" }},
 		Y:      axis{Label: "per second", Zero: true},
-		Series: []series{ops, writes, conflicts},
+		Series: []series{{Name: "operations/s", Color: 0}, {Name: "successful writes/s", Color: 2}, {Name: "conflicts/s", Color: 1}},
+	}
+	for _, p := range res.Series {
+		if p.Span <= 0 {
+			continue
+		}
+		c := p.Writes[metrics.VersionConflict.String()] + p.Writes[metrics.FieldManagerConflict.String()]
+		for i, n := range []int64{p.Ops, p.Writes[metrics.Success.String()], c} {
+			ch.Series[i].Points = append(ch.Series[i].Points, point{X: p.At.Seconds(), Y: float64(n) / p.Span.Seconds()})
+		}
+	}
+	for i := range ch.Series {
+		ch.Series[i].Markers = len(ch.Series[0].Points) <= 60
 	}
 	caption := "Each point is one interval of the per-second series; conflicts are 409s of either kind (version and field manager)"
 	if len(r.Results) > 1 {
