@@ -81,12 +81,7 @@ func NewServerCheck(before, after metrics.ServerSample, client map[metrics.Reque
 	sortCounts(c.Requests)
 	sortCounts(internal)
 	c.Internal = internal
-	c.Match = true
-	for _, r := range c.Requests {
-		if r.Client != r.Server {
-			c.Match = false
-		}
-	}
+	c.Match = !slices.ContainsFunc(c.Requests, func(r results.RequestCount) bool { return r.Client != r.Server })
 	if !c.Match {
 		c.Mismatch = mismatch(c.Requests, m)
 	}

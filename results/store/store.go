@@ -228,16 +228,7 @@ func WriteSet(dir string, s *results.ResultSet) error {
 
 // ReadSet reads the set document in dir.
 func ReadSet(dir string) (*results.ResultSet, error) {
-	path := filepath.Join(dir, SetFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	set, err := results.DecodeSet(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return set, nil
+	return readDocument(filepath.Join(dir, SetFile), results.DecodeSet)
 }
 
 // WriteSweep saves s as dir/sweep.json, atomically.
@@ -252,15 +243,20 @@ func ReadSweep(path string) (*results.Sweep, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, SweepFile)
 	}
+	return readDocument(path, results.DecodeSweep)
+}
+
+// readDocument reads the document in path with decode.
+func readDocument[T any](path string, decode func([]byte) (*T, error)) (*T, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	s, err := results.DecodeSweep(b)
+	doc, err := decode(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return s, nil
+	return doc, nil
 }
 
 // writeDocument saves v as indented JSON in path, atomically; what names
