@@ -8,6 +8,7 @@
 package html
 
 import (
+	"cmp"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -85,9 +86,7 @@ func newView(p Page) (*view, error) {
 	}
 	runs := make([]Run, len(p.Runs))
 	for i, r := range p.Runs {
-		if r.Label == "" {
-			r.Label = "run " + strconv.Itoa(i+1)
-		}
+		r.Label = cmp.Or(r.Label, "run "+strconv.Itoa(i+1))
 		if len(r.Results) == 0 {
 			return nil, fmt.Errorf("%s holds no results", r.Label)
 		}
@@ -103,13 +102,7 @@ func newView(p Page) (*view, error) {
 			return nil, fmt.Errorf("sweep %d is missing", i+1)
 		}
 	}
-	v := &view{Title: p.Title, Version: p.Version}
-	if v.Title == "" {
-		v.Title = "kb-bench report"
-	}
-	if v.Version == "" {
-		v.Version = "(version unknown)"
-	}
+	v := &view{Title: cmp.Or(p.Title, "kb-bench report"), Version: cmp.Or(p.Version, "(version unknown)")}
 	var contents []string
 	if len(runs) > 0 {
 		contents = append(contents, results.Plural(len(runs), "run"))

@@ -9,8 +9,8 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -41,11 +41,8 @@ func WriteTable(w io.Writer, r *results.Result, scenarioRows [][2]string) error 
 	}
 	row("target", "%s", results.DescribeTarget(r.Target, true))
 	row("workload", "%s", r.Workload)
-	clients := r.Spec.Clients
-	if r.Spec.Shards > clients {
-		clients = r.Spec.Shards // at least one connection per shard
-	}
-	row("client", "%s", describeClient(r.Spec.Client, clients, m.Client))
+	// At least one connection per shard.
+	row("client", "%s", describeClient(r.Spec.Client, max(r.Spec.Clients, r.Spec.Shards), m.Client))
 	if len(r.Shards) > 0 {
 		row("shards", "%s", describeShards(r.Shards))
 	}
@@ -148,12 +145,8 @@ func describeClient(c spec.Client, clients int, stats results.ClientStats) strin
 // describeMedia lists content types by count, shortest names first:
 // "protobuf 9773, apply-patch+yaml 12".
 func describeMedia(counts map[string]int64) string {
-	names := make([]string, 0, len(counts))
-	for k := range counts {
-		names = append(names, k)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		return counts[names[i]] > counts[names[j]] || counts[names[i]] == counts[names[j]] && names[i] < names[j]
+	names := slices.SortedFunc(maps.Keys(counts), func(a, b string) int {
+		return cmp.Or(cmp.Compare(counts[b], counts[a]), strings.Compare(a, b))
 	})
 	parts := make([]string, len(names))
 	for i, k := range names {
