@@ -3,6 +3,7 @@ package text
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/kb-bench/kb-bench/results"
 )
@@ -29,7 +30,7 @@ func WriteSweepTables(w io.Writer, s *results.Sweep, format string) error {
 			fmt.Fprintf(w, "%s\n", oneLine.Replace(title))
 		}
 		rows := [][]string{append([]string{s.Axis}, results.SweepColumns...)}
-		cost := hasCost(ser)
+		cost := slices.ContainsFunc(ser.Points, func(p results.SweepPoint) bool { return p.Cost != nil })
 		if cost {
 			rows[0] = append(rows[0], "apiserver cores", "apiserver CPU/write", "etcd CPU/write")
 		}
@@ -58,16 +59,6 @@ func WriteSweepTables(w io.Writer, s *results.Sweep, format string) error {
 		fmt.Fprintln(w, ser.Summary+".")
 	}
 	return nil
-}
-
-// hasCost says whether any point of ser has a cost (the columns are shown).
-func hasCost(ser results.SweepSeries) bool {
-	for _, p := range ser.Points {
-		if p.Cost != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // costCells are a point's cost columns: apiserver cores, apiserver and
