@@ -86,3 +86,8 @@ type EtcdRaces struct {
 	Failed   int64  `json:"failed"`
 	Absorbed int64  `json:"absorbed"`
 }
+
+// UnavailableServerCheck is a check that could not be made, and why.
+func UnavailableServerCheck(reason string) *ServerCheck {
+	return &ServerCheck{Available: false, Reason: reason}
+}

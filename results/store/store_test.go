@@ -28,7 +28,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := resultstest.Simulated(t, tc.openLoop, resultstest.All, []results.Check{{Name: "counter kb-bench-0", Passed: true, Expected: 10, Observed: 10}})
 			r.Workload = results.Describe(r.Spec, resultstest.What, true)
-			r.Server = &results.ServerCheck{Reason: "forbidden"}
+			r.Server = results.UnavailableServerCheck("forbidden")
 			r.Warnings = []string{"the apiserver's /metrics is not readable"}
 			if tc.openLoop {
 				// Every part of an available check, and the scenario's own

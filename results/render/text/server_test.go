@@ -19,7 +19,7 @@ func TestDescribeServer(t *testing.T) {
 		want [][2]string
 	}{
 		{"not checked", nil, [][2]string{{"server", "not checked"}}},
-		{"unavailable", &results.ServerCheck{Reason: "the apiserver's /metrics is not readable (HTTP 403 Forbidden)"},
+		{"unavailable", results.UnavailableServerCheck("the apiserver's /metrics is not readable (HTTP 403 Forbidden)"),
 			[][2]string{{"server", "not checked: the apiserver's /metrics is not readable (HTTP 403 Forbidden)"}}},
 		{"match", &results.ServerCheck{
 			Available: true, Match: true,

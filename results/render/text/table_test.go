@@ -63,7 +63,7 @@ func TestWriteTable(t *testing.T) {
 			})
 			r.Spec.Unconditional, r.Spec.Strategy, r.Spec.Backoff = true, spec.StrategyUpdate, nil
 			r.Workload = results.Describe(r.Spec, resultstest.What, true)
-			r.Server = &results.ServerCheck{Reason: "the apiserver's /metrics is not readable (HTTP 403)"}
+			r.Server = results.UnavailableServerCheck("the apiserver's /metrics is not readable (HTTP 403)")
 			r.Warnings = []string{"the apiserver's /metrics is not readable (HTTP 403): server cross-check skipped"}
 			return r, nil
 		}},
@@ -113,7 +113,7 @@ func TestWriteTable(t *testing.T) {
 		{"table-cost", func(t *testing.T) (*results.Result, [][2]string) {
 			r := resultstest.Simulated(t, false, resultstest.All, nil)
 			r.Workload = results.Describe(r.Spec, resultstest.What, true)
-			r.Server = &results.ServerCheck{Reason: "not part of this test"}
+			r.Server = results.UnavailableServerCheck("not part of this test")
 			r.Cost = &results.Cost{
 				Apiserver: results.ProcessCost{Available: true, CPUSeconds: 1.81, MemoryBefore: 278 << 20, MemoryAfter: 275 << 20},
 				Etcd:      results.ProcessCost{Reason: "not readable: kb-bench reads etcd's /metrics only on its own local control plane"},
