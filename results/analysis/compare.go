@@ -214,6 +214,31 @@ func Compare(sides []results.Side) (*Comparison, error) {
 	return c, nil
 }
 
+// Table is c as text, a row a figure under a header row (first, then
+// each side's label and sample count): each side's Value and, after
+// every side's but the first's, its Change.
+func (c *Comparison) Table(first string) [][]string {
+	head := []string{first}
+	for i, s := range c.Sides {
+		head = append(head, fmt.Sprintf("%s (n=%d)", s.Label, s.Samples))
+		if i > 0 {
+			head = append(head, "vs "+c.Sides[0].Label)
+		}
+	}
+	table := [][]string{head}
+	for _, row := range c.Rows {
+		line := []string{row.Metric}
+		for i, cell := range row.Cells {
+			line = append(line, cell.Value(row.Unit, c.Sides[i].Samples))
+			if i > 0 {
+				line = append(line, cell.Change(c.Sides[i].Samples, c.Sides[0].Samples))
+			}
+		}
+		table = append(table, line)
+	}
+	return table
+}
+
 // allHave says whether every sample of every side holds a figure.
 func allHave(sides []results.Side, missing func(*results.Result) string) bool {
 	return !slices.ContainsFunc(allResults(sides), func(r *results.Result) bool { return missing(r) != "" })
