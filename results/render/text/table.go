@@ -303,12 +303,8 @@ func describeCost(r *results.Result) [][2]string {
 	f := c.Figures(s)
 	rows := [][2]string{}
 	add := func(name string, p results.ProcessCost, u results.PerUnit, writes bool) {
-		label := ""
-		if len(rows) == 0 {
-			label = "cost"
-		}
 		if !p.Available {
-			rows = append(rows, [2]string{label, fmt.Sprintf("%s %s", name, p.Reason)})
+			rows = append(rows, [2]string{"", fmt.Sprintf("%s %s", name, p.Reason)})
 			return
 		}
 		line := fmt.Sprintf("%s %s CPU (%.2f cores): %s per op", name, results.FormatDuration(u.CPU), u.Cores, results.FormatDuration(u.PerOp))
@@ -318,7 +314,7 @@ func describeCost(r *results.Result) [][2]string {
 		if p.MemoryAfter > 0 {
 			line += fmt.Sprintf("; memory %s -> %s", mebibytes(p.MemoryBefore), mebibytes(p.MemoryAfter))
 		}
-		rows = append(rows, [2]string{label, line})
+		rows = append(rows, [2]string{"", line})
 	}
 	apiserver := "apiserver"
 	if n := len(r.Target.APIServers); n > 1 {
@@ -327,6 +323,7 @@ func describeCost(r *results.Result) [][2]string {
 	add(apiserver, c.Apiserver, f.Apiserver, true)
 	add("etcd", c.Etcd, f.Etcd, true)
 	add("kb-bench", c.Client, f.Client, false)
+	rows[0][0] = "cost"
 	if f.HasSplit && s.WriteAttempts > 0 {
 		split := fmt.Sprintf("writes took %s of the apiserver's request time", results.Percent(f.WriteShare))
 		if s.Conflicts > 0 {
@@ -365,12 +362,9 @@ func describeTime(r *results.Result) [][2]string {
 		case results.IsWriteVerb(v.Verb) && writeVerbs == 1:
 			hist = results.HistWrite
 		}
-		label := ""
-		if len(rows) == 0 {
-			label = "time"
-		}
-		rows = append(rows, [2]string{label, fmt.Sprintf("%s %s %s", v.Verb, v.Resource, describeVerbTime(r, v, m, hist))})
+		rows = append(rows, [2]string{"", fmt.Sprintf("%s %s %s", v.Verb, v.Resource, describeVerbTime(r, v, m, hist))})
 	}
+	rows[0][0] = "time"
 	var waits []string
 	if c := r.Server; c != nil && c.Available {
 		if c.FlowControlWaited > 0 {
