@@ -21,21 +21,12 @@ import (
 // compares or gates one.
 const FewBeyond = 5
 
-// latencyPercentiles are a Latency's percentiles, by name.
-var latencyPercentiles = []struct {
-	name string
-	q    float64
-}{{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p99.9", 0.999}}
-
-// quantile is the share q of a latencyPercentiles name (0 when unknown).
-func quantile(name string) float64 {
-	for _, p := range latencyPercentiles {
-		if p.name == name {
-			return p.q
-		}
-	}
-	return 0
-}
+// latencyPercentiles are a Latency's percentiles, by name, in order;
+// quantiles their shares.
+var (
+	latencyPercentiles = []string{"p50", "p90", "p99", "p99.9"}
+	quantiles          = map[string]float64{"p50": 0.5, "p90": 0.9, "p99": 0.99, "p99.9": 0.999}
+)
 
 // tailOp says which operation percentile q of n is when fewer than
 // FewBeyond operations lie beyond it, counted from the slowest: "the
@@ -87,13 +78,13 @@ func WeakPercentile(name string, q float64, n int64) string {
 func WeakPercentiles(n int64, names ...string) string {
 	var parts []string
 	for _, name := range names {
-		w := WeakPercentile(name, quantile(name), n)
+		w := WeakPercentile(name, quantiles[name], n)
 		switch {
 		case w == "":
 		case len(parts) == 0:
 			parts = append(parts, w)
 		default:
-			parts = append(parts, name+" = "+tailOp(quantile(name), n))
+			parts = append(parts, name+" = "+tailOp(quantiles[name], n))
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -103,11 +94,7 @@ func WeakPercentiles(n int64, names ...string) string {
 // percentiles of n operations that are among the slowest few, and why that
 // matters; "" when none is.
 func WeaklySupported(n int64) string {
-	names := make([]string, len(latencyPercentiles))
-	for i, p := range latencyPercentiles {
-		names[i] = p.name
-	}
-	s := WeakPercentiles(n, names...)
+	s := WeakPercentiles(n, latencyPercentiles...)
 	if s == "" {
 		return ""
 	}
@@ -142,7 +129,7 @@ func weakIn(name string, rs []*results.Result) string {
 // rounded-rank percentile (an older result) sits at the nearest rank or
 // one below it, so it is only known to be one of the slowest two there.
 func weakWords(name string, r *results.Result) string {
-	q, n := quantile(name), r.Summary.Ops
+	q, n := quantiles[name], r.Summary.Ops
 	w := WeakPercentile(name, q, n)
 	if pos := n - metrics.Rank(q, n) + 2; w != "" && r.Summary.Percentiles == results.PercentilesRoundedRank && pos <= n {
 		return fmt.Sprintf("%s of %d ops = one of the %d slowest ops", name, n, pos)
