@@ -26,10 +26,8 @@ func Merge(rs ...*results.Result) (*results.Result, error) {
 	if len(rs) == 0 {
 		return nil, errors.New("no results to merge")
 	}
-	for i, r := range rs {
-		if r == nil {
-			return nil, fmt.Errorf("result %d to merge is missing", i+1)
-		}
+	if i := slices.Index(rs, nil); i >= 0 {
+		return nil, fmt.Errorf("result %d to merge is missing", i+1)
 	}
 	first := rs[0]
 	out := &results.Result{

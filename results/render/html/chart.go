@@ -1,6 +1,7 @@
 package html
 
 import (
+	"cmp"
 	"html"
 	"html/template"
 	"math"
@@ -248,10 +249,7 @@ func (a axis) layout(vs []float64) (r axisRange, ok bool) {
 			lo, hi = math.Min(lo, 0), math.Max(hi, 0)
 		}
 		if hi-lo < 1e-12*math.Max(math.Abs(lo), 1) {
-			d := math.Abs(lo) / 2
-			if d == 0 {
-				d = 1
-			}
+			d := cmp.Or(math.Abs(lo)/2, 1)
 			if a.Zero && lo >= 0 {
 				lo, hi = 0, hi+2*d
 			} else {
