@@ -228,16 +228,12 @@ func (a axis) layout(vs []float64) (r axisRange, ok bool) {
 			break
 		}
 		step := math.Max(1, math.Ceil((hi-lo)/(maxTicks-1)))
-		base := 10.0
-		if a.Scale == log2 {
-			base = 2
-		}
 		for i := 0; i <= maxTickSteps; i++ { // bounded, whatever the values
 			k := lo + float64(i)*step
 			if k > hi+1e-9 {
 				break
 			}
-			d := math.Pow(base, k)
+			d := a.Scale.inverse(k) // a whole power: exact
 			values = append(values, d)
 			// Within two decades, 2 and 5 help reading values.
 			if a.Scale == log10 && hi-lo <= 2 && k < hi-1e-9 {
