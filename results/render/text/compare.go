@@ -2,7 +2,6 @@ package text
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -20,9 +19,7 @@ var CompareFormats = []string{"text", "markdown", "csv", "json"}
 func WriteComparison(w io.Writer, c *analysis.Comparison, format string) error {
 	switch format {
 	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(c)
+		return writeJSON(w, c)
 	case "csv":
 		cw := csv.NewWriter(w)
 		header := []string{"metric"}
