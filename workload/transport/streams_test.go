@@ -124,7 +124,10 @@ func TestMeteredTransportKeepsToOneConnection(t *testing.T) {
 				wg.Go(send)
 			}
 			wg.Wait()
-			if failed.Load() != 0 {
+			// Without the limit, the burst of connections it dials can
+			// fail on a loaded machine (the server gives up waiting for
+			// a TLS client's SETTINGS): that is no fault of the limit's.
+			if limit && failed.Load() != 0 {
 				t.Fatalf("%d requests failed", failed.Load())
 			}
 			got := dials.Load()
@@ -143,7 +146,7 @@ func TestMeteredTransportKeepsToOneConnection(t *testing.T) {
 				}
 				return
 			}
-			t.Logf("without the limit: %d dials for %d requests", got, requests)
+			t.Logf("without the limit: %d dials for %d requests, %d failed", got, requests, failed.Load())
 			if got < 2 {
 				t.Errorf("%d dials: the transport no longer dials past the server's streams, so this test no longer shows what the limit is for", got)
 			}
