@@ -8,8 +8,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kb-bench/kb-bench/metrics"
 )
 
 // Intruder is the holder identity the edit fault writes into the Lease:
@@ -102,7 +100,7 @@ func (r *election) inject(ctx context.Context, slot int, id string) {
 		r.timers = append(r.timers, timer)
 		return
 	case FaultDelete:
-		ev.err = r.intrude(ctx, slot, "", func(ctx context.Context) error {
+		ev.err = r.intrude(ctx, slot, evWrite, "", func(ctx context.Context) error {
 			return r.env.Clients[0].CoordinationV1().Leases(r.env.Namespace).Delete(ctx, LeaseName, metav1.DeleteOptions{})
 		})
 	case FaultEdit:
@@ -129,7 +127,7 @@ func (r *election) editLease(ctx context.Context, slot int) error {
 	var err error
 	for range 5 {
 		var lease *coordinationv1.Lease
-		err = r.intruderRead(ctx, slot, func(ctx context.Context) (err error) {
+		err = r.intrude(ctx, slot, evRead, "", func(ctx context.Context) (err error) {
 			lease, err = leases.Get(ctx, LeaseName, metav1.GetOptions{})
 			return err
 		})
@@ -143,7 +141,7 @@ func (r *election) editLease(ctx context.Context, slot int) error {
 		lease.Spec.LeaseDurationSeconds = &secs
 		lease.Spec.AcquireTime = &now
 		lease.Spec.RenewTime = &now
-		err = r.intrude(ctx, slot, Intruder, func(ctx context.Context) error {
+		err = r.intrude(ctx, slot, evWrite, Intruder, func(ctx context.Context) error {
 			_, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
 			return err
 		})
@@ -154,21 +152,13 @@ func (r *election) editLease(ctx context.Context, slot int) error {
 	return err
 }
 
-// intrude runs one write of the intruder, recorded like the candidates'
-// (one operation of one write attempt, counted in the intruder phase);
-// holder is the holder it writes ("" for a delete).
-func (r *election) intrude(ctx context.Context, slot int, holder string, do func(context.Context) error) error {
-	t, err := send(ctx, r.env.Spec.OpTimeout.Duration, nil, do)
-	out := metrics.Classify(err)
-	_ = r.observe(slot, event{Kind: evWrite, Phase: phaseIntruder, sendTimes: t, Outcome: out, Err: errText(err),
-		ID: Intruder, Holder: holder, OK: err == nil, Conflict: out == metrics.VersionConflict})
-	return err
-}
-
-// intruderRead runs one read of the intruder, recorded in the intruder
-// phase.
-func (r *election) intruderRead(ctx context.Context, slot int, do func(context.Context) error) error {
-	t, err := send(ctx, r.env.Spec.OpTimeout.Duration, nil, do)
-	_ = r.observe(slot, event{Kind: evRead, Phase: phaseIntruder, sendTimes: t, Outcome: metrics.Classify(err)})
+// intrude runs one request of the intruder, a read or a write, recorded
+// like the candidates' (a write is one operation of one write attempt) in
+// the intruder phase; holder is the holder a write writes ("" for a
+// delete).
+func (r *election) intrude(ctx context.Context, slot int, kind, holder string, do func(context.Context) error) error {
+	e, err := send(ctx, r.env.Spec.OpTimeout.Duration, nil, kind, do)
+	e.Phase, e.ID, e.Holder = phaseIntruder, Intruder, holder
+	_ = r.observe(slot, e)
 	return err
 }

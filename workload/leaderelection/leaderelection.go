@@ -3,8 +3,8 @@ package leaderelection
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -65,7 +65,6 @@ type election struct {
 	env          *scenario.Env
 	set          *Settings
 	leaseSeconds int
-	counts       phaseCounters
 
 	// From Setup to Finish: the Lease watch.
 	stopWatch context.CancelFunc
@@ -73,12 +72,11 @@ type election struct {
 	seen      chan struct{} // poked after each watch event
 
 	// From Start to Stop: the candidates and the failover loop.
-	t0, warmupEnd  time.Time
-	done           func()
-	cancel         context.CancelFunc
-	loops          sync.WaitGroup
-	measuredWrites atomic.Int64
-	changed        chan struct{} // poked whenever a candidate starts leading
+	t0, warmupEnd time.Time
+	done          func()
+	cancel        context.CancelFunc
+	loops         sync.WaitGroup
+	changed       chan struct{} // poked whenever a candidate starts leading
 
 	// The candidate slots, and each slot's partition; with the pause
 	// fault, their processes and the proxy they reach the apiserver by.
@@ -92,21 +90,24 @@ type election struct {
 	// The leader-only writes of the candidates in this process.
 	writers sync.WaitGroup
 
-	mu          sync.Mutex
-	leaderships []leadership
-	leading     map[int]int // slot -> index of its open leadership
-	stops       []stop
-	losses      int
-	holders     []string
-	lastRV      string
-	history     []leaseEvent
-	leaseLog    []event // the Lease writes
-	fenced      []event // the leader-only writes, timed as recorded
-	fencedIn    int64   // those in the measured window
-	faults      []faultEvent
-	procsLost   []string // how candidate processes ended early
-	electorErr  error
-	stopAt      time.Time // when Stop was first called
+	mu sync.Mutex
+	// The measured window's Lease requests, by phase and all the writes.
+	counts         [numPhases]LeasePhase
+	measuredWrites int64
+	leaderships    []leadership
+	leading        map[int]int // slot -> index of its open leadership
+	stops          []stop
+	losses         int
+	holders        []string
+	lastRV         string
+	history        []leaseEvent
+	leaseLog       []event // the Lease writes
+	fenced         []event // the leader-only writes, timed as recorded
+	fencedIn       int64   // those in the measured window
+	faults         []faultEvent
+	procsLost      []string // how candidate processes ended early
+	electorErr     error
+	stopAt         time.Time // when Stop was first called
 }
 
 var _ scenario.Continuous = (*election)(nil)
@@ -165,7 +166,24 @@ func (r *election) Setup(ctx context.Context) error {
 		return fmt.Errorf("leader election: watching Lease %s: %w", LeaseName, err)
 	}
 	r.stopWatch, r.watchDone = stop, make(chan struct{})
-	go r.watch(watchCtx, w)
+	go func() {
+		defer close(r.watchDone)
+		// Every holder the Lease has, as a watcher sees it.
+		eachLease(watchCtx, w, func(t watch.EventType, l *coordinationv1.Lease) bool {
+			r.mu.Lock()
+			if t != watch.Deleted {
+				r.holders = append(r.holders, holderOf(l))
+			}
+			r.lastRV = l.ResourceVersion
+			r.history = append(r.history, leaseEvent{rv: parseRV(l.ResourceVersion), holder: holderOf(l), deleted: t == watch.Deleted})
+			r.mu.Unlock()
+			select {
+			case r.seen <- struct{}{}:
+			default:
+			}
+			return true
+		})
+	}()
 	if r.set.fault() == FaultPause {
 		if err := r.startProcesses(ctx); err != nil {
 			r.stopWatch()
@@ -184,14 +202,9 @@ func (r *election) Start(ctx context.Context, done func()) {
 	// client-go's leader election logs through klog; a discarding logger in
 	// the context keeps it quiet without touching klog's global state.
 	ctx, r.cancel = context.WithCancel(klog.NewContext(ctx, logr.Discard()))
-	env := r.env
 	for i, part := range r.partitions {
-		r.cands = append(r.cands, &candidate{
-			slot: i, set: r.set, lease: r.leaseFor(i),
-			client: env.Client(i), namespace: env.Namespace, runID: env.RunID,
-			timeout: env.Spec.OpTimeout.Duration, ops: env.Ops(),
-			partition: part, obs: func(e event) { _ = r.observe(i, e) }, writers: &r.writers,
-		})
+		r.cands = append(r.cands, &candidate{candidateConfig: r.config(i), client: r.env.Client(i), ops: r.env.Ops(),
+			partition: part, obs: func(e event) { _ = r.observe(i, e) }, writers: &r.writers})
 	}
 	r.loops.Go(func() { r.failoverLoop(ctx) })
 }
@@ -356,76 +369,82 @@ func (r *election) startSlot(parent context.Context, slot int) *slotRun {
 	return s
 }
 
-// leaseFor is the lease duration the candidate in slot runs with: the
-// setting, but with the skew fault the last slot's is shorter.
-func (r *election) leaseFor(slot int) time.Duration {
+// config is what the candidate in slot runs with: the settings, but with
+// the skew fault the last slot's lease duration is shorter.
+func (r *election) config(slot int) candidateConfig {
+	c := candidateConfig{Slot: slot, Namespace: r.env.Namespace, RunID: r.env.RunID, Settings: *r.set,
+		Lease: r.set.LeaseDuration.Duration, Timeout: r.env.Spec.OpTimeout.Duration, Client: r.env.Spec.Client}
 	if r.set.fault() == FaultSkew && slot == r.env.Spec.Writers-1 {
-		return r.set.FaultDuration.Duration
+		c.Lease = r.set.FaultDuration.Duration
 	}
-	return r.set.LeaseDuration.Duration
+	return c
 }
 
 // observe takes in one thing the candidate in slot did: its Lease reads
 // and writes and its fenced writes are recorded (each write one operation
 // of one write attempt) and logged, its leaderships kept.
 func (r *election) observe(slot int, e event) error {
-	stripe := r.env.Recorder.Stripe(slot)
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	switch e.Kind {
-	case evRead:
-		rq := r.request(slot, e.sendTimes)
-		if rq.measured {
-			r.counts[e.Phase].reads.Add(1)
-			if e.Outcome != metrics.Success {
-				r.counts[e.Phase].errors.Add(1)
-			}
+	case evRead, evWrite, evFenced:
+		stripe := r.env.Recorder.Stripe(slot)
+		// The request is due when it started; but one that waited at the
+		// engine's hold across the start of the measured window is due
+		// when it left the hold (when it got its connection), which is
+		// when the apiserver saw it: so the window holds exactly the
+		// requests the apiserver counted in it.
+		if !e.Sent.IsZero() && !stripe.Measured(e.Start) {
+			e.Start = e.Sent
 		}
-		scenario.RecordRequest(stripe, metrics.Read, rq.intended, rq.end, e.Outcome, nil)
-	case evWrite:
-		rq := r.request(slot, e.sendTimes)
-		r.mu.Lock()
-		r.leaseLog = append(r.leaseLog, e)
-		r.mu.Unlock()
-		if rq.measured {
-			r.counts.write(e.Phase, e.Outcome)
-			if ops := r.env.Spec.Operations; r.measuredWrites.Add(1) == ops {
+		kind := metrics.Write
+		if e.Kind == evRead {
+			kind = metrics.Read
+		}
+		scenario.RecordRequest(stripe, kind, e.Start, e.End, e.Outcome, e.errOf())
+		measured := stripe.Measured(e.Start)
+		switch c := &r.counts[e.Phase]; {
+		case e.Kind == evFenced:
+			r.fenced = append(r.fenced, e)
+			if measured {
+				r.fencedIn++
+			}
+		case e.Kind == evWrite:
+			r.leaseLog = append(r.leaseLog, e)
+			if !measured {
+				break
+			}
+			c.Writes++
+			if e.Outcome == metrics.VersionConflict {
+				c.Conflicts++
+			} else if e.Outcome != metrics.Success {
+				c.Errors++
+			}
+			if r.measuredWrites++; r.measuredWrites == r.env.Spec.Operations {
 				r.done()
 			}
+		case measured:
+			c.Reads++
+			if e.Outcome != metrics.Success {
+				c.Errors++
+			}
 		}
-		scenario.RecordRequest(stripe, metrics.Write, rq.intended, rq.end, e.Outcome, e.errOf())
-	case evFenced:
-		rq := r.request(slot, e.sendTimes)
-		r.mu.Lock()
-		e.Start, e.End = rq.intended, rq.end
-		r.fenced = append(r.fenced, e)
-		if rq.measured {
-			r.fencedIn++
-		}
-		r.mu.Unlock()
-		scenario.RecordRequest(stripe, metrics.Write, rq.intended, rq.end, e.Outcome, e.errOf())
 	case evBegan:
-		r.mu.Lock()
 		r.leading[slot] = len(r.leaderships)
 		r.leaderships = append(r.leaderships, leadership{id: e.ID, start: e.At})
-		r.mu.Unlock()
 		select {
 		case r.changed <- struct{}{}:
 		default:
 		}
 	case evEnded:
-		r.mu.Lock()
 		if i, ok := r.leading[slot]; ok {
 			r.leaderships[i].end = e.At
 			delete(r.leading, slot)
 		}
-		r.mu.Unlock()
 	case evLost:
-		r.mu.Lock()
 		r.losses++
-		r.mu.Unlock()
 	case evFailed:
-		r.mu.Lock()
 		r.electorErr = e.errOf()
-		r.mu.Unlock()
 	default:
 		return fmt.Errorf("unknown event %q", e.Kind)
 	}
@@ -460,10 +479,9 @@ func (w leaseWatcher) WatchWithContext(ctx context.Context, o metav1.ListOptions
 	return w.client.CoordinationV1().Leases(w.namespace).Watch(ctx, o)
 }
 
-// watch records every holder the Lease has, as a watcher sees it, until
-// ctx ends.
-func (r *election) watch(ctx context.Context, w *watchtools.RetryWatcher) {
-	defer close(r.watchDone)
+// eachLease hands on the Lease of each event of w until on returns
+// false, w ends or ctx does.
+func eachLease(ctx context.Context, w *watchtools.RetryWatcher, on func(watch.EventType, *coordinationv1.Lease) bool) {
 	defer w.Stop()
 	for {
 		select {
@@ -473,20 +491,8 @@ func (r *election) watch(ctx context.Context, w *watchtools.RetryWatcher) {
 			if !ok {
 				return
 			}
-			l, isLease := ev.Object.(*coordinationv1.Lease)
-			if !isLease {
-				continue
-			}
-			r.mu.Lock()
-			if ev.Type != watch.Deleted {
-				r.holders = append(r.holders, holderOf(l))
-			}
-			r.lastRV = l.ResourceVersion
-			r.history = append(r.history, leaseEvent{rv: parseRV(l.ResourceVersion), holder: holderOf(l), deleted: ev.Type == watch.Deleted, seen: time.Now()})
-			r.mu.Unlock()
-			select {
-			case r.seen <- struct{}{}:
-			default:
+			if l, isLease := ev.Object.(*coordinationv1.Lease); isLease && !on(ev.Type, l) {
+				return
 			}
 		}
 	}
@@ -558,12 +564,11 @@ func (r *election) Finish(ctx context.Context) (scenario.Report, error) {
 func (r *election) report(lease *coordinationv1.Lease, end time.Time) *Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ls := make([]leadership, len(r.leaderships))
-	for i, l := range r.leaderships {
+	ls := slices.Clone(r.leaderships)
+	for i, l := range ls {
 		if !l.end.Before(end) {
-			l.end = time.Time{}
+			ls[i].end = time.Time{}
 		}
-		ls[i] = l
 	}
 	rep := &Report{
 		Candidates:           r.env.Spec.Writers,
@@ -572,10 +577,10 @@ func (r *election) report(lease *coordinationv1.Lease, end time.Time) *Report {
 		Leaderships:          len(ls),
 		Transitions:          transitions(r.holders),
 		LostLeadership:       r.losses,
-		Acquire:              r.counts.report(phaseAcquire),
-		Renew:                r.counts.report(phaseRenew),
-		Release:              r.counts.report(phaseRelease),
-		Intruder:             r.counts.report(phaseIntruder),
+		Acquire:              r.counts[phaseAcquire],
+		Renew:                r.counts[phaseRenew],
+		Release:              r.counts[phaseRelease],
+		Intruder:             r.counts[phaseIntruder],
 		Lock:                 r.set.Lock,
 		Fault:                r.set.fault(),
 		CandidatesLost:       r.procsLost,
@@ -583,11 +588,10 @@ func (r *election) report(lease *coordinationv1.Lease, end time.Time) *Report {
 	if rep.Fault == FaultSkew {
 		rep.SkewedLeaseSeconds = int(r.set.FaultDuration.Duration / time.Second)
 	}
-	for _, l := range ls {
-		if rep.FirstLeader == "" || l.start.Sub(r.t0) < rep.TimeToFirstLeader {
-			rep.FirstLeader = l.id
-			rep.TimeToFirstLeader = l.start.Sub(r.t0)
-		}
+	if len(ls) > 0 {
+		first := slices.MinFunc(ls, byStart)
+		rep.FirstLeader, rep.TimeToFirstLeader = first.id, first.start.Sub(r.t0)
+		rep.Leaderless, _ = coverage(ls, first.start, end)
 	}
 	if lease != nil && lease.Spec.LeaseTransitions != nil {
 		rep.LeaseTransitions = int(*lease.Spec.LeaseTransitions)
@@ -599,31 +603,21 @@ func (r *election) report(lease *coordinationv1.Lease, end time.Time) *Report {
 		rep.OverlapTotal += o.Duration
 	}
 	rep.Thefts = thefts(ls, r.t0, end)
-	if len(ls) > 0 {
-		first := ls[0].start
-		for _, l := range ls {
-			if l.start.Before(first) {
-				first = l.start
-			}
-		}
-		rep.Leaderless, _ = coverage(ls, first, end)
-	}
 	var classes []classified
 	if r.set.LeaderWrites.Duration > 0 {
-		w := &LeaderWrites{}
-		numeric := true
-		for _, e := range r.history {
-			numeric = numeric && e.rv != 0
-		}
-		w.Measured = r.fencedIn
+		w := &LeaderWrites{Writes: len(r.fenced), Measured: r.fencedIn}
+		// Writes are told apart by resourceVersion, if all are etcd
+		// revisions.
+		numeric := !slices.ContainsFunc(r.history, func(e leaseEvent) bool { return e.rv == 0 })
 		for _, f := range r.fenced {
-			w.Writes++
-			if !f.OK {
-				continue
+			if f.Outcome == metrics.Success {
+				w.Accepted++
+				numeric = numeric && f.RV != 0
 			}
-			w.Accepted++
-			numeric = numeric && f.RV != 0
-			if !numeric {
+		}
+		w.Unclassified = !numeric
+		for _, f := range r.fenced {
+			if !numeric || f.Outcome != metrics.Success {
 				continue
 			}
 			deposed, refused := fencing(r.history, f)
@@ -637,10 +631,6 @@ func (r *election) report(lease *coordinationv1.Lease, end time.Time) *Report {
 				w.WouldBeFenced++
 			}
 			classes = append(classes, classified{id: f.ID, end: f.End, deposed: deposed, refused: refused})
-		}
-		if !numeric {
-			w.Unclassified, w.Deposed, w.WouldBeFenced, w.Unfenced = true, 0, 0, 0
-			classes = nil
 		}
 		rep.LeaderWrites = w
 	}

@@ -190,11 +190,8 @@ func (r *election) candidateLost(how string) {
 
 // begin starts the process's campaign; its slotRun stops it.
 func (r *election) begin(p *candidateProcess) *slotRun {
-	cfg := candidateConfig{
-		Slot: p.slot, Namespace: r.env.Namespace, RunID: r.env.RunID,
-		Settings: *r.set, Lease: r.leaseFor(p.slot), Timeout: r.env.Spec.OpTimeout.Duration,
-		Client: r.env.Spec.Client, Server: r.proxy.url + slotPrefix(p.slot),
-	}
+	cfg := r.config(p.slot)
+	cfg.Server = r.proxy.url + slotPrefix(p.slot)
 	b, err := json.Marshal(cfg)
 	if err == nil {
 		_, err = p.stdin.Write(append(b, '\n'))

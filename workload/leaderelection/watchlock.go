@@ -49,7 +49,7 @@ func (e *watchElector) run(ctx context.Context) (led bool) {
 		select {
 		case <-ctx.Done():
 			return false
-		case <-time.After(wait.Jitter(e.c.set.RetryPeriod.Duration, 1.2)):
+		case <-time.After(wait.Jitter(e.c.Settings.RetryPeriod.Duration, 1.2)):
 		}
 	}
 }
@@ -57,7 +57,7 @@ func (e *watchElector) run(ctx context.Context) (led bool) {
 func (e *watchElector) record(now time.Time) resourcelock.LeaderElectionRecord {
 	return resourcelock.LeaderElectionRecord{
 		HolderIdentity:       e.id,
-		LeaseDurationSeconds: int(e.c.lease / time.Second),
+		LeaseDurationSeconds: int(e.c.Lease / time.Second),
 		AcquireTime:          metav1.NewTime(now),
 		RenewTime:            metav1.NewTime(now),
 	}
@@ -109,12 +109,12 @@ func (e *watchElector) lead(ctx context.Context) {
 		<-lctx.Done()
 		e.c.obs(event{Kind: evEnded, At: time.Now()})
 	}()
-	e.c.startLeaderWrites(lctx, e.id, e.lock)
+	e.c.leaderWrites(lctx, e.id, e.lock)
 	var watching sync.WaitGroup
 	watching.Go(func() { e.watch(lctx, acquireRV, stepDown) })
 
 	rec := e.acquired
-	retry, renew := e.c.set.RetryPeriod.Duration, e.c.set.RenewDeadline.Duration
+	retry, renew := e.c.Settings.RetryPeriod.Duration, e.c.Settings.RenewDeadline.Duration
 	// Renew as client-go does: a retry period after each success, a
 	// renewal round starts; it retries every retry period and gives up
 	// leading when the round has not succeeded within the renew deadline.
@@ -152,7 +152,7 @@ func (e *watchElector) lead(ctx context.Context) {
 	<-ended
 	watching.Wait()
 	// A stopped leader that still holds the Lease gives it up.
-	if e.c.set.ReleaseOnCancel && ctx.Err() != nil && e.lock.held.Load() {
+	if e.c.Settings.ReleaseOnCancel && ctx.Err() != nil && e.lock.held.Load() {
 		rel := resourcelock.LeaderElectionRecord{LeaderTransitions: rec.LeaderTransitions, LeaseDurationSeconds: 1,
 			RenewTime: metav1.NewTime(time.Now()), AcquireTime: metav1.NewTime(time.Now())}
 		_ = e.lock.Update(ctx, rel) //nolint:errcheck // counted by the lock; nothing to do on failure
@@ -166,30 +166,18 @@ func (e *watchElector) watch(lctx context.Context, fromRV string, stepDown func(
 	if fromRV == "" {
 		return
 	}
-	w, err := watchtools.NewRetryWatcherWithContext(lctx, fromRV, leaseWatcher{e.c.client, e.c.namespace})
+	w, err := watchtools.NewRetryWatcherWithContext(lctx, fromRV, leaseWatcher{e.c.client, e.c.Namespace})
 	if err != nil {
 		return // the renewals still find out
 	}
-	defer w.Stop()
-	for {
-		select {
-		case <-lctx.Done():
-			return
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return
-			}
-			if e.c.partition.wait(lctx) != nil {
-				return
-			}
-			l, isLease := ev.Object.(*coordinationv1.Lease)
-			if !isLease {
-				continue
-			}
-			if ev.Type == watch.Deleted || holderOf(l) != e.id {
-				stepDown()
-				return
-			}
+	eachLease(lctx, w, func(t watch.EventType, l *coordinationv1.Lease) bool {
+		if e.c.partition.wait(lctx) != nil {
+			return false
 		}
-	}
+		if t == watch.Deleted || holderOf(l) != e.id {
+			stepDown()
+			return false
+		}
+		return true
+	})
 }
