@@ -2,7 +2,9 @@ package leaderelection
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"syscall"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -66,7 +68,6 @@ type faultEvent struct {
 	kind   string
 	at     time.Time // injected (for delete and edit: when the request was sent)
 	victim string    // the leader it was injected on
-	slot   int
 	// healed is when a partition or pause ended (zero: at the end of the
 	// run).
 	healed time.Time
@@ -75,19 +76,22 @@ type faultEvent struct {
 
 // inject injects the run's fault on the leader id in slot.
 func (r *election) inject(ctx context.Context, slot int, id string) {
-	ev := faultEvent{kind: r.set.fault(), at: time.Now(), victim: id, slot: slot}
+	ev := faultEvent{kind: r.set.fault(), at: time.Now(), victim: id}
 	switch ev.kind {
 	case FaultPartition, FaultPause:
 		// The fault's times are taken before its signals, so that a paused
 		// process's next event comes after both.
 		var resume func()
 		if ev.kind == FaultPause {
-			resume, ev.err = r.procs[slot].pause()
+			// SIGSTOP freezes the process until SIGCONT.
+			p := r.procs[slot].proc
+			if err := p.Signal(syscall.SIGSTOP); err != nil {
+				ev.err = fmt.Errorf("pausing candidate process %d (pid %d): %w", slot, p.Pid, err)
+				break
+			}
+			resume = sync.OnceFunc(func() { _ = p.Signal(syscall.SIGCONT) })
 		} else {
 			resume = r.partitions[slot].cut()
-		}
-		if ev.err != nil {
-			break
 		}
 		i := r.addFault(ev)
 		r.heals = append(r.heals, resume)

@@ -283,15 +283,24 @@ func (r *election) failoverLoop(ctx context.Context) {
 			return
 		case <-due:
 			due = nil
-			if slot, id, ok := r.currentLeader(); ok && id == armedFor {
+			if slot, l, ok := r.currentLeader(); ok && l.id == armedFor {
+				end := r.warmupEnd.Add(r.env.Spec.Duration.Duration)
 				switch {
-				case fault != "" && !r.faultFits():
-					// Too close to the end for what follows it to be seen.
+				case fault != "" && time.Until(end) < r.set.FaultDuration.Duration+r.set.LeaseDuration.Duration:
+					// Too close to the end of the measured window for
+					// what follows it to be seen: the fault's end, and
+					// the Lease changing hands after it.
 				case fault != "":
-					r.inject(ctx, slot, id)
+					r.inject(ctx, slot, l.id)
 					injected, lastFault = true, time.Now()
 				default:
-					r.stopLeader(slots, slot, id)
+					// Stop the leader and wait for it (a releasing
+					// leader has released then).
+					r.mu.Lock()
+					r.stops = append(r.stops, stop{id: l.id, at: time.Now()})
+					r.mu.Unlock()
+					slots[slot].cancel()
+					<-slots[slot].done
 					if n == 1 {
 						slots[slot] = r.startSlot(ctx, slot)
 					} else {
@@ -302,7 +311,7 @@ func (r *election) failoverLoop(ctx context.Context) {
 			armedFor = ""
 		case <-r.changed:
 		}
-		slot, id, leader := r.currentLeader()
+		_, l, leader := r.currentLeader()
 		if !leader {
 			continue
 		}
@@ -310,9 +319,9 @@ func (r *election) failoverLoop(ctx context.Context) {
 			slots[restart] = r.startSlot(ctx, restart)
 			restart = -1
 		}
-		if every > 0 && id != armedFor && !(once && injected) {
-			armedFor = id
-			since := r.leaderSince(slot)
+		if every > 0 && l.id != armedFor && !(once && injected) {
+			armedFor = l.id
+			since := l.start
 			switch {
 			case once:
 				since = r.warmupEnd
@@ -326,31 +335,6 @@ func (r *election) failoverLoop(ctx context.Context) {
 			due = failover.C
 		}
 	}
-}
-
-// faultFits says whether a fault injected now ends, and the Lease can
-// change hands after it, before the measured window does: the partition
-// and a lease duration.
-func (r *election) faultFits() bool {
-	end := r.warmupEnd.Add(r.env.Spec.Duration.Duration)
-	return time.Until(end) >= r.set.FaultDuration.Duration+r.set.LeaseDuration.Duration
-}
-
-// stopLeader stops the candidate in slot, which leads as id, and waits for
-// it to finish (a releasing leader has released when it returns).
-func (r *election) stopLeader(slots []*slotRun, slot int, id string) {
-	r.mu.Lock()
-	r.stops = append(r.stops, stop{id: id, at: time.Now()})
-	r.mu.Unlock()
-	slots[slot].cancel()
-	<-slots[slot].done
-}
-
-// leaderSince returns when the candidate in slot started leading.
-func (r *election) leaderSince(slot int) time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.leaderships[r.leading[slot]].start
 }
 
 // startSlot starts slot's candidate campaigning, under a new identity: as
@@ -451,9 +435,9 @@ func (r *election) observe(slot int, e event) error {
 	return nil
 }
 
-// currentLeader returns the slot and identity of the candidate that most
-// recently started leading and still believes it leads.
-func (r *election) currentLeader() (slot int, id string, ok bool) {
+// currentLeader returns the slot and leadership of the candidate that
+// most recently started leading and still believes it leads.
+func (r *election) currentLeader() (slot int, l leadership, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	best := -1
@@ -463,9 +447,9 @@ func (r *election) currentLeader() (slot int, id string, ok bool) {
 		}
 	}
 	if best < 0 {
-		return 0, "", false
+		return 0, leadership{}, false
 	}
-	return best, r.leaderships[r.leading[best]].id, true
+	return best, r.leaderships[r.leading[best]], true
 }
 
 // leaseWatcher watches the one Lease.
@@ -530,7 +514,7 @@ func (r *election) Finish(ctx context.Context) (scenario.Report, error) {
 	env := r.env
 	r.Stop()
 	r.mu.Lock()
-	end := r.stopAt // what stopping did is not part of the run
+	end, electorErr := r.stopAt, r.electorErr // what stopping did is not part of the run
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, env.Spec.OpTimeout.Duration)
 	defer cancel()
@@ -545,9 +529,6 @@ func (r *election) Finish(ctx context.Context) (scenario.Report, error) {
 	<-r.watchDone
 
 	rep := r.report(lease, end)
-	r.mu.Lock()
-	electorErr := r.electorErr
-	r.mu.Unlock()
 	if electorErr != nil {
 		env.Warn("leader election: %v", electorErr)
 	}

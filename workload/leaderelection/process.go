@@ -80,12 +80,13 @@ func (r *election) startProcesses(ctx context.Context) (err error) {
 			r.stopProcesses()
 		}
 	}()
+	var pids []string
 	for slot := range r.env.Spec.Writers {
 		p, err := r.startProcess(exe, slot)
 		if err != nil {
 			return err
 		}
-		r.procs = append(r.procs, p)
+		r.procs, pids = append(r.procs, p), append(pids, strconv.Itoa(p.proc.Pid))
 	}
 	timer := time.NewTimer(processStartTimeout)
 	defer timer.Stop()
@@ -99,10 +100,6 @@ func (r *election) startProcesses(ctx context.Context) (err error) {
 		case <-ctx.Done():
 			return fmt.Errorf("leader election: starting the candidate processes: %w", ctx.Err())
 		}
-	}
-	pids := make([]string, len(r.procs))
-	for i, p := range r.procs {
-		pids[i] = strconv.Itoa(p.proc.Pid)
 	}
 	fmt.Fprintf(r.env.Log, "leader election: for the pause fault each candidate is a process of its own (pids %s), reaching the apiserver through the run's clients by a proxy on %s\n",
 		strings.Join(pids, ", "), r.proxy.url)
@@ -226,15 +223,6 @@ func (r *election) stopProcesses() {
 	if r.proxy != nil {
 		r.proxy.close()
 	}
-}
-
-// pause freezes p (SIGSTOP) until the returned function continues it
-// (SIGCONT).
-func (p *candidateProcess) pause() (resume func(), err error) {
-	if err := p.proc.Signal(syscall.SIGSTOP); err != nil {
-		return nil, fmt.Errorf("pausing candidate process %d (pid %d): %w", p.slot, p.proc.Pid, err)
-	}
-	return sync.OnceFunc(func() { _ = p.proc.Signal(syscall.SIGCONT) }), nil
 }
 
 // proxy lets candidate processes reach the apiserver through the run's

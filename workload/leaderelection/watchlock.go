@@ -34,16 +34,14 @@ type watchElector struct {
 
 	observedRV string
 	observedAt time.Time
-	// acquired is the record its last successful acquire wrote.
-	acquired resourcelock.LeaderElectionRecord
 }
 
 // run campaigns until ctx ends or the candidate loses the Lease after
 // leading; it reports whether it led.
 func (e *watchElector) run(ctx context.Context) (led bool) {
 	for {
-		if e.tryAcquire(ctx) {
-			e.lead(ctx)
+		if rec, ok := e.tryAcquire(ctx); ok {
+			e.lead(ctx, rec)
 			return true
 		}
 		select {
@@ -54,47 +52,38 @@ func (e *watchElector) run(ctx context.Context) (led bool) {
 	}
 }
 
-func (e *watchElector) record(now time.Time) resourcelock.LeaderElectionRecord {
-	return resourcelock.LeaderElectionRecord{
-		HolderIdentity:       e.id,
-		LeaseDurationSeconds: int(e.c.Lease / time.Second),
-		AcquireTime:          metav1.NewTime(now),
-		RenewTime:            metav1.NewTime(now),
-	}
-}
-
-// tryAcquire takes the Lease if it is free, released or expired.
-func (e *watchElector) tryAcquire(ctx context.Context) bool {
+// tryAcquire takes the Lease if it is free, released or expired, and
+// returns the record it wrote.
+func (e *watchElector) tryAcquire(ctx context.Context) (resourcelock.LeaderElectionRecord, bool) {
 	now := time.Now()
-	rec := e.record(now)
+	rec := resourcelock.LeaderElectionRecord{HolderIdentity: e.id, LeaseDurationSeconds: int(e.c.Lease / time.Second),
+		AcquireTime: metav1.NewTime(now), RenewTime: metav1.NewTime(now)}
 	old, _, err := e.lock.Get(ctx)
 	if apierrors.IsNotFound(err) {
-		e.acquired = rec
-		return e.lock.Create(ctx, rec) == nil
+		return rec, e.lock.Create(ctx, rec) == nil
 	}
 	if err != nil {
-		return false
+		return rec, false
 	}
 	if seen := e.lock.seen.Load(); seen != nil && seen.ResourceVersion != e.observedRV {
 		e.observedRV, e.observedAt = seen.ResourceVersion, now
 	}
 	valid := e.observedAt.Add(time.Duration(old.LeaseDurationSeconds) * time.Second).After(now)
 	if old.HolderIdentity != "" && old.HolderIdentity != e.id && valid {
-		return false
+		return rec, false
 	}
 	rec.LeaderTransitions = old.LeaderTransitions
 	if old.HolderIdentity != e.id {
 		rec.LeaderTransitions++
 	}
-	e.acquired = rec
-	return e.lock.Update(ctx, rec) == nil
+	return rec, e.lock.Update(ctx, rec) == nil
 }
 
 // lead runs the candidate's leadership until it steps down: ctx ends (it
 // is stopped), the watch shows another holder or no Lease, a renewal is
 // refused (409 or 404), or a renewal round does not succeed within the
 // renew deadline.
-func (e *watchElector) lead(ctx context.Context) {
+func (e *watchElector) lead(ctx context.Context, rec resourcelock.LeaderElectionRecord) {
 	acquired := time.Now()
 	var acquireRV string
 	if seen := e.lock.seen.Load(); seen != nil {
@@ -113,7 +102,6 @@ func (e *watchElector) lead(ctx context.Context) {
 	var watching sync.WaitGroup
 	watching.Go(func() { e.watch(lctx, acquireRV, stepDown) })
 
-	rec := e.acquired
 	retry, renew := e.c.Settings.RetryPeriod.Duration, e.c.Settings.RenewDeadline.Duration
 	// Renew as client-go does: a retry period after each success, a
 	// renewal round starts; it retries every retry period and gives up
