@@ -91,7 +91,7 @@ func (r *election) inject(ctx context.Context, slot int, id string) {
 			}
 			resume = sync.OnceFunc(func() { _ = p.Signal(syscall.SIGCONT) })
 		} else {
-			resume = r.partitions[slot].cut()
+			resume = r.cands[slot].partition.cut()
 		}
 		i := r.addFault(ev)
 		r.heals = append(r.heals, resume)

@@ -78,12 +78,11 @@ type election struct {
 	loops         sync.WaitGroup
 	changed       chan struct{} // poked whenever a candidate starts leading
 
-	// The candidate slots, and each slot's partition; with the pause
-	// fault, their processes and the proxy they reach the apiserver by.
-	cands      []*candidate
-	partitions []*partition
-	procs      []*candidateProcess
-	proxy      *proxy
+	// The candidate slots; with the pause fault, their processes and the
+	// proxy they reach the apiserver by.
+	cands []*candidate
+	procs []*candidateProcess
+	proxy *proxy
 	// The faults' heal functions and timers (owned by the failover loop).
 	heals  []func()
 	timers []*time.Timer
@@ -120,10 +119,6 @@ func newElection(env *scenario.Env, set *Settings) *election {
 		seen:         make(chan struct{}, 1),
 		changed:      make(chan struct{}, 1),
 		leading:      map[int]int{},
-		partitions:   make([]*partition, env.Spec.Writers),
-	}
-	for i := range r.partitions {
-		r.partitions[i] = &partition{}
 	}
 	if set.LeaseDuration.Duration%time.Second != 0 {
 		env.Warn("leader election: settings.leaseDuration %s is recorded in the Lease as %ds (whole seconds): followers wait %ds before taking over",
@@ -202,9 +197,9 @@ func (r *election) Start(ctx context.Context, done func()) {
 	// client-go's leader election logs through klog; a discarding logger in
 	// the context keeps it quiet without touching klog's global state.
 	ctx, r.cancel = context.WithCancel(klog.NewContext(ctx, logr.Discard()))
-	for i, part := range r.partitions {
+	for i := range r.env.Spec.Writers {
 		r.cands = append(r.cands, &candidate{candidateConfig: r.config(i), client: r.env.Client(i), ops: r.env.Ops(),
-			partition: part, obs: func(e event) { _ = r.observe(i, e) }, writers: &r.writers})
+			partition: &partition{}, obs: func(e event) { _ = r.observe(i, e) }, writers: &r.writers})
 	}
 	r.loops.Go(func() { r.failoverLoop(ctx) })
 }
@@ -586,19 +581,16 @@ func (r *election) report(lease *coordinationv1.Lease, end time.Time) *Report {
 	rep.Thefts = thefts(ls, r.t0, end)
 	var classes []classified
 	if r.set.LeaderWrites.Duration > 0 {
-		w := &LeaderWrites{Writes: len(r.fenced), Measured: r.fencedIn}
 		// Writes are told apart by resourceVersion, if all are etcd
 		// revisions.
-		numeric := !slices.ContainsFunc(r.history, func(e leaseEvent) bool { return e.rv == 0 })
+		numeric := !slices.ContainsFunc(r.history, func(e leaseEvent) bool { return e.rv == 0 }) &&
+			!slices.ContainsFunc(r.fenced, func(f event) bool { return f.Outcome == metrics.Success && f.RV == 0 })
+		w := &LeaderWrites{Writes: len(r.fenced), Measured: r.fencedIn, Unclassified: !numeric}
 		for _, f := range r.fenced {
-			if f.Outcome == metrics.Success {
-				w.Accepted++
-				numeric = numeric && f.RV != 0
+			if f.Outcome != metrics.Success {
+				continue
 			}
-		}
-		w.Unclassified = !numeric
-		for _, f := range r.fenced {
-			if !numeric || f.Outcome != metrics.Success {
+			if w.Accepted++; !numeric {
 				continue
 			}
 			deposed, refused := fencing(r.history, f)

@@ -50,13 +50,12 @@ const processStopGrace = 5 * time.Second
 type candidateProcess struct {
 	slot  int
 	proc  *proc.Process
-	stdin io.WriteCloser
+	stdin *os.File
 	hello chan struct{} // closed when it has said hello
 	// exited is closed when its output has ended and it has exited.
 	exited chan struct{}
 	// stopping is set once the run has told it to stop.
-	stopping  atomic.Bool
-	closeOnce sync.Once
+	stopping atomic.Bool
 }
 
 // startProcesses starts the proxy and one candidate process per slot, and
@@ -166,23 +165,23 @@ func (r *election) startProcess(exe string, slot int) (*candidateProcess, error)
 		exitErr := p.proc.Err()
 		// A process that is gone believes nothing any more.
 		_ = r.observe(slot, event{Kind: evEnded, At: time.Now()})
+		// One that ended before the run stopped it is a warning now, and
+		// a failed check at the end.
+		var lost string
 		switch {
 		case bad != nil:
-			r.candidateLost(fmt.Sprintf("candidate process %d (pid %d) wrote what is not an event (%v) and was killed", slot, p.proc.Pid, bad))
+			lost = fmt.Sprintf("candidate process %d (pid %d) wrote what is not an event (%v) and was killed", slot, p.proc.Pid, bad)
 		case !p.stopping.Load():
-			r.candidateLost(fmt.Sprintf("candidate process %d (pid %d) exited: %v%s", slot, p.proc.Pid, exitErr, p.proc.Last()))
+			lost = fmt.Sprintf("candidate process %d (pid %d) exited: %v%s", slot, p.proc.Pid, exitErr, p.proc.Last())
+		default:
+			return
 		}
+		r.env.Warn("leader election: %s", lost)
+		r.mu.Lock()
+		r.procsLost = append(r.procsLost, lost)
+		r.mu.Unlock()
 	}()
 	return p, nil
-}
-
-// candidateLost records a candidate process that ended before the run
-// stopped it: a warning now, and a failed check at the end.
-func (r *election) candidateLost(how string) {
-	r.env.Warn("leader election: %s", how)
-	r.mu.Lock()
-	r.procsLost = append(r.procsLost, how)
-	r.mu.Unlock()
 }
 
 // begin starts the process's campaign; its slotRun stops it.
@@ -205,7 +204,7 @@ func (r *election) begin(p *candidateProcess) *slotRun {
 func (r *election) stopProcess(p *candidateProcess) {
 	p.stopping.Store(true)
 	grace := 2*r.env.Spec.OpTimeout.Duration + processStopGrace
-	p.closeOnce.Do(func() { _ = p.stdin.Close() }) // asks it to stop
+	_ = p.stdin.Close() // asks it to stop (again: harmless)
 	killed, _ := p.proc.Stop(context.Background(), grace, func() {})
 	<-p.exited
 	if killed {
