@@ -266,12 +266,9 @@ func (r *election) failoverLoop(ctx context.Context) {
 	}
 	injected := false
 	var lastFault time.Time
-	failover := time.NewTimer(time.Hour)
-	failover.Stop()
-	defer failover.Stop()
 	armedFor := "" // the leader the failover timer is set for
 	restart := -1  // the slot waiting to rejoin
-	var due <-chan time.Time
+	var due <-chan time.Time // the failover timer
 	for {
 		select {
 		case <-ctx.Done():
@@ -326,8 +323,7 @@ func (r *election) failoverLoop(ctx context.Context) {
 			if since.Before(lastFault) {
 				since = lastFault // a leader a fault left leading is not hit again at once
 			}
-			failover.Reset(time.Until(since.Add(every)))
-			due = failover.C
+			due = time.After(time.Until(since.Add(every)))
 		}
 	}
 }
@@ -435,16 +431,16 @@ func (r *election) observe(slot int, e event) error {
 func (r *election) currentLeader() (slot int, l leadership, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	best := -1
-	for s, i := range r.leading {
-		if best < 0 || i > r.leading[best] {
-			best = s
+	slot, i := -1, -1
+	for s, j := range r.leading {
+		if j > i {
+			slot, i = s, j
 		}
 	}
-	if best < 0 {
+	if slot < 0 {
 		return 0, leadership{}, false
 	}
-	return best, r.leaderships[r.leading[best]], true
+	return slot, r.leaderships[i], true
 }
 
 // leaseWatcher watches the one Lease.

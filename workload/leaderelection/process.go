@@ -50,7 +50,7 @@ const processStopGrace = 5 * time.Second
 type candidateProcess struct {
 	slot  int
 	proc  *proc.Process
-	stdin *os.File
+	stdin io.WriteCloser
 	hello chan struct{} // closed when it has said hello
 	// exited is closed when its output has ended and it has exited.
 	exited chan struct{}
@@ -106,36 +106,24 @@ func (r *election) startProcesses(ctx context.Context) (err error) {
 }
 
 // startProcess starts slot's candidate process and the goroutine that
-// reads its events. Its stdin and stdout are pipes of kb-bench's own, so
-// that its events are read to the end whenever it exits.
+// reads its events. Its stdout is a pipe of kb-bench's own (not one that
+// exec closes at Wait), so that its events are read to the end whenever
+// it exits.
 func (r *election) startProcess(exe string, slot int) (*candidateProcess, error) {
 	p := &candidateProcess{slot: slot, hello: make(chan struct{}), exited: make(chan struct{})}
-	stdin, toChild, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
 	fromChild, stdout, err := os.Pipe()
 	if err != nil {
-		stdin.Close()
-		toChild.Close()
 		return nil, err
 	}
-	cmd := &exec.Cmd{
-		Path:   exe,
-		Args:   []string{fmt.Sprintf("kb-bench-candidate-%d", slot)},
-		Env:    append(os.Environ(), CandidateEnv+"=1"),
-		Stdin:  stdin,
-		Stdout: stdout,
+	cmd := &exec.Cmd{Path: exe, Args: []string{fmt.Sprintf("kb-bench-candidate-%d", slot)}, Env: append(os.Environ(), CandidateEnv+"=1"), Stdout: stdout}
+	if p.stdin, err = cmd.StdinPipe(); err == nil {
+		p.proc, err = proc.Start(cmd, fmt.Sprintf("candidate process %d", slot), "", false)
 	}
-	p.proc, err = proc.Start(cmd, fmt.Sprintf("candidate process %d", slot), "", false)
-	stdin.Close() // the child's ends
-	stdout.Close()
+	stdout.Close() // the child's end
 	if err != nil {
-		toChild.Close()
 		fromChild.Close()
 		return nil, fmt.Errorf("leader election: starting candidate process %d (%s): %w", slot, exe, err)
 	}
-	p.stdin = toChild
 	go func() {
 		defer close(p.exited)
 		defer fromChild.Close()

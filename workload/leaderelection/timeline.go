@@ -98,9 +98,7 @@ func failovers(stops []stop, ls []leadership, base time.Time) []Failover {
 		f := Failover{At: s.at.Sub(base), Stopped: s.id}
 		i := sort.Search(len(starts), func(i int) bool { return !starts[i].start.Before(s.at) })
 		if i < len(starts) {
-			f.Resolved = true
-			f.NewLeader = starts[i].id
-			f.Duration = starts[i].start.Sub(s.at)
+			f.Resolved, f.NewLeader, f.Duration = true, starts[i].id, starts[i].start.Sub(s.at)
 		}
 		out = append(out, f)
 	}
@@ -110,21 +108,17 @@ func failovers(stops []stop, ls []leadership, base time.Time) []Failover {
 // failoverStats summarises the resolved failovers: min, median (nearest
 // rank) and max. There are few of them, so sorting is fine here.
 func failoverStats(fs []Failover) FailoverStats {
-	st := FailoverStats{Count: len(fs)}
 	var ds []time.Duration
 	for _, f := range fs {
 		if f.Resolved {
 			ds = append(ds, f.Duration)
 		}
 	}
-	st.Resolved = len(ds)
-	if len(ds) == 0 {
-		return st
+	st := FailoverStats{Count: len(fs), Resolved: len(ds)}
+	if len(ds) > 0 {
+		slices.Sort(ds)
+		st.Min, st.P50, st.Max = ds[0], ds[(len(ds)+1)/2-1], ds[len(ds)-1]
 	}
-	slices.Sort(ds)
-	st.Min = ds[0]
-	st.P50 = ds[(len(ds)+1)/2-1]
-	st.Max = ds[len(ds)-1]
 	return st
 }
 
@@ -132,8 +126,7 @@ func failoverStats(fs []Failover) FailoverStats {
 // non-empty holder that differs from the previous non-empty one. Releases
 // (an empty holder) are not transitions; the first holder is not either.
 func transitions(holders []string) int {
-	n := 0
-	last := ""
+	n, last := 0, ""
 	for _, h := range holders {
 		if h == "" {
 			continue
