@@ -266,8 +266,8 @@ func (r *election) failoverLoop(ctx context.Context) {
 	}
 	injected := false
 	var lastFault time.Time
-	armedFor := "" // the leader the failover timer is set for
-	restart := -1  // the slot waiting to rejoin
+	armedFor := ""           // the leader the failover timer is set for
+	restart := -1            // the slot waiting to rejoin
 	var due <-chan time.Time // the failover timer
 	for {
 		select {
