@@ -97,10 +97,10 @@ func (c *candidate) clientGo(ctx context.Context, id string, lock *meteredLock) 
 			// real leader guards must stop.
 			OnStartedLeading: func(lctx context.Context) {
 				defer close(ended)
-				c.obs(event{Kind: evBegan, ID: id, At: time.Now()})
+				c.obs(event{Kind: evBegan, ID: id, Start: time.Now()})
 				c.leaderWrites(lctx, id, lock)
 				<-lctx.Done()
-				c.obs(event{Kind: evEnded, At: time.Now()})
+				c.obs(event{Kind: evEnded, End: time.Now()})
 			},
 			OnStoppedLeading: func() {},
 		},

@@ -94,14 +94,13 @@ func (r *election) inject(ctx context.Context, slot int, id string) {
 			resume = r.cands[slot].partition.cut()
 		}
 		i := r.addFault(ev)
-		r.heals = append(r.heals, resume)
 		timer := time.AfterFunc(r.set.FaultDuration.Duration, func() {
 			r.mu.Lock()
 			r.faults[i].healed = time.Now()
 			r.mu.Unlock()
 			resume()
 		})
-		r.timers = append(r.timers, timer)
+		r.heals = append(r.heals, func() { timer.Stop(); resume() })
 		return
 	case FaultDelete:
 		ev.err = r.intrude(ctx, slot, evWrite, "", func(ctx context.Context) error {
@@ -139,7 +138,7 @@ func (r *election) editLease(ctx context.Context, slot int) error {
 			return err
 		}
 		holder := Intruder
-		secs := int32(r.leaseSeconds)
+		secs := int32(r.set.leaseSeconds())
 		now := metav1.NewMicroTime(time.Now())
 		lease.Spec.HolderIdentity = &holder
 		lease.Spec.LeaseDurationSeconds = &secs

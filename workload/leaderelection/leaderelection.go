@@ -62,9 +62,8 @@ var Definition = scenario.Definition{
 // Every Lease request is recorded in Env.Recorder: each write (create or
 // update) is one operation of one write attempt, each read a read attempt.
 type election struct {
-	env          *scenario.Env
-	set          *Settings
-	leaseSeconds int
+	env *scenario.Env
+	set *Settings
 
 	// From Setup to Finish: the Lease watch.
 	stopWatch context.CancelFunc
@@ -83,9 +82,9 @@ type election struct {
 	cands []*candidate
 	procs []*candidateProcess
 	proxy *proxy
-	// The faults' heal functions and timers (owned by the failover loop).
-	heals  []func()
-	timers []*time.Timer
+	// The faults' heal functions, which stop their timers (owned by the
+	// failover loop).
+	heals []func()
 	// The leader-only writes of the candidates in this process.
 	writers sync.WaitGroup
 
@@ -113,16 +112,15 @@ var _ scenario.Continuous = (*election)(nil)
 
 func newElection(env *scenario.Env, set *Settings) *election {
 	r := &election{
-		env:          env,
-		set:          set,
-		leaseSeconds: set.leaseSeconds(),
-		seen:         make(chan struct{}, 1),
-		changed:      make(chan struct{}, 1),
-		leading:      map[int]int{},
+		env:     env,
+		set:     set,
+		seen:    make(chan struct{}, 1),
+		changed: make(chan struct{}, 1),
+		leading: map[int]int{},
 	}
 	if set.LeaseDuration.Duration%time.Second != 0 {
 		env.Warn("leader election: settings.leaseDuration %s is recorded in the Lease as %ds (whole seconds): followers wait %ds before taking over",
-			set.LeaseDuration, r.leaseSeconds, r.leaseSeconds)
+			set.LeaseDuration, set.leaseSeconds(), set.leaseSeconds())
 	}
 	return r
 }
@@ -132,7 +130,7 @@ func newElection(env *scenario.Env, set *Settings) *election {
 func (r *election) Setup(ctx context.Context) error {
 	env := r.env
 	fmt.Fprintf(env.Log, "leader election: %d candidates on Lease %s/%s (lock %s, lease %ds, renew deadline %s, retry %s, release on cancel %t)\n",
-		env.Spec.Writers, env.Namespace, LeaseName, r.set.Lock, r.leaseSeconds, r.set.RenewDeadline, r.set.RetryPeriod, r.set.ReleaseOnCancel)
+		env.Spec.Writers, env.Namespace, LeaseName, r.set.Lock, r.set.leaseSeconds(), r.set.RenewDeadline, r.set.RetryPeriod, r.set.ReleaseOnCancel)
 	if r.set.LeaderWrites.Duration > 0 {
 		cctx, cancel := context.WithTimeout(ctx, env.Spec.OpTimeout.Duration)
 		defer cancel()
@@ -244,9 +242,6 @@ func (r *election) failoverLoop(ctx context.Context) {
 	defer func() {
 		// Heal every partition first, so that no request waits out its
 		// timeout behind one.
-		for _, t := range r.timers {
-			t.Stop()
-		}
 		for _, heal := range r.heals {
 			heal()
 		}
@@ -406,14 +401,14 @@ func (r *election) observe(slot int, e event) error {
 		}
 	case evBegan:
 		r.leading[slot] = len(r.leaderships)
-		r.leaderships = append(r.leaderships, leadership{id: e.ID, start: e.At})
+		r.leaderships = append(r.leaderships, leadership{id: e.ID, start: e.Start})
 		select {
 		case r.changed <- struct{}{}:
 		default:
 		}
 	case evEnded:
 		if i, ok := r.leading[slot]; ok {
-			r.leaderships[i].end = e.At
+			r.leaderships[i].end = e.End
 			delete(r.leading, slot)
 		}
 	case evLost:
@@ -545,7 +540,7 @@ func (r *election) report(lease *coordinationv1.Lease, end time.Time) *Report {
 	rep := &Report{
 		Candidates:           r.env.Spec.Writers,
 		ReleaseOnCancel:      r.set.ReleaseOnCancel,
-		LeaseDurationSeconds: r.leaseSeconds,
+		LeaseDurationSeconds: r.set.leaseSeconds(),
 		Leaderships:          len(ls),
 		Transitions:          transitions(r.holders),
 		LostLeadership:       r.losses,

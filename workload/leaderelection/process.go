@@ -152,7 +152,7 @@ func (r *election) startProcess(exe string, slot int) (*candidateProcess, error)
 		}
 		exitErr := p.proc.Err()
 		// A process that is gone believes nothing any more.
-		_ = r.observe(slot, event{Kind: evEnded, At: time.Now()})
+		_ = r.observe(slot, event{Kind: evEnded, End: time.Now()})
 		// One that ended before the run stopped it is a warning now, and
 		// a failed check at the end.
 		var lost string

@@ -92,15 +92,34 @@ func (e *watchElector) lead(ctx context.Context, rec resourcelock.LeaderElection
 	lctx, stepDown := context.WithCancel(ctx)
 	defer stepDown()
 	ended := make(chan struct{})
-	e.c.obs(event{Kind: evBegan, ID: e.id, At: acquired})
+	e.c.obs(event{Kind: evBegan, ID: e.id, Start: acquired})
 	go func() {
 		defer close(ended)
 		<-lctx.Done()
-		e.c.obs(event{Kind: evEnded, At: time.Now()})
+		e.c.obs(event{Kind: evEnded, End: time.Now()})
 	}()
 	e.c.leaderWrites(lctx, e.id, e.lock)
+	// It steps down at the first event of its watch that names another
+	// holder or deletes the Lease. The watch goes through the candidate's
+	// own client and partition: a partitioned leader sees nothing until it
+	// heals.
 	var watching sync.WaitGroup
-	watching.Go(func() { e.watch(lctx, acquireRV, stepDown) })
+	watching.Go(func() {
+		w, err := watchtools.NewRetryWatcherWithContext(lctx, acquireRV, leaseWatcher{e.c.client, e.c.Namespace})
+		if err != nil {
+			return // no resourceVersion to watch from: the renewals still find out
+		}
+		eachLease(lctx, w, func(t watch.EventType, l *coordinationv1.Lease) bool {
+			if e.c.partition.wait(lctx) != nil {
+				return false
+			}
+			if t == watch.Deleted || holderOf(l) != e.id {
+				stepDown()
+				return false
+			}
+			return true
+		})
+	})
 
 	retry, renew := e.c.Settings.RetryPeriod.Duration, e.c.Settings.RenewDeadline.Duration
 	// Renew as client-go does: a retry period after each success, a
@@ -145,27 +164,4 @@ func (e *watchElector) lead(ctx context.Context, rec resourcelock.LeaderElection
 			RenewTime: metav1.NewTime(time.Now()), AcquireTime: metav1.NewTime(time.Now())}
 		_ = e.lock.Update(ctx, rel) //nolint:errcheck // counted by the lock; nothing to do on failure
 	}
-}
-
-// watch steps the leader down at the first event that names another
-// holder or deletes the Lease. The watch goes through the candidate's own
-// client and partition: a partitioned leader sees nothing until it heals.
-func (e *watchElector) watch(lctx context.Context, fromRV string, stepDown func()) {
-	if fromRV == "" {
-		return
-	}
-	w, err := watchtools.NewRetryWatcherWithContext(lctx, fromRV, leaseWatcher{e.c.client, e.c.Namespace})
-	if err != nil {
-		return // the renewals still find out
-	}
-	eachLease(lctx, w, func(t watch.EventType, l *coordinationv1.Lease) bool {
-		if e.c.partition.wait(lctx) != nil {
-			return false
-		}
-		if t == watch.Deleted || holderOf(l) != e.id {
-			stepDown()
-			return false
-		}
-		return true
-	})
 }

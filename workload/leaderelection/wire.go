@@ -46,12 +46,11 @@ type event struct {
 	Phase phase  `json:"phase,omitempty"`
 	// A request's times (reads, writes, fenced writes) as its sender saw
 	// them: when it started, when it left the client for the apiserver
-	// (zero when not known), when its answer came.
+	// (zero when not known), when its answer came; or when a leadership
+	// began (Start) or ended (End).
 	Start time.Time `json:"start,omitzero"`
 	Sent  time.Time `json:"sent,omitzero"`
 	End   time.Time `json:"end,omitzero"`
-	// At is when a leadership began or ended.
-	At time.Time `json:"at,omitzero"`
 	// A request's outcome (Success: it was accepted) and error.
 	Outcome metrics.Outcome `json:"outcome,omitempty"`
 	Err     string          `json:"err,omitempty"`
