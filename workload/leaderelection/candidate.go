@@ -60,17 +60,13 @@ func (c *candidate) campaign(ctx context.Context) {
 		id := fmt.Sprintf("candidate-%d.%d", c.Slot, c.gen)
 		c.gen++
 		lock := newMeteredLock(ctx, c, id)
-		var led bool
+		led, ok := false, true
 		if c.Settings.Lock == LockWatch {
-			e := &watchElector{c: c, id: id, lock: lock}
-			led = e.run(ctx)
+			led = (&watchElector{c: c, id: id, lock: lock}).run(ctx)
 		} else {
-			var ok bool
-			if led, ok = c.clientGo(ctx, id, lock); !ok {
-				return
-			}
+			led, ok = c.clientGo(ctx, id, lock)
 		}
-		if ctx.Err() != nil {
+		if !ok || ctx.Err() != nil {
 			return
 		}
 		if led {
@@ -95,13 +91,7 @@ func (c *candidate) clientGo(ctx context.Context, id string, lock *meteredLock) 
 			// The candidate believes it leads from here until client-go
 			// cancels the context it hands over: that is when the work a
 			// real leader guards must stop.
-			OnStartedLeading: func(lctx context.Context) {
-				defer close(ended)
-				c.obs(event{Kind: evBegan, ID: id, Start: time.Now()})
-				c.leaderWrites(lctx, id, lock)
-				<-lctx.Done()
-				c.obs(event{Kind: evEnded, End: time.Now()})
-			},
+			OnStartedLeading: func(lctx context.Context) { c.leads(lctx, id, time.Now(), lock, ended) },
 			OnStoppedLeading: func() {},
 		},
 	})
@@ -117,27 +107,32 @@ func (c *candidate) clientGo(ctx context.Context, id string, lock *meteredLock) 
 	return lock.acquired.Load(), true
 }
 
-// leaderWrites starts writing the fenced ConfigMap every LeaderWrites
-// while lctx lasts, that is while the candidate believes it leads. A
-// write in flight when it stops believing is not taken back: it lands
+// leads runs the candidate's leadership as id, from start while lctx
+// lasts, that is while it believes it leads: it tells the run, writes the
+// fenced ConfigMap every LeaderWrites, and when lctx ends tells the run
+// and closes ended. A write in flight then is not taken back: it lands
 // when it lands.
-func (c *candidate) leaderWrites(lctx context.Context, id string, lock *meteredLock) {
-	every := c.Settings.LeaderWrites.Duration
-	if every <= 0 {
-		return
-	}
-	c.writers.Go(func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for lctx.Err() == nil {
-			c.fencedWrite(id, lock)
-			select {
-			case <-lctx.Done():
-				return
-			case <-t.C:
+func (c *candidate) leads(lctx context.Context, id string, start time.Time, lock *meteredLock, ended chan<- struct{}) {
+	c.obs(event{Kind: evBegan, ID: id, Start: start})
+	if every := c.Settings.LeaderWrites.Duration; every > 0 {
+		c.writers.Go(func() {
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for lctx.Err() == nil {
+				c.fencedWrite(id, lock)
+				select {
+				case <-lctx.Done():
+					return
+				case <-t.C:
+				}
 			}
-		}
-	})
+		})
+	}
+	go func() {
+		defer close(ended)
+		<-lctx.Done()
+		c.obs(event{Kind: evEnded, End: time.Now()})
+	}()
 }
 
 // fencedWrite writes the fenced ConfigMap once, unconditionally (last

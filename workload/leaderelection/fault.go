@@ -137,13 +137,9 @@ func (r *election) editLease(ctx context.Context, slot int) error {
 		if err != nil {
 			return err
 		}
-		holder := Intruder
-		secs := int32(r.set.leaseSeconds())
-		now := metav1.NewMicroTime(time.Now())
-		lease.Spec.HolderIdentity = &holder
-		lease.Spec.LeaseDurationSeconds = &secs
-		lease.Spec.AcquireTime = &now
-		lease.Spec.RenewTime = &now
+		holder, secs, now := Intruder, int32(r.set.leaseSeconds()), metav1.NewMicroTime(time.Now())
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &holder, &secs
+		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
 		err = r.intrude(ctx, slot, evWrite, Intruder, func(ctx context.Context) error {
 			_, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
 			return err

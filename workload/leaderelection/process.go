@@ -176,11 +176,8 @@ func (r *election) startProcess(exe string, slot int) (*candidateProcess, error)
 func (r *election) begin(p *candidateProcess) *slotRun {
 	cfg := r.config(p.slot)
 	cfg.Server = r.proxy.url + slotPrefix(p.slot)
-	b, err := json.Marshal(cfg)
-	if err == nil {
-		_, err = p.stdin.Write(append(b, '\n'))
-	}
-	if err != nil {
+	// One line of JSON, written at once.
+	if err := json.NewEncoder(p.stdin).Encode(cfg); err != nil {
 		r.env.Warn("leader election: starting candidate process %d's campaign: %v", p.slot, err)
 	}
 	return &slotRun{cancel: func() { r.stopProcess(p) }, done: p.exited}

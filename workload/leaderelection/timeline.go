@@ -169,10 +169,7 @@ func thefts(ls []leadership, base, end time.Time) []Theft {
 			if a.id == b.id || !a.start.Before(b.start) {
 				continue
 			}
-			aEnd := a.end
-			if aEnd.IsZero() {
-				aEnd = end
-			}
+			aEnd := cmp.Or(a.end, end)
 			if !aEnd.After(b.start) {
 				continue
 			}
@@ -205,11 +202,7 @@ func faultReports(faults []faultEvent, ls []leadership, log []event, fenced []cl
 			fr.Failed = f.err.Error()
 		}
 		if f.kind == FaultPartition || f.kind == FaultPause {
-			healed := f.healed
-			if healed.IsZero() {
-				healed = end
-			}
-			fr.Duration = healed.Sub(f.at)
+			fr.Duration = cmp.Or(f.healed, end).Sub(f.at)
 		}
 		// The taking: the first successful Lease write after the fault
 		// naming a holder other than the victim.

@@ -92,13 +92,7 @@ func (e *watchElector) lead(ctx context.Context, rec resourcelock.LeaderElection
 	lctx, stepDown := context.WithCancel(ctx)
 	defer stepDown()
 	ended := make(chan struct{})
-	e.c.obs(event{Kind: evBegan, ID: e.id, Start: acquired})
-	go func() {
-		defer close(ended)
-		<-lctx.Done()
-		e.c.obs(event{Kind: evEnded, End: time.Now()})
-	}()
-	e.c.leaderWrites(lctx, e.id, e.lock)
+	e.c.leads(lctx, e.id, acquired, e.lock, ended)
 	// It steps down at the first event of its watch that names another
 	// holder or deletes the Lease. The watch goes through the candidate's
 	// own client and partition: a partitioned leader sees nothing until it
