@@ -363,8 +363,8 @@ func TestABOfTwoBuildsRunsFreshControlPlanes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Server == nil || !r.Server.Match {
-				t.Errorf("%s/%s: the server cross-check does not match: %+v", side, sample, r.Server)
+			if err := resultstest.ServerAgrees(r.Server); err != nil {
+				t.Errorf("%s/%s: the server cross-check does not match: %v", side, sample, err)
 			}
 		}
 	}
@@ -846,8 +846,8 @@ func TestPauseInterruptedLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.Interrupted || r.Server == nil || !r.Server.Match {
-		t.Errorf("want an interrupted result whose server counts match, got interrupted=%v server=%+v", r.Interrupted, r.Server)
+	if err := resultstest.ServerAgrees(r.Server); !r.Interrupted || err != nil {
+		t.Errorf("want an interrupted result whose server counts match, got interrupted=%v server: %v", r.Interrupted, err)
 	}
 	waitClean(t, tmp)
 }
@@ -963,8 +963,8 @@ func TestShardsMergeExactly(t *testing.T) {
 	if ops != r.Summary.Ops || writers != 6 {
 		t.Errorf("shards ran %d ops with %d writers, the result says %d ops of 6 writers", ops, writers, r.Summary.Ops)
 	}
-	if r.Server == nil || !r.Server.Match {
-		t.Fatalf("server cross-check: %+v", r.Server)
+	if err := resultstest.ServerAgrees(r.Server); err != nil {
+		t.Fatalf("server cross-check: %v", err)
 	}
 	server := map[string]int64{}
 	for _, row := range r.Server.Requests {
@@ -1018,8 +1018,8 @@ func TestShardsInterruptedKeepMergedFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.Interrupted || len(r.Shards) != 2 || r.Server == nil || !r.Server.Match {
-		t.Errorf("want an interrupted result of 2 shards whose requests the apiserver counted the same: interrupted=%v shards=%d server=%+v", r.Interrupted, len(r.Shards), r.Server)
+	if err := resultstest.ServerAgrees(r.Server); !r.Interrupted || len(r.Shards) != 2 || err != nil {
+		t.Errorf("want an interrupted result of 2 shards whose requests the apiserver counted the same: interrupted=%v shards=%d server: %v", r.Interrupted, len(r.Shards), err)
 	}
 	waitClean(t, tmp)
 }
