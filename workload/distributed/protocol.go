@@ -255,7 +255,7 @@ type shardState struct {
 	state          State
 	reason, holder string
 	chunks         int
-	progress              *metrics.SeriesPoint // its last second in the window, if any
+	progress       *metrics.SeriesPoint // its last second in the window, if any
 }
 
 // readShards reads every shard's Lease, by index.
