@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -340,16 +339,12 @@ func (p protocol) download(ctx context.Context, i, chunks int) (*results.Result,
 	for k := range chunks {
 		_ = cms.Delete(ctx, p.resultName(i, k), metav1.DeleteOptions{})
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("shard %d's result: %w", i, err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("shard %d's result: %w", i, err)
-	}
 	var r results.Result
-	if err := json.Unmarshal(raw, &r); err != nil {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err == nil {
+		err = json.NewDecoder(zr).Decode(&r)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("shard %d's result: %w", i, err)
 	}
 	if r.Shard == nil || r.Shard.Index != i {

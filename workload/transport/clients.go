@@ -594,16 +594,12 @@ func (s *streamSlots) release() {
 	}
 	s.mu.Lock()
 	s.inUse--
-	s.handOutLocked()
-	s.mu.Unlock()
-}
-
-// handOutLocked gives free streams to the requests waiting, oldest first.
-func (s *streamSlots) handOutLocked() {
+	// Free streams go to the requests waiting, oldest first.
 	for s.waiting.Len() > 0 && (s.limit == 0 || s.inUse < s.limit) {
 		close(s.waiting.Remove(s.waiting.Front()).(chan struct{}))
 		s.inUse++
 	}
+	s.mu.Unlock()
 }
 
 // streamLimit asks the server at u how many streams one HTTP/2 connection
