@@ -95,23 +95,21 @@ func reportTitle(p html.Page) string {
 // matrix run's directory, one side per configuration below it; and the
 // files it read them from.
 func readRuns(notes io.Writer, path string) ([]html.Run, []string, error) {
-	dirs, labels := []string{path}, []string{filepath.Base(filepath.Clean(path))}
-	if cells, err := store.ReadMatrix(path); err != nil {
+	cells, err := store.ReadMatrix(path)
+	if err != nil {
 		return nil, nil, err
-	} else if len(cells) > 0 {
-		dirs, labels = nil, nil
-		for _, c := range cells {
-			dirs, labels = append(dirs, c.Dir), append(labels, c.Label)
-		}
+	}
+	if len(cells) == 0 {
+		cells = []store.MatrixCell{{Dir: path, Label: filepath.Base(filepath.Clean(path))}}
 	}
 	var runs []html.Run
 	var files []string
-	for i, d := range dirs {
-		side, err := readSide(notes, d)
+	for _, c := range cells {
+		side, err := readSide(notes, c.Dir)
 		if err != nil {
 			return nil, nil, err
 		}
-		runs = append(runs, html.Run{Label: labels[i], Results: side.Results})
+		runs = append(runs, html.Run{Label: c.Label, Results: side.Results})
 		files = append(files, side.Files...)
 	}
 	return runs, files, nil
