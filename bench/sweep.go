@@ -79,12 +79,13 @@ func Sweep(ctx context.Context, p *Plan, o SweepOptions) (*results.Sweep, error)
 	if err != nil {
 		return nil, err
 	}
-	axis := ""
+	var axis string
+	var varying []string
 	for _, v := range p.Cells[0].Values {
-		if slices.Contains(SweepAxes, v.Name) {
+		if axis == "" && slices.Contains(SweepAxes, v.Name) {
 			axis = v.Name
-			break
 		}
+		varying = append(varying, v.Name)
 	}
 	if axis == "" {
 		return nil, spec.Input(errors.New("a sweep needs a list of values for --writers, --objects, --rate or --clients, e.g. --writers 1,2,4,8,16,32,64"))
@@ -95,10 +96,6 @@ func Sweep(ctx context.Context, p *Plan, o SweepOptions) (*results.Sweep, error)
 	all, xs, err := splitSweep(p.Cells, axis)
 	if err != nil {
 		return nil, err
-	}
-	var varying []string
-	for _, v := range p.Cells[0].Values {
-		varying = append(varying, v.Name)
 	}
 	verb := "vary"
 	if len(varying) == 1 {
