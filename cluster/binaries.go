@@ -48,15 +48,7 @@ type Binaries struct {
 // control-plane`) puts the binaries:
 // ${KB_BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kb-bench}/control-plane/<KubeVersion>.
 func CacheDir(getenv func(string) string) string {
-	root := getenv("KB_BENCH_CACHE")
-	if root == "" {
-		xdg := getenv("XDG_CACHE_HOME")
-		if xdg == "" {
-			xdg = getenv("HOME") + "/.cache"
-		}
-		root = filepath.Join(xdg, "kb-bench")
-	}
-	return filepath.Join(root, "control-plane", KubeVersion)
+	return filepath.Join(userDir(getenv, "KB_BENCH_CACHE", "XDG_CACHE_HOME", "/.cache"), "control-plane", KubeVersion)
 }
 
 // FindBinaries looks for kube-apiserver and etcd in explicitDir (the

@@ -36,48 +36,29 @@ type credentials struct {
 // writeCredentials generates a CA, a serving certificate for the loopback
 // addresses, a service-account signing key and an admin token into dir.
 func writeCredentials(dir string) (*credentials, error) {
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
+	caDER, caKey, err := newCert("CA", &x509.Certificate{
 		Subject:               pkix.Name{CommonName: "kb-bench local CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.AddDate(1, 0, 0),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	}, nil, nil)
 	if err != nil {
-		return nil, fmt.Errorf("creating the CA certificate: %w", err)
+		return nil, err
 	}
 	ca, err := x509.ParseCertificate(caDER)
 	if err != nil {
 		return nil, err
 	}
-
-	servingKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	servingDER, servingKey, err := newCert("serving", &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver"},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.IPv4(10, 0, 0, 1)},
+	}, ca, caKey)
 	if err != nil {
 		return nil, err
 	}
-	servingTmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.AddDate(1, 0, 0),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.IPv4(10, 0, 0, 1)},
-	}
-	servingDER, err := x509.CreateCertificate(rand.Reader, servingTmpl, ca, &servingKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("creating the serving certificate: %w", err)
-	}
-
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -127,6 +108,26 @@ func writeCredentials(dir string) (*credentials, error) {
 		}
 	}
 	return c, nil
+}
+
+// newCert makes a key and a certificate for it from tmpl, valid from an
+// hour ago for a year, signed by parent's key (self-signed when parent is
+// nil), and returns the certificate's DER form and the key.
+func newCert(what string, tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) ([]byte, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	now := time.Now()
+	tmpl.SerialNumber, tmpl.NotBefore, tmpl.NotAfter = serial(), now.Add(-time.Hour), now.AddDate(1, 0, 0)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the %s certificate: %w", what, err)
+	}
+	return der, key, nil
 }
 
 func serial() *big.Int {

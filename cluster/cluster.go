@@ -6,6 +6,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,7 +94,7 @@ func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
 		return openKubeconfig(ctx, t, o.Getenv)
 	case spec.TargetKindCluster:
 		return openKind(ctx, t, kindDeps{
-			newProvider: newKindProvider(o.Getenv),
+			newProvider: func() (kindProvider, error) { return kindProviderFor(o.Getenv) },
 			describe: func(name string) (string, string) {
 				st, err := ReadKindState("", name, o.Getenv)
 				if err != nil {
@@ -198,8 +199,8 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 	if servers := cp.Servers(); len(servers) > 1 {
 		conn.Servers, conn.Target.APIServers = servers, servers
 	}
-	if p := cp.EtcdProxy(); p != nil {
-		conn.EtcdDelay = p.Observed
+	if cp.proxy != nil {
+		conn.EtcdDelay = cp.proxy.Observed
 	}
 	return conn, nil
 }
@@ -220,7 +221,7 @@ func openKubeconfig(ctx context.Context, t spec.Target, getenv func(string) stri
 	if raw == nil {
 		return nil, spec.Input(fmt.Errorf("reading kubeconfig %s: %w: check --kubeconfig", source, err))
 	}
-	contextName := contextOr(t.Context, raw.CurrentContext)
+	contextName := cmp.Or(t.Context, raw.CurrentContext)
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("kubeconfig %s (context %q): %w: check --kubeconfig and --context", source, contextName, err))
 	}
@@ -243,13 +244,6 @@ func defaultKubeconfigs(getenv func(string) string) []string {
 		return filepath.SplitList(env)
 	}
 	return []string{filepath.Join(getenv("HOME"), ".kube", "config")}
-}
-
-func contextOr(explicit, current string) string {
-	if explicit != "" {
-		return explicit
-	}
-	return current
 }
 
 // serverVersion GETs /version within reachTimeout: it proves the apiserver

@@ -27,13 +27,8 @@ type kindProvider interface {
 const kindNeeds = "the kind target needs a running container runtime (docker, podman or nerdctl) and an existing cluster (`kind create cluster`); " +
 	"or use --kubeconfig PATH, or the local target (the default)"
 
-// newKindProvider returns a constructor for kind's provider that picks the
-// container runtime like the kind CLI: $KIND_EXPERIMENTAL_PROVIDER, else
-// the first one found.
-func newKindProvider(getenv func(string) string) func() (kindProvider, error) {
-	return func() (kindProvider, error) { return kindProviderFor(getenv) }
-}
-
+// kindProviderFor returns kind's provider on the container runtime the
+// kind CLI picks: $KIND_EXPERIMENTAL_PROVIDER, else the first one found.
 func kindProviderFor(getenv func(string) string) (*kindcluster.Provider, error) {
 	var opt kindcluster.ProviderOption
 	switch p := getenv("KIND_EXPERIMENTAL_PROVIDER"); p {
@@ -49,7 +44,7 @@ func kindProviderFor(getenv func(string) string) (*kindcluster.Provider, error) 
 			return nil, fmt.Errorf("no container runtime found on PATH (%v)", err)
 		}
 	default:
-		return nil, fmt.Errorf("KIND_EXPERIMENTAL_PROVIDER=%s is not a runtime kind knows (docker, podman, nerdctl)", p)
+		return nil, unknownRuntime(p)
 	}
 	return kindcluster.NewProvider(opt), nil
 }

@@ -60,20 +60,28 @@ func DefaultKindStateDir(getenv func(string) string) string {
 	return filepath.Join(filepath.Dir(DefaultStateDir(getenv)), "kind")
 }
 
+// kindRuntimes are the container runtimes kind knows, in the order it
+// looks for them.
+var kindRuntimes = []string{"docker", "podman", "nerdctl"}
+
+func unknownRuntime(p string) error {
+	return fmt.Errorf("KIND_EXPERIMENTAL_PROVIDER=%s is not a runtime kind knows (docker, podman, nerdctl)", p)
+}
+
 // kindRuntime is the container runtime command kind uses:
 // $KIND_EXPERIMENTAL_PROVIDER, else the first of docker, podman and
 // nerdctl on PATH.
 func kindRuntime(getenv func(string) string) (string, error) {
 	if p := getenv("KIND_EXPERIMENTAL_PROVIDER"); p != "" {
-		if !slices.Contains([]string{"docker", "podman", "nerdctl"}, p) {
-			return "", fmt.Errorf("KIND_EXPERIMENTAL_PROVIDER=%s is not a runtime kind knows (docker, podman, nerdctl)", p)
+		if !slices.Contains(kindRuntimes, p) {
+			return "", unknownRuntime(p)
 		}
 		if _, err := exec.LookPath(p); err != nil {
 			return "", fmt.Errorf("KIND_EXPERIMENTAL_PROVIDER=%s, but %s is not on PATH", p, p)
 		}
 		return p, nil
 	}
-	for _, p := range []string{"docker", "podman", "nerdctl"} {
+	for _, p := range kindRuntimes {
 		if _, err := exec.LookPath(p); err == nil {
 			return p, nil
 		}
@@ -109,17 +117,16 @@ func ensureKindImages(ctx context.Context, rt string, o KindOptions, pull spec.P
 		switch {
 		case pull == spec.PullAlways:
 			fmt.Fprintf(log, "kind: pulling %s %s (--pull always)...\n", what, image)
-			if err := pullImage(ctx, rt, image, what, log); err != nil {
-				return err
-			}
-		case !present && pull != spec.PullNever:
+		case present:
+			continue
+		case pull != spec.PullNever:
 			fmt.Fprintf(log, "kind: %s %s is not in %s: pulling it, as `kind create cluster` does (--pull never forbids it)...\n", what, image, rt)
-			if err := pullImage(ctx, rt, image, what, log); err != nil {
-				return err
-			}
-		case !present:
+		default:
 			return spec.Input(fmt.Errorf("%s %s is not in %s, and --pull never forbids pulling it: %s (`kind load` puts images into a running cluster's nodes, not this one); or drop --pull never",
 				what, image, rt, loadAdvice(rt, image)))
+		}
+		if err := pullImage(ctx, rt, image, what, log); err != nil {
+			return err
 		}
 	}
 	return nil

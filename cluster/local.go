@@ -82,15 +82,12 @@ type LocalOptions struct {
 // ControlPlane is a running local etcd and one or more kube-apiservers on
 // 127.0.0.1. Stop it with Stop.
 type ControlPlane struct {
-	server      string   // the first apiserver's URL
 	servers     []string // every apiserver's URL, the first first
-	caPEM       []byte
-	token       string
+	creds       *credentials
 	storage     spec.Storage
 	dir         string // temp dir: certs, logs and (disk) etcd data
 	etcdDataDir string
 	etcdURL     string
-	apiPort     int
 	apiPorts    []int
 	etcdPort    int
 	etcd        *proc.Process
@@ -104,7 +101,6 @@ type ControlPlane struct {
 	started     time.Time
 	startup     time.Duration
 	janitor     *proc.Janitor
-	log         io.Writer
 
 	mu      sync.Mutex
 	stopped bool
@@ -159,7 +155,7 @@ func StartLocal(ctx context.Context, o LocalOptions) (*ControlPlane, error) {
 
 func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error) {
 	begin := time.Now()
-	cp = &ControlPlane{storage: o.Storage, log: o.Log, binaries: o.Binaries, started: begin}
+	cp = &ControlPlane{storage: o.Storage, binaries: o.Binaries, started: begin}
 	defer func() {
 		if err != nil {
 			// Quiet and quick: nothing useful ran yet.
@@ -202,11 +198,9 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 			return cp, err
 		}
 	}
-	creds, err := writeCredentials(cp.dir)
-	if err != nil {
+	if cp.creds, err = writeCredentials(cp.dir); err != nil {
 		return cp, fmt.Errorf("writing the control plane's certificates: %w", err)
 	}
-	cp.caPEM, cp.token = creds.caPEM, creds.token
 	ports, err := freePorts(2 + o.APIServers)
 	if err != nil {
 		return cp, fmt.Errorf("finding free loopback ports: %w", err)
@@ -217,13 +211,12 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 	for _, port := range cp.apiPorts {
 		cp.servers = append(cp.servers, "https://127.0.0.1:"+strconv.Itoa(port))
 	}
-	cp.apiPort, cp.server = cp.apiPorts[0], cp.servers[0]
 
 	waitCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
 
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
-	cp.etcd, err = startProcess("etcd", o.Binaries.Etcd, []string{
+	cp.etcd, err = cp.start("etcd", o.Binaries.Etcd, []string{
 		"--name=kb-bench",
 		"--data-dir=" + cp.etcdDataDir,
 		"--listen-client-urls=" + cp.etcdURL,
@@ -231,11 +224,10 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 		"--listen-peer-urls=" + peerURL,
 		"--initial-advertise-peer-urls=" + peerURL,
 		"--initial-cluster=kb-bench=" + peerURL,
-	}, filepath.Join(cp.dir, "etcd.log"), o.Detached)
+	}, "etcd.log", o.Detached)
 	if err != nil {
 		return cp, err
 	}
-	cp.janitor.WatchGroup(cp.etcd.Pid)
 	if cp.etcdVersion, err = cp.waitEtcd(waitCtx); err != nil {
 		return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "etcd", err)
 	}
@@ -254,14 +246,14 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 	// The first apiserver alone bootstraps the empty etcd (RBAC roles,
 	// priority levels, the kubernetes Service); the others start once it
 	// is ready, together.
-	if err := cp.startAPIServer(0, etcdServers, creds, o); err != nil {
+	if err := cp.startAPIServer(0, etcdServers, o); err != nil {
 		return cp, err
 	}
 	if cp.kubeVersion, err = cp.waitReady(waitCtx, 0); err != nil {
 		return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "kube-apiserver", err)
 	}
 	for i := 1; i < o.APIServers; i++ {
-		if err := cp.startAPIServer(i, etcdServers, creds, o); err != nil {
+		if err := cp.startAPIServer(i, etcdServers, o); err != nil {
 			return cp, err
 		}
 	}
@@ -271,12 +263,12 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 		}
 	}
 	if o.APIServers == 1 {
-		fmt.Fprintf(o.Log, "local control plane: kube-apiserver %s ready at %s after %s\n", cp.kubeVersion, cp.server, time.Since(begin).Round(10*time.Millisecond))
+		fmt.Fprintf(o.Log, "local control plane: kube-apiserver %s ready at %s after %s\n", cp.kubeVersion, cp.servers[0], time.Since(begin).Round(10*time.Millisecond))
 	} else {
 		fmt.Fprintf(o.Log, "local control plane: %d kube-apiservers %s ready at %s after %s\n", o.APIServers, cp.kubeVersion, strings.Join(cp.servers, ", "), time.Since(begin).Round(10*time.Millisecond))
 	}
 	if o.ControllerManager {
-		if err := cp.startControllerManager(waitCtx, creds, o.Detached); err != nil {
+		if err := cp.startControllerManager(waitCtx, o.Detached); err != nil {
 			return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "kube-controller-manager", err)
 		}
 		fmt.Fprintf(o.Log, "local control plane: kube-controller-manager working after %s\n", time.Since(begin).Round(10*time.Millisecond))
@@ -294,7 +286,8 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 var advertiseBase = net.IPv4(192, 0, 2, 0)
 
 // startAPIServer starts apiserver i of o.APIServers on cp.apiPorts[i].
-func (cp *ControlPlane) startAPIServer(i int, etcdServers string, creds *credentials, o LocalOptions) error {
+func (cp *ControlPlane) startAPIServer(i int, etcdServers string, o LocalOptions) error {
+	creds := cp.creds
 	name, logName := "kube-apiserver", "kube-apiserver.log"
 	reconciler := []string{
 		"--advertise-address=127.0.0.1",
@@ -326,11 +319,10 @@ func (cp *ControlPlane) startAPIServer(i int, etcdServers string, creds *credent
 		// Leases, and nothing on this control plane uses it.
 		"--feature-gates=APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false",
 	)
-	p, err := startProcess(name, o.Binaries.APIServer, args, filepath.Join(cp.dir, logName), o.Detached)
+	p, err := cp.start(name, o.Binaries.APIServer, args, logName, o.Detached)
 	if err != nil {
 		return err
 	}
-	cp.janitor.WatchGroup(p.Pid)
 	cp.apiservers = append(cp.apiservers, p)
 	if i == 0 {
 		cp.apiserver = p
@@ -342,7 +334,7 @@ func (cp *ControlPlane) startAPIServer(i int, etcdServers string, creds *credent
 // apiserver with the default controllers and no leader election, and
 // waits until its controllers work: its /healthz answers and the service
 // account controller has made the default namespace's ServiceAccount.
-func (cp *ControlPlane) startControllerManager(ctx context.Context, creds *credentials, detached bool) error {
+func (cp *ControlPlane) startControllerManager(ctx context.Context, detached bool) error {
 	kubeconfig := filepath.Join(cp.dir, "kube-controller-manager.kubeconfig")
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		return err
@@ -352,7 +344,7 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context, creds *crede
 		return fmt.Errorf("finding a free loopback port: %w", err)
 	}
 	url := "https://127.0.0.1:" + strconv.Itoa(ports[0])
-	cp.kcm, err = startProcess("kube-controller-manager", cp.binaries.ControllerManager, []string{
+	cp.kcm, err = cp.start("kube-controller-manager", cp.binaries.ControllerManager, []string{
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig,
@@ -360,37 +352,28 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context, creds *crede
 		"--secure-port=" + strconv.Itoa(ports[0]),
 		"--cert-dir=" + filepath.Join(cp.dir, "kube-controller-manager"),
 		"--leader-elect=false",
-		"--service-account-private-key-file=" + creds.saKeyFile,
-		"--root-ca-file=" + creds.caFile,
+		"--service-account-private-key-file=" + cp.creds.saKeyFile,
+		"--root-ca-file=" + cp.creds.caFile,
 		"--use-service-account-credentials=false",
-	}, filepath.Join(cp.dir, "kube-controller-manager.log"), detached)
+	}, "kube-controller-manager.log", detached)
 	if err != nil {
 		return err
 	}
-	cp.janitor.WatchGroup(cp.kcm.Pid)
 	// Its serving certificate is self-signed: /healthz is all we read.
 	health := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	admin, err := rest.HTTPClientFor(cp.RESTConfig())
+	admin, err := cp.adminClient()
 	if err != nil {
 		return err
 	}
-	admin.Timeout = 2 * time.Second
-	last := errors.New("no answer yet")
-	for {
-		if !cp.kcm.Running() {
-			return fmt.Errorf("kube-controller-manager %s", cp.kcm.ExitStatus())
-		}
+	return poll(ctx, cp.kcm, "last check: ", func() error {
 		if err := getOK(ctx, health, url+"/healthz"); err != nil {
-			last = err
-		} else if err := getOK(ctx, admin, cp.server+"/api/v1/namespaces/default/serviceaccounts/default"); err != nil {
-			last = fmt.Errorf("healthy, but its service account controller has not made the default ServiceAccount yet: %w", err)
-		} else {
-			return nil
+			return err
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
-			return fmt.Errorf("last check: %w", last)
+		if err := getOK(ctx, admin, cp.servers[0]+"/api/v1/namespaces/default/serviceaccounts/default"); err != nil {
+			return fmt.Errorf("healthy, but its service account controller has not made the default ServiceAccount yet: %w", err)
 		}
-	}
+		return nil
+	})
 }
 
 // startError explains a failed start with the end of both logs.
@@ -408,7 +391,11 @@ func (cp *ControlPlane) startError(ctx, waitCtx context.Context, timeout time.Du
 	for _, p := range cp.apiservers {
 		tails += fmt.Sprintf("\n--- %s log (last %d lines) ---\n%s", p.Name, logTailLines, p.LogTail(logTailLines))
 	}
-	tails += fmt.Sprintf("\n--- etcd log (last %d lines) ---\n%s", logTailLines, logTailOr(cp.etcd, "(not started)"))
+	etcdTail := "(not started)"
+	if cp.etcd != nil {
+		etcdTail = cp.etcd.LogTail(logTailLines)
+	}
+	tails += fmt.Sprintf("\n--- etcd log (last %d lines) ---\n%s", logTailLines, etcdTail)
 	if cp.kcm != nil {
 		tails += fmt.Sprintf("\n--- kube-controller-manager log (last %d lines) ---\n%s", logTailLines, cp.kcm.LogTail(logTailLines))
 	}
@@ -419,45 +406,65 @@ func (cp *ControlPlane) startError(ctx, waitCtx context.Context, timeout time.Du
 		err, cp.binaries.Source, cp.binaries.Dir, tails)
 }
 
-func logTailOr(p *proc.Process, none string) string {
-	if p == nil {
-		return none
+// start runs path with args, stdout and stderr appended to logName in
+// cp.dir, attached to kb-bench or detached from it (see proc.Start), and
+// has the janitor watch it.
+func (cp *ControlPlane) start(name, path string, args []string, logName string, detached bool) (*proc.Process, error) {
+	p, err := proc.Start(exec.Command(path, args...), name, filepath.Join(cp.dir, logName), detached)
+	if err == nil {
+		cp.janitor.WatchGroup(p.Pid)
 	}
-	return p.LogTail(logTailLines)
+	return p, err
 }
 
-// startProcess runs path with args, stdout and stderr appended to logPath,
-// attached to kb-bench or detached from it (see proc.Start).
-func startProcess(name, path string, args []string, logPath string, detached bool) (*proc.Process, error) {
-	return proc.Start(exec.Command(path, args...), name, logPath, detached)
+// poll runs check every 50ms until it succeeds or p stops running, or
+// until ctx ends: then it returns check's last error after prefix.
+func poll(ctx context.Context, p *proc.Process, prefix string, check func() error) error {
+	for {
+		if !p.Running() {
+			return fmt.Errorf("%s %s", p.Name, p.ExitStatus())
+		}
+		last := check()
+		if last == nil {
+			return nil
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return fmt.Errorf("%s%w", prefix, last)
+		}
+	}
+}
+
+// adminClient is an HTTP client of the admin's with a 2s timeout.
+func (cp *ControlPlane) adminClient() (*http.Client, error) {
+	client, err := rest.HTTPClientFor(cp.RESTConfig())
+	if err == nil {
+		client.Timeout = 2 * time.Second
+	}
+	return client, err
 }
 
 // waitEtcd polls etcd's /health until it is healthy and returns its version.
 func (cp *ControlPlane) waitEtcd(ctx context.Context) (string, error) {
 	client := &http.Client{Timeout: 2 * time.Second}
-	var last error
-	for {
-		if !cp.etcd.Running() {
-			return "", fmt.Errorf("etcd %s", cp.etcd.ExitStatus())
-		}
+	err := poll(ctx, cp.etcd, "", func() error {
 		var health struct {
 			Health string `json:"health"`
 		}
-		if last = getJSON(ctx, client, cp.etcdURL+"/health", &health); last == nil && health.Health == "true" {
-			var v struct {
-				Server string `json:"etcdserver"`
-			}
-			if err := getJSON(ctx, client, cp.etcdURL+"/version", &v); err != nil {
-				return "", fmt.Errorf("reading etcd's version: %w", err)
-			}
-			return "v" + v.Server, nil
-		} else if last == nil {
-			last = fmt.Errorf("etcd health is %q", health.Health)
+		if err := getJSON(ctx, client, cp.etcdURL+"/health", &health); err != nil || health.Health == "true" {
+			return err
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
-			return "", last
-		}
+		return fmt.Errorf("etcd health is %q", health.Health)
+	})
+	if err != nil {
+		return "", err
 	}
+	var v struct {
+		Server string `json:"etcdserver"`
+	}
+	if err := getJSON(ctx, client, cp.etcdURL+"/version", &v); err != nil {
+		return "", fmt.Errorf("reading etcd's version: %w", err)
+	}
+	return "v" + v.Server, nil
 }
 
 // settledConfigMap is the ConfigMap the apiserver writes once after start.
@@ -467,37 +474,33 @@ const settledConfigMap = "/api/v1/namespaces/kube-system/configmaps/kube-apiserv
 // answers ok and it has written its own ConfigMap, and returns the version
 // /version reports.
 func (cp *ControlPlane) waitReady(ctx context.Context, i int) (string, error) {
-	client, err := rest.HTTPClientFor(cp.RESTConfig())
+	client, err := cp.adminClient()
 	if err != nil {
 		return "", err
 	}
-	client.Timeout = 2 * time.Second
-	last := errors.New("no answer yet")
-	p, server := cp.apiservers[i], cp.servers[i]
-	for {
-		if !p.Running() {
-			return "", fmt.Errorf("%s %s", p.Name, p.ExitStatus())
-		}
+	server := cp.servers[i]
+	err = poll(ctx, cp.apiservers[i], "last /readyz: ", func() error {
 		// Ready, and settled: right after start the apiserver creates a
 		// ConfigMap of its own (legacy token tracking). Waiting for it
 		// keeps that write out of a first run's server cross-check.
 		if err := getOK(ctx, client, server+"/readyz"); err != nil {
-			last = err
-		} else if err := getOK(ctx, client, server+settledConfigMap); err != nil {
-			last = fmt.Errorf("ready, but the apiserver has not yet written its own ConfigMap: %w", err)
-		} else {
-			var v struct {
-				GitVersion string `json:"gitVersion"`
-			}
-			if err := getJSON(ctx, client, server+"/version", &v); err != nil {
-				return "", fmt.Errorf("reading the apiserver's version: %w", err)
-			}
-			return v.GitVersion, nil
+			return err
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
-			return "", fmt.Errorf("last /readyz: %w", last)
+		if err := getOK(ctx, client, server+settledConfigMap); err != nil {
+			return fmt.Errorf("ready, but the apiserver has not yet written its own ConfigMap: %w", err)
 		}
+		return nil
+	})
+	if err != nil {
+		return "", err
 	}
+	var v struct {
+		GitVersion string `json:"gitVersion"`
+	}
+	if err := getJSON(ctx, client, server+"/version", &v); err != nil {
+		return "", fmt.Errorf("reading the apiserver's version: %w", err)
+	}
+	return v.GitVersion, nil
 }
 
 // getOK GETs url and wants 200; the error quotes the start of the body.
@@ -589,9 +592,9 @@ func freePorts(n int) ([]int, error) {
 // token. QPS, Burst and user agent are left to the caller.
 func (cp *ControlPlane) RESTConfig() *rest.Config {
 	return &rest.Config{
-		Host:            cp.server,
-		BearerToken:     cp.token,
-		TLSClientConfig: rest.TLSClientConfig{CAData: append([]byte(nil), cp.caPEM...)},
+		Host:            cp.servers[0],
+		BearerToken:     cp.creds.token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: append([]byte(nil), cp.creds.caPEM...)},
 	}
 }
 
@@ -601,8 +604,8 @@ const kubeconfigName = "kb-bench-local"
 // kubeconfig renders a kubeconfig for the admin.
 func (cp *ControlPlane) kubeconfig() ([]byte, error) {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[kubeconfigName] = &clientcmdapi.Cluster{Server: cp.server, CertificateAuthorityData: cp.caPEM}
-	cfg.AuthInfos[kubeconfigName] = &clientcmdapi.AuthInfo{Token: cp.token}
+	cfg.Clusters[kubeconfigName] = &clientcmdapi.Cluster{Server: cp.servers[0], CertificateAuthorityData: cp.creds.caPEM}
+	cfg.AuthInfos[kubeconfigName] = &clientcmdapi.AuthInfo{Token: cp.creds.token}
 	cfg.Contexts[kubeconfigName] = &clientcmdapi.Context{Cluster: kubeconfigName, AuthInfo: kubeconfigName}
 	cfg.CurrentContext = kubeconfigName
 	return clientcmd.Write(*cfg)
@@ -620,13 +623,10 @@ func (cp *ControlPlane) WriteKubeconfig(path string) error {
 }
 
 // Server is the (first) apiserver's URL, https://127.0.0.1:PORT.
-func (cp *ControlPlane) Server() string { return cp.server }
+func (cp *ControlPlane) Server() string { return cp.servers[0] }
 
 // Servers are every apiserver's URL, the first first.
 func (cp *ControlPlane) Servers() []string { return slices.Clone(cp.servers) }
-
-// EtcdProxy is the delaying proxy in front of etcd (nil without one).
-func (cp *ControlPlane) EtcdProxy() *netdelay.Proxy { return cp.proxy }
 
 // Storage is spec.StorageDisk or spec.StorageMemory.
 func (cp *ControlPlane) Storage() spec.Storage { return cp.storage }
@@ -713,13 +713,6 @@ func (cp *ControlPlane) Stop(ctx context.Context) error {
 	// On an error the janitor stays: when kb-bench exits it kills what is
 	// left and removes the directories.
 	return cp.stopErr
-}
-
-// keep lets a Detached control plane outlive kb-bench: the janitor no
-// longer stops it when kb-bench dies. Call it once the control plane is
-// recorded where `kb-bench local down` finds it.
-func (cp *ControlPlane) keep() {
-	cp.janitor.Release()
 }
 
 // stopAndClean terminates the stages of processes in order, the

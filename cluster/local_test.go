@@ -405,7 +405,7 @@ func TestTargetsOverARealControlPlane(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := json.Marshal(conn.Target)
-		if strings.Contains(string(b), cp.token) {
+		if strings.Contains(string(b), cp.creds.token) {
 			t.Error("the result's target holds the token")
 		}
 	})

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,15 +86,13 @@ type ProcessState struct {
 // DefaultStateDir is where `kb-bench local` keeps its state:
 // ${KB_BENCH_STATE:-${XDG_STATE_HOME:-$HOME/.local/state}/kb-bench}/local.
 func DefaultStateDir(getenv func(string) string) string {
-	root := getenv("KB_BENCH_STATE")
-	if root == "" {
-		xdg := getenv("XDG_STATE_HOME")
-		if xdg == "" {
-			xdg = getenv("HOME") + "/.local/state"
-		}
-		root = filepath.Join(xdg, "kb-bench")
-	}
-	return filepath.Join(root, "local")
+	return filepath.Join(userDir(getenv, "KB_BENCH_STATE", "XDG_STATE_HOME", "/.local/state"), "local")
+}
+
+// userDir is kb-bench's directory of a kind: $env, else $xdg/kb-bench,
+// else $HOME<home>/kb-bench.
+func userDir(getenv func(string) string, env, xdg, home string) string {
+	return cmp.Or(getenv(env), filepath.Join(cmp.Or(getenv(xdg), getenv("HOME")+home), "kb-bench"))
 }
 
 // UpOptions configures Up.
@@ -186,7 +185,7 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 		return nil, err
 	}
 	st := &LocalState{
-		Server:      cp.server,
+		Server:      cp.servers[0],
 		Kubeconfig:  filepath.Join(o.StateDir, kubeconfigFile),
 		Dir:         cp.dir,
 		EtcdDataDir: cp.etcdDataDir,
@@ -194,15 +193,15 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 		KubeVersion: cp.kubeVersion,
 		EtcdVersion: cp.etcdVersion,
 		Binaries:    cp.binaries.Dir,
-		APIServer:   ProcessState{PID: cp.apiserver.Pid, StartTicks: cp.apiserver.StartTicks, Port: cp.apiPort, Log: cp.apiserver.Log},
-		Etcd:        ProcessState{PID: cp.etcd.Pid, StartTicks: cp.etcd.StartTicks, Port: cp.etcdPort, Log: cp.etcd.Log},
+		APIServer:   stateOf(cp.apiserver, cp.apiPorts[0]),
+		Etcd:        stateOf(cp.etcd, cp.etcdPort),
 		Started:     cp.started,
 		StartupTime: cp.startup,
 	}
 	if len(cp.apiservers) > 1 {
 		st.Servers = cp.Servers()
 		for i, p := range cp.apiservers {
-			st.APIServers = append(st.APIServers, ProcessState{PID: p.Pid, StartTicks: p.StartTicks, Port: cp.apiPorts[i], Log: p.Log})
+			st.APIServers = append(st.APIServers, stateOf(p, cp.apiPorts[i]))
 		}
 	}
 	err = cp.WriteKubeconfig(st.Kubeconfig)
@@ -214,8 +213,9 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 		os.Remove(st.Kubeconfig)
 		return nil, fmt.Errorf("recording the local control plane in %s: %w", o.StateDir, err)
 	}
-	// Recorded: from now on `kb-bench local down` stops it.
-	cp.keep()
+	// Recorded: from now on `kb-bench local down` stops it, and the
+	// janitor no longer does when kb-bench dies.
+	cp.janitor.Release()
 	st.Healthy = true
 	return st, nil
 }
@@ -296,10 +296,9 @@ func Down(ctx context.Context, stateDir string) error {
 func down(ctx context.Context, stateDir string, st *LocalState) error {
 	var apiservers []*proc.Process
 	for _, ps := range st.allAPIServers() {
-		apiservers = append(apiservers, &proc.Process{Name: "kube-apiserver", Pid: ps.PID, StartTicks: ps.StartTicks})
+		apiservers = append(apiservers, ps.process("kube-apiserver"))
 	}
-	etcd := &proc.Process{Name: "etcd", Pid: st.Etcd.PID, StartTicks: st.Etcd.StartTicks}
-	if err := stopAndClean(ctx, [][]*proc.Process{apiservers, {etcd}}, []string{st.Dir, st.EtcdDataDir}); err != nil {
+	if err := stopAndClean(ctx, [][]*proc.Process{apiservers, {st.Etcd.process("etcd")}}, []string{st.Dir, st.EtcdDataDir}); err != nil {
 		return err
 	}
 	for _, f := range []string{kubeconfigFile, stateFile} {
@@ -308,6 +307,16 @@ func down(ctx context.Context, stateDir string, st *LocalState) error {
 		}
 	}
 	return nil
+}
+
+// stateOf records p, listening on port.
+func stateOf(p *proc.Process, port int) ProcessState {
+	return ProcessState{PID: p.Pid, StartTicks: p.StartTicks, Port: port, Log: p.Log}
+}
+
+// process is the recorded process, found again, named name.
+func (p ProcessState) process(name string) *proc.Process {
+	return &proc.Process{Name: name, Pid: p.PID, StartTicks: p.StartTicks}
 }
 
 // alive reports whether the recorded process still runs. Without a start

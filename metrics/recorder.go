@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -84,20 +85,9 @@ type Stripe struct {
 	openLoop    bool
 	measureFrom time.Time
 
-	ops      int64
-	warmup   int64
-	outcomes [NumOutcomes]int64
-	attempts []int64 // attempts[n] = ops that made n write attempts
-	gaveUp   int64
-	errors   []string
-
-	opLatency  *hdrhistogram.Histogram // from Intended (corrected in an open loop)
-	opRaw      *hdrhistogram.Histogram // from Start (open loop only)
-	write      *hdrhistogram.Histogram
-	read       *hdrhistogram.Histogram
-	backoff    *hdrhistogram.Histogram
-	clamped    int64
-	attemptOut [2][NumOutcomes]int64
+	// t holds the stripe's totals: Op from Intended (corrected in an open
+	// loop), OpRaw from Start (open loop only).
+	t Snapshot
 
 	// interval is reset every tick and feeds the per-second series.
 	interval       *hdrhistogram.Histogram
@@ -138,17 +128,10 @@ func NewRecorder(start time.Time, stripes int, openLoop bool) *Recorder {
 	}
 	r := &Recorder{start: start, lastTick: start, tickHist: NewHistogram()}
 	for range stripes {
-		s := &Stripe{
-			openLoop:    openLoop,
-			measureFrom: start,
-			opLatency:   NewHistogram(),
-			write:       NewHistogram(),
-			read:        NewHistogram(),
-			backoff:     NewHistogram(),
-			interval:    NewHistogram(),
-		}
+		s := &Stripe{openLoop: openLoop, measureFrom: start, interval: NewHistogram(),
+			t: Snapshot{Op: NewHistogram(), Write: NewHistogram(), Read: NewHistogram(), Backoff: NewHistogram()}}
 		if openLoop {
-			s.opRaw = NewHistogram()
+			s.t.OpRaw = NewHistogram()
 		}
 		r.stripes = append(r.stripes, s)
 	}
@@ -215,45 +198,41 @@ func (s *Stripe) RecordOp(op Op) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if op.Intended.Before(s.measureFrom) {
-		s.warmup++
+		s.t.WarmupOps++
 		return
 	}
 	if op.Outcome >= NumOutcomes {
 		op.Outcome = Other
 	}
-	s.ops++
-	s.outcomes[op.Outcome]++
+	s.t.Ops++
+	s.t.Outcomes[op.Outcome]++
 	s.intervalOut[op.Outcome]++
 	n := max(op.Attempts, 0)
-	for len(s.attempts) <= n {
-		s.attempts = append(s.attempts, 0)
+	for len(s.t.Attempts) <= n {
+		s.t.Attempts = append(s.t.Attempts, 0)
 	}
-	s.attempts[n]++
+	s.t.Attempts[n]++
 	if op.GaveUp {
-		s.gaveUp++
+		s.t.GaveUp++
 	}
 	lat := op.End.Sub(op.Intended)
 	if micros(lat) > histMax {
 		// Counted once per operation: its raw latency, backoff and
 		// attempts are no longer than this.
-		s.clamped++
+		s.t.Clamped++
 	}
-	RecordLatency(s.opLatency, lat)
+	RecordLatency(s.t.Op, lat)
 	RecordLatency(s.interval, lat)
-	if s.opRaw != nil {
-		RecordLatency(s.opRaw, op.End.Sub(op.Start))
+	if s.t.OpRaw != nil {
+		RecordLatency(s.t.OpRaw, op.End.Sub(op.Start))
 	}
 	if op.Attempts > 1 || op.Backoff > 0 {
-		RecordLatency(s.backoff, op.Backoff)
+		RecordLatency(s.t.Backoff, op.Backoff)
 	}
-	if op.Outcome == Other && op.Err != nil && len(s.errors) < MaxErrors {
-		msg := op.Err.Error()
-		for _, e := range s.errors {
-			if e == msg {
-				return
-			}
+	if op.Outcome == Other && op.Err != nil && len(s.t.Errors) < MaxErrors {
+		if msg := op.Err.Error(); !slices.Contains(s.t.Errors, msg) {
+			s.t.Errors = append(s.t.Errors, msg)
 		}
-		s.errors = append(s.errors, msg)
 	}
 }
 
@@ -271,11 +250,11 @@ func (s *Stripe) RecordAttempt(intended time.Time, a Attempt) {
 	if a.Kind > Write {
 		a.Kind = Write
 	}
-	s.attemptOut[a.Kind][a.Outcome]++
+	s.t.AttemptOutcomes[a.Kind][a.Outcome]++
 	if a.Kind == Read {
-		RecordLatency(s.read, a.Latency)
+		RecordLatency(s.t.Read, a.Latency)
 	} else {
 		s.intervalWrites[a.Outcome]++
-		RecordLatency(s.write, a.Latency)
+		RecordLatency(s.t.Write, a.Latency)
 	}
 }

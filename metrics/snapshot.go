@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -146,53 +147,54 @@ func (r *Recorder) Totals() Snapshot {
 	r.mu.Lock()
 	start := r.start
 	r.mu.Unlock()
-	snap := Snapshot{
-		Start: start,
-		Op:    NewHistogram(), Write: NewHistogram(), Read: NewHistogram(), Backoff: NewHistogram(),
-	}
-	seen := map[string]bool{}
+	snap := Snapshot{Start: start}
 	for _, s := range r.stripes {
 		s.mu.Lock()
-		snap.Ops += s.ops
-		snap.WarmupOps += s.warmup
-		snap.GaveUp += s.gaveUp
-		snap.Clamped += s.clamped
-		for i, n := range s.outcomes {
-			snap.Outcomes[i] += n
-		}
-		for k := range s.attemptOut {
-			for i, n := range s.attemptOut[k] {
-				snap.AttemptOutcomes[k][i] += n
-			}
-		}
-		for n, c := range s.attempts {
-			for len(snap.Attempts) <= n {
-				snap.Attempts = append(snap.Attempts, 0)
-			}
-			snap.Attempts[n] += c
-		}
-		for _, e := range s.errors {
-			if !seen[e] && len(snap.Errors) < MaxErrors {
-				seen[e] = true
-				snap.Errors = append(snap.Errors, e)
-			}
-		}
-		snap.Op.Merge(s.opLatency)
-		snap.Write.Merge(s.write)
-		snap.Read.Merge(s.read)
-		snap.Backoff.Merge(s.backoff)
-		if s.opRaw != nil {
-			if snap.OpRaw == nil {
-				snap.OpRaw = NewHistogram()
-			}
-			snap.OpRaw.Merge(s.opRaw)
-		}
+		snap.Add(s.t)
 		s.mu.Unlock()
 	}
 	r.mu.Lock()
 	snap.Late, snap.Dropped = r.late, r.dropped
 	r.mu.Unlock()
 	return snap
+}
+
+// Add adds u's counts, its errors (up to MaxErrors distinct ones) and
+// its histograms (those it has) to s's; s keeps its Start and Series.
+func (s *Snapshot) Add(u Snapshot) {
+	s.Ops += u.Ops
+	s.WarmupOps += u.WarmupOps
+	s.GaveUp += u.GaveUp
+	s.Late += u.Late
+	s.Dropped += u.Dropped
+	s.Clamped += u.Clamped
+	for o := range NumOutcomes {
+		s.Outcomes[o] += u.Outcomes[o]
+		s.AttemptOutcomes[Read][o] += u.AttemptOutcomes[Read][o]
+		s.AttemptOutcomes[Write][o] += u.AttemptOutcomes[Write][o]
+	}
+	for n, c := range u.Attempts {
+		for len(s.Attempts) <= n {
+			s.Attempts = append(s.Attempts, 0)
+		}
+		s.Attempts[n] += c
+	}
+	for _, e := range u.Errors {
+		if len(s.Errors) < MaxErrors && !slices.Contains(s.Errors, e) {
+			s.Errors = append(s.Errors, e)
+		}
+	}
+	for _, h := range []struct{ to, from **hdrhistogram.Histogram }{
+		{&s.Op, &u.Op}, {&s.OpRaw, &u.OpRaw}, {&s.Write, &u.Write}, {&s.Read, &u.Read}, {&s.Backoff, &u.Backoff},
+	} {
+		if *h.from == nil {
+			continue
+		}
+		if *h.to == nil {
+			*h.to = NewHistogram()
+		}
+		(*h.to).Merge(*h.from)
+	}
 }
 
 // EncodeHistogram returns h in kb-bench's lossless text encoding: base64 of

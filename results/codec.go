@@ -92,12 +92,9 @@ func versionKey(apiVersion string) ([3]int, bool) {
 		return [3]int{}, false
 	}
 	major, stage, n := v[1:], 2, "0"
-	for _, st := range []struct {
-		name  string
-		stage int
-	}{{"alpha", 0}, {"beta", 1}} {
-		if before, after, found := strings.Cut(major, st.name); found {
-			major, stage, n = before, st.stage, after
+	for i, name := range []string{"alpha", "beta"} {
+		if before, after, found := strings.Cut(major, name); found {
+			major, stage, n = before, i, after
 			break
 		}
 	}

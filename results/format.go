@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,6 +11,17 @@ import (
 
 // Percent is a share (0.123) as a percentage: "12.3%".
 func Percent(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
+
+// AppendNew appends to list each of items it does not hold yet: the
+// warnings, errors or workloads of several results, each said once.
+func AppendNew(list []string, items ...string) []string {
+	for _, s := range items {
+		if !slices.Contains(list, s) {
+			list = append(list, s)
+		}
+	}
+	return list
+}
 
 // Plural is "1 writer" or "n writers"; a word that ends in s ("series")
 // is its own plural.

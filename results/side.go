@@ -3,9 +3,9 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -35,6 +35,7 @@ func Samples(label string, rs []*Result, where []string) ([]*Result, []string, e
 		return fmt.Sprintf("sample %d", i+1)
 	}
 	var kept []*Result
+	var ids []string           // run ids, in the order first seen
 	seen := map[string][]int{} // run id -> indices in rs
 	for i, r := range rs {
 		if diff := workloadDiff(rs[0], r); diff != "" {
@@ -42,20 +43,17 @@ func Samples(label string, rs []*Result, where []string) ([]*Result, []string, e
 				label, name(i), r.RunID, diff, name(0), rs[0].RunID)
 		}
 		if r.RunID != "" {
-			if prev, dup := seen[r.RunID]; dup {
-				seen[r.RunID] = append(prev, i)
+			if seen[r.RunID] == nil {
+				ids = append(ids, r.RunID)
+			}
+			seen[r.RunID] = append(seen[r.RunID], i)
+			if len(seen[r.RunID]) > 1 {
 				continue
 			}
-			seen[r.RunID] = []int{i}
 		}
 		kept = append(kept, r)
 	}
 	var notes []string
-	ids := make([]string, 0, len(seen))
-	for id := range seen {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(a, b int) bool { return seen[ids[a]][0] < seen[ids[b]][0] })
 	for _, id := range ids {
 		if at := seen[id]; len(at) > 1 {
 			var paths []string
@@ -80,10 +78,7 @@ func workloadDiff(a, b *Result) string {
 		return ""
 	}
 	var ja, jb any
-	if err := roundTrip(sa, &ja); err != nil {
-		return "ran a spec that cannot be compared with that of"
-	}
-	if err := roundTrip(sb, &jb); err != nil {
+	if roundTrip(sa, &ja) != nil || roundTrip(sb, &jb) != nil {
 		return "ran a spec that cannot be compared with that of"
 	}
 	var diffs []string
@@ -111,19 +106,9 @@ func jsonDiff(path string, a, b any, out *[]string) {
 	ma, oka := a.(map[string]any)
 	mb, okb := b.(map[string]any)
 	if oka && okb {
-		keys := map[string]bool{}
-		for k := range ma {
-			keys[k] = true
-		}
-		for k := range mb {
-			keys[k] = true
-		}
-		sorted := make([]string, 0, len(keys))
-		for k := range keys {
-			sorted = append(sorted, k)
-		}
-		slices.Sort(sorted)
-		for _, k := range sorted {
+		keys := maps.Clone(ma)
+		maps.Copy(keys, mb)
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
 			jsonDiff(path+"."+k, ma[k], mb[k], out)
 		}
 		return

@@ -134,3 +134,39 @@ func DecodeSweep(data []byte) (*Sweep, error) {
 	}
 	return &s, nil
 }
+
+// SweepColumns head a sweep's table after its axis: the figures of
+// PointFigures.
+var SweepColumns = []string{"ops/s", "successful writes/s", "conflict rate", "attempts p99", "p99", "gave up", "lost updates", "server"}
+
+// PointFigures are a point's row of a sweep's table: its axis value, then
+// SweepColumns.
+func (s *Sweep) PointFigures(p SweepPoint) []string {
+	gaveUp, server := "-", "match"
+	if p.GaveUp > 0 {
+		gaveUp = Percent(p.GaveUpRatio)
+	}
+	if !p.ServerMatch {
+		server = "MISMATCH"
+	}
+	return []string{s.AxisValue(p.Value), fmt.Sprintf("%.1f", p.Throughput), fmt.Sprintf("%.1f", p.WriteThroughput),
+		Percent(p.ConflictRate), strconv.FormatInt(p.AttemptsP99, 10), FormatDuration(p.P99), gaveUp, strconv.FormatInt(p.LostUpdates, 10), server}
+}
+
+// Fits say a series' fitted models in words, "" where there is nothing
+// to say: the USL (or why a writers sweep has none) and the cost.
+func (s *Sweep) Fits(ser SweepSeries) (usl, cost string) {
+	switch {
+	case ser.Model != nil:
+		usl = "USL fit: " + ser.Model.String()
+	case s.Axis == "writers" && ser.ModelNote != "":
+		usl = "USL fit: none (" + ser.ModelNote + ")"
+	}
+	switch {
+	case ser.CostModel != nil:
+		cost = "apiserver CPU per write fit, c·(1 + σ(N−1) + κN(N−1)): " + ser.CostModel.String()
+	case ser.CostModelNote != "":
+		cost = "apiserver CPU per write fit: none (" + ser.CostModelNote + ")"
+	}
+	return usl, cost
+}

@@ -82,18 +82,22 @@ func (p *Proxy) Close() error {
 	return err
 }
 
-// track records c for Close; false when the proxy is closed.
+// track records c for Close; when the proxy is closed it closes c and
+// returns false.
 func (p *Proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
+		c.Close()
 		return false
 	}
 	p.conns[c] = true
 	return true
 }
 
+// untrack closes c and forgets it.
 func (p *Proxy) untrack(c net.Conn) {
+	c.Close()
 	p.mu.Lock()
 	delete(p.conns, c)
 	p.mu.Unlock()
@@ -115,21 +119,14 @@ func (p *Proxy) accept() {
 func (p *Proxy) serve(down net.Conn) {
 	defer p.wg.Done()
 	if !p.track(down) {
-		down.Close()
 		return
 	}
 	defer p.untrack(down)
-	defer down.Close()
 	up, err := net.DialTimeout("tcp", p.upstream, 10*time.Second)
-	if err != nil {
-		return
-	}
-	if !p.track(up) {
-		up.Close()
+	if err != nil || !p.track(up) {
 		return
 	}
 	defer p.untrack(up)
-	defer up.Close()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); p.pipe(up, down, &p.toUp) }()

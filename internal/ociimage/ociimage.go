@@ -160,28 +160,15 @@ func layer(created time.Time, files []file) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// machine is the ELF machine of GOARCH arch's binaries.
-func machine(arch string) (elf.Machine, bool) {
-	switch arch {
-	case "amd64":
-		return elf.EM_X86_64, true
-	case "arm64":
-		return elf.EM_AARCH64, true
-	case "arm":
-		return elf.EM_ARM, true
-	case "ppc64le":
-		return elf.EM_PPC64, true
-	case "s390x":
-		return elf.EM_S390, true
-	case "riscv64":
-		return elf.EM_RISCV, true
-	}
-	return elf.EM_NONE, false
+// machines are the ELF machines of each GOARCH's binaries.
+var machines = map[string]elf.Machine{
+	"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64, "arm": elf.EM_ARM,
+	"ppc64le": elf.EM_PPC64, "s390x": elf.EM_S390, "riscv64": elf.EM_RISCV,
 }
 
 // checkBinary says what is wrong with path as the image's only program.
 func checkBinary(path, arch string) error {
-	want, ok := machine(arch)
+	want, ok := machines[arch]
 	if !ok {
 		return fmt.Errorf("architecture %q: the image builder knows amd64, arm64, arm, ppc64le, s390x and riscv64", arch)
 	}

@@ -72,17 +72,18 @@ func Start(cmd *exec.Cmd, name, log string, detached bool) (*Process, error) {
 		p.state = cmd.ProcessState
 		close(p.exited)
 	}
+	var err error
 	if detached {
 		cmd.SysProcAttr = detachedAttr()
-		if err := cmd.Start(); err != nil {
-			return nil, fmt.Errorf("starting %s: %w", name, err)
+		if err = cmd.Start(); err == nil {
+			go reap()
 		}
-		go reap()
 	} else {
 		cmd.SysProcAttr = attachedAttr()
-		if err := startOnLockedThread(cmd, reap); err != nil {
-			return nil, fmt.Errorf("starting %s: %w", name, err)
-		}
+		err = startOnLockedThread(cmd, reap)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	p.Pid = cmd.Process.Pid
 	p.StartTicks, _ = Stat(p.Pid)

@@ -62,13 +62,10 @@ func Scrape(ctx context.Context, c rest.Interface) (metrics.ServerSample, error)
 		SetHeader("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain))).
 		DoRaw(ctx)
 	if err != nil {
-		switch {
-		case apierrors.IsForbidden(err):
-			return metrics.ServerSample{}, &UnavailableError{Code: http.StatusForbidden, Err: err}
-		case apierrors.IsUnauthorized(err):
-			return metrics.ServerSample{}, &UnavailableError{Code: http.StatusUnauthorized, Err: err}
-		case apierrors.IsNotFound(err):
-			return metrics.ServerSample{}, &UnavailableError{Code: http.StatusNotFound, Err: err}
+		for code, is := range map[int]func(error) bool{http.StatusForbidden: apierrors.IsForbidden, http.StatusUnauthorized: apierrors.IsUnauthorized, http.StatusNotFound: apierrors.IsNotFound} {
+			if is(err) {
+				return metrics.ServerSample{}, &UnavailableError{Code: code, Err: err}
+			}
 		}
 		return metrics.ServerSample{}, fmt.Errorf("scraping the apiserver's /metrics: %w", err)
 	}
@@ -90,23 +87,23 @@ func Parse(r io.Reader, at time.Time) (metrics.ServerSample, error) {
 		l := labels(m)
 		s.Requests[metrics.RequestKey{EndpointKey: endpoint(l), Code: l["code"]}] += counter(m)
 	}
-	for _, m := range family(fams, requestDuration) {
+	for _, m := range fams[requestDuration].GetMetric() {
 		k := endpoint(labels(m))
 		s.Durations[k] = s.Durations[k].Add(histogram(m))
 		s.DurationBuckets[k] = metrics.AddBuckets(s.DurationBuckets[k], buckets(m))
 	}
-	for _, m := range family(fams, etcdTotal) {
+	for _, m := range fams[etcdTotal].GetMetric() {
 		s.Etcd[etcdKey(labels(m))] += counter(m)
 	}
-	for _, m := range family(fams, etcdDuration) {
+	for _, m := range fams[etcdDuration].GetMetric() {
 		k := etcdKey(labels(m))
 		s.EtcdDurations[k] = s.EtcdDurations[k].Add(histogram(m))
 	}
-	for _, m := range family(fams, flowRejected) {
+	for _, m := range fams[flowRejected].GetMetric() {
 		l := labels(m)
 		s.FlowRejected[metrics.FlowKey{PriorityLevel: l["priority_level"], FlowSchema: l["flow_schema"], Reason: l["reason"]}] += counter(m)
 	}
-	for _, m := range family(fams, flowWait) {
+	for _, m := range fams[flowWait].GetMetric() {
 		l := labels(m)
 		k := metrics.FlowWaitKey{PriorityLevel: l["priority_level"], FlowSchema: l["flow_schema"], Executed: l["execute"] == "true"}
 		s.FlowWait[k] = s.FlowWait[k].Add(histogram(m))
@@ -118,7 +115,7 @@ func Parse(r io.Reader, at time.Time) (metrics.ServerSample, error) {
 // process reads Prometheus' process collector's figures.
 func process(fams map[string]*dto.MetricFamily) metrics.ProcessSample {
 	var p metrics.ProcessSample
-	for _, m := range family(fams, processCPU) {
+	for _, m := range fams[processCPU].GetMetric() {
 		p.Has = true
 		if c := m.GetCounter(); c != nil {
 			p.CPUSeconds = c.GetValue()
@@ -126,7 +123,7 @@ func process(fams map[string]*dto.MetricFamily) metrics.ProcessSample {
 			p.CPUSeconds = m.GetUntyped().GetValue()
 		}
 	}
-	for _, m := range family(fams, processMemory) {
+	for _, m := range fams[processMemory].GetMetric() {
 		if g := m.GetGauge(); g != nil {
 			p.ResidentBytes = int64(g.GetValue())
 		} else {
@@ -163,13 +160,6 @@ func ScrapeProcess(ctx context.Context, client *http.Client, url string) (metric
 		return p, fmt.Errorf("%s has no %s", url, processCPU)
 	}
 	return p, nil
-}
-
-func family(fams map[string]*dto.MetricFamily, name string) []*dto.Metric {
-	if f, ok := fams[name]; ok {
-		return f.GetMetric()
-	}
-	return nil
 }
 
 func labels(m *dto.Metric) map[string]string {

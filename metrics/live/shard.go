@@ -7,9 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 )
 
@@ -58,33 +55,7 @@ func FetchShard(ctx context.Context, client *http.Client, url string) (Figures, 
 // Add adds g's counts, histograms and client figures to f's (the
 // shards' of one run: the window is the longest).
 func (f *Figures) Add(g Figures) {
-	t, u := &f.Totals, g.Totals
-	t.Ops += u.Ops
-	t.WarmupOps += u.WarmupOps
-	t.GaveUp += u.GaveUp
-	t.Late += u.Late
-	t.Dropped += u.Dropped
-	t.Clamped += u.Clamped
-	for o := range metrics.NumOutcomes {
-		t.Outcomes[o] += u.Outcomes[o]
-		t.AttemptOutcomes[metrics.Read][o] += u.AttemptOutcomes[metrics.Read][o]
-		t.AttemptOutcomes[metrics.Write][o] += u.AttemptOutcomes[metrics.Write][o]
-	}
-	for n, c := range u.Attempts {
-		for len(t.Attempts) <= n {
-			t.Attempts = append(t.Attempts, 0)
-		}
-		t.Attempts[n] += c
-	}
-	for _, h := range []struct{ to, from **hdrhistogram.Histogram }{{&t.Op, &u.Op}, {&t.Write, &u.Write}, {&t.Read, &u.Read}} {
-		if *h.from == nil {
-			continue
-		}
-		if *h.to == nil {
-			*h.to = metrics.NewHistogram()
-		}
-		(*h.to).Merge(*h.from)
-	}
+	f.Totals.Add(g.Totals)
 	c, d := &f.Client, g.Client
 	c.Retries += d.Retries
 	c.RateLimited += d.RateLimited

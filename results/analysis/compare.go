@@ -22,67 +22,94 @@ import (
 // Mann-Whitney p-value is above it is shown as "~" (no significant change).
 const Alpha = 0.05
 
-// metric is one figure compared, read from a result.
-type metric struct {
-	name, unit string
+// figure is one figure of a result that a comparison shows and a
+// threshold may name.
+type figure struct {
+	// name is its row in a comparison ("" when not compared), metric its
+	// name in a threshold.
+	name, metric string
+	unit         Unit
 	// higherIsBetter says which way is an improvement.
 	higherIsBetter bool
-	value          func(r *results.Result) float64
-	// has, when set, says whether r holds the figure (results from before
-	// it was measured, or a process not read, do not): a row whose
-	// samples do not all hold it is left out.
-	has func(r *results.Result) bool
+	// percentile is its latencyPercentiles name when it is one.
+	percentile string
+	// value reads it in its unit: nanoseconds for a duration, a fraction
+	// for a percentage, 1 or 0 for true or false.
+	value func(r *results.Result) float64
+	// missing, when set, says why r does not hold the figure ("" when it
+	// does: results from before it was measured, or a process not read,
+	// do not): a comparison leaves its row out, a threshold on it fails.
+	missing func(r *results.Result) string
 }
 
-// compared are the figures a comparison shows, in order.
-var compared = []metric{
-	{"ops/s", "/s", true, func(r *results.Result) float64 { return r.Summary.Throughput }, nil},
-	{"successful writes/s", "/s", true, func(r *results.Result) float64 { return r.Summary.WriteThroughput }, nil},
-	{"conflict rate", "%", false, func(r *results.Result) float64 { return 100 * r.Summary.ConflictRate }, nil},
-	{"attempts p99", "", false, func(r *results.Result) float64 { return float64(r.Summary.AttemptsP99) }, nil},
-	{"gave up", "", false, func(r *results.Result) float64 { return float64(r.Summary.GaveUp) }, nil},
-	{"latency p50", "ms", false, func(r *results.Result) float64 { return millis(r.Summary.Latency.P50) }, nil},
-	{"latency p99", "ms", false, func(r *results.Result) float64 { return millis(r.Summary.Latency.P99) }, nil},
-	{"latency p99.9", "ms", false, func(r *results.Result) float64 { return millis(r.Summary.Latency.P999) }, nil},
-	{"lost updates", "", false, func(r *results.Result) float64 { return float64(r.Summary.LostUpdates) }, nil},
-	{"server match", "yes/no", true, func(r *results.Result) float64 {
+// figures are the figures of a result, in the order a comparison shows them.
+var figures = []figure{
+	{"ops/s", "throughput", UnitRate, true, "", func(r *results.Result) float64 { return r.Summary.Throughput }, nil},
+	{"successful writes/s", "writeThroughput", UnitRate, true, "", func(r *results.Result) float64 { return r.Summary.WriteThroughput }, nil},
+	{"conflict rate", "conflictRate", UnitPercent, false, "", func(r *results.Result) float64 { return r.Summary.ConflictRate }, nil},
+	{"attempts p99", "attemptsP99", UnitCount, false, "", func(r *results.Result) float64 { return float64(r.Summary.AttemptsP99) }, nil},
+	{"gave up", "gaveUp", UnitCount, false, "", func(r *results.Result) float64 { return float64(r.Summary.GaveUp) }, nil},
+	{"latency p50", "p50", UnitDuration, false, "p50", func(r *results.Result) float64 { return float64(r.Summary.Latency.P50) }, nil},
+	{"", "p90", UnitDuration, false, "p90", func(r *results.Result) float64 { return float64(r.Summary.Latency.P90) }, nil},
+	{"latency p99", "p99", UnitDuration, false, "p99", func(r *results.Result) float64 { return float64(r.Summary.Latency.P99) }, nil},
+	{"latency p99.9", "p999", UnitDuration, false, "p99.9", func(r *results.Result) float64 { return float64(r.Summary.Latency.P999) }, nil},
+	{"lost updates", "lostUpdates", UnitCount, false, "", func(r *results.Result) float64 { return float64(r.Summary.LostUpdates) }, nil},
+	{"server match", "serverMatch", UnitBool, true, "", func(r *results.Result) float64 {
 		if r.Server != nil && r.Server.Available && r.Server.Match {
 			return 1
 		}
 		return 0
 	}, nil},
-	{"apiserver CPU/write", "ms", false, func(r *results.Result) float64 { return millis(apiserverPerWrite(r)) }, hasApiserverPerWrite},
-	{"etcd CPU/write", "ms", false, func(r *results.Result) float64 { return millis(etcdPerWrite(r)) }, hasEtcdPerWrite},
+	// CPU time per successful write (a duration: "2ms").
+	cpuPerWrite("apiserver CPU/write", "apiserverCPUPerWrite", "apiserver", func(f results.CostFigures) results.PerUnit { return f.Apiserver }, func(c *results.Cost) results.ProcessCost { return c.Apiserver }),
+	cpuPerWrite("etcd CPU/write", "etcdCPUPerWrite", "etcd", func(f results.CostFigures) results.PerUnit { return f.Etcd }, func(c *results.Cost) results.ProcessCost { return c.Etcd }),
 }
 
-// The cost figures compare and gate read: CPU per successful write.
-func apiserverPerWrite(r *results.Result) time.Duration {
-	return r.Cost.Figures(r.Summary).Apiserver.PerWrite
-}
-func etcdPerWrite(r *results.Result) time.Duration { return r.Cost.Figures(r.Summary).Etcd.PerWrite }
-func hasApiserverPerWrite(r *results.Result) bool {
-	return r.Cost != nil && r.Cost.Apiserver.Available && r.Summary.Writes > 0
-}
-func hasEtcdPerWrite(r *results.Result) bool {
-	return r.Cost != nil && r.Cost.Etcd.Available && r.Summary.Writes > 0
-}
-
-// costMissing says why r has no cost figure of process what ("" when it has).
-func costMissing(r *results.Result, what string, has func(*results.Result) bool) string {
-	switch {
-	case has(r):
-		return ""
-	case r.Cost == nil:
-		return "has no cost (a result from before kb-bench measured it)"
-	case r.Summary.Writes == 0:
-		return "made no successful write"
-	case what == "etcd":
-		return "has no etcd CPU: " + r.Cost.Etcd.Reason
+// figureNamed is the figure a threshold names.
+func figureNamed(metric string) (figure, bool) {
+	i := slices.IndexFunc(figures, func(f figure) bool { return f.metric == metric })
+	if i < 0 {
+		return figure{}, false
 	}
-	return "has no apiserver CPU: " + r.Cost.Apiserver.Reason
+	return figures[i], true
 }
 
-func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+// cpuPerWrite is a process's CPU per successful write, which a result
+// from before kb-bench measured cost, or one whose process was not read,
+// does not hold.
+func cpuPerWrite(name, metric, what string, per func(results.CostFigures) results.PerUnit, process func(*results.Cost) results.ProcessCost) figure {
+	return figure{name, metric, UnitDuration, false, "",
+		func(r *results.Result) float64 { return float64(per(r.Cost.Figures(r.Summary)).PerWrite) },
+		func(r *results.Result) string {
+			switch {
+			case r.Cost == nil:
+				return "has no cost (a result from before kb-bench measured it)"
+			case r.Summary.Writes == 0:
+				return "made no successful write"
+			case !process(r.Cost).Available:
+				return "has no " + what + " CPU: " + process(r.Cost).Reason
+			}
+			return ""
+		}}
+}
+
+// compareUnit is the unit of a compared figure's row.
+func (f figure) compareUnit() string {
+	return map[Unit]string{UnitRate: "/s", UnitPercent: "%", UnitDuration: "ms", UnitBool: "yes/no"}[f.unit]
+}
+
+// compareValue is the figure as a comparison shows it: a percentage times
+// 100, a duration in milliseconds.
+func (f figure) compareValue(r *results.Result) float64 {
+	switch v := f.value(r); f.unit {
+	case UnitPercent:
+		return 100 * v
+	case UnitDuration:
+		return v / float64(time.Millisecond)
+	default:
+		return v
+	}
+}
 
 // Comparison is the key figures of several sides, each against the first.
 type Comparison struct {
@@ -158,17 +185,14 @@ func Compare(sides []results.Side) (*Comparison, error) {
 	if len(c.Workloads) == 1 {
 		c.Workloads = nil
 	}
-	for _, m := range compared {
-		if m.has != nil && !allHave(sides, m.has) {
+	for _, m := range figures {
+		if m.name == "" || m.missing != nil && !allHave(sides, m.missing) {
 			continue
 		}
-		row := ComparedRow{Metric: m.name, Unit: m.unit}
+		row := ComparedRow{Metric: m.name, Unit: m.compareUnit()}
 		var base []float64
 		for i, s := range sides {
-			values := make([]float64, len(s.Results))
-			for j, r := range s.Results {
-				values[j] = m.value(r)
-			}
+			values := values(s.Results, m.compareValue)
 			cell := ComparedCell{Median: median(values), Min: slices.Min(values), Max: slices.Max(values)}
 			if i == 0 {
 				base = values
@@ -190,16 +214,34 @@ func Compare(sides []results.Side) (*Comparison, error) {
 	return c, nil
 }
 
-// allHave says whether every sample of every side holds a figure.
-func allHave(sides []results.Side, has func(*results.Result) bool) bool {
-	for _, s := range sides {
-		for _, r := range s.Results {
-			if !has(r) {
-				return false
-			}
+// Table is c as text, a row a figure under a header row (first, then
+// each side's label and sample count): each side's Value and, after
+// every side's but the first's, its Change.
+func (c *Comparison) Table(first string) [][]string {
+	head := []string{first}
+	for i, s := range c.Sides {
+		head = append(head, fmt.Sprintf("%s (n=%d)", s.Label, s.Samples))
+		if i > 0 {
+			head = append(head, "vs "+c.Sides[0].Label)
 		}
 	}
-	return true
+	table := [][]string{head}
+	for _, row := range c.Rows {
+		line := []string{row.Metric}
+		for i, cell := range row.Cells {
+			line = append(line, cell.Value(row.Unit, c.Sides[i].Samples))
+			if i > 0 {
+				line = append(line, cell.Change(c.Sides[i].Samples, c.Sides[0].Samples))
+			}
+		}
+		table = append(table, line)
+	}
+	return table
+}
+
+// allHave says whether every sample of every side holds a figure.
+func allHave(sides []results.Side, missing func(*results.Result) string) bool {
+	return !slices.ContainsFunc(allResults(sides), func(r *results.Result) bool { return missing(r) != "" })
 }
 
 func median(v []float64) float64 {

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -25,21 +26,10 @@ type CostEdge struct {
 // per verb on the endpoints the clients used (client: their requests).
 func NewCost(before, after CostEdge, client map[metrics.RequestKey]int64) *results.Cost {
 	c := &results.Cost{}
-	serverErr := before.ServerErr
-	if serverErr == nil {
-		serverErr = after.ServerErr
-	}
+	serverErr := cmp.Or(before.ServerErr, after.ServerErr)
 	c.Apiserver = processCost(before.Server.Process, after.Server.Process, serverErr, "the apiserver's /metrics has no process_cpu_seconds_total")
-	etcdErr := before.EtcdErr
-	if etcdErr == nil {
-		etcdErr = after.EtcdErr
-	}
-	c.Etcd = processCost(before.Etcd, after.Etcd, etcdErr, "etcd's /metrics has no process_cpu_seconds_total")
-	clientErr := before.ClientErr
-	if clientErr == nil {
-		clientErr = after.ClientErr
-	}
-	c.Client = processCost(before.Client, after.Client, clientErr, "not read")
+	c.Etcd = processCost(before.Etcd, after.Etcd, cmp.Or(before.EtcdErr, after.EtcdErr), "etcd's /metrics has no process_cpu_seconds_total")
+	c.Client = processCost(before.Client, after.Client, cmp.Or(before.ClientErr, after.ClientErr), "not read")
 	c.Client.MemoryBefore, c.Client.MemoryAfter = 0, 0
 	if serverErr != nil {
 		return c
@@ -48,10 +38,7 @@ func NewCost(before, after CostEdge, client map[metrics.RequestKey]int64) *resul
 	if err != nil {
 		return c
 	}
-	endpoints := map[metrics.EndpointKey]bool{}
-	for k := range client {
-		endpoints[k.EndpointKey] = true
-	}
+	endpoints := endpointsOf(client)
 	for k, cs := range delta.Durations {
 		if k.Verb == "WATCH" || k.Verb == "CONNECT" {
 			continue // long-running: its duration is the connection's life

@@ -43,41 +43,6 @@ const (
 	UnitBool Unit = "bool"
 )
 
-// gateMetric is a figure a threshold may name: its unit and how to read
-// it from a result.
-type gateMetric struct {
-	unit  Unit
-	value func(r *results.Result) float64
-	// missing, when set, says why r does not hold the figure ("" when it
-	// does): a threshold on it then fails, saying so.
-	missing func(r *results.Result) string
-}
-
-// gateMetrics are the figures a threshold may name.
-var gateMetrics = map[string]gateMetric{
-	"throughput":      {UnitRate, func(r *results.Result) float64 { return r.Summary.Throughput }, nil},
-	"writeThroughput": {UnitRate, func(r *results.Result) float64 { return r.Summary.WriteThroughput }, nil},
-	"conflictRate":    {UnitPercent, func(r *results.Result) float64 { return r.Summary.ConflictRate }, nil},
-	"attemptsP99":     {UnitCount, func(r *results.Result) float64 { return float64(r.Summary.AttemptsP99) }, nil},
-	"gaveUp":          {UnitCount, func(r *results.Result) float64 { return float64(r.Summary.GaveUp) }, nil},
-	"lostUpdates":     {UnitCount, func(r *results.Result) float64 { return float64(r.Summary.LostUpdates) }, nil},
-	"p50":             {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P50) }, nil},
-	"p90":             {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P90) }, nil},
-	"p99":             {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P99) }, nil},
-	"p999":            {UnitDuration, func(r *results.Result) float64 { return float64(r.Summary.Latency.P999) }, nil},
-	"serverMatch": {UnitBool, func(r *results.Result) float64 {
-		if r.Server != nil && r.Server.Available && r.Server.Match {
-			return 1
-		}
-		return 0
-	}, nil},
-	// CPU time per successful write (a duration: "2ms").
-	"apiserverCPUPerWrite": {UnitDuration, func(r *results.Result) float64 { return float64(apiserverPerWrite(r)) },
-		func(r *results.Result) string { return costMissing(r, "apiserver", hasApiserverPerWrite) }},
-	"etcdCPUPerWrite": {UnitDuration, func(r *results.Result) float64 { return float64(etcdPerWrite(r)) },
-		func(r *results.Result) string { return costMissing(r, "etcd", hasEtcdPerWrite) }},
-}
-
 // Threshold is one parsed line of a gate: "p99 < 50ms", "lostUpdates == 0",
 // "serverMatch == true", "writeThroughput > 100/s", "p99 <= baseline +10%".
 // Its Value is in the metric's Unit, checked for range when parsed:
@@ -117,7 +82,7 @@ func ParseThreshold(text string) (Threshold, error) {
 	if strings.ContainsAny(m[3][:1], "<>=!") {
 		return t, fmt.Errorf("threshold %s: %q is not a comparison: use <, <=, >, >=, == or !=", q, m[2]+m[3][:1])
 	}
-	gm, ok := gateMetrics[t.Metric]
+	gm, ok := figureNamed(t.Metric)
 	if !ok {
 		return t, fmt.Errorf("threshold %s: metric %s is not known: use %s", q, shortQuote(t.Metric), gateMetricNames())
 	}
@@ -199,31 +164,22 @@ func parseGateValue(u Unit, s string) (float64, error) {
 			return 0, fmt.Errorf("%s: write a rate as a percentage, e.g. 50%% (a bare number could mean 0.5 or 50)", q)
 		}
 		v, err := finite(p)
-		if err != nil {
-			return 0, err
+		if err == nil && (v < 0 || v > 100) {
+			err = fmt.Errorf("%s: a rate is 0%% to 100%%", q)
 		}
-		if v < 0 || v > 100 {
-			return 0, fmt.Errorf("%s: a rate is 0%% to 100%%", q)
-		}
-		return v / 100, nil
+		return v / 100, err
 	case UnitRate:
 		v, err := finite(strings.TrimSuffix(s, "/s"))
-		if err != nil {
-			return 0, err
+		if err == nil && v < 0 {
+			err = fmt.Errorf("%s: a throughput is 0/s or more", q)
 		}
-		if v < 0 {
-			return 0, fmt.Errorf("%s: a throughput is 0/s or more", q)
-		}
-		return v, nil
+		return v, err
 	}
 	v, err := finite(s)
-	if err != nil {
-		return 0, err
+	if err == nil && v < 0 {
+		err = fmt.Errorf("%s: a count is 0 or more", q)
 	}
-	if v < 0 {
-		return 0, fmt.Errorf("%s: a count is 0 or more", q)
-	}
-	return v, nil
+	return v, err
 }
 
 // finite reads a number that is neither NaN nor infinite.
@@ -371,35 +327,27 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 		}
 	}
 	for _, t := range g.Thresholds {
-		gm := gateMetrics[t.Metric]
+		gm, _ := figureNamed(t.Metric)
 		if why := missingIn(gm, t.Relative, baseline, candidate); why != "" {
 			out = append(out, Verdict{Threshold: t, Why: why})
 			continue
 		}
-		cand := values(candidate, gm.value)
+		cand, base := values(candidate, gm.value), values(baseline, gm.value)
 		v := Verdict{Threshold: t, Candidate: median(cand)}
 		limit := t.Value
 		if t.Relative {
-			base := values(baseline, gm.value)
 			b := median(base)
 			v.Baseline = &b
 			limit = b * (1 + t.Value)
 		}
 		v.Passed = compareOp(v.Candidate, t.Op, limit)
 		holds := fmt.Sprintf("%s %s %s", gm.unit.Format(v.Candidate), t.Op, gm.unit.Format(limit))
-		switch {
-		case !t.Relative && v.Passed:
-			v.Why = holds + " holds"
-		case !t.Relative:
-			v.Why = holds + " does not hold"
-		default:
-			base := values(baseline, gm.value)
+		v.Why = holds + map[bool]string{true: " holds", false: " does not hold"}[v.Passed]
+		if t.Relative {
 			d := significant(base, cand)
 			v.P, v.Untested, v.Noise = &d.p, !d.tested, &d.noise
-			noise := noiseWords(gm.unit, d, len(base), len(cand))
 			switch {
 			case v.Passed && d.tested:
-				v.Why = holds + " holds"
 			case v.Passed:
 				v.Why = fmt.Sprintf("%s holds (not tested for significance: %d vs %d samples)", holds, len(base), len(cand))
 			case !d.tested:
@@ -414,10 +362,10 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 				v.Why = fmt.Sprintf("%s does not hold, and the difference is significant (p=%.3f) and beyond the noise of the samples", holds, d.p)
 			}
 			if d.tested {
-				v.Why += "; " + noise
+				v.Why += "; " + noiseWords(gm.unit, d, len(base), len(cand))
 			}
 		}
-		v.Why += percentileNote(t.Metric, t.Relative, baseline, candidate)
+		v.Why += percentileNote(gm.percentile, t.Relative, baseline, candidate)
 		out = append(out, v)
 	}
 	return out, nil
@@ -426,7 +374,7 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 // missingIn says which sample does not hold the figure gm reads, and
 // why ("" when all do): the candidate's, and the baseline's for a
 // relative threshold.
-func missingIn(gm gateMetric, relative bool, baseline, candidate []*results.Result) string {
+func missingIn(gm figure, relative bool, baseline, candidate []*results.Result) string {
 	if gm.missing == nil {
 		return ""
 	}
@@ -548,7 +496,7 @@ func tooFew(n1, n2 int) string {
 // HeldBy reports whether an absolute threshold holds for the median of
 // rs, with the figure it was judged on ("p99 7.2s").
 func (t Threshold) HeldBy(rs []*results.Result) (bool, string) {
-	gm := gateMetrics[t.Metric]
+	gm, _ := figureNamed(t.Metric)
 	v := median(values(rs, gm.value))
 	return compareOp(v, t.Op, t.Value), t.Metric + " " + gm.unit.Format(v)
 }
@@ -578,20 +526,9 @@ func values(rs []*results.Result, f func(*results.Result) float64) []float64 {
 	return v
 }
 
+// compareOp says whether a op b holds, op one of a threshold's comparisons.
 func compareOp(a float64, op string, b float64) bool {
-	switch op {
-	case "<":
-		return a < b
-	case "<=":
-		return a <= b
-	case ">":
-		return a > b
-	case ">=":
-		return a >= b
-	case "==":
-		return a == b
-	}
-	return a != b
+	return map[string]bool{"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[op]
 }
 
 // Format writes a value of the unit as a threshold or a verdict shows it:
@@ -612,10 +549,5 @@ func (u Unit) Format(v float64) string {
 
 // Passed reports whether every verdict passed.
 func Passed(vs []Verdict) bool {
-	for _, v := range vs {
-		if !v.Passed {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(vs, func(v Verdict) bool { return !v.Passed })
 }

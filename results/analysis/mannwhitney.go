@@ -29,6 +29,7 @@ func MannWhitney(a, b []float64) float64 {
 		all = append(all, obs{v, false})
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].v < all[j].v })
+	ranks := make([]float64, len(all))
 	var rankA, tieTerm float64
 	ties := false
 	for i := 0; i < len(all); {
@@ -36,10 +37,10 @@ func MannWhitney(a, b []float64) float64 {
 		for j < len(all) && all[j].v == all[i].v {
 			j++
 		}
-		rank := float64(i+j+1) / 2 // ranks i+1..j, averaged
 		for k := i; k < j; k++ {
+			ranks[k] = float64(i+j+1) / 2 // ranks i+1..j, averaged
 			if all[k].fromA {
-				rankA += rank
+				rankA += ranks[k]
 			}
 		}
 		if t := float64(j - i); t > 1 {
@@ -53,17 +54,6 @@ func MannWhitney(a, b []float64) float64 {
 	case !ties && n1*n2 <= 2500:
 		return exactU(u, n1, n2)
 	case ties && n1+n2 <= maxEnumerated:
-		ranks := make([]float64, len(all))
-		for i := 0; i < len(all); {
-			j := i
-			for j < len(all) && all[j].v == all[i].v {
-				j++
-			}
-			for k := i; k < j; k++ {
-				ranks[k] = float64(i+j+1) / 2
-			}
-			i = j
-		}
 		return exactTiedU(u, n1, ranks)
 	}
 	n := float64(n1 + n2)

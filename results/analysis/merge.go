@@ -3,9 +3,10 @@ package analysis
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
-	"sort"
+	"slices"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -25,10 +26,8 @@ func Merge(rs ...*results.Result) (*results.Result, error) {
 	if len(rs) == 0 {
 		return nil, errors.New("no results to merge")
 	}
-	for i, r := range rs {
-		if r == nil {
-			return nil, fmt.Errorf("result %d to merge is missing", i+1)
-		}
+	if i := slices.Index(rs, nil); i >= 0 {
+		return nil, fmt.Errorf("result %d to merge is missing", i+1)
 	}
 	first := rs[0]
 	out := &results.Result{
@@ -103,7 +102,7 @@ func Merge(rs ...*results.Result) (*results.Result, error) {
 	if out.Series, err = mergeSeries(series, offsets); err != nil {
 		return nil, err
 	}
-	out.Warnings = dedupe(warnings)
+	out.Warnings = results.AppendNew(nil, warnings...)
 	if out.Summary, err = results.Summarize(m, seconds, out.Checks); err != nil {
 		return nil, err
 	}
@@ -138,8 +137,8 @@ func MergeMeasurements(ms ...results.Measurements) (results.Measurements, error)
 			out.Attempts[n] += c
 		}
 		for _, e := range m.Errors {
-			if len(out.Errors) < metrics.MaxErrors && !contains(out.Errors, e) {
-				out.Errors = append(out.Errors, e)
+			if len(out.Errors) < metrics.MaxErrors {
+				out.Errors = results.AppendNew(out.Errors, e)
 			}
 		}
 		out.Client.Retries += m.Client.Retries
@@ -241,13 +240,8 @@ func mergeSeries(all [][]metrics.SeriesPoint, offsets []time.Duration) ([]metric
 			}
 		}
 	}
-	keys := make([]int64, 0, len(bySecond))
-	for k := range bySecond {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	var out []metrics.SeriesPoint
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(bySecond)) {
 		a := bySecond[k]
 		if a.hist != nil && a.hist.TotalCount() > 0 {
 			a.p.SetPercentiles(a.hist)
@@ -278,23 +272,4 @@ func addCounts(dst, src map[string]int64) {
 	for k, v := range src {
 		dst[k] += v
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
-}
-
-func dedupe(list []string) []string {
-	var out []string
-	for _, s := range list {
-		if !contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -21,28 +21,12 @@ import (
 // compares or gates one.
 const FewBeyond = 5
 
-// latencyPercentiles are a Latency's percentiles, by name.
-var latencyPercentiles = []struct {
-	name string
-	q    float64
-}{{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p99.9", 0.999}}
-
-// percentileOf maps the latency percentiles compare and gate name to
-// their name in latencyPercentiles.
-var percentileOf = map[string]string{
-	"latency p50": "p50", "latency p90": "p90", "latency p99": "p99", "latency p99.9": "p99.9",
-	"p50": "p50", "p90": "p90", "p99": "p99", "p999": "p99.9",
-}
-
-// quantile is the share q of a latencyPercentiles name (0 when unknown).
-func quantile(name string) float64 {
-	for _, p := range latencyPercentiles {
-		if p.name == name {
-			return p.q
-		}
-	}
-	return 0
-}
+// latencyPercentiles are a Latency's percentiles, by name, in order;
+// quantiles their shares.
+var (
+	latencyPercentiles = []string{"p50", "p90", "p99", "p99.9"}
+	quantiles          = map[string]float64{"p50": 0.5, "p90": 0.9, "p99": 0.99, "p99.9": 0.999}
+)
 
 // tailOp says which operation percentile q of n is when fewer than
 // FewBeyond operations lie beyond it, counted from the slowest: "the
@@ -94,13 +78,13 @@ func WeakPercentile(name string, q float64, n int64) string {
 func WeakPercentiles(n int64, names ...string) string {
 	var parts []string
 	for _, name := range names {
-		w := WeakPercentile(name, quantile(name), n)
+		w := WeakPercentile(name, quantiles[name], n)
 		switch {
 		case w == "":
 		case len(parts) == 0:
 			parts = append(parts, w)
 		default:
-			parts = append(parts, name+" = "+tailOp(quantile(name), n))
+			parts = append(parts, name+" = "+tailOp(quantiles[name], n))
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -110,11 +94,7 @@ func WeakPercentiles(n int64, names ...string) string {
 // percentiles of n operations that are among the slowest few, and why that
 // matters; "" when none is.
 func WeaklySupported(n int64) string {
-	names := make([]string, len(latencyPercentiles))
-	for i, p := range latencyPercentiles {
-		names[i] = p.name
-	}
-	s := WeakPercentiles(n, names...)
+	s := WeakPercentiles(n, latencyPercentiles...)
 	if s == "" {
 		return ""
 	}
@@ -149,7 +129,7 @@ func weakIn(name string, rs []*results.Result) string {
 // rounded-rank percentile (an older result) sits at the nearest rank or
 // one below it, so it is only known to be one of the slowest two there.
 func weakWords(name string, r *results.Result) string {
-	q, n := quantile(name), r.Summary.Ops
+	q, n := quantiles[name], r.Summary.Ops
 	w := WeakPercentile(name, q, n)
 	if pos := n - metrics.Rank(q, n) + 2; w != "" && r.Summary.Percentiles == results.PercentilesRoundedRank && pos <= n {
 		return fmt.Sprintf("%s of %d ops = one of the %d slowest ops", name, n, pos)
@@ -230,8 +210,8 @@ func percentileNotes(sides []results.Side) []string {
 	if !sameDefinition(allResults(sides)) {
 		notes = append(notes, "the percentiles were computed differently, so their changes mix two definitions: "+bySide(sides, definitions))
 	}
-	for _, m := range compared {
-		if name, ok := percentileOf[m.name]; ok {
+	for _, m := range figures {
+		if name := m.percentile; name != "" && m.name != "" {
 			if w := bySide(sides, func(rs []*results.Result) string { return weakIn(name, rs) }); w != "" {
 				notes = append(notes, fmt.Sprintf("%s is weakly supported (fewer than %d ops beyond it): %s", m.name, FewBeyond, w))
 			}
@@ -240,14 +220,14 @@ func percentileNotes(sides []results.Side) []string {
 	return notes
 }
 
-// percentileNote is what a gate verdict on metric adds to its why: that
+// percentileNote is what a gate verdict on a figure (name: its
+// latencyPercentiles name, "" when it is not one) adds to its why: that
 // the percentile rests on the slowest few operations of the candidate (or
 // of the baseline, for a relative threshold), and how the percentiles
 // were computed when the results differ or used the older definition. ""
 // for other metrics and well-supported nearest-rank percentiles.
-func percentileNote(metric string, relative bool, baseline, candidate []*results.Result) string {
-	name, ok := percentileOf[metric]
-	if !ok || len(candidate) == 0 {
+func percentileNote(name string, relative bool, baseline, candidate []*results.Result) string {
+	if name == "" || len(candidate) == 0 {
 		return ""
 	}
 	sides := []results.Side{{Label: "candidate", Results: candidate}}

@@ -22,6 +22,15 @@ func resourceName(k metrics.EndpointKey) string {
 	return name
 }
 
+// endpointsOf are the endpoints the clients used.
+func endpointsOf(client map[metrics.RequestKey]int64) map[metrics.EndpointKey]bool {
+	endpoints := map[metrics.EndpointKey]bool{}
+	for k := range client {
+		endpoints[k.EndpointKey] = true
+	}
+	return endpoints
+}
+
 // NewServerCheck compares the clients' requests (client) with the two
 // scrapes. watch lists further resources ("resourcequotas") whose server
 // counts are reported as the apiserver's own requests. m gives the run's
@@ -38,11 +47,10 @@ func NewServerCheck(before, after metrics.ServerSample, client map[metrics.Reque
 	// The resources (with group) the clients touched, and those watched.
 	type res struct{ group, resource string }
 	touched := map[res]bool{}
-	endpoints := map[metrics.EndpointKey]bool{}
 	for k := range client {
 		touched[res{k.Group, k.Resource}] = true
-		endpoints[k.EndpointKey] = true
 	}
+	endpoints := endpointsOf(client)
 	watched := func(k metrics.EndpointKey) bool {
 		return slices.Contains(watch, k.Resource) || slices.Contains(watch, k.Resource+"/"+k.Subresource)
 	}
@@ -73,12 +81,7 @@ func NewServerCheck(before, after metrics.ServerSample, client map[metrics.Reque
 	sortCounts(c.Requests)
 	sortCounts(internal)
 	c.Internal = internal
-	c.Match = true
-	for _, r := range c.Requests {
-		if r.Client != r.Server {
-			c.Match = false
-		}
-	}
+	c.Match = !slices.ContainsFunc(c.Requests, func(r results.RequestCount) bool { return r.Client != r.Server })
 	if !c.Match {
 		c.Mismatch = mismatch(c.Requests, m)
 	}
@@ -86,14 +89,10 @@ func NewServerCheck(before, after metrics.ServerSample, client map[metrics.Reque
 	// etcd, per resource the clients touched or the scenario watches.
 	etcd := map[[2]string]metrics.CountSum{}
 	for k, n := range delta.Etcd {
-		cs := etcd[[2]string{k.Resource, k.Operation}]
-		cs.Count += n
-		etcd[[2]string{k.Resource, k.Operation}] = cs
+		etcd[[2]string{k.Resource, k.Operation}] = etcd[[2]string{k.Resource, k.Operation}].Add(metrics.CountSum{Count: n})
 	}
 	for k, cs := range delta.EtcdDurations {
-		e := etcd[[2]string{k.Resource, k.Operation}]
-		e.Sum += cs.Sum
-		etcd[[2]string{k.Resource, k.Operation}] = e
+		etcd[[2]string{k.Resource, k.Operation}] = etcd[[2]string{k.Resource, k.Operation}].Add(metrics.CountSum{Sum: cs.Sum})
 	}
 	relevant := func(resource string) bool {
 		for r := range touched {
@@ -150,10 +149,7 @@ func NewServerCheck(before, after metrics.ServerSample, client map[metrics.Reque
 // the successful writes and the 409s. client names the endpoints the
 // clients used.
 func APIServerShares(servers []string, before, after []metrics.ServerSample, client map[metrics.RequestKey]int64) ([]results.APIServerShare, error) {
-	endpoints := map[metrics.EndpointKey]bool{}
-	for k := range client {
-		endpoints[k.EndpointKey] = true
-	}
+	endpoints := endpointsOf(client)
 	shares := make([]results.APIServerShare, len(servers))
 	for i, server := range servers {
 		delta, err := after[i].Sub(before[i])

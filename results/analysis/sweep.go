@@ -96,11 +96,10 @@ func Analyze(s *results.Sweep) {
 			for j, p := range ser.Points {
 				n[j], x[j] = p.Value, p.WriteThroughput
 			}
-			m, err := FitUSL(n, x)
-			if err != nil {
+			var err error
+			if ser.Model, err = FitUSL(n, x); err != nil {
 				ser.ModelNote = err.Error()
 			}
-			ser.Model = m
 			ser.CostModel, ser.CostModelNote = fitCost(ser.Points)
 		} else {
 			ser.ModelNote = "the USL models throughput against concurrency: fitted for writers sweeps only"
@@ -160,17 +159,11 @@ func describe(s *results.Sweep, ser *results.SweepSeries) string {
 	default:
 		parts = append(parts, fmt.Sprintf("%s up to %s (%s conflicts there), over it from %s", slo, unit(ser.SLO.Within), results.Percent(ser.SLO.ConflictRate), unit(ser.SLO.Breach)))
 	}
-	for _, p := range ser.Points {
-		if p.GaveUp > 0 {
-			parts = append(parts, fmt.Sprintf("retries give up from %s (%s of operations)", unit(p.Value), results.Percent(p.GaveUpRatio)))
-			break
-		}
+	if i := slices.IndexFunc(ser.Points, func(p results.SweepPoint) bool { return p.GaveUp > 0 }); i >= 0 {
+		parts = append(parts, fmt.Sprintf("retries give up from %s (%s of operations)", unit(ser.Points[i].Value), results.Percent(ser.Points[i].GaveUpRatio)))
 	}
-	for _, p := range ser.Points {
-		if p.LostUpdates > 0 {
-			parts = append(parts, fmt.Sprintf("LOST UPDATES from %s", unit(p.Value)))
-			break
-		}
+	if i := slices.IndexFunc(ser.Points, func(p results.SweepPoint) bool { return p.LostUpdates > 0 }); i >= 0 {
+		parts = append(parts, fmt.Sprintf("LOST UPDATES from %s", unit(ser.Points[i].Value)))
 	}
 	if last := ser.Points[len(ser.Points)-1]; last.Cost != nil {
 		cost := fmt.Sprintf("at %s it costs %.2f apiserver cores", unit(last.Value), last.Cost.ApiserverCores)

@@ -79,20 +79,12 @@ func FitUSL(n, x []float64) (*results.USL, error) {
 	}
 	sigma, kappa := clamp(best)
 	u := &results.USL{Lambda: lambda(sigma, kappa), Sigma: sigma, Kappa: kappa, Points: len(n)}
-	var mean, ssTot, ssRes float64
-	for _, v := range x {
-		mean += v / float64(len(x))
-	}
+	var ssRes float64
 	for i := range n {
-		ssTot += (x[i] - mean) * (x[i] - mean)
 		d := x[i] - u.At(n[i])
 		ssRes += d * d
 	}
-	u.R2 = 1
-	if ssTot > 0 {
-		u.R2 = 1 - ssRes/ssTot
-	}
-	u.Poor = u.R2 < results.PoorFit
+	u.R2, u.Poor = r2(x, ssRes)
 	if u.Kappa > 0 {
 		u.PeakN = math.Sqrt((1 - u.Sigma) / u.Kappa)
 		u.PeakX = u.At(math.Max(u.PeakN, 1))
@@ -114,10 +106,7 @@ func FitCost(n, y []float64) (*results.CostFit, error) {
 	}
 	basis := func(v float64) [3]float64 { return [3]float64{1, v - 1, v * (v - 1)} }
 	best, bestSSE := [3]float64{}, math.Inf(1)
-	for mask := 1; mask < 8; mask++ {
-		if mask&1 == 0 {
-			continue // c > 0: one writer's cost is always in
-		}
+	for mask := 1; mask < 8; mask += 2 { // odd: c > 0, one writer's cost is always in
 		var idx []int
 		for k := range 3 {
 			if mask&(1<<k) != 0 {
@@ -125,11 +114,7 @@ func FitCost(n, y []float64) (*results.CostFit, error) {
 			}
 		}
 		coef, ok := leastSquares(n, y, idx, basis)
-		if !ok {
-			continue
-		}
-		feasible := coef[0] > 0 && coef[1] >= 0 && coef[2] >= 0
-		if !feasible {
+		if !ok || !(coef[0] > 0 && coef[1] >= 0 && coef[2] >= 0) { // singular, or not feasible
 			continue
 		}
 		var sse float64
@@ -146,6 +131,13 @@ func FitCost(n, y []float64) (*results.CostFit, error) {
 		return nil, errors.New("the cost fit found no coefficients of the USL's shape (CPU per write falls as writers grow)")
 	}
 	f := &results.CostFit{C: time.Duration(best[0] * float64(time.Second)), Sigma: best[1] / best[0], Kappa: best[2] / best[0], Points: len(n)}
+	f.R2, f.Poor = r2(y, bestSSE)
+	return f, nil
+}
+
+// r2 is the coefficient of determination of a fit to y whose squared
+// residuals sum to sse, and whether it is below results.PoorFit.
+func r2(y []float64, sse float64) (float64, bool) {
 	var mean, ssTot float64
 	for _, v := range y {
 		mean += v / float64(len(y))
@@ -153,12 +145,11 @@ func FitCost(n, y []float64) (*results.CostFit, error) {
 	for _, v := range y {
 		ssTot += (v - mean) * (v - mean)
 	}
-	f.R2 = 1
+	r := 1.0
 	if ssTot > 0 {
-		f.R2 = 1 - bestSSE/ssTot
+		r = 1 - sse/ssTot
 	}
-	f.Poor = f.R2 < results.PoorFit
-	return f, nil
+	return r, r < results.PoorFit
 }
 
 // leastSquares solves the normal equations for the coefficients idx of

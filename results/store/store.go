@@ -119,30 +119,24 @@ func WriteHlog(w io.Writer, r *results.Result) error {
 	lw := hdrhistogram.NewHistogramLogWriter(w)
 	startMs := start.UnixMilli()
 	lw.SetBaseTime(startMs)
-	header := []func() error{
-		func() error {
-			return lw.OutputComment(fmt.Sprintf("[kb-bench %s run %s: operation latency in microseconds; Interval_Max in seconds]", r.Version, r.RunID))
-		},
-		lw.OutputLogFormatVersion,
-		// hdrhistogram-go writes these two with whole seconds, but
-		// interval timestamps count from the base time to the
-		// millisecond: a reader would place every interval up to a
-		// second early. They are written as the Java HdrHistogram does,
-		// to the millisecond.
-		func() error {
-			_, err := fmt.Fprintf(w, "#[StartTime: %.3f (seconds since epoch), %s]\n", float64(startMs)/1000, start.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
-			return err
-		},
-		func() error {
-			_, err := fmt.Fprintf(w, "#[BaseTime: %.3f (seconds since epoch)]\n", float64(startMs)/1000)
-			return err
-		},
-		lw.OutputLegend,
+	err := lw.OutputComment(fmt.Sprintf("[kb-bench %s run %s: operation latency in microseconds; Interval_Max in seconds]", r.Version, r.RunID))
+	if err == nil {
+		err = lw.OutputLogFormatVersion()
 	}
-	for _, f := range header {
-		if err := f(); err != nil {
-			return fmt.Errorf("writing the latency log: %w", err)
-		}
+	// hdrhistogram-go writes StartTime and BaseTime with whole seconds,
+	// but interval timestamps count from the base time to the
+	// millisecond: a reader would place every interval up to a second
+	// early. They are written as the Java HdrHistogram does, to the
+	// millisecond.
+	if err == nil {
+		_, err = fmt.Fprintf(w, "#[StartTime: %.3f (seconds since epoch), %s]\n#[BaseTime: %.3f (seconds since epoch)]\n",
+			float64(startMs)/1000, start.UTC().Format("2006-01-02T15:04:05.000Z07:00"), float64(startMs)/1000)
+	}
+	if err == nil {
+		err = lw.OutputLegend()
+	}
+	if err != nil {
+		return fmt.Errorf("writing the latency log: %w", err)
 	}
 	out := func(enc string, from, to time.Time) error {
 		h, err := metrics.DecodeHistogram(enc)
@@ -228,16 +222,7 @@ func WriteSet(dir string, s *results.ResultSet) error {
 
 // ReadSet reads the set document in dir.
 func ReadSet(dir string) (*results.ResultSet, error) {
-	path := filepath.Join(dir, SetFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	set, err := results.DecodeSet(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return set, nil
+	return readDocument(filepath.Join(dir, SetFile), results.DecodeSet)
 }
 
 // WriteSweep saves s as dir/sweep.json, atomically.
@@ -252,15 +237,20 @@ func ReadSweep(path string) (*results.Sweep, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, SweepFile)
 	}
+	return readDocument(path, results.DecodeSweep)
+}
+
+// readDocument reads the document in path with decode.
+func readDocument[T any](path string, decode func([]byte) (*T, error)) (*T, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	s, err := results.DecodeSweep(b)
+	doc, err := decode(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return s, nil
+	return doc, nil
 }
 
 // writeDocument saves v as indented JSON in path, atomically; what names

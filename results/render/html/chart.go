@@ -1,6 +1,7 @@
 package html
 
 import (
+	"cmp"
 	"html"
 	"html/template"
 	"math"
@@ -120,16 +121,14 @@ func (s scale) transform(v float64) (t float64, ok bool) {
 		return 0, false
 	}
 	switch s {
-	case log10:
+	case log10, log2:
 		if v <= 0 {
 			return 0, false
+		}
+		if s == log2 {
+			return math.Log2(v), true
 		}
 		return math.Log10(v), true
-	case log2:
-		if v <= 0 {
-			return 0, false
-		}
-		return math.Log2(v), true
 	case nines:
 		if v < 0 || v >= 1 {
 			return 0, false
@@ -229,16 +228,12 @@ func (a axis) layout(vs []float64) (r axisRange, ok bool) {
 			break
 		}
 		step := math.Max(1, math.Ceil((hi-lo)/(maxTicks-1)))
-		base := 10.0
-		if a.Scale == log2 {
-			base = 2
-		}
 		for i := 0; i <= maxTickSteps; i++ { // bounded, whatever the values
 			k := lo + float64(i)*step
 			if k > hi+1e-9 {
 				break
 			}
-			d := math.Pow(base, k)
+			d := a.Scale.inverse(k) // a whole power: exact
 			values = append(values, d)
 			// Within two decades, 2 and 5 help reading values.
 			if a.Scale == log10 && hi-lo <= 2 && k < hi-1e-9 {
@@ -250,10 +245,7 @@ func (a axis) layout(vs []float64) (r axisRange, ok bool) {
 			lo, hi = math.Min(lo, 0), math.Max(hi, 0)
 		}
 		if hi-lo < 1e-12*math.Max(math.Abs(lo), 1) {
-			d := math.Abs(lo) / 2
-			if d == 0 {
-				d = 1
-			}
+			d := cmp.Or(math.Abs(lo)/2, 1)
 			if a.Zero && lo >= 0 {
 				lo, hi = 0, hi+2*d
 			} else {
@@ -301,18 +293,12 @@ func niceStep(raw float64, integer bool) float64 {
 		return 1
 	}
 	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	var step float64
-	switch norm := raw / mag; {
-	case norm <= 1:
-		step = mag
-	case norm <= 2:
-		step = 2 * mag
-	case norm <= 2.5:
-		step = 2.5 * mag
-	case norm <= 5:
-		step = 5 * mag
-	default:
-		step = 10 * mag
+	step := 10 * mag
+	for _, m := range []float64{1, 2, 2.5, 5} {
+		if raw/mag <= m {
+			step = m * mag
+			break
+		}
 	}
 	if integer {
 		step = math.Max(1, math.Floor(step))
@@ -333,11 +319,12 @@ func ninesLabel(k int) string {
 	return "99." + strings.Repeat("9", k-2) + "%"
 }
 
-// legendEntry is one series in the legend, where it goes.
+// legendEntry is one series in the legend, its name there (marked when
+// it has no point to show) and where it goes.
 type legendEntry struct {
 	s      series
+	name   string
 	x, row int
-	empty  bool
 }
 
 // SVG draws the chart as an inline SVG element of class "chart", with a
@@ -377,8 +364,11 @@ func (c chart) SVG() template.HTML {
 		if s.Name == "" {
 			continue
 		}
-		e := legendEntry{s: s, empty: len(shown[i]) == 0}
-		w := 34 + int(math.Ceil(charWidth*float64(utf8.RuneCountInString(legendName(e))))) + 18
+		e := legendEntry{s: s, name: s.Name}
+		if len(shown[i]) == 0 {
+			e.name += " (no data)"
+		}
+		w := 34 + int(math.Ceil(charWidth*float64(utf8.RuneCountInString(e.name)))) + 18
 		if x > 0 && x+w > chartWidth-2*12 {
 			x, row = 0, row+1
 		}
@@ -412,6 +402,12 @@ func (c chart) SVG() template.HTML {
 	}
 	px := func(f float64) string { return coord(plotLeft + f*plotWidth) }
 	py := func(f float64) string { return coord(plotTop + plotHeight - f*plotHeight) }
+	// at is where a point shown goes: its x and y coordinates.
+	at := func(p point) (string, string) {
+		fx, _ := xr.frac(p.X)
+		fy, _ := yr.frac(p.Y)
+		return px(fx), py(fy)
+	}
 
 	if hasData {
 		w(`<g class="grid" stroke="`, gridColor, `" stroke-width="1">`, "\n")
@@ -464,12 +460,11 @@ func (c chart) SVG() template.HTML {
 				}
 				w(` points="`)
 				for j, p := range pts {
-					fx, _ := xr.frac(p.X)
-					fy, _ := yr.frac(p.Y)
+					x, y := at(p)
 					if j > 0 {
 						w(" ")
 					}
-					w(px(fx), ",", py(fy))
+					w(x, ",", y)
 				}
 				w(`"><title>`, esc(s.Name), "</title></polyline>\n")
 			}
@@ -481,13 +476,12 @@ func (c chart) SVG() template.HTML {
 				if tip == "" {
 					tip = c.tip(s, p)
 				}
-				fx, _ := xr.frac(p.X)
-				fy, _ := yr.frac(p.Y)
+				x, y := at(p)
 				class := "marker"
 				if len(pts) == 1 {
 					class = "series marker" // the only mark of the series
 				}
-				w(`<circle class="`, class, `" cx="`, px(fx), `" cy="`, py(fy), `" r="3.5" fill="`, col, `" stroke="`, background, `" stroke-width="1"><title>`,
+				w(`<circle class="`, class, `" cx="`, x, `" cy="`, y, `" r="3.5" fill="`, col, `" stroke="`, background, `" stroke-width="1"><title>`,
 					esc(tip), "</title></circle>\n")
 			}
 			w("</g>\n")
@@ -507,7 +501,7 @@ func (c chart) SVG() template.HTML {
 			if e.s.Markers {
 				w(`<circle cx="`, itoa(x0+14), `" cy="`, itoa(y-4), `" r="3.5" fill="`, col, `"/>`)
 			}
-			w(`<text x="`, itoa(x0+34), `" y="`, itoa(y), `">`, esc(legendName(e)), "</text>\n")
+			w(`<text x="`, itoa(x0+34), `" y="`, itoa(y), `">`, esc(e.name), "</text>\n")
 		}
 		w("</g>\n")
 	}
@@ -522,13 +516,6 @@ func (c chart) tip(s series, p point) string {
 		t = s.Name + ": " + t
 	}
 	return t
-}
-
-func legendName(e legendEntry) string {
-	if e.empty {
-		return e.s.Name + " (no data)"
-	}
-	return e.s.Name
 }
 
 // coord writes an SVG coordinate with one decimal.

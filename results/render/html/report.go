@@ -8,6 +8,7 @@
 package html
 
 import (
+	"cmp"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -85,9 +86,7 @@ func newView(p Page) (*view, error) {
 	}
 	runs := make([]Run, len(p.Runs))
 	for i, r := range p.Runs {
-		if r.Label == "" {
-			r.Label = "run " + strconv.Itoa(i+1)
-		}
+		r.Label = cmp.Or(r.Label, "run "+strconv.Itoa(i+1))
 		if len(r.Results) == 0 {
 			return nil, fmt.Errorf("%s holds no results", r.Label)
 		}
@@ -103,13 +102,7 @@ func newView(p Page) (*view, error) {
 			return nil, fmt.Errorf("sweep %d is missing", i+1)
 		}
 	}
-	v := &view{Title: p.Title, Version: p.Version}
-	if v.Title == "" {
-		v.Title = "kb-bench report"
-	}
-	if v.Version == "" {
-		v.Version = "(version unknown)"
-	}
+	v := &view{Title: cmp.Or(p.Title, "kb-bench report"), Version: cmp.Or(p.Version, "(version unknown)")}
 	var contents []string
 	if len(runs) > 0 {
 		contents = append(contents, results.Plural(len(runs), "run"))
@@ -172,19 +165,19 @@ func newComparison(runs []Run) (*comparisonView, error) {
 		return nil, err
 	}
 	cv := &comparisonView{Workloads: c.Workloads, Incomplete: c.Incomplete, Notes: c.Notes, Baseline: c.Sides[0].Label, Alpha: analysis.Alpha}
-	cv.Head = []cell{{Text: "figure"}}
-	for i, s := range c.Sides {
-		cv.Head = append(cv.Head, cell{Text: fmt.Sprintf("%s (n=%d)", s.Label, s.Samples), Class: "num"})
-		if i > 0 {
-			cv.Head = append(cv.Head, cell{Text: "vs " + c.Sides[0].Label, Class: "num"})
-		}
+	table := c.Table("figure")
+	cv.Head = []cell{{Text: table[0][0]}}
+	for _, text := range table[0][1:] {
+		cv.Head = append(cv.Head, cell{Text: text, Class: "num"})
 	}
-	for _, row := range c.Rows {
+	for r, row := range c.Rows {
 		line := []cell{{Text: row.Metric}}
-		for i, cl := range row.Cells {
-			line = append(line, cell{Text: cl.Value(row.Unit, c.Sides[i].Samples), Class: "num"})
-			if i > 0 {
-				line = append(line, change(cl, c.Sides[i].Samples, c.Sides[0].Samples))
+		for j, text := range table[r+1][1:] {
+			// Columns alternate from the second side: its value, its change.
+			if i := (j + 1) / 2; j > 0 && j%2 == 0 {
+				line = append(line, change(row.Cells[i], text))
+			} else {
+				line = append(line, cell{Text: text, Class: "num"})
 			}
 		}
 		cv.Rows = append(cv.Rows, line)
@@ -199,13 +192,9 @@ func newComparison(runs []Run) (*comparisonView, error) {
 		if err != nil {
 			return nil, err
 		}
-		h, ok, err := m.Histogram(results.HistOp)
+		s, err := spectrumSeries(m, results.HistOp, r.Label, r.Label, i)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", r.Label, err)
-		}
-		s := series{Name: r.Label, Color: i}
-		if ok {
-			s.Points = spectrum(h, r.Label)
+			return nil, err
 		}
 		ch.Series = append(ch.Series, s)
 	}
@@ -214,9 +203,8 @@ func newComparison(runs []Run) (*comparisonView, error) {
 }
 
 // change is a compared figure's change against the first side, as
-// kb-bench compare says it, marked better or worse when significant.
-func change(c analysis.ComparedCell, samples, baseSamples int) cell {
-	text := c.Change(samples, baseSamples)
+// kb-bench compare says it (text), marked better or worse when significant.
+func change(c analysis.ComparedCell, text string) cell {
 	switch {
 	case text == "":
 		return cell{Class: "num"}

@@ -40,20 +40,10 @@ func newRunView(i int, r Run) (runView, error) {
 	first := r.Results[0]
 	rv := runView{ID: "run-" + strconv.Itoa(i+1), Label: r.Label, Samples: len(r.Results), Target: results.DescribeTarget(first.Target, false)}
 	for _, res := range r.Results {
-		if !slices.Contains(rv.Workloads, res.Workload) {
-			rv.Workloads = append(rv.Workloads, res.Workload)
-		}
+		rv.Workloads = results.AppendNew(rv.Workloads, res.Workload)
 		rv.Interrupted = rv.Interrupted || res.Interrupted
-		for _, w := range res.Warnings {
-			if !slices.Contains(rv.Warnings, w) {
-				rv.Warnings = append(rv.Warnings, w)
-			}
-		}
-		for _, e := range res.Measurements.Errors {
-			if !slices.Contains(rv.Errors, e) {
-				rv.Errors = append(rv.Errors, e)
-			}
-		}
+		rv.Warnings = results.AppendNew(rv.Warnings, res.Warnings...)
+		rv.Errors = results.AppendNew(rv.Errors, res.Measurements.Errors...)
 	}
 	var err error
 	if rv.Headline, rv.Notes, err = headline(r); err != nil {
@@ -171,9 +161,7 @@ func checks(rs []*results.Result) []checkView {
 		for _, c := range r.Checks {
 			if c.Passed {
 				passed++
-				if !slices.Contains(names, c.Name) {
-					names = append(names, c.Name)
-				}
+				names = results.AppendNew(names, c.Name)
 				continue
 			}
 			out = append(out, checkView{Text: fmt.Sprintf("sample %d: %s", i+1, describeCheck(c))})
@@ -261,6 +249,21 @@ func spectrum(h *hdrhistogram.Histogram, name string) []point {
 	return pts
 }
 
+// spectrumSeries is the latency spectrum of the histogram hist of m, of
+// the run labelled label, as a series (without points when m has no such
+// histogram).
+func spectrumSeries(m results.Measurements, hist, label, name string, color int) (series, error) {
+	s := series{Name: name, Color: color}
+	h, ok, err := m.Histogram(hist)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", label, err)
+	}
+	if ok {
+		s.Points = spectrum(h, name)
+	}
+	return s, nil
+}
+
 // spectrumChart is a run's latency spectrum: the op histogram, and in an
 // open loop the uncorrected one too.
 func spectrumChart(r Run, m results.Measurements) (figure, error) {
@@ -271,16 +274,9 @@ func spectrumChart(r Run, m results.Measurements) (figure, error) {
 		name = "corrected (from intended start)"
 	}
 	add := func(hist, name string, color int) error {
-		h, ok, err := m.Histogram(hist)
-		if err != nil {
-			return fmt.Errorf("%s: %w", r.Label, err)
-		}
-		s := series{Name: name, Color: color}
-		if ok {
-			s.Points = spectrum(h, name)
-		}
+		s, err := spectrumSeries(m, hist, r.Label, name, color)
 		ch.Series = append(ch.Series, s)
-		return nil
+		return err
 	}
 	if err := add(results.HistOp, name, 0); err != nil {
 		return figure{}, err
@@ -301,27 +297,23 @@ func spectrumChart(r Run, m results.Measurements) (figure, error) {
 // timeChart is the first result's throughput and conflicts per second.
 func timeChart(r Run) figure {
 	res := r.Results[0]
-	ops := series{Name: "operations/s", Color: 0}
-	writes := series{Name: "successful writes/s", Color: 2}
-	conflicts := series{Name: "conflicts/s", Color: 1}
-	for _, p := range res.Series {
-		if p.Span <= 0 {
-			continue
-		}
-		span := p.Span.Seconds()
-		at := p.At.Seconds()
-		c := p.Writes[metrics.VersionConflict.String()] + p.Writes[metrics.FieldManagerConflict.String()]
-		ops.Points = append(ops.Points, point{X: at, Y: float64(p.Ops) / span})
-		writes.Points = append(writes.Points, point{X: at, Y: float64(p.Writes[metrics.Success.String()]) / span})
-		conflicts.Points = append(conflicts.Points, point{X: at, Y: float64(c) / span})
-	}
-	few := len(ops.Points) <= 60
-	ops.Markers, writes.Markers, conflicts.Markers = few, few, few
 	ch := chart{
 		Title:  "Throughput and conflicts over time",
 		X:      axis{Label: "seconds into the measured window", Zero: true, Format: func(v float64) string { return formatNumber(v) + " s" }},
 		Y:      axis{Label: "per second", Zero: true},
-		Series: []series{ops, writes, conflicts},
+		Series: []series{{Name: "operations/s", Color: 0}, {Name: "successful writes/s", Color: 2}, {Name: "conflicts/s", Color: 1}},
+	}
+	for _, p := range res.Series {
+		if p.Span <= 0 {
+			continue
+		}
+		c := p.Writes[metrics.VersionConflict.String()] + p.Writes[metrics.FieldManagerConflict.String()]
+		for i, n := range []int64{p.Ops, p.Writes[metrics.Success.String()], c} {
+			ch.Series[i].Points = append(ch.Series[i].Points, point{X: p.At.Seconds(), Y: float64(n) / p.Span.Seconds()})
+		}
+	}
+	for i := range ch.Series {
+		ch.Series[i].Markers = len(ch.Series[0].Points) <= 60
 	}
 	caption := "Each point is one interval of the per-second series; conflicts are 409s of either kind (version and field manager)"
 	if len(r.Results) > 1 {

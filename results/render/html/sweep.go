@@ -1,6 +1,7 @@
 package html
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -45,8 +46,8 @@ func newSweepView(i int, s *results.Sweep) sweepView {
 	if s.RunID != "" {
 		sv.Title += " (" + s.RunID + ")"
 	}
-	head := []cell{{Text: s.Axis, Class: "num"}}
-	for _, h := range []string{"ops/s", "successful writes/s", "conflict rate", "attempts p99", "p99", "gave up", "lost updates", "server"} {
+	var head []cell
+	for _, h := range append([]string{s.Axis}, results.SweepColumns...) {
 		head = append(head, cell{Text: h, Class: "num"})
 	}
 	for _, ser := range s.Series {
@@ -55,62 +56,31 @@ func newSweepView(i int, s *results.Sweep) sweepView {
 			v.Title = "Every point" // the workload is said above
 		}
 		for _, p := range ser.Points {
-			gaveUp := cell{Text: "-", Class: "num"}
-			if p.GaveUp > 0 {
-				gaveUp = cell{Text: percent(p.GaveUpRatio), Class: "num bad"}
+			// p99 over the objective, retries given up, lost updates and a
+			// mismatch are marked bad.
+			bad := map[int]bool{5: p.P99 > s.SLO, 6: p.GaveUp > 0, 7: p.LostUpdates > 0, 8: !p.ServerMatch}
+			var row []cell
+			for j, text := range s.PointFigures(p) {
+				row = append(row, cell{Text: text, Class: "num"})
+				if bad[j] {
+					row[j].Class += " bad"
+				}
 			}
-			p99 := cell{Text: results.FormatDuration(p.P99), Class: "num"}
-			if p.P99 > s.SLO {
-				p99.Class += " bad"
-			}
-			lost := cell{Text: strconv.FormatInt(p.LostUpdates, 10), Class: "num"}
-			if p.LostUpdates > 0 {
-				lost.Class += " bad"
-			}
-			server := cell{Text: "match", Class: "num"}
-			if !p.ServerMatch {
-				server = cell{Text: "MISMATCH", Class: "num bad"}
-			}
-			v.Rows = append(v.Rows, []cell{
-				{Text: s.AxisValue(p.Value), Class: "num"},
-				{Text: fmt.Sprintf("%.1f", p.Throughput), Class: "num"},
-				{Text: fmt.Sprintf("%.1f", p.WriteThroughput), Class: "num"},
-				{Text: percent(p.ConflictRate), Class: "num"},
-				{Text: strconv.FormatInt(p.AttemptsP99, 10), Class: "num"},
-				p99, gaveUp, lost, server,
-			})
+			v.Rows = append(v.Rows, row)
 		}
-		switch {
-		case ser.Model != nil:
-			v.Fit = "USL fit: " + ser.Model.String()
-			v.FitPoor = ser.Model.Poor
-		case s.Axis == "writers" && ser.ModelNote != "":
-			v.Fit = "USL fit: none (" + ser.ModelNote + ")"
-		}
-		switch {
-		case ser.CostModel != nil:
-			v.CostFit = "apiserver CPU per write fit, c·(1 + σ(N−1) + κN(N−1)): " + ser.CostModel.String()
-		case ser.CostModelNote != "":
-			v.CostFit = "apiserver CPU per write fit: none (" + ser.CostModelNote + ")"
-		}
+		v.Fit, v.CostFit = s.Fits(ser)
+		v.FitPoor = ser.Model != nil && ser.Model.Poor
 		sv.Series = append(sv.Series, v)
 	}
 	sv.Charts = sweepCharts(s)
 	return sv
 }
 
-func percent(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
-
 // sweepCharts are a sweep's successful writes/s (with the fitted USL),
 // conflict rate and p99 against its axis.
 func sweepCharts(s *results.Sweep) []figure {
 	x := sweepAxis(s)
-	name := func(ser results.SweepSeries) string {
-		if ser.Label == "" {
-			return "measured"
-		}
-		return ser.Label
-	}
+	name := func(ser results.SweepSeries) string { return cmp.Or(ser.Label, "measured") }
 	unit := s.Axis
 	if s.Axis == "rate" {
 		unit = "ops/s offered"
@@ -125,57 +95,43 @@ func sweepCharts(s *results.Sweep) []figure {
 		Refs: []refLine{{Y: float64(s.SLO) / 1e6, Label: "SLO " + s.SLO.String()}}}
 	p99.Y.Label = "p99 latency (log scale)"
 	cpu := chart{Title: "apiserver CPU per successful write by " + s.Axis, X: x, Y: axis{Label: "apiserver CPU per successful write (log scale)", Scale: log10, Format: formatMillis}}
-	for i, ser := range s.Series {
-		c := series{Name: name(ser), Color: i, Markers: true}
-		for _, p := range ser.Points {
-			if p.Cost == nil {
-				continue
-			}
-			ms := float64(p.Cost.ApiserverPerWrite) / 1e6
-			c.Points = append(c.Points, point{X: p.Value, Y: ms, Tip: fmt.Sprintf("%s: %s apiserver CPU per successful write, %.2f cores", at(ser, p), results.FormatDuration(p.Cost.ApiserverPerWrite), p.Cost.ApiserverCores)})
+	// fit is the dashed curve of a series' fitted model (what: "USL fit").
+	fit := func(i int, ser results.SweepSeries, what string, poor bool, at func(float64) float64) series {
+		f := series{Name: joinNonEmpty(" ", ser.Label, what), Color: i, Dashed: true, Points: curve(at, ser.Points, x.Scale)}
+		if poor {
+			f.Name += " (poor fit)"
 		}
-		if len(c.Points) > 0 {
-			cpu.Series = append(cpu.Series, c)
-		}
+		return f
 	}
-	for i, ser := range s.Series {
-		if m := ser.CostModel; m != nil && len(ser.Points) > 0 {
-			f := series{Name: "cost fit", Color: i, Dashed: true}
-			if ser.Label != "" {
-				f.Name = ser.Label + " cost fit"
-			}
-			if m.Poor {
-				f.Name += " (poor fit)"
-			}
-			f.Points = curve(func(n float64) float64 { return float64(m.At(n)) / 1e6 }, ser.Points, x.Scale)
-			cpu.Series = append(cpu.Series, f)
-		}
-	}
-	var fits []series
+	var fits, costFits []series
 	for i, ser := range s.Series {
 		w := series{Name: name(ser), Color: i, Markers: true}
 		c := series{Name: name(ser), Color: i, Markers: true}
 		l := series{Name: name(ser), Color: i, Markers: true}
+		cost := series{Name: name(ser), Color: i, Markers: true}
 		for _, p := range ser.Points {
 			w.Points = append(w.Points, point{X: p.Value, Y: p.WriteThroughput, Tip: fmt.Sprintf("%s: %.1f successful writes/s", at(ser, p), p.WriteThroughput)})
-			c.Points = append(c.Points, point{X: p.Value, Y: 100 * p.ConflictRate, Tip: fmt.Sprintf("%s: %s conflicts", at(ser, p), percent(p.ConflictRate))})
+			c.Points = append(c.Points, point{X: p.Value, Y: 100 * p.ConflictRate, Tip: fmt.Sprintf("%s: %s conflicts", at(ser, p), results.Percent(p.ConflictRate))})
 			l.Points = append(l.Points, point{X: p.Value, Y: float64(p.P99) / 1e6, Tip: fmt.Sprintf("%s: p99 %s", at(ser, p), results.FormatDuration(p.P99))})
+			if p.Cost != nil {
+				cost.Points = append(cost.Points, point{X: p.Value, Y: float64(p.Cost.ApiserverPerWrite) / 1e6,
+					Tip: fmt.Sprintf("%s: %s apiserver CPU per successful write, %.2f cores", at(ser, p), results.FormatDuration(p.Cost.ApiserverPerWrite), p.Cost.ApiserverCores)})
+			}
 		}
 		writes.Series = append(writes.Series, w)
 		conflicts.Series = append(conflicts.Series, c)
 		p99.Series = append(p99.Series, l)
+		if len(cost.Points) > 0 {
+			cpu.Series = append(cpu.Series, cost)
+		}
 		if m := ser.Model; m != nil && len(ser.Points) > 0 {
-			f := series{Name: "USL fit", Color: i, Dashed: true}
-			if ser.Label != "" {
-				f.Name = ser.Label + " USL fit"
-			}
-			if m.Poor {
-				f.Name += " (poor fit)"
-			}
-			f.Points = curve(m.At, ser.Points, x.Scale)
-			fits = append(fits, f)
+			fits = append(fits, fit(i, ser, "USL fit", m.Poor, m.At))
+		}
+		if m := ser.CostModel; m != nil && len(ser.Points) > 0 {
+			costFits = append(costFits, fit(i, ser, "cost fit", m.Poor, func(n float64) float64 { return float64(m.At(n)) / 1e6 }))
 		}
 	}
+	cpu.Series = append(cpu.Series, costFits...)
 	writes.Series = append(writes.Series, fits...)
 	writesCaption := "Medians of each point's samples."
 	if len(fits) > 0 {

@@ -2,7 +2,6 @@ package text
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -20,9 +19,7 @@ var CompareFormats = []string{"text", "markdown", "csv", "json"}
 func WriteComparison(w io.Writer, c *analysis.Comparison, format string) error {
 	switch format {
 	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(c)
+		return writeJSON(w, c)
 	case "csv":
 		cw := csv.NewWriter(w)
 		header := []string{"metric"}
@@ -50,27 +47,7 @@ func WriteComparison(w io.Writer, c *analysis.Comparison, format string) error {
 		return cw.Error()
 	case "text", "markdown":
 		md := format == "markdown"
-		var lines [][]string
-		head := []string{"metric"}
-		for i, s := range c.Sides {
-			label := fmt.Sprintf("%s (n=%d)", s.Label, s.Samples)
-			head = append(head, label)
-			if i > 0 {
-				head = append(head, "vs "+c.Sides[0].Label)
-			}
-		}
-		lines = append(lines, head)
-		for _, row := range c.Rows {
-			line := []string{row.Metric}
-			for i, cell := range row.Cells {
-				line = append(line, cell.Value(row.Unit, c.Sides[i].Samples))
-				if i > 0 {
-					line = append(line, cell.Change(c.Sides[i].Samples, c.Sides[0].Samples))
-				}
-			}
-			lines = append(lines, line)
-		}
-		if err := writeRows(w, lines, md); err != nil {
+		if err := writeRows(w, c.Table("metric"), md); err != nil {
 			return err
 		}
 		if len(c.Incomplete) > 0 {

@@ -18,9 +18,7 @@ var GateFormats = []string{"text", "markdown", "json", "junit"}
 func WriteVerdicts(w io.Writer, vs []analysis.Verdict, format string) error {
 	switch format {
 	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(vs)
+		return writeJSON(w, vs)
 	case "junit":
 		return writeJUnit(w, vs)
 	}
@@ -44,6 +42,13 @@ func WriteVerdicts(w io.Writer, vs []analysis.Verdict, format string) error {
 		return writeRows(w, rows, format == "markdown")
 	}
 	return fmt.Errorf("format %q is not known: use %s", format, strings.Join(GateFormats, ", "))
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // writeJUnit writes the verdicts as a JUnit XML test suite.

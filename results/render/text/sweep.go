@@ -3,7 +3,7 @@ package text
 import (
 	"fmt"
 	"io"
-	"strconv"
+	"slices"
 
 	"github.com/kb-bench/kb-bench/results"
 )
@@ -29,25 +29,17 @@ func WriteSweepTables(w io.Writer, s *results.Sweep, format string) error {
 		} else {
 			fmt.Fprintf(w, "%s\n", oneLine.Replace(title))
 		}
-		rows := [][]string{{s.Axis, "ops/s", "successful writes/s", "conflict rate", "attempts p99", "p99", "gave up", "lost updates", "server"}}
-		cost := hasCost(ser)
+		rows := [][]string{append([]string{s.Axis}, results.SweepColumns...)}
+		cost := slices.ContainsFunc(ser.Points, func(p results.SweepPoint) bool { return p.Cost != nil })
 		if cost {
 			rows[0] = append(rows[0], "apiserver cores", "apiserver CPU/write", "etcd CPU/write")
 		}
 		for _, p := range ser.Points {
-			server := "match"
-			if !p.ServerMatch {
-				server = "MISMATCH"
-			}
-			gaveUp := "-"
-			if p.GaveUp > 0 {
-				gaveUp = results.Percent(p.GaveUpRatio)
-			}
-			rows = append(rows, []string{s.AxisValue(p.Value), fmt.Sprintf("%.1f", p.Throughput), fmt.Sprintf("%.1f", p.WriteThroughput),
-				results.Percent(p.ConflictRate), strconv.FormatInt(p.AttemptsP99, 10), results.FormatDuration(p.P99), gaveUp, strconv.FormatInt(p.LostUpdates, 10), server})
+			row := s.PointFigures(p)
 			if cost {
-				rows[len(rows)-1] = append(rows[len(rows)-1], costCells(p.Cost)...)
+				row = append(row, costCells(p.Cost)...)
 			}
+			rows = append(rows, row)
 		}
 		if err := writeRows(w, rows, markdown); err != nil {
 			return err
@@ -55,17 +47,11 @@ func WriteSweepTables(w io.Writer, s *results.Sweep, format string) error {
 		if markdown {
 			fmt.Fprintln(w)
 		}
-		switch {
-		case ser.Model != nil:
-			fmt.Fprintf(w, "USL fit: %s\n", ser.Model)
-		case s.Axis == "writers" && ser.ModelNote != "":
-			fmt.Fprintf(w, "USL fit: none (%s)\n", ser.ModelNote)
-		}
-		switch {
-		case ser.CostModel != nil:
-			fmt.Fprintf(w, "apiserver CPU per write fit, c·(1 + σ(N−1) + κN(N−1)): %s\n", ser.CostModel)
-		case ser.CostModelNote != "":
-			fmt.Fprintf(w, "apiserver CPU per write fit: none (%s)\n", ser.CostModelNote)
+		usl, costFit := s.Fits(ser)
+		for _, fit := range []string{usl, costFit} {
+			if fit != "" {
+				fmt.Fprintln(w, fit)
+			}
 		}
 		if markdown {
 			fmt.Fprintln(w)
@@ -73,16 +59,6 @@ func WriteSweepTables(w io.Writer, s *results.Sweep, format string) error {
 		fmt.Fprintln(w, ser.Summary+".")
 	}
 	return nil
-}
-
-// hasCost says whether any point of ser has a cost (the columns are shown).
-func hasCost(ser results.SweepSeries) bool {
-	for _, p := range ser.Points {
-		if p.Cost != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // costCells are a point's cost columns: apiserver cores, apiserver and

@@ -6,9 +6,11 @@
 package text
 
 import (
+	"cmp"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -39,11 +41,8 @@ func WriteTable(w io.Writer, r *results.Result, scenarioRows [][2]string) error 
 	}
 	row("target", "%s", results.DescribeTarget(r.Target, true))
 	row("workload", "%s", r.Workload)
-	clients := r.Spec.Clients
-	if r.Spec.Shards > clients {
-		clients = r.Spec.Shards // at least one connection per shard
-	}
-	row("client", "%s", describeClient(r.Spec.Client, clients, m.Client))
+	// At least one connection per shard.
+	row("client", "%s", describeClient(r.Spec.Client, max(r.Spec.Clients, r.Spec.Shards), m.Client))
 	if len(r.Shards) > 0 {
 		row("shards", "%s", describeShards(r.Shards))
 	}
@@ -91,16 +90,7 @@ func WriteTable(w io.Writer, r *results.Result, scenarioRows [][2]string) error 
 			row("CHECK FAILED", "%s: %s", c.Name, c.Detail)
 		}
 	}
-	for _, line := range describeServer(r.Server) {
-		row(line[0], "%s", line[1])
-	}
-	for _, line := range describeCost(r) {
-		row(line[0], "%s", line[1])
-	}
-	for _, line := range describeTime(r) {
-		row(line[0], "%s", line[1])
-	}
-	for _, line := range scenarioRows {
+	for _, line := range slices.Concat(describeServer(r.Server), describeCost(r), describeTime(r), scenarioRows) {
 		row(line[0], "%s", line[1])
 	}
 	for _, e := range m.Errors {
@@ -155,12 +145,8 @@ func describeClient(c spec.Client, clients int, stats results.ClientStats) strin
 // describeMedia lists content types by count, shortest names first:
 // "protobuf 9773, apply-patch+yaml 12".
 func describeMedia(counts map[string]int64) string {
-	names := make([]string, 0, len(counts))
-	for k := range counts {
-		names = append(names, k)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		return counts[names[i]] > counts[names[j]] || counts[names[i]] == counts[names[j]] && names[i] < names[j]
+	names := slices.SortedFunc(maps.Keys(counts), func(a, b string) int {
+		return cmp.Or(cmp.Compare(counts[b], counts[a]), strings.Compare(a, b))
 	})
 	parts := make([]string, len(names))
 	for i, k := range names {
@@ -196,15 +182,12 @@ func describeLatency(l results.Latency) string {
 func describeLost(checks []results.Check) string {
 	var lost int64
 	var where []string
+	failed := 0
 	for _, c := range checks {
 		if c.Lost > 0 {
 			lost += c.Lost
 			where = append(where, fmt.Sprintf("%s: expected %d, found %d", c.Name, c.Expected, c.Observed))
-		}
-	}
-	failed := 0
-	for _, c := range checks {
-		if !c.Passed && c.Lost == 0 {
+		} else if !c.Passed && c.Lost == 0 {
 			failed++
 		}
 	}
@@ -267,13 +250,21 @@ func describeServer(c *results.ServerCheck) [][2]string {
 // duration as the apiserver measured it (etcd_request_duration_seconds):
 // "configmaps get 1749 (mean 512µs), update 1423 (mean 3.10ms)".
 func describeEtcd(rows []results.EtcdRequests) string {
+	return grouped(rows, func(e results.EtcdRequests) (string, string) {
+		return e.Resource, fmt.Sprintf("%s %d (mean %s)", e.Operation, e.Count, results.FormatDuration(e.Mean))
+	})
+}
+
+// grouped lists items, each said as a group and what follows it, the
+// group named once before its run of items: "g1 a, b; g2 c".
+func grouped[T any](items []T, say func(T) (group, item string)) string {
 	var parts []string
 	last := ""
-	for _, e := range rows {
-		item := fmt.Sprintf("%s %d (mean %s)", e.Operation, e.Count, results.FormatDuration(e.Mean))
-		if e.Resource != last {
-			parts = append(parts, e.Resource+" "+item)
-			last = e.Resource
+	for _, it := range items {
+		group, item := say(it)
+		if group != last || len(parts) == 0 {
+			parts = append(parts, group+" "+item)
+			last = group
 			continue
 		}
 		parts[len(parts)-1] += ", " + item
@@ -312,12 +303,8 @@ func describeCost(r *results.Result) [][2]string {
 	f := c.Figures(s)
 	rows := [][2]string{}
 	add := func(name string, p results.ProcessCost, u results.PerUnit, writes bool) {
-		label := ""
-		if len(rows) == 0 {
-			label = "cost"
-		}
 		if !p.Available {
-			rows = append(rows, [2]string{label, fmt.Sprintf("%s %s", name, p.Reason)})
+			rows = append(rows, [2]string{"", fmt.Sprintf("%s %s", name, p.Reason)})
 			return
 		}
 		line := fmt.Sprintf("%s %s CPU (%.2f cores): %s per op", name, results.FormatDuration(u.CPU), u.Cores, results.FormatDuration(u.PerOp))
@@ -327,7 +314,7 @@ func describeCost(r *results.Result) [][2]string {
 		if p.MemoryAfter > 0 {
 			line += fmt.Sprintf("; memory %s -> %s", mebibytes(p.MemoryBefore), mebibytes(p.MemoryAfter))
 		}
-		rows = append(rows, [2]string{label, line})
+		rows = append(rows, [2]string{"", line})
 	}
 	apiserver := "apiserver"
 	if n := len(r.Target.APIServers); n > 1 {
@@ -336,6 +323,7 @@ func describeCost(r *results.Result) [][2]string {
 	add(apiserver, c.Apiserver, f.Apiserver, true)
 	add("etcd", c.Etcd, f.Etcd, true)
 	add("kb-bench", c.Client, f.Client, false)
+	rows[0][0] = "cost"
 	if f.HasSplit && s.WriteAttempts > 0 {
 		split := fmt.Sprintf("writes took %s of the apiserver's request time", results.Percent(f.WriteShare))
 		if s.Conflicts > 0 {
@@ -374,12 +362,9 @@ func describeTime(r *results.Result) [][2]string {
 		case results.IsWriteVerb(v.Verb) && writeVerbs == 1:
 			hist = results.HistWrite
 		}
-		label := ""
-		if len(rows) == 0 {
-			label = "time"
-		}
-		rows = append(rows, [2]string{label, fmt.Sprintf("%s %s %s", v.Verb, v.Resource, describeVerbTime(r, v, m, hist))})
+		rows = append(rows, [2]string{"", fmt.Sprintf("%s %s %s", v.Verb, v.Resource, describeVerbTime(r, v, m, hist))})
 	}
+	rows[0][0] = "time"
 	var waits []string
 	if c := r.Server; c != nil && c.Available {
 		if c.FlowControlWaited > 0 {
@@ -457,22 +442,9 @@ func percentRounded(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
 // describeCounts lists request counts by endpoint, the codes of each in
 // parentheses: "PUT configmaps 1839 (200), 7934 (409)".
 func describeCounts(rows []results.RequestCount) string {
-	var parts []string
-	last := ""
-	for _, r := range rows {
-		n := r.Server
-		if n == 0 {
-			n = r.Client
-		}
-		endpoint := r.Verb + " " + r.Resource
-		if endpoint != last {
-			parts = append(parts, fmt.Sprintf("%s %d (%s)", endpoint, n, r.Code))
-			last = endpoint
-			continue
-		}
-		parts[len(parts)-1] += fmt.Sprintf(", %d (%s)", n, r.Code)
-	}
-	return strings.Join(parts, "; ")
+	return grouped(rows, func(r results.RequestCount) (string, string) {
+		return r.Verb + " " + r.Resource, fmt.Sprintf("%d (%s)", cmp.Or(r.Server, r.Client), r.Code)
+	})
 }
 
 // FormatProgress is the live progress line: elapsed and remaining time (of
