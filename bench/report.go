@@ -27,16 +27,16 @@ func Report(paths []string, out, version string, notes, stdout io.Writer) error 
 	page := html.Page{Version: version}
 	var inputs []string
 	for _, p := range paths {
-		if _, err := os.Stat(filepath.Join(p, store.SweepFile)); err == nil || filepath.Base(p) == store.SweepFile {
+		file := p
+		if filepath.Base(p) != store.SweepFile {
+			file = filepath.Join(p, store.SweepFile)
+		}
+		if _, err := os.Stat(file); err == nil || file == p {
 			sw, err := store.ReadSweep(p)
 			if err != nil {
 				return spec.Input(err)
 			}
-			page.Sweeps = append(page.Sweeps, sw)
-			if filepath.Base(p) != store.SweepFile {
-				p = filepath.Join(p, store.SweepFile)
-			}
-			inputs = append(inputs, p)
+			page.Sweeps, inputs = append(page.Sweeps, sw), append(inputs, file)
 			continue
 		}
 		runs, files, err := readRuns(notes, p)
