@@ -3,18 +3,18 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -43,13 +43,16 @@ func TestControllerManagerRunsTheRealControllers(t *testing.T) {
 	if _, err := cs.CoreV1().ResourceQuotas(ns.Name).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Spec: corev1.ResourceQuotaSpec{Hard: hard}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// Events, not sleeps: poll until each controller has acted, bounded
-	// only so that a broken controller fails the test instead of hanging.
+	// Events, not sleeps: poll until each controller has acted; a broken
+	// controller fails the test near its deadline instead of hanging.
 	poll := func(what string, done func() (bool, error)) {
 		t.Helper()
-		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) { return done() }); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
+		await.Until(t, what, func() error {
+			if ok, err := done(); ok || err != nil {
+				return err
+			}
+			return errors.New("not yet")
+		})
 	}
 	poll("the quota controller fills status.hard", func() (bool, error) {
 		q, err := cs.CoreV1().ResourceQuotas(ns.Name).Get(ctx, "q", metav1.GetOptions{})
@@ -70,7 +73,7 @@ func TestControllerManagerRunsTheRealControllers(t *testing.T) {
 	if err := cp.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	assertGone(t, procs, []string{cp.dir}, 10*time.Second)
+	await.Until(t, "the control plane's processes and dir to go", func() error { return stillThere(procs, []string{cp.dir}) })
 }
 
 func TestControllerManagerMissingIsBadInput(t *testing.T) {

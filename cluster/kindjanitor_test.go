@@ -12,8 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
+	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -174,16 +174,15 @@ exec %[1]s "$@"
 	go func() { exited <- kb.Wait() }()
 
 	// Wait for the event: the node container runs and kind waits on it.
-	for {
-		if _, err := os.Stat(started); err == nil {
-			break
-		}
+	await.Until(t, "kind's node container to start", func() error {
 		select {
 		case err := <-exited:
 			t.Fatalf("kb-bench kind up ended before its node started (%v):\n%s", err, stderr.String())
-		case <-time.After(50 * time.Millisecond):
+		default:
 		}
-	}
+		_, err := os.Stat(started)
+		return err
+	})
 	nodes := dockerLines(t, docker, "ps", "-aq", "--filter", label)
 	if len(nodes) != 1 {
 		t.Fatalf("%d node containers during the create, want 1:\n%s", len(nodes), stderr.String())
@@ -194,20 +193,15 @@ exec %[1]s "$@"
 	<-exited
 	t.Logf("kb-bench killed during kind's create of %s (node %s); its output:\n%s", name, nodes[0], stderr.String())
 
-	// The janitor needs a few seconds (it waits for late containers);
-	// the bound only turns a janitor that never cleans into a failure.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	// The janitor needs a few seconds (it waits for late containers).
+	await.Until(t, "the janitor to remove what kind made", func() error {
 		left := dockerLines(t, docker, "ps", "-aq", "--filter", label)
 		network := !hadNetwork && exec.Command(docker, "network", "inspect", "kind").Run() == nil
-		if len(left) == 0 && !network {
-			break
+		if len(left) > 0 || network {
+			return fmt.Errorf("left after kb-bench was killed: containers %v, network kind %t", left, network)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("left after kb-bench was killed: containers %v, network kind %t", left, network)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	if hadNetwork && exec.Command(docker, "network", "inspect", "kind").Run() != nil {
 		t.Error("the janitor removed a kind network that was there before")
 	}
@@ -215,16 +209,12 @@ exec %[1]s "$@"
 		t.Errorf("%d volumes before, %d after: the node's anonymous volumes are left", volumesBefore, after)
 	}
 	// Nor a process: the wrapper and the janitor end once done.
-	for {
-		procs := procsWithEnv(t, state)
-		if len(procs) == 0 {
-			break
+	await.Until(t, "the wrapper and the janitor to end", func() error {
+		if procs := procsWithEnv(t, state); len(procs) > 0 {
+			return fmt.Errorf("processes of the killed kb-bench left: %v", procs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes of the killed kb-bench left: %v", procs)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // procsWithEnv lists the running processes whose environment holds kv:

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/internal/proc"
 	"github.com/kb-bench/kb-bench/spec"
 )
@@ -132,30 +133,32 @@ func (l testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// stillThere says which of the processes still run and which of the dirs
+// still exist, or nil when none.
+func stillThere(procs []ProcessState, dirs []string) error {
+	var left []string
+	for _, p := range procs {
+		if proc.Alive(p.PID, p.StartTicks) {
+			left = append(left, fmt.Sprintf("pid %d", p.PID))
+		}
+	}
+	for _, dir := range dirs {
+		if _, err := os.Stat(dir); err == nil {
+			left = append(left, dir)
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("still there: %s", strings.Join(left, ", "))
+	}
+	return nil
+}
+
 // assertGone fails unless none of the processes runs and none of the dirs
-// exists within d.
-func assertGone(t *testing.T, procs []ProcessState, dirs []string, d time.Duration) {
+// exists already.
+func assertGone(t *testing.T, procs []ProcessState, dirs []string) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		var left []string
-		for _, p := range procs {
-			if proc.Alive(p.PID, p.StartTicks) {
-				left = append(left, fmt.Sprintf("pid %d", p.PID))
-			}
-		}
-		for _, dir := range dirs {
-			if _, err := os.Stat(dir); err == nil {
-				left = append(left, dir)
-			}
-		}
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still there after %s: %s", d, strings.Join(left, ", "))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := stillThere(procs, dirs); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -257,9 +260,12 @@ func TestLocalControlPlaneIsARealCluster(t *testing.T) {
 			if q, err = cs.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			for (dryRun() == nil) != (used == "0") {
-				time.Sleep(10 * time.Millisecond) // until admission sees this status
-			}
+			await.Until(t, "admission to see the quota's used "+used, func() error {
+				if err := dryRun(); (err == nil) != (used == "0") {
+					return fmt.Errorf("a dry-run create: %v", err)
+				}
+				return nil
+			})
 		}
 		for i, wantOK := range []bool{true, false} {
 			_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("cm", i)}}, metav1.CreateOptions{})
@@ -304,7 +310,7 @@ func TestLocalControlPlaneIsARealCluster(t *testing.T) {
 	if err := cp.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	assertGone(t, procs, dirs, 0)
+	assertGone(t, procs, dirs)
 	if err := cp.Stop(ctx); err != nil {
 		t.Errorf("second Stop = %v, want nil", err)
 	}
@@ -322,7 +328,7 @@ func TestMemoryStorageIsOnTmpfs(t *testing.T) {
 	if err := cp.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	assertGone(t, procs, dirs, 0)
+	assertGone(t, procs, dirs)
 }
 
 // TestNothingLeftWhenKbBenchIsInterruptedOrKilled runs the test binary as
@@ -375,7 +381,8 @@ func TestNothingLeftWhenKbBenchIsInterruptedOrKilled(t *testing.T) {
 			if tc.sig == syscall.SIGINT && err != nil {
 				t.Errorf("after Ctrl-C the child exited with %v, want a clean stop", err)
 			}
-			assertGone(t, rep.Procs, rep.Dirs, 5*time.Second)
+			// After kill -9 the kernel and the janitor clean up, a moment later.
+			await.Until(t, "the child's processes and dirs to go", func() error { return stillThere(rep.Procs, rep.Dirs) })
 		})
 	}
 }
@@ -513,7 +520,7 @@ func TestLocalUpStatusDown(t *testing.T) {
 	if err := Down(ctx, stateDir); err != nil {
 		t.Fatal(err)
 	}
-	assertGone(t, []ProcessState{st.APIServer, st.Etcd}, []string{st.Dir, st.EtcdDataDir, st.Kubeconfig}, 0)
+	assertGone(t, []ProcessState{st.APIServer, st.Etcd}, []string{st.Dir, st.EtcdDataDir, st.Kubeconfig})
 	if _, err := Status(ctx, stateDir); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("Status after Down = %v, want ErrNotRunning", err)
 	}
@@ -548,34 +555,36 @@ func TestLocalUpKilledWhileStartingLeavesNothing(t *testing.T) {
 	if etcdData == "" {
 		t.Fatal("local up did not report etcd ready")
 	}
-	time.Sleep(300 * time.Millisecond)
-	if procs := procsMentioning(t, stateDir, etcdData); len(procs) != 2 {
-		t.Fatalf("want etcd and kube-apiserver running before the kill, found %v", procs)
-	}
+	// The apiserver is started right after etcd is ready, and takes
+	// seconds to be ready itself: kill as soon as it runs.
+	await.Until(t, "etcd and kube-apiserver to run before the kill", func() error {
+		if procs := procsMentioning(t, stateDir, etcdData); len(procs) != 2 {
+			return fmt.Errorf("found %v", procs)
+		}
+		return nil
+	})
 	if err := up.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = up.Wait()
 
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	t.Cleanup(func() { // what the janitor did not clean, if the test failed
+		for _, pid := range procsMentioning(t, stateDir, etcdData) {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		_ = os.RemoveAll(etcdData)
+	})
+	await.Until(t, "the janitor to clean up after the killed local up", func() error {
 		procs := procsMentioning(t, stateDir, etcdData)
 		dirs, _ := filepath.Glob(filepath.Join(stateDir, "kb-bench-*"))
 		if _, err := os.Stat(etcdData); err == nil {
 			dirs = append(dirs, etcdData)
 		}
-		if len(procs) == 0 && len(dirs) == 0 {
-			break
+		if len(procs) > 0 || len(dirs) > 0 {
+			return fmt.Errorf("left behind: processes %v, dirs %v", procs, dirs)
 		}
-		if time.Now().After(deadline) {
-			for _, pid := range procs {
-				_ = syscall.Kill(-pid, syscall.SIGKILL)
-			}
-			_ = os.RemoveAll(etcdData)
-			t.Fatalf("left behind by a killed local up: processes %v, dirs %v", procs, dirs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	if _, err := Status(context.Background(), stateDir); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("Status after a killed local up = %v, want ErrNotRunning", err)
 	}

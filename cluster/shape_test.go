@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/internal/netdelay"
 	"github.com/kb-bench/kb-bench/spec"
 )
@@ -65,23 +67,20 @@ func TestLocalUpSeveralAPIServers(t *testing.T) {
 	// which keeps both in the kubernetes Service's endpoints (each
 	// apiserver renews its lease every 10s).
 	cs := clientset(t, conn.Config)
-	for deadline := time.Now().Add(time.Minute); ; {
+	await.Until(t, "both apiservers' addresses in the kubernetes Service's endpoints", func() error {
 		ep, err := cs.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
-		if err == nil && len(ep.Subsets) == 1 && len(ep.Subsets[0].Addresses) == 2 {
-			break
+		if err == nil && (len(ep.Subsets) != 1 || len(ep.Subsets[0].Addresses) != 2) {
+			err = fmt.Errorf("endpoints %+v", ep)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the kubernetes Service's endpoints %+v (%v): want both apiservers' addresses", ep, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err
+	})
 	if err := conn.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := Down(ctx, stateDir); err != nil {
 		t.Fatal(err)
 	}
-	assertGone(t, append([]ProcessState{st.Etcd}, st.APIServers...), []string{st.Dir, st.EtcdDataDir, st.Kubeconfig}, 0)
+	assertGone(t, append([]ProcessState{st.Etcd}, st.APIServers...), []string{st.Dir, st.EtcdDataDir, st.Kubeconfig})
 	if _, err := Status(ctx, stateDir); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("Status after Down = %v, want ErrNotRunning", err)
 	}

@@ -90,8 +90,11 @@ func TestOpenKubeconfigErrors(t *testing.T) {
 				conn.Close(context.Background())
 				t.Fatal("Open succeeded, want an error")
 			}
-			if d := time.Since(start); d > 5*time.Second {
-				t.Errorf("the error took %s, want < 5s", d)
+			// A hang guard, not a speed test: each error comes before any
+			// network use or from a refused connection, and reachTimeout
+			// (5s) bounds the probe; only retries could take a minute.
+			if d := time.Since(start); d > time.Minute {
+				t.Errorf("the error took %s: Open retries instead of failing", d)
 			}
 			if !spec.IsInput(err) {
 				t.Errorf("not a spec.Input error: %v", err)

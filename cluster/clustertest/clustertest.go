@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -80,9 +81,9 @@ func (s *Shared) ControlPlane(t testing.TB) *cluster.ControlPlane {
 			s.skip = "no kube-controller-manager in " + bins.Dir
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cp, err := cluster.StartLocal(ctx, cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory, ControllerManager: s.ControllerManager})
+		// Bounded by the test binary's deadline, not by a time of its
+		// own: a loaded machine starts the control plane slowly.
+		cp, err := cluster.StartLocal(await.Context(t), cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory, ControllerManager: s.ControllerManager, StartTimeout: time.Hour})
 		s.mu.Lock()
 		s.cp, s.err = cp, err
 		s.mu.Unlock()

@@ -16,10 +16,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/kb-bench/kb-bench/cluster"
 	"github.com/kb-bench/kb-bench/cluster/clustertest"
+	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/resultstest"
 	"github.com/kb-bench/kb-bench/results/store"
@@ -89,20 +89,15 @@ func leftovers(t *testing.T, dir string) []string {
 	return m
 }
 
-// waitClean waits up to 10s for no control-plane process and no temp dir.
+// waitClean waits for no control-plane process and no temp dir.
 func waitClean(t *testing.T, tmp string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		procs, dirs := controlPlaneProcs(t, tmp), leftovers(t, tmp)
-		if len(procs) == 0 && len(dirs) == 0 {
-			return
+	await.Until(t, "kb-bench's control plane and temp dirs to go", func() error {
+		if procs, dirs := controlPlaneProcs(t, tmp), leftovers(t, tmp); len(procs) > 0 || len(dirs) > 0 {
+			return fmt.Errorf("left behind: processes %v, dirs %v", procs, dirs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("left behind: processes %v, dirs %v", procs, dirs)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // start runs kb-bench with TMPDIR (and HOME) set to a dir of its own and
@@ -146,8 +141,8 @@ func start(t *testing.T, bin, cpBin, tmp, out string, args ...string) (cmd *exec
 	case <-ready:
 	case <-ended:
 		t.Fatal("kb-bench ended before starting its run")
-	case <-time.After(90 * time.Second):
-		t.Fatal("kb-bench did not start its run within 90s")
+	case <-await.After(t):
+		t.Fatal("kb-bench did not start its run before the test's deadline")
 	}
 	return cmd, stdout, later
 }
@@ -387,14 +382,9 @@ func TestInterruptKeepsFiguresAndLeavesNothing(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 130 {
-			t.Fatalf("kb-bench after SIGINT: %v, want exit status 130 (interrupted)\n%s", err, stdout)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("kb-bench did not stop within 60s of SIGINT")
+	var exit *exec.ExitError
+	if err := await.Recv(t, "kb-bench to stop after SIGINT", done); !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("kb-bench after SIGINT: %v, want exit status 130 (interrupted)\n%s", err, stdout)
 	}
 	b, err := os.ReadFile(filepath.Join(out, store.ResultFile))
 	if err != nil {
@@ -742,22 +732,20 @@ var candidateMarker = []byte("kb-bench-candidate-")
 // (the pause fault) and returns every candidate process.
 func waitPaused(t *testing.T, cmd *exec.Cmd) map[int]string {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute) // a hang guard only
-	for {
-		procs := childProcs(t, cmd.Process.Pid, candidateMarker)
+	var procs map[int]string
+	await.Until(t, "a candidate process to be paused", func() error {
+		procs = childProcs(t, cmd.Process.Pid, candidateMarker)
 		for _, state := range procs {
 			if state == "T" {
-				if len(procs) != 3 {
-					t.Fatalf("want 3 candidate processes, found %v", procs)
-				}
-				return procs
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no candidate process was paused: %v", procs)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return fmt.Errorf("candidates %v", procs)
+	})
+	if len(procs) != 3 {
+		t.Fatalf("want 3 candidate processes, found %v", procs)
 	}
+	return procs
 }
 
 // pauseRow is a pause fault's row in the summary, with its seconds.
@@ -874,14 +862,13 @@ func TestPauseKilledLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	deadline := time.Now().Add(time.Minute) // a hang guard only
 	for pid := range procs {
-		for syscall.Kill(pid, 0) == nil && !isZombie(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("candidate process %d outlived kb-bench's kill -9", pid)
+		await.Until(t, "the candidates to end with kb-bench's kill -9", func() error {
+			if syscall.Kill(pid, 0) == nil && !isZombie(pid) {
+				return fmt.Errorf("candidate process %d still runs", pid)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	waitClean(t, tmp)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results/store"
 )
@@ -108,24 +110,23 @@ scrape_configs:
 			t.Logf("prometheus' log:\n%s", p.log)
 		}
 	})
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	await.Until(t, "prometheus to be ready", func() error {
 		select {
 		case err := <-exited:
 			t.Fatalf("prometheus exited: %v\n%s", err, p.log)
 		default:
 		}
-		if resp, err := http.Get(p.url + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
+		resp, err := http.Get(p.url + "/-/ready")
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus not ready after 2 minutes:\n%s", p.log)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return errors.New(resp.Status)
 		}
-		time.Sleep(100 * time.Millisecond) // poll
-	}
+		return nil
+	})
+	return p
 }
 
 // scrape has Prometheus scrape target (host:port) from now on.
@@ -239,13 +240,12 @@ func TestPrometheusScrapesTheRun(t *testing.T) {
 	}
 	run := fmt.Sprintf(`{run_id=%q}`, r.RunID)
 	// kb-bench saw the final scrape; Prometheus stores it just after.
-	deadline := time.Now().Add(2 * time.Minute)
-	for prom.query(t, "last_over_time(kb_bench_finished"+run+"[1h])", "run_id")[r.RunID] != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("Prometheus did not store kb-bench's final figures within 2 minutes of its final scrape")
+	await.Until(t, "Prometheus to store kb-bench's final figures", func() error {
+		if prom.query(t, "last_over_time(kb_bench_finished"+run+"[1h])", "run_id")[r.RunID] != 1 {
+			return errors.New("kb_bench_finished is not 1")
 		}
-		time.Sleep(100 * time.Millisecond) // poll
-	}
+		return nil
+	})
 	if during := prom.query(t, "min_over_time(kb_bench_finished"+run+"[1h])", "run_id")[r.RunID]; during != 0 {
 		t.Error("Prometheus stored no scrape of the run in progress")
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/results/resultstest"
 	"github.com/kb-bench/kb-bench/results/store"
 )
@@ -107,14 +108,10 @@ func TestSeveralAPIServersLeaveNothing(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
-			select {
-			case err := <-done:
-				var exit *exec.ExitError
-				if sig == syscall.SIGINT && (!errors.As(err, &exit) || exit.ExitCode() != 130) {
-					t.Errorf("kb-bench after SIGINT: %v, want exit status 130 (interrupted)", err)
-				}
-			case <-time.After(90 * time.Second):
-				t.Fatalf("kb-bench did not stop within 90s of %s", sig)
+			err := await.Recv(t, fmt.Sprintf("kb-bench to stop after %s", sig), done)
+			var exit *exec.ExitError
+			if sig == syscall.SIGINT && (!errors.As(err, &exit) || exit.ExitCode() != 130) {
+				t.Errorf("kb-bench after SIGINT: %v, want exit status 130 (interrupted)", err)
 			}
 			waitClean(t, tmp)
 		})

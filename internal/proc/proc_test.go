@@ -2,6 +2,7 @@ package proc
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,10 +12,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kb-bench/kb-bench/internal/await"
 )
 
 // TestStopKillsTheWholeGroupOfAStubbornProcess: a process that ignores
-// SIGTERM is SIGKILLed with its process group, at once when ctx has ended.
+// SIGTERM is SIGKILLed with its process group, at once when ctx has ended:
+// the grace is an hour, longer than any test may run, so Stop returning at
+// all shows it did not wait the grace out.
 func TestStopKillsTheWholeGroupOfAStubbornProcess(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc")
@@ -25,26 +30,32 @@ func TestStopKillsTheWholeGroupOfAStubbornProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // let it start its children
-	if n := len(groupMembers(t, p.Pid)); n < 2 {
-		t.Fatalf("the group has %d processes, want the shell and its children", n)
-	}
+	await.Until(t, "the shell to start its children", func() error {
+		if m := groupMembers(t, p.Pid); len(m) < 2 {
+			return fmt.Errorf("the group has %v", m)
+		}
+		return nil
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	start := time.Now()
-	if killed, err := p.Stop(ctx, time.Minute, nil); err != nil || !killed {
-		t.Fatalf("Stop: killed %t, %v", killed, err)
+	type stopped struct {
+		killed bool
+		err    error
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("Stop with an ended ctx took %s, want it to SIGKILL at once", d)
+	done := make(chan stopped, 1)
+	go func() {
+		killed, err := p.Stop(ctx, time.Hour, nil)
+		done <- stopped{killed, err}
+	}()
+	if s := await.Recv(t, "Stop with an ended ctx to SIGKILL at once, not after the grace", done); s.err != nil || !s.killed {
+		t.Fatalf("Stop: killed %t, %v", s.killed, s.err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for len(groupMembers(t, p.Pid)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("left in the process group: %v", groupMembers(t, p.Pid))
+	await.Until(t, "the process group to be gone", func() error {
+		if left := groupMembers(t, p.Pid); len(left) > 0 {
+			return fmt.Errorf("left in the process group: %v", left)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // A stopped process (SIGSTOP) is continued after SIGTERM, so it stops at
@@ -61,9 +72,12 @@ func TestStopAStoppedProcess(t *testing.T) {
 	if err := syscall.Kill(p.Pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	for !Stopped(p.Pid) {
-		runtime.Gosched()
-	}
+	await.Until(t, "the process to stop", func() error {
+		if !Stopped(p.Pid) {
+			return fmt.Errorf("pid %d is not stopped", p.Pid)
+		}
+		return nil
+	})
 	if killed, err := p.Stop(context.Background(), time.Hour, nil); err != nil || killed {
 		t.Fatalf("Stop: killed %t, %v", killed, err)
 	}

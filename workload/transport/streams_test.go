@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -26,7 +28,7 @@ import (
 func h2Server(t *testing.T, maxStreams int, delay time.Duration) *httptest.Server {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(delay)
+		time.Sleep(delay) // the server's response time, not a wait for an event
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, "{}")
 	}))
@@ -161,9 +163,26 @@ func TestStreamSlotsRefuseWhatCannotBeSent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The third request waits from when it is queued until its deadline
+	// passes: at least from when the test sees it queued to the deadline.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	err := s.acquire(req(ctx))
+	deadline, _ := ctx.Deadline()
+	began := time.Now()
+	errc := make(chan error, 1)
+	go func() { errc <- s.acquire(req(ctx)) }()
+	queued := func(n int64) func() error {
+		return func() error {
+			if got := s.queued.Load(); got < n {
+				return fmt.Errorf("%d queued", got)
+			}
+			return nil
+		}
+	}
+	await.Until(t, "the third request to queue", queued(1))
+	seen := time.Now()
+	err := await.Recv(t, "the queued request's deadline to end its wait", errc)
+	took := time.Since(began)
 	switch {
 	case err == nil:
 		t.Fatal("a third request got a stream of two")
@@ -174,22 +193,18 @@ func TestStreamSlotsRefuseWhatCannotBeSent(t *testing.T) {
 	case scenario.MayHaveLanded(metrics.Timeout, err):
 		t.Errorf("a request never sent may have landed?")
 	}
-	if s.queued.Load() != 1 || time.Duration(s.waited.Load()) < 20*time.Millisecond {
-		t.Errorf("queued %d, waited %v; want 1 and the 20ms it waited", s.queued.Load(), time.Duration(s.waited.Load()))
+	if waited := time.Duration(s.waited.Load()); s.queued.Load() != 1 || waited < deadline.Sub(seen) || waited > took {
+		t.Errorf("queued %d, waited %v; want 1 and the time it waited: at least the %v from being seen queued to its deadline, at most the %v acquire took",
+			s.queued.Load(), waited, deadline.Sub(seen), took)
 	}
 
 	// A freed stream goes to the request waiting for it.
 	got := make(chan error, 1)
 	go func() { got <- s.acquire(req(context.Background())) }()
-	time.Sleep(10 * time.Millisecond)
+	await.Until(t, "the fourth request to queue", queued(2))
 	s.release()
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a freed stream did not go to the waiting request")
+	if err := await.Recv(t, "the freed stream to go to the waiting request", got); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/cluster/clustertest"
+	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/workload/distributed/job"
 )
 
@@ -58,8 +59,7 @@ func restricted(t *testing.T) (kubernetes.Interface, *warnings, context.Context,
 	warn := &warnings{}
 	cfg.WarningHandlerWithContext = warn
 	kube := kubernetes.NewForConfigOrDie(cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
+	ctx := await.Context(t)
 	ns, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		GenerateName: "job-dry-run-",
 		Labels: map[string]string{

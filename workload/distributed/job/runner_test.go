@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
 	"github.com/kb-bench/kb-bench/workload/distributed"
@@ -46,8 +47,7 @@ func TestJobRunnerFailsCleanlyWhenShardsNeverJoin(t *testing.T) {
 		!strings.Contains(err.Error(), "0 of 2 shard pods created") {
 		t.Fatalf("want the shards' join to time out, naming them and what the runner saw; got %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := await.Context(t)
 	ns := "kb-bench-" + runID
 	if _, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
 		t.Errorf("namespace %s left behind", ns)

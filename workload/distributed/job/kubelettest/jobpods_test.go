@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/cluster/clustertest"
+	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results/render/text"
 	"github.com/kb-bench/kb-bench/results/resultstest"
@@ -63,10 +64,18 @@ func (b *bench) beforeStart(ctx context.Context, pod *corev1.Pod) error {
 	return hook(ctx, pod)
 }
 
-// setHook sets the hook for the rest of the test.
+// setHook sets the hook for the rest of the test. Its ctx also ends when
+// a wait in t gives up, so a hook that waits for an event is bounded only
+// by the test's deadline.
 func (b *bench) setHook(t *testing.T, hook func(ctx context.Context, pod *corev1.Pod) error) {
+	giveUp := await.Context(t)
 	b.mu.Lock()
-	b.hook = hook
+	b.hook = func(ctx context.Context, pod *corev1.Pod) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer context.AfterFunc(giveUp, cancel)()
+		defer cancel()
+		return hook(ctx, pod)
+	}
 	b.mu.Unlock()
 	t.Cleanup(func() {
 		b.mu.Lock()
@@ -111,7 +120,7 @@ func TestJobPodsRunInContainers(t *testing.T) {
 		// ConfigMap kube-controller-manager puts in the runner's new
 		// namespace during the measured window: the shards start after it.
 		b.setHook(t, func(ctx context.Context, pod *corev1.Pod) error {
-			return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 				_, err := b.kube.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
 				return err == nil, nil
 			})
@@ -332,7 +341,7 @@ func (b *bench) removeRight(ctx context.Context, ns, name, group, resource, verb
 		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group, Resource: resource},
 	}}
-	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		got, err := b.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 		return err == nil && !got.Status.Allowed, err
 	})
@@ -340,15 +349,15 @@ func (b *bench) removeRight(ctx context.Context, ns, name, group, resource, verb
 
 // nothingLeft waits until nothing of run runID is left: no container of
 // its pods' namespace, no Job, pod, Role, RoleBinding, ServiceAccount or
-// Secret of the run, and none of its namespaces. The wait is bounded
-// only so that a cleanup that never happens fails the test.
+// Secret of the run, and none of its namespaces. A cleanup that never
+// happens fails the test near its deadline.
 func (b *bench) nothingLeft(t *testing.T, runID string, namespaces ...string) {
 	t.Helper()
 	namespaces = append([]string{"kb-bench-" + runID}, namespaces...)
 	selector := metav1.ListOptions{LabelSelector: scenario.LabelRunID + "=" + runID}
-	var left []string
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		left = nil
+	ctx := t.Context()
+	await.Until(t, "nothing of run "+runID+" to be left", func() error {
+		var left []string
 		count := func(what string, n int, err error) {
 			if err != nil {
 				left = append(left, fmt.Sprintf("%s: %v", what, err))
@@ -375,11 +384,11 @@ func (b *bench) nothingLeft(t *testing.T, runID string, namespaces ...string) {
 			ids, err := b.d.Containers(ctx, kubelettest.LabelPodNamespace, ns)
 			count("containers of pods of "+ns, len(ids), err)
 		}
-		return len(left) == 0, nil
+		if len(left) > 0 {
+			return fmt.Errorf("left behind: %s", strings.Join(left, ", "))
+		}
+		return nil
 	})
-	if err != nil {
-		t.Errorf("left behind by run %s: %s", runID, strings.Join(left, ", "))
-	}
 }
 
 // logWriter writes a run's log lines to the test's log.
