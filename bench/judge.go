@@ -29,10 +29,7 @@ func Compare(paths []string, notes io.Writer) (*analysis.Comparison, error) {
 		sides[i] = side
 	}
 	c, err := analysis.Compare(sides)
-	if err != nil {
-		return nil, spec.Input(err)
-	}
-	return c, nil
+	return c, spec.Input(err)
 }
 
 // GateRequest is what Gate judges: a candidate side and a baseline side
@@ -123,20 +120,14 @@ func ReadGate(path string) (*analysis.Gate, error) {
 		return nil, spec.Input(fmt.Errorf("reading the thresholds: %w", err))
 	}
 	g, err := analysis.ParseGate(path, data)
-	if err != nil {
-		return nil, spec.Input(err)
-	}
-	return g, nil
+	return g, spec.Input(err)
 }
 
 // ReadSide reads the samples at path as one side (see store.ReadSide),
 // noting on notes what it leaves out; errors are bad input.
 func ReadSide(path string, notes io.Writer) ([]*results.Result, error) {
 	side, err := readSide(notes, path)
-	if err != nil {
-		return nil, spec.Input(err)
-	}
-	return side.Results, nil
+	return side.Results, spec.Input(err)
 }
 
 // judge judges g on the candidate against base: the verdicts, and

@@ -160,12 +160,7 @@ func interleave(cells, count int) []Sample {
 // shape): every sample then runs on a fresh control plane of its own
 // cell's.
 func (p *Plan) FreshTargets() bool {
-	for _, c := range p.Cells[1:] {
-		if c.Spec.Target != p.Cells[0].Spec.Target {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(p.Cells[1:], func(c Cell) bool { return c.Spec.Target != p.Cells[0].Spec.Target })
 }
 
 // Matrix reports whether the plan has several cells.
@@ -449,58 +444,45 @@ var matrixSettings = []string{"strategy", "writers", "patch-type", "fields", "ob
 // once, with both).
 func Settings() ([]Setting, error) {
 	var out []Setting
-	add := func(s Setting) error {
-		if find(out, s.Name) != nil {
-			return fmt.Errorf("setting --%s is declared twice (a bug in kb-bench: please report it)", s.Name)
-		}
-		s.Matrix = slices.Contains(matrixSettings, s.Name)
-		out = append(out, s)
-		return nil
-	}
 	defaults := spec.Spec{}
 	defaults.Defaults(spec.Traits{Strategies: true, Driven: true})
 	defaults.Client.QPS = 0 // shown as "no client-side limit" in its help
 	defaults.Strategy = ""  // the default only where the scenario has strategies
-	var walk func(v reflect.Value, index []int) error
-	walk = func(v reflect.Value, index []int) error {
+	// walk declares the settings of struct v: spec.Spec's, with those of
+	// the structs it holds (scen ""), or scenario scen's.
+	var walk func(v reflect.Value, index []int, scen string) error
+	walk = func(v reflect.Value, index []int, scen string) error {
 		for i, sf := range slices.Collect(v.Type().Fields()) {
 			at := append(slices.Clone(index), i)
-			name := sf.Tag.Get("flag")
-			if name == "" {
-				if sf.Type.Kind() == reflect.Struct && sf.Type != reflect.TypeFor[spec.Duration]() {
-					if err := walk(v.Field(i), at); err != nil {
-						return err
-					}
+			s := Setting{Name: sf.Tag.Get("flag"), Help: sf.Tag.Get("help"), Type: sf.Type, Default: v.Field(i).Interface(), index: at}
+			switch old := find(out, s.Name); {
+			case s.Name == "" && scen == "" && sf.Type.Kind() == reflect.Struct && sf.Type != reflect.TypeFor[spec.Duration]():
+				if err := walk(v.Field(i), at, scen); err != nil {
+					return err
 				}
-				continue
-			}
-			if err := add(Setting{Name: name, Help: sf.Tag.Get("help"), Type: sf.Type, Default: v.Field(i).Interface(), index: at}); err != nil {
-				return err
+			case s.Name == "":
+			case scen != "" && old != nil && old.index == nil && old.Type == sf.Type:
+				old.Scenarios = append(old.Scenarios, scen) // the same setting in another scenario
+			case old != nil:
+				return fmt.Errorf("setting --%s is declared twice (a bug in kb-bench: please report it)", s.Name)
+			default:
+				if scen != "" {
+					s.index, s.Scenarios, s.json = nil, []string{scen}, scenario.JSONName(sf)
+				}
+				s.Matrix = slices.Contains(matrixSettings, s.Name)
+				out = append(out, s)
 			}
 		}
 		return nil
 	}
-	if err := walk(reflect.ValueOf(&defaults).Elem(), nil); err != nil {
+	if err := walk(reflect.ValueOf(&defaults).Elem(), nil, ""); err != nil {
 		return nil, err
 	}
 	for _, def := range workload.Scenarios() {
 		settings := def.NewSettings()
 		settings.Default(&defaults)
-		v := reflect.ValueOf(settings).Elem()
-		for i, sf := range slices.Collect(v.Type().Fields()) {
-			name := sf.Tag.Get("flag")
-			if name == "" {
-				continue
-			}
-			if s := find(out, name); s != nil && s.index == nil && s.Type == sf.Type {
-				s.Scenarios = append(s.Scenarios, def.Name) // the same setting in another scenario
-				continue
-			}
-			s := Setting{Name: name, Help: sf.Tag.Get("help"), Type: sf.Type, Default: v.Field(i).Interface(),
-				Scenarios: []string{def.Name}, json: scenario.JSONName(sf)}
-			if err := add(s); err != nil {
-				return nil, err
-			}
+		if err := walk(reflect.ValueOf(settings).Elem(), nil, def.Name); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -508,10 +490,8 @@ func Settings() ([]Setting, error) {
 
 // find is the setting called name in settings; nil when there is none.
 func find(settings []Setting, name string) *Setting {
-	for i := range settings {
-		if settings[i].Name == name {
-			return &settings[i]
-		}
+	if i := slices.IndexFunc(settings, func(s Setting) bool { return s.Name == name }); i >= 0 {
+		return &settings[i]
 	}
 	return nil
 }

@@ -27,16 +27,16 @@ func Report(paths []string, out, version string, notes, stdout io.Writer) error 
 	page := html.Page{Version: version}
 	var inputs []string
 	for _, p := range paths {
-		if _, err := os.Stat(filepath.Join(p, store.SweepFile)); err == nil || filepath.Base(p) == store.SweepFile {
+		file := p
+		if filepath.Base(p) != store.SweepFile {
+			file = filepath.Join(p, store.SweepFile)
+		}
+		if _, err := os.Stat(file); err == nil || file == p {
 			sw, err := store.ReadSweep(p)
 			if err != nil {
 				return spec.Input(err)
 			}
-			page.Sweeps = append(page.Sweeps, sw)
-			if filepath.Base(p) != store.SweepFile {
-				p = filepath.Join(p, store.SweepFile)
-			}
-			inputs = append(inputs, p)
+			page.Sweeps, inputs = append(page.Sweeps, sw), append(inputs, file)
 			continue
 		}
 		runs, files, err := readRuns(notes, p)
@@ -95,23 +95,21 @@ func reportTitle(p html.Page) string {
 // matrix run's directory, one side per configuration below it; and the
 // files it read them from.
 func readRuns(notes io.Writer, path string) ([]html.Run, []string, error) {
-	dirs, labels := []string{path}, []string{filepath.Base(filepath.Clean(path))}
-	if cells, err := store.ReadMatrix(path); err != nil {
+	cells, err := store.ReadMatrix(path)
+	if err != nil {
 		return nil, nil, err
-	} else if len(cells) > 0 {
-		dirs, labels = nil, nil
-		for _, c := range cells {
-			dirs, labels = append(dirs, c.Dir), append(labels, c.Label)
-		}
+	}
+	if len(cells) == 0 {
+		cells = []store.MatrixCell{{Dir: path, Label: filepath.Base(filepath.Clean(path))}}
 	}
 	var runs []html.Run
 	var files []string
-	for i, d := range dirs {
-		side, err := readSide(notes, d)
+	for _, c := range cells {
+		side, err := readSide(notes, c.Dir)
 		if err != nil {
 			return nil, nil, err
 		}
-		runs = append(runs, html.Run{Label: labels[i], Results: side.Results})
+		runs = append(runs, html.Run{Label: c.Label, Results: side.Results})
 		files = append(files, side.Files...)
 	}
 	return runs, files, nil

@@ -140,7 +140,7 @@ func newCellResults(dir, runID string, set bool, label string, place int) CellRe
 
 // run runs the cell's next sample of sp and saves it: its result, the
 // scenario's own rows of its summary and where it is.
-func (c *CellResults) run(ctx context.Context, cell Cell, o Options, s *target) (*results.Result, [][2]string, string, error) {
+func (c *CellResults) run(ctx context.Context, cell Cell, o Options, conn *cluster.Connection) (*results.Result, [][2]string, string, error) {
 	id, dir := c.runID, c.Dir
 	if c.set != nil {
 		n := len(c.Results) + 1
@@ -148,13 +148,13 @@ func (c *CellResults) run(ctx context.Context, cell Cell, o Options, s *target) 
 	}
 	var r *results.Result
 	var rows [][2]string
-	sample := func(ctx context.Context, s *target) (err error) {
-		r, rows, err = runSample(ctx, cell, o, s, id, c.point, dir)
+	sample := func(ctx context.Context, conn *cluster.Connection) (err error) {
+		r, rows, err = runSample(ctx, cell, o, conn, id, c.point, dir)
 		return err
 	}
 	var err error
-	if s != nil {
-		err = sample(ctx, s)
+	if conn != nil {
+		err = sample(ctx, conn)
 	} else {
 		// Sides of different control planes: a fresh one for the sample.
 		err = open(ctx, cell.Spec.Target, true, o, dir, sample)
@@ -194,8 +194,8 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	}
 	out := &Outcome{RunID: newRunID(time.Now())}
 	out.Dir = cmp.Or(o.Out, filepath.Join("kb-bench-results", out.RunID))
-	err := session(ctx, p, o, out.Dir, func(ctx context.Context, s *target) error {
-		return runCells(ctx, p, o, s, out)
+	err := session(ctx, p, o, out.Dir, func(ctx context.Context, conn *cluster.Connection) error {
+		return runCells(ctx, p, o, conn, out)
 	})
 	return out, err
 }
@@ -219,7 +219,7 @@ func (o *Options) check(p *Plan) error {
 
 // runCells runs every sample of p, saving each in out's directories, and
 // shows and judges what they measured.
-func runCells(ctx context.Context, p *Plan, o Options, s *target, out *Outcome) error {
+func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection, out *Outcome) error {
 	fmt.Fprintf(o.Log, "run %s: %s\n", out.RunID, p.Cells[0].Workload)
 	switch {
 	case p.Sides:
@@ -245,7 +245,7 @@ func runCells(ctx context.Context, p *Plan, o Options, s *target, out *Outcome) 
 		if sets {
 			fmt.Fprintln(o.Log, strings.TrimSpace(fmt.Sprintf("%s sample %d of %d", c.Label, smp.Index, p.Count)))
 		}
-		r, rows, dir, err := cell.run(ctx, c, o, s)
+		r, rows, dir, err := cell.run(ctx, c, o, conn)
 		if err != nil {
 			return err
 		}
@@ -262,13 +262,9 @@ func runCells(ctx context.Context, p *Plan, o Options, s *target, out *Outcome) 
 	if err := v.end(cellSides(p, out)); err != nil {
 		return err
 	}
-	if o.Report {
-		if err := Report([]string{out.Dir}, filepath.Join(out.Dir, ReportFile), o.Version, o.Log, o.Stdout); err != nil {
-			return err
-		}
-		fmt.Fprintf(o.Log, "report: %s\n", filepath.Join(out.Dir, ReportFile))
+	if err := o.saved("result", out.Dir); err != nil {
+		return err
 	}
-	fmt.Fprintf(o.Log, "result saved in %s\n", out.Dir)
 	if failed != nil || o.Gate == nil {
 		return failed
 	}
@@ -279,6 +275,19 @@ func runCells(ctx context.Context, p *Plan, o Options, s *target, out *Outcome) 
 		out.Verdicts, err = gateEnd(o, o.Baseline, out.Dir, false)
 	}
 	return err
+}
+
+// saved ends a run or sweep (what) saved in dir: it writes its report
+// there when o asks for one, and says where it is.
+func (o *Options) saved(what, dir string) error {
+	if o.Report {
+		if err := Report([]string{dir}, filepath.Join(dir, ReportFile), o.Version, o.Log, o.Stdout); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Log, "report: %s\n", filepath.Join(dir, ReportFile))
+	}
+	fmt.Fprintf(o.Log, "%s saved in %s\n", what, dir)
+	return nil
 }
 
 // sideWords says what side k of an A/B plan runs: its workload, and its
@@ -330,18 +339,16 @@ func checkFailed(r *results.Result, dir string) error {
 // runSample runs one sample of cell as run runID and saves it in dir; its
 // live figures are labelled point. It returns the result and the
 // scenario's own rows of its summary.
-func runSample(ctx context.Context, cell Cell, o Options, s *target, runID, point, dir string) (*results.Result, [][2]string, error) {
+func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connection, runID, point, dir string) (*results.Result, [][2]string, error) {
 	resolved, err := cell.resolve()
 	if err != nil {
 		return nil, nil, err
 	}
 	sp := resolved.Spec
-	var clientLog func() []string
 	if o.ClientLog != nil {
 		o.ClientLog() // what came before this run is not its own
-		clientLog = o.ClientLog
 	}
-	runner, err := s.shardRunner(sp, o)
+	runner, err := shardRunner(conn, sp, o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -350,13 +357,12 @@ func runSample(ctx context.Context, cell Cell, o Options, s *target, runID, poin
 		o.Progress.Start(sp.Warmup.Duration + sp.Duration.Duration)
 		progress = o.Progress.Update
 	}
-	conn := s.conn
 	lr := o.Live.Add(live.Labels{RunID: runID, Scenario: sp.Scenario, Strategy: string(sp.Strategy), Point: point})
 	out, err := workload.Run(ctx, resolved, workload.Options{
 		Live:         lr,
 		Runner:       runner,
 		ShardTimeout: o.ShardTimeout,
-		ClientLog:    clientLog,
+		ClientLog:    o.ClientLog,
 		Ephemeral:    conn.Target.Kind == spec.TargetLocal && !conn.Target.Reused,
 		Config:       conn.Config,
 		EtcdMetrics:  conn.EtcdMetrics,
@@ -392,22 +398,17 @@ func runSample(ctx context.Context, cell Cell, o Options, s *target, runID, poin
 	return out.Result, out.Report.Rows(), nil
 }
 
-// target is an open target for the samples of a plan.
-type target struct {
-	conn *cluster.Connection
-}
-
-// shardRunner is what starts sp's shards (nil when it has none).
-func (s *target) shardRunner(sp spec.Spec, o Options) (distributed.ShardRunner, error) {
+// shardRunner is what starts sp's shards on conn (nil when it has none).
+func shardRunner(conn *cluster.Connection, sp spec.Spec, o Options) (distributed.ShardRunner, error) {
 	switch sp.Runner {
 	case spec.RunnerProcess:
 		exe, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("finding kb-bench's own executable to start the shards: %w", err)
 		}
-		return process.Runner{Executable: exe, Config: s.conn.Config}, nil
+		return process.Runner{Executable: exe, Config: conn.Config}, nil
 	case spec.RunnerJob:
-		return o.Job.runner(s.conn.Config, o.Version)
+		return o.Job.runner(conn.Config, o.Version)
 	}
 	return nil, nil
 }
@@ -418,7 +419,7 @@ func (s *target) shardRunner(sp spec.Spec, o Options) (distributed.ShardRunner, 
 // plane that dies during body fails it. A plan whose cells need fresh
 // targets (FreshTargets) opens none: body gets nil, and each sample opens
 // its own.
-func session(ctx context.Context, p *Plan, o Options, outDir string, body func(context.Context, *target) error) (err error) {
+func session(ctx context.Context, p *Plan, o Options, outDir string, body func(context.Context, *cluster.Connection) error) (err error) {
 	sp := p.Cells[0].Spec
 	if sp.Shards > 0 && sp.Runner == spec.RunnerJob && sp.Target.Kind == spec.TargetLocal {
 		// Found out now, not after the shards' whole time to join.
@@ -438,7 +439,7 @@ func session(ctx context.Context, p *Plan, o Options, outDir string, body func(c
 // open opens target t (a control plane of its own when private), calls
 // body, and stops what it started. A local control plane that dies during
 // body fails it.
-func open(ctx context.Context, t spec.Target, private bool, o Options, outDir string, body func(context.Context, *target) error) (err error) {
+func open(ctx context.Context, t spec.Target, private bool, o Options, outDir string, body func(context.Context, *cluster.Connection) error) (err error) {
 	conn, err := cluster.Open(ctx, t, cluster.Options{Log: o.Log, StateDir: o.StateDir, Getenv: o.Getenv, Private: private})
 	if err != nil {
 		return err
@@ -460,7 +461,7 @@ func open(ctx context.Context, t spec.Target, private bool, o Options, outDir st
 			err = fmt.Errorf("%w: the local control plane died (%s); the figures are not to be trusted; the result is in %s", ErrTargetLost, reason, outDir)
 		}
 	}()
-	return body(ctx, &target{conn: conn})
+	return body(ctx, conn)
 }
 
 // watchTarget returns a context cancelled when conn's control plane dies,

@@ -37,61 +37,42 @@ func Show(w io.Writer, path, format string) error {
 			return spec.Input(fmt.Errorf("%s is not a result.json, set.json or sweep.json: pass one, or its directory", path))
 		}
 	}
-	var err error
 	switch exists := func(f string) bool { _, err := os.Stat(filepath.Join(dir, f)); return err == nil }; {
 	case exists(store.SweepFile):
-		err = showSweep(w, dir, format)
+		return showSweep(w, dir, format)
 	case exists(store.ResultFile):
-		err = showCells(w, format, []shown{{dir: dir}}, false)
+		return showCells(w, format, []store.MatrixCell{{Dir: dir}}, false)
 	case exists(store.SetFile):
-		err = showCells(w, format, []shown{{dir: dir, set: true}}, true)
-	default:
-		cells, rerr := store.ReadMatrix(dir)
-		if rerr != nil {
-			return spec.Input(rerr)
+		set, err := store.ReadSet(dir)
+		if err != nil {
+			return spec.Input(err)
 		}
-		if len(cells) == 0 {
-			return spec.Input(fmt.Errorf("%s holds no result, set of samples, matrix run or sweep kb-bench wrote", path))
-		}
-		var all []shown
-		for _, c := range cells {
-			all = append(all, shown{dir: c.Dir, set: true, label: c.Label})
-		}
-		err = showCells(w, format, all, true)
+		return showCells(w, format, []store.MatrixCell{{Dir: dir, Label: set.Label}}, true)
 	}
-	return err
+	cells, err := store.ReadMatrix(dir)
+	if err != nil {
+		return spec.Input(err)
+	}
+	if len(cells) == 0 {
+		return spec.Input(fmt.Errorf("%s holds no result, set of samples, matrix run or sweep kb-bench wrote", path))
+	}
+	return showCells(w, format, cells, true)
 }
 
-// shown is one cell of a run being shown: its directory, whether it holds
-// a set of samples, and its label (a set's own when "").
-type shown struct {
-	dir   string
-	set   bool
-	label string
-}
-
-// showCells shows the cells of a run as it showed them: their samples in
-// the order they ran (see interleave), up to one that did not end well,
-// then their comparison.
-func showCells(w io.Writer, format string, cells []shown, sets bool) error {
+// showCells shows the cells of a run (a matrix run's, or one result or
+// set of samples) as it showed them: their samples in the order they ran
+// (see interleave), up to one that did not end well, then their
+// comparison.
+func showCells(w io.Writer, format string, cells []store.MatrixCell, sets bool) error {
 	v := &view{w: w, format: format, sets: sets}
 	sides := make([]results.Side, len(cells))
 	most := 0
 	for k, c := range cells {
-		side, err := readSide(nil, c.dir)
+		side, err := readSide(nil, c.Dir)
 		if err != nil {
 			return spec.Input(err)
 		}
-		label := c.label
-		if c.set && label == "" {
-			set, err := store.ReadSet(c.dir)
-			if err != nil {
-				return spec.Input(err)
-			}
-			label = set.Label
-		}
-		sides[k] = results.Side{Label: cmp.Or(label, filepath.Base(filepath.Clean(c.dir))), Results: side.Results}
-		cells[k].label = label
+		sides[k] = results.Side{Label: cmp.Or(c.Label, filepath.Base(filepath.Clean(c.Dir))), Results: side.Results}
 		most = max(most, len(side.Results))
 	}
 	for _, smp := range interleave(len(cells), most) {
@@ -103,7 +84,7 @@ func showCells(w io.Writer, format string, cells []shown, sets bool) error {
 		if err != nil {
 			return err
 		}
-		if err := v.sample(cells[smp.Cell].label, smp.Index, r, rows); err != nil {
+		if err := v.sample(cells[smp.Cell].Label, smp.Index, r, rows); err != nil {
 			return err
 		}
 		if r.Interrupted || r.TargetLost != "" {

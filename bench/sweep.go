@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kb-bench/kb-bench/cluster"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
 	"github.com/kb-bench/kb-bench/results/store"
@@ -78,12 +79,13 @@ func Sweep(ctx context.Context, p *Plan, o SweepOptions) (*results.Sweep, error)
 	if err != nil {
 		return nil, err
 	}
-	axis := ""
+	var axis string
+	var varying []string
 	for _, v := range p.Cells[0].Values {
-		if slices.Contains(SweepAxes, v.Name) {
+		if axis == "" && slices.Contains(SweepAxes, v.Name) {
 			axis = v.Name
-			break
 		}
+		varying = append(varying, v.Name)
 	}
 	if axis == "" {
 		return nil, spec.Input(errors.New("a sweep needs a list of values for --writers, --objects, --rate or --clients, e.g. --writers 1,2,4,8,16,32,64"))
@@ -94,10 +96,6 @@ func Sweep(ctx context.Context, p *Plan, o SweepOptions) (*results.Sweep, error)
 	all, xs, err := splitSweep(p.Cells, axis)
 	if err != nil {
 		return nil, err
-	}
-	var varying []string
-	for _, v := range p.Cells[0].Values {
-		varying = append(varying, v.Name)
 	}
 	verb := "vary"
 	if len(varying) == 1 {
@@ -112,14 +110,14 @@ func Sweep(ctx context.Context, p *Plan, o SweepOptions) (*results.Sweep, error)
 		sw.Series = append(sw.Series, results.SweepSeries{Label: ser.label})
 	}
 	outDir := cmp.Or(o.Out, filepath.Join("kb-bench-results", sw.RunID))
-	err = session(ctx, p, o.Options, outDir, func(ctx context.Context, s *target) error {
-		return runSweep(ctx, p, o, s, sw, all, xs, stops, outDir)
+	err = session(ctx, p, o.Options, outDir, func(ctx context.Context, conn *cluster.Connection) error {
+		return runSweep(ctx, p, o, conn, sw, all, xs, stops, outDir)
 	})
 	return sw, err
 }
 
 // runSweep runs the points of sw's series, saving sw after each point.
-func runSweep(ctx context.Context, p *Plan, o SweepOptions, s *target, sw *results.Sweep, all []series, xs []string, stops []analysis.Threshold, outDir string) error {
+func runSweep(ctx context.Context, p *Plan, o SweepOptions, conn *cluster.Connection, sw *results.Sweep, all []series, xs []string, stops []analysis.Threshold, outDir string) error {
 	fmt.Fprintf(o.Log, "sweep %s: %d values of %s x %s x %s, points interleaved across series\n",
 		sw.RunID, len(xs), sw.Axis, results.Plural(len(all), "series"), results.Plural(p.Count, "sample"))
 	v := newView(o.Options, true)
@@ -144,7 +142,7 @@ func runSweep(ctx context.Context, p *Plan, o SweepOptions, s *target, sw *resul
 				}
 				label := pointLabel(ser.label, sw.Axis, x, i, p.Count)
 				fmt.Fprintf(o.Log, "%s\n", label)
-				r, _, dir, err := points[k].run(ctx, p.Cells[ser.cells[xi]], o.Options, s)
+				r, _, dir, err := points[k].run(ctx, p.Cells[ser.cells[xi]], o.Options, conn)
 				if err != nil {
 					return err
 				}
@@ -180,13 +178,9 @@ func runSweep(ctx context.Context, p *Plan, o SweepOptions, s *target, sw *resul
 	if err := v.sweep(sw); err != nil {
 		return err
 	}
-	if o.Report {
-		if err := Report([]string{outDir}, filepath.Join(outDir, ReportFile), o.Version, o.Log, o.Stdout); err != nil {
-			return err
-		}
-		fmt.Fprintf(o.Log, "report: %s\n", filepath.Join(outDir, ReportFile))
+	if err := o.saved("sweep", outDir); err != nil {
+		return err
 	}
-	fmt.Fprintf(o.Log, "sweep saved in %s\n", outDir)
 	return failed
 }
 
@@ -229,6 +223,8 @@ func addPoints(sw *results.Sweep, outDir string, points []*CellResults, x string
 func splitSweep(cells []Cell, axis string) ([]series, []string, error) {
 	var all []series
 	var xs []string
+	var prev reflect.Value
+	down := false
 	index := map[string]int{}
 	for c, cl := range cells {
 		var rest []string
@@ -249,21 +245,14 @@ func splitSweep(cells []Cell, axis string) ([]series, []string, error) {
 		}
 		all[k].cells = append(all[k].cells, c)
 		if k == 0 {
+			cur := reflect.ValueOf(x)
+			down = down || prev.IsValid() && !less(prev, cur)
+			prev = cur
 			xs = append(xs, axisText(x))
 		}
 	}
-	prev := reflect.Value{}
-	for _, c := range all[0].cells {
-		for _, v := range cells[c].Values {
-			if v.Name != axis {
-				continue
-			}
-			cur := reflect.ValueOf(v.Value)
-			if prev.IsValid() && !less(prev, cur) {
-				return nil, nil, spec.Input(fmt.Errorf("--%s %s: a sweep goes up; give the values in increasing order, each once", axis, strings.Join(xs, ",")))
-			}
-			prev = cur
-		}
+	if down {
+		return nil, nil, spec.Input(fmt.Errorf("--%s %s: a sweep goes up; give the values in increasing order, each once", axis, strings.Join(xs, ",")))
 	}
 	return all, xs, nil
 }

@@ -40,7 +40,7 @@ type coordinator struct {
 }
 
 func (r *coordinator) ready(ctx context.Context) error {
-	e, s := r.e, r.e.spec
+	e, s := r.e, r.e.Spec
 	e.record(e.sc.Driven.Workers())
 	if err := e.sc.Setup(ctx); err != nil {
 		return err
@@ -56,7 +56,7 @@ func (r *coordinator) ready(ctx context.Context) error {
 	r.c, err = distributed.Coordinate(ctx, distributed.CoordinatorOptions{
 		Kube: e.admin, Namespace: e.env.Namespace, RunID: e.opts.RunID, Spec: specJSON, Shards: s.Shards, Version: e.opts.Version,
 		Length: s.Warmup.Duration + s.Duration.Duration, OpTimeout: s.OpTimeout.Duration,
-		Runner: e.opts.Runner, Rules: distributed.ShardRules(scenarioRules(e.def, e.settings)), JoinTimeout: timeout, Log: e.log, Warn: e.warn,
+		Runner: e.opts.Runner, Rules: distributed.ShardRules(e.rules()), JoinTimeout: timeout, Log: e.log, Warn: e.warn,
 		Live: e.opts.Live != nil,
 	})
 	if err == nil {
@@ -104,11 +104,11 @@ func (r *coordinator) liveFigures() live.Figures {
 const liveShardTimeout = 2 * time.Second
 
 func (r *coordinator) warmup(ctx context.Context) error {
-	return r.c.Warmup(ctx, r.e.spec.Warmup.Duration)
+	return r.c.Warmup(ctx, r.e.Spec.Warmup.Duration)
 }
 
 func (r *coordinator) open(ctx context.Context) (start, end time.Time, err error) {
-	return r.c.Window(ctx, r.e.spec.Duration.Duration)
+	return r.c.Window(ctx, r.e.Spec.Duration.Duration)
 }
 
 func (r *coordinator) load(ctx context.Context, _, end time.Time) (time.Time, bool, error) {
@@ -204,14 +204,14 @@ func RunShard(ctx context.Context, o ShardOptions) (err error) {
 	if err := json.Unmarshal(sh.Spec, &s); err != nil {
 		return fmt.Errorf("the run's spec: %w", err)
 	}
-	def, settings, errs := resolve(Scenarios(), &s)
+	r, errs := Resolve(s)
 	if len(errs) > 0 {
 		return fmt.Errorf("the run's spec: %s", spec.Describe(errs))
 	}
 	// Before any load: a shard that may not write would otherwise run a
 	// whole window of refused requests, and one that may not report
 	// would fail only at its end.
-	missing, err := missingPermissions(ctx, admin, o.Namespace, distributed.ShardRules(scenarioRules(def, settings)))
+	missing, err := missingPermissions(ctx, admin, o.Namespace, distributed.ShardRules(r.rules()))
 	if err != nil {
 		return err
 	}
@@ -219,8 +219,8 @@ func RunShard(ctx context.Context, o ShardOptions) (err error) {
 		return fmt.Errorf("this shard may not %s in namespace %s, which every shard of this run needs: grant them to its credentials (with --runner job, the shards' Role does, unless it was changed)",
 			strings.Join(missing, ", "), o.Namespace)
 	}
-	lo, hi := sh.Share(s.Clients)
-	e, err := newEngine(&Resolved{Spec: s, Def: def, Settings: settings}, o.Options, max(1, hi-lo))
+	lo, hi := sh.Share(r.Spec.Clients)
+	e, err := newEngine(r, o.Options, max(1, hi-lo))
 	if err != nil {
 		return err
 	}
@@ -229,7 +229,7 @@ func RunShard(ctx context.Context, o ShardOptions) (err error) {
 		e.warn("this shard runs kb-bench %s, the coordinator %s", o.Version, sh.Version)
 	}
 	if e.sc.Sharded == nil {
-		return fmt.Errorf("scenario %s does not run in shards", def.Name)
+		return fmt.Errorf("scenario %s does not run in shards", r.Def.Name)
 	}
 	e.role = &inProcess{e: e, sh: sh, name: o.Name}
 	if o.Live != nil {

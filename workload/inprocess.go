@@ -28,7 +28,7 @@ type inProcess struct {
 }
 
 func (r *inProcess) ready(ctx context.Context) error {
-	e, s := r.e, r.e.spec
+	e, s := r.e, r.e.Spec
 	workers, rate := 1, s.Rate
 	if e.sc.Driven != nil {
 		workers = e.sc.Driven.Workers()
@@ -58,7 +58,7 @@ func (r *inProcess) ready(ctx context.Context) error {
 // first requests do not wait for the scrape.
 func (r *inProcess) warmup(ctx context.Context) (err error) {
 	start := time.Now()
-	end := start.Add(r.e.spec.Warmup.Duration)
+	end := start.Add(r.e.Spec.Warmup.Duration)
 	if r.sh != nil {
 		if start, end, err = r.sh.Warmup(ctx); err != nil {
 			return err
@@ -66,7 +66,7 @@ func (r *inProcess) warmup(ctx context.Context) (err error) {
 		sleepUntil(ctx, start, nil)
 	}
 	if end.After(start) {
-		r.driver.run(ctx, plan{start: start, measureFrom: end, deadline: end, thinkTime: r.e.spec.ThinkTime.Duration})
+		r.driver.run(ctx, plan{start: start, measureFrom: end, deadline: end, thinkTime: r.e.Spec.ThinkTime.Duration})
 	}
 	if ctx.Err() != nil {
 		r.driver.stop()
@@ -82,7 +82,7 @@ func (r *inProcess) warmup(ctx context.Context) (err error) {
 func (r *inProcess) open(ctx context.Context) (start, end time.Time, err error) {
 	if r.sh == nil {
 		start = time.Now()
-		if d := r.e.spec.Duration.Duration; d > 0 {
+		if d := r.e.Spec.Duration.Duration; d > 0 {
 			end = start.Add(d)
 		}
 		return start, end, nil
@@ -102,7 +102,7 @@ func (r *inProcess) open(ctx context.Context) (start, end time.Time, err error) 
 // follows the coordinator, who may end the window early (Ctrl-C) or abort
 // the run, and who shows the shards' last seconds as the run's progress.
 func (r *inProcess) load(ctx context.Context, start, end time.Time) (time.Time, bool, error) {
-	s := r.e.spec
+	s := r.e.Spec
 	p := plan{start: start, measureFrom: start, deadline: end, operations: s.Operations, thinkTime: s.ThinkTime.Duration}
 	if r.sh == nil {
 		return r.driver.window(ctx, p, r.e.opts.Progress), false, nil

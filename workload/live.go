@@ -4,10 +4,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kb-bench/kb-bench/metrics/clientgo"
 	"github.com/kb-bench/kb-bench/metrics/live"
 	"github.com/kb-bench/kb-bench/workload/scenario"
-	"github.com/kb-bench/kb-bench/workload/transport"
 )
 
 // liveWindow is the measured window as the live figures see it: its
@@ -57,19 +55,11 @@ func (e *engine) liveFigures() live.Figures {
 	if before == nil {
 		return f
 	}
-	now := after
-	if now == nil {
-		now = &reading{clients: transport.Read(e.clients)}
-		if hooks, err := clientgo.Install(); err == nil {
-			now.hooks = hooks.Read()
-		}
-		ended = time.Now()
+	if after == nil {
+		now := e.readClients()
+		after, ended = &now, time.Now()
 	}
-	var retries int64
-	if before.hookErr == nil {
-		retries = now.hooks.Sub(before.hooks).Retries
-	}
-	f.Client = now.clients.Since(before.clients).Stats(retries)
+	f.Client, _ = since(before, after)
 	f.Window = ended.Sub(start)
 	return f
 }

@@ -28,7 +28,7 @@ func Rules(s spec.Spec, runner distributed.ShardRunner) ([]rbacv1.PolicyRule, er
 	if len(errs) > 0 {
 		return nil, spec.Input(errors.New(spec.Describe(errs)))
 	}
-	return withRunner(rulesFor(r.Def, r.Settings, r.Spec), r.Spec, runner), nil
+	return withRunner(r.rulesFor(), r.Spec, runner), nil
 }
 
 // withRunner adds to a run's rules what the runner that starts its shards
@@ -40,23 +40,25 @@ func withRunner(rules []rbacv1.PolicyRule, s spec.Spec, runner distributed.Shard
 	return rules
 }
 
-// scenarioRules are what def's scenario reads and writes with settings.
-func scenarioRules(def scenario.Definition, settings scenario.Settings) []rbacv1.PolicyRule {
-	if def.Rules == nil {
+// rules are what the run's scenario reads and writes.
+func (r *Resolved) rules() []rbacv1.PolicyRule {
+	if r.Def.Rules == nil {
 		return nil
 	}
-	return def.Rules(settings)
+	return r.Def.Rules(r.Settings)
 }
 
-func rulesFor(def scenario.Definition, settings scenario.Settings, s spec.Spec) []rbacv1.PolicyRule {
-	rules := scenarioRules(def, settings)
-	if s.Shards > 0 {
+// rulesFor are what the run needs in its namespace (Rules), but for its
+// runner's.
+func (r *Resolved) rulesFor() []rbacv1.PolicyRule {
+	rules := r.rules()
+	if r.Spec.Shards > 0 {
 		rules = append(rules, distributed.CoordinatorRules()...)
 	}
 	for _, g := range cleanupResources(rules) {
 		rules = append(rules, scenario.Rule(g.group, []string{g.resource}, "deletecollection"))
 	}
-	if s.Client.ContentType == spec.ContentCBOR {
+	if r.Spec.Client.ContentType == spec.ContentCBOR {
 		// The CBOR probe is a dry-run create of a ConfigMap.
 		rules = append(rules, scenario.Rule("", []string{"configmaps"}, "create"))
 	}

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -29,16 +30,6 @@ func Scenarios() []scenario.Definition {
 	}
 }
 
-// lookup returns the scenario called name in registry.
-func lookup(registry []scenario.Definition, name string) (scenario.Definition, bool) {
-	for _, d := range registry {
-		if d.Name == name {
-			return d, true
-		}
-	}
-	return scenario.Definition{}, false
-}
-
 // Resolved is a spec resolved for its scenario (Resolve): its defaults
 // filled in and validated, with its scenario and its scenario's decoded
 // settings. It is what Run runs, so a run's spec is resolved once.
@@ -54,8 +45,9 @@ type Resolved struct {
 // the result records what ran. The errors carry the path of each field as
 // a profile's spec names it.
 func Resolve(s spec.Spec) (*Resolved, field.ErrorList) {
-	def, settings, errs := resolve(Scenarios(), &s)
-	return &Resolved{Spec: s, Def: def, Settings: settings}, errs
+	r := &Resolved{Spec: s}
+	errs := r.resolve()
+	return r, errs
 }
 
 // Workload is the resolved spec in words, as its Result says it.
@@ -63,32 +55,34 @@ func (r *Resolved) Workload() string {
 	return results.Describe(r.Spec, r.Settings.Describe(&r.Spec), r.Def.Traits().Driven)
 }
 
-func resolve(registry []scenario.Definition, s *spec.Spec) (scenario.Definition, scenario.Settings, field.ErrorList) {
+func (r *Resolved) resolve() field.ErrorList {
+	s := &r.Spec
 	if s.Scenario == "" {
 		s.Scenario = DefaultScenario
 	}
-	def, ok := lookup(registry, s.Scenario)
-	if !ok {
+	registry := Scenarios()
+	i := slices.IndexFunc(registry, func(d scenario.Definition) bool { return d.Name == s.Scenario })
+	if i < 0 {
 		var names []string
 		for _, d := range registry {
 			names = append(names, d.Name)
 		}
-		errs := spec.OneOf(field.NewPath("scenario"), s.Scenario, names, "scenario")
-		return def, nil, errs
+		return spec.OneOf(field.NewPath("scenario"), s.Scenario, names, "scenario")
 	}
-	s.Defaults(def.Traits())
-	errs := s.Validate(def.Traits())
-	settings := def.NewSettings()
+	r.Def = registry[i]
+	s.Defaults(r.Def.Traits())
+	errs := s.Validate(r.Def.Traits())
+	settings := r.Def.NewSettings()
 	p := field.NewPath("settings")
 	if derrs := scenario.Decode(s.Settings, settings, p); len(derrs) > 0 {
-		return def, nil, append(errs, derrs...)
+		return append(errs, derrs...)
 	}
 	settings.Default(s)
 	errs = append(errs, settings.Validate(s, p)...)
 	m, err := scenario.Encode(settings)
 	if err != nil {
-		return def, nil, append(errs, field.InternalError(p, fmt.Errorf("%w (a bug in kb-bench: please report it)", err)))
+		return append(errs, field.InternalError(p, fmt.Errorf("%w (a bug in kb-bench: please report it)", err)))
 	}
-	s.Settings = m
-	return def, settings, errs
+	s.Settings, r.Settings = m, settings
+	return errs
 }

@@ -139,19 +139,15 @@ type reading struct {
 // apiserver's /metrics. The hold stays engaged: release it when the
 // window starts or is over.
 func (e *engine) edge(ctx context.Context, n int) reading {
-	if held := e.hold.Engage(e.spec.OpTimeout.Duration); held > 0 {
-		e.warn("%d requests were still in flight %s after the window's edge; the server cross-check may be off by as many", held, e.spec.OpTimeout)
+	if held := e.hold.Engage(e.Spec.OpTimeout.Duration); held > 0 {
+		e.warn("%d requests were still in flight %s after the window's edge; the server cross-check may be off by as many", held, e.Spec.OpTimeout)
 	}
 	if e.opts.OnEdge != nil {
 		e.opts.OnEdge(n, false)
 		defer e.opts.OnEdge(n, true)
 	}
-	rd := reading{clients: transport.Read(e.clients)}
+	rd := e.readClients()
 	rd.self, rd.selfErr = metrics.ReadSelf()
-	var hooks *clientgo.Counters
-	if hooks, rd.hookErr = clientgo.Install(); rd.hookErr == nil {
-		rd.hooks = hooks.Read()
-	}
 	if e.scrapes {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scrapeTimeout)
 		defer cancel()
@@ -161,6 +157,27 @@ func (e *engine) edge(ctx context.Context, n int) reading {
 		}
 	}
 	return rd
+}
+
+// readClients reads the clients' counters and client-go's.
+func (e *engine) readClients() reading {
+	rd := reading{clients: transport.Read(e.clients)}
+	var hooks *clientgo.Counters
+	if hooks, rd.hookErr = clientgo.Install(); rd.hookErr == nil {
+		rd.hooks = hooks.Read()
+	}
+	return rd
+}
+
+// since is what the clients did between two readings: their figures,
+// client-go's hidden retries among them, and their requests.
+func since(before, now *reading) (results.ClientStats, map[metrics.RequestKey]int64) {
+	var retries int64
+	if before.hookErr == nil {
+		retries = now.hooks.Sub(before.hooks).Retries
+	}
+	w := now.clients.Since(before.clients)
+	return w.Stats(retries), w.Requests
 }
 
 // scrape reads every apiserver's /metrics (one after the other: the hold
@@ -203,7 +220,7 @@ func (e *engine) finish(ctx context.Context, w window) (scenario.Report, error) 
 			e.warn("no server cross-check: %v", err)
 			res.Server = results.UnavailableServerCheck(err.Error())
 		} else {
-			res.Server = analysis.NewServerCheck(w.before.server, w.after.server, f.requests, e.def.ServerResources, res.Measurements)
+			res.Server = analysis.NewServerCheck(w.before.server, w.after.server, f.requests, e.Def.ServerResources, res.Measurements)
 			if len(w.before.servers) > 0 {
 				shares, err := analysis.APIServerShares(e.opts.Servers, w.before.servers, w.after.servers, f.requests)
 				if err != nil {
@@ -234,7 +251,7 @@ func (e *engine) cost(w window, f figures) *results.Cost {
 		if e.opts.EtcdMetrics == "" {
 			ce.EtcdErr = errors.New("not readable: kb-bench reads etcd's /metrics only on its own local control plane")
 		}
-		if e.spec.Shards > 0 {
+		if e.Spec.Shards > 0 {
 			ce.ClientErr = errors.New("not read: a distributed run's load is made by its shards, other processes")
 		}
 		return ce
@@ -279,14 +296,10 @@ func (e *engine) measure(w window) figures {
 	f := figures{started: w.start, ended: w.ended, series: snap.Series}
 	var stats results.ClientStats
 	if w.before != nil {
-		window := w.after.clients.Since(w.before.clients)
-		var retries int64
-		if w.before.hookErr == nil {
-			retries = w.after.hooks.Sub(w.before.hooks).Retries
-		} else {
+		if w.before.hookErr != nil {
 			e.warn("client-go's hidden retries are not counted: %v", w.before.hookErr)
 		}
-		stats, f.requests = window.Stats(retries), window.Requests
+		stats, f.requests = since(w.before, w.after)
 	}
 	f.measurements = results.FromSnapshot(snap, stats)
 	return f
@@ -301,17 +314,17 @@ func (e *engine) measure(w window) figures {
 func (e *engine) connect(ctx context.Context) {
 	refused := 0
 	for i, c := range e.env.Clients {
-		cctx, cancel := context.WithTimeout(ctx, e.spec.OpTimeout.Duration)
+		cctx, cancel := context.WithTimeout(ctx, e.Spec.OpTimeout.Duration)
 		_, err := discovery.ToServerVersionInterfaceWithContext(c.Discovery()).ServerVersionWithContext(cctx) // needs no permission
 		cancel()
 		if err != nil {
 			e.warn("client %d: connecting before the run: %v", i+1, err)
 		}
-		if e.spec.Client.ContentType != spec.ContentCBOR {
+		if e.Spec.Client.ContentType != spec.ContentCBOR {
 			continue
 		}
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kb-bench-cbor-probe"}}
-		pctx, cancel := context.WithTimeout(ctx, e.spec.OpTimeout.Duration)
+		pctx, cancel := context.WithTimeout(ctx, e.Spec.OpTimeout.Duration)
 		_, err = c.CoreV1().ConfigMaps(e.env.Namespace).Create(pctx, cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		cancel()
 		if apierrors.IsUnsupportedMediaType(err) {

@@ -107,20 +107,18 @@ type Outcome struct {
 // engine is one run in progress, in one of the roles of the phase
 // sequence.
 type engine struct {
-	spec     spec.Spec
-	def      scenario.Definition
-	settings scenario.Settings
-	opts     Options
-	log      io.Writer
-	hold     *transport.Hold
-	health   *transport.Health
-	clients  []*transport.Client
-	admin    kubernetes.Interface
-	env      *scenario.Env
-	sc       scenario.Instance
-	rec      *metrics.Recorder
-	result   *results.Result
-	role     role
+	*Resolved
+	opts    Options
+	log     io.Writer
+	hold    *transport.Hold
+	health  *transport.Health
+	clients []*transport.Client
+	admin   kubernetes.Interface
+	env     *scenario.Env
+	sc      scenario.Instance
+	rec     *metrics.Recorder
+	result  *results.Result
+	role    role
 	// scrapes: this process reads the apiserver's /metrics at the
 	// window's edges (a local run, a coordinator).
 	scrapes bool
@@ -159,7 +157,7 @@ func (e *engine) warn(format string, a ...any) {
 // that stops answering ends it too, and the Result says TargetLost.
 // Result.Target is left for the caller to fill.
 func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
-	s, def, settings := r.Spec, r.Def, r.Settings
+	s, def := r.Spec, r.Def
 	if o.Config == nil {
 		return nil, errors.New("workload.Run needs Options.Config: open the target first (cluster.Open)")
 	}
@@ -187,7 +185,7 @@ func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
 	}
 	e.scrapes = true
 
-	rules := rulesFor(def, settings, s)
+	rules := r.rulesFor()
 	if s.Namespace != "" {
 		// An existing namespace: check every permission first (the
 		// runner's too), and touch nothing but the run's own labelled
@@ -230,7 +228,7 @@ func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
 
 // cleanUp deletes what the run made on the target, or says what is left.
 func (e *engine) cleanUp(ctx context.Context, rules []rbacv1.PolicyRule) {
-	s, res := e.spec, e.result
+	s, res := e.Spec, e.result
 	switch {
 	case res.TargetLost != "" && e.opts.Ephemeral:
 		// Its data goes with it.
@@ -256,7 +254,7 @@ func (e *engine) cleanUp(ctx context.Context, rules []rbacv1.PolicyRule) {
 // newEngine builds a run of s with n measured clients, and its scenario.
 func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 	s := r.Spec
-	e := &engine{spec: s, def: r.Def, settings: r.Settings, opts: o, log: o.Log, hold: transport.NewHold(), health: transport.NewHealth()}
+	e := &engine{Resolved: r, opts: o, log: o.Log, hold: transport.NewHold(), health: transport.NewHealth()}
 	if e.log == nil {
 		e.log = io.Discard
 	}
@@ -325,7 +323,7 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 // Continuous scenario does while the engine reads its counters at the
 // window's edge.
 func (e *engine) record(workers int) {
-	e.rec = metrics.NewRecorder(notYet, metrics.DefaultStripes(workers), e.spec.Rate > 0)
+	e.rec = metrics.NewRecorder(notYet, metrics.DefaultStripes(workers), e.Spec.Rate > 0)
 	e.env.Recorder = e.rec
 	e.opts.Live.Watch(e.liveFigures)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/render/text"
+	"github.com/kb-bench/kb-bench/results/resultstest"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
 	"github.com/kb-bench/kb-bench/workload/controllerstatus"
@@ -172,8 +173,8 @@ func TestStrategiesOnTheRealAPIServer(t *testing.T) {
 
 			// The apiserver saw exactly the status writes and 409s the
 			// scenario counts.
-			if sc := res.Server; sc == nil || !sc.Available || !sc.Match {
-				t.Fatalf("server cross-check %+v, want every count to match the apiserver's", sc)
+			if err := resultstest.ServerAgrees(res.Server); err != nil {
+				t.Fatalf("server cross-check: %v, want every count to match the apiserver's", err)
 			}
 			if w, c := statusWrites(res.Server); w != writes || c != conflicts {
 				t.Errorf("the apiserver counts %d pods/status writes and %d 409s, the scenario %d and %d", w, c, writes, conflicts)
@@ -218,8 +219,8 @@ func TestOperationsBoundAfterWarmup(t *testing.T) {
 	if res.Measurements.WarmupOps == 0 {
 		t.Errorf("no warm-up operations recorded in a 200ms warm-up")
 	}
-	if sc := res.Server; sc == nil || !sc.Available || !sc.Match {
-		t.Errorf("server cross-check %+v, want every count to match the apiserver's", sc)
+	if err := resultstest.ServerAgrees(res.Server); err != nil {
+		t.Errorf("server cross-check: %v, want every count to match the apiserver's", err)
 	}
 	for _, c := range res.Checks {
 		if !c.Passed {

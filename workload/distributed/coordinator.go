@@ -167,7 +167,7 @@ func Coordinate(ctx context.Context, o CoordinatorOptions) (*Coordinator, error)
 	}
 	c := &Coordinator{p: p, n: o.Shards, opTimeout: o.OpTimeout, group: group, failed: group.Failed(), log: o.Log, warn: o.Warn}
 	began := time.Now()
-	if _, err := c.await(ctx, stateJoined, time.Time{}, began.Add(o.JoinTimeout), nil, nil); err != nil {
+	if _, err := c.await(ctx, Joined, time.Time{}, began.Add(o.JoinTimeout), nil, nil); err != nil {
 		if time.Since(began) >= o.JoinTimeout {
 			err = fmt.Errorf("%w (--shard-timeout %s)", err, o.JoinTimeout)
 			// Where the shards that never came are, as the runner saw
@@ -189,7 +189,7 @@ func (c *Coordinator) Warmup(ctx context.Context, d time.Duration) error {
 	if err := c.p.setPhase(ctx, phaseWarmup, annWarmup, start, start.Add(d)); err != nil {
 		return err
 	}
-	_, err := c.await(ctx, stateQuietStart, start.Add(d), start.Add(d+c.opTimeout+slack), nil, nil)
+	_, err := c.await(ctx, QuietStart, start.Add(d), start.Add(d+c.opTimeout+slack), nil, nil)
 	return err
 }
 
@@ -245,7 +245,7 @@ func (c *Coordinator) AwaitWindow(ctx context.Context, end time.Time, progress f
 			progress(at, merged[0])
 		}
 	}
-	_, err = c.await(ctx, stateQuietEnd, end, timeout, stop, show)
+	_, err = c.await(ctx, QuietEnd, end, timeout, stop, show)
 	return stopped, err
 }
 
@@ -302,7 +302,7 @@ func (c *Coordinator) Close(ctx context.Context, failed error) error {
 // go to onPoll (may be nil). While it waits for the window's end it also
 // fails a shard whose progress stops (frozen, hung, or cut off from the
 // apiserver) for longer than an operation may take plus silence.
-func (c *Coordinator) await(ctx context.Context, want string, notBefore, timeout time.Time, onCancel func(), onPoll func(map[int]shardState)) (map[int]shardState, error) {
+func (c *Coordinator) await(ctx context.Context, want State, notBefore, timeout time.Time, onCancel func(), onPoll func(map[int]shardState)) (map[int]shardState, error) {
 	began := time.Now()
 	lastAt := map[int]time.Duration{} // each shard's last published second
 	lastSeen := map[int]time.Time{}   // when it changed, by this clock
@@ -323,9 +323,9 @@ func (c *Coordinator) await(ctx context.Context, want string, notBefore, timeout
 				return states, err
 			}
 			if !timeout.IsZero() && time.Now().After(timeout) {
-				return nil, fmt.Errorf("shards %s did not %s in time: %s", notIn(states, c.n, want), stateGoals[want], describeStates(states, c.n))
+				return nil, fmt.Errorf("shards %s did not %s in time: %s", notIn(states, c.n, want), stateInfo[want].goal, describeStates(states, c.n))
 			}
-			if want == stateQuietEnd {
+			if want == QuietEnd {
 				for i := range c.n {
 					st := states[i]
 					if st.progress != nil && (lastSeen[i].IsZero() || st.progress.At != lastAt[i]) {
@@ -335,7 +335,7 @@ func (c *Coordinator) await(ctx context.Context, want string, notBefore, timeout
 					if since.IsZero() {
 						since = began
 					}
-					if st.state != stateQuietEnd && st.state != stateUploaded && time.Since(since) > c.opTimeout+silence {
+					if st.state != QuietEnd && st.state != stateUploaded && time.Since(since) > c.opTimeout+silence {
 						return nil, fmt.Errorf("shard %d (%s) has reported no progress for %s: it is stopped or hung, or cannot reach the apiserver", i, st.holder, time.Since(since).Round(time.Second))
 					}
 				}
@@ -367,50 +367,37 @@ func (c *Coordinator) await(ctx context.Context, want string, notBefore, timeout
 	}
 }
 
-// stateGoals say what reaching each state means, for messages.
-var stateGoals = map[string]string{
-	stateJoined:     "join the run",
-	stateQuietStart: "finish the warm-up",
-	stateQuietEnd:   "finish the measured window",
-	stateUploaded:   "upload their results",
+// stateInfo says, of each state a shard goes through, how far it is (a
+// state not here is none of the way) and, for messages, what reaching it
+// means and where a shard in it is.
+var stateInfo = map[State]struct {
+	rank        int
+	goal, where string
+}{
+	stateFailed:   {0, "", "failed"},
+	stateJoining:  {0, "", "is getting ready (objects, writers, connections)"},
+	Joined:        {1, "join the run", "has joined"},
+	QuietStart:    {2, "finish the warm-up", "has finished the warm-up"},
+	QuietEnd:      {3, "finish the measured window", "has finished the measured window"},
+	stateUploaded: {4, "upload their results", "has uploaded its result"},
 }
-
-// stateWords say where a shard in each state is, for messages.
-var stateWords = map[string]string{
-	stateJoining:    "is getting ready (objects, writers, connections)",
-	stateJoined:     "has joined",
-	stateQuietStart: "has finished the warm-up",
-	stateQuietEnd:   "has finished the measured window",
-	stateUploaded:   "has uploaded its result",
-	stateFailed:     "failed",
-}
-
-// stateOrder ranks the states a shard goes through.
-var stateOrder = []string{stateJoined, stateQuietStart, stateQuietEnd, stateUploaded}
 
 // judgeStates says whether all n shards reached want, or fails naming
 // the first shard that failed.
-func judgeStates(states map[int]shardState, n int, want string) (bool, error) {
-	rank := slices.Index(stateOrder, want)
-	done := true
+func judgeStates(states map[int]shardState, n int, want State) (bool, error) {
 	for i := range n {
-		st, ok := states[i]
-		if ok && st.state == stateFailed {
+		if st, ok := states[i]; ok && st.state == stateFailed {
 			return false, fmt.Errorf("shard %d (%s) failed: %s", i, st.holder, st.reason)
 		}
-		if !ok || slices.Index(stateOrder, st.state) < rank {
-			done = false
-		}
 	}
-	return done, nil
+	return notIn(states, n, want) == "", nil
 }
 
 // notIn lists the shards that have not reached want.
-func notIn(states map[int]shardState, n int, want string) string {
-	rank := slices.Index(stateOrder, want)
+func notIn(states map[int]shardState, n int, want State) string {
 	var late []string
 	for i := range n {
-		if st, ok := states[i]; !ok || slices.Index(stateOrder, st.state) < rank {
+		if st, ok := states[i]; !ok || stateInfo[st.state].rank < stateInfo[want].rank {
 			late = append(late, fmt.Sprint(i))
 		}
 	}
@@ -421,12 +408,9 @@ func notIn(states map[int]shardState, n int, want string) string {
 func describeStates(states map[int]shardState, n int) string {
 	parts := make([]string, n)
 	for i := range n {
-		st, ok := states[i]
-		switch {
-		case !ok:
-			parts[i] = fmt.Sprintf("shard %d never joined", i)
-		default:
-			parts[i] = fmt.Sprintf("shard %d (%s) %s", i, st.holder, stateWords[st.state])
+		parts[i] = fmt.Sprintf("shard %d never joined", i)
+		if st, ok := states[i]; ok {
+			parts[i] = fmt.Sprintf("shard %d (%s) %s", i, st.holder, stateInfo[st.state].where)
 		}
 	}
 	return strings.Join(parts, "; ")

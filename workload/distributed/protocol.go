@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -52,16 +51,23 @@ const (
 	phaseAbort   = "abort"
 )
 
+// State is where a shard is, as its Lease tells the coordinator.
+type State string
+
 // States of a shard's Lease.
 const (
 	// stateJoining: the Lease is made, the shard is getting ready (its
-	// objects, writers and connections); joined: it is ready.
-	stateJoining    = "joining"
-	stateJoined     = "joined"
-	stateQuietStart = "quiet-start"
-	stateQuietEnd   = "quiet-end"
-	stateUploaded   = "uploaded"
-	stateFailed     = "failed"
+	// objects, writers and connections); Joined: it is ready (its objects
+	// found, its writers built, its clients connected).
+	stateJoining State = "joining"
+	Joined       State = "joined"
+	// QuietStart: it has run the warm-up and has no request in flight.
+	QuietStart State = "quiet-start"
+	// QuietEnd: it has run the measured window and has no request in
+	// flight.
+	QuietEnd      State = "quiet-end"
+	stateUploaded State = "uploaded"
+	stateFailed   State = "failed"
 )
 
 // Annotations of the Leases.
@@ -220,7 +226,7 @@ func (p protocol) readRun(ctx context.Context) (runState, error) {
 // index is taken; the shard says joined once it is ready.
 func (p protocol) join(ctx context.Context, i int, name string) error {
 	l := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: p.shardLease(i), Labels: p.labels("shard"), Annotations: map[string]string{annState: stateJoining}},
+		ObjectMeta: metav1.ObjectMeta{Name: p.shardLease(i), Labels: p.labels("shard"), Annotations: map[string]string{annState: string(stateJoining)}},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &name},
 	}
 	_, err := p.kube.CoordinationV1().Leases(p.namespace).Create(ctx, l, metav1.CreateOptions{FieldManager: scenario.SetupManager})
@@ -234,9 +240,9 @@ func (p protocol) join(ctx context.Context, i int, name string) error {
 }
 
 // setState sets shard i's state (and the other annotations given).
-func (p protocol) setState(ctx context.Context, i int, state string, more map[string]string) error {
+func (p protocol) setState(ctx context.Context, i int, state State, more map[string]string) error {
 	return p.update(ctx, p.shardLease(i), func(ann map[string]string) {
-		ann[annState] = state
+		ann[annState] = string(state)
 		for k, v := range more {
 			ann[k] = v
 		}
@@ -245,9 +251,10 @@ func (p protocol) setState(ctx context.Context, i int, state string, more map[st
 
 // shardState is one shard's Lease as the coordinator reads it.
 type shardState struct {
-	state, reason, holder string
-	chunks                int
-	progress              *metrics.SeriesPoint // its last second in the window, if any
+	state          State
+	reason, holder string
+	chunks         int
+	progress       *metrics.SeriesPoint // its last second in the window, if any
 }
 
 // readShards reads every shard's Lease, by index.
@@ -265,7 +272,7 @@ func (p protocol) readShards(ctx context.Context) (map[int]shardState, error) {
 		if err != nil || !strings.HasPrefix(l.Name, prefix) {
 			continue
 		}
-		st := shardState{state: l.Annotations[annState], reason: l.Annotations[annReason]}
+		st := shardState{state: State(l.Annotations[annState]), reason: l.Annotations[annReason]}
 		if l.Spec.HolderIdentity != nil {
 			st.holder = *l.Spec.HolderIdentity
 		}
@@ -332,16 +339,12 @@ func (p protocol) download(ctx context.Context, i, chunks int) (*results.Result,
 	for k := range chunks {
 		_ = cms.Delete(ctx, p.resultName(i, k), metav1.DeleteOptions{})
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("shard %d's result: %w", i, err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("shard %d's result: %w", i, err)
-	}
 	var r results.Result
-	if err := json.Unmarshal(raw, &r); err != nil {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err == nil {
+		err = json.NewDecoder(zr).Decode(&r)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("shard %d's result: %w", i, err)
 	}
 	if r.Shard == nil || r.Shard.Index != i {

@@ -27,26 +27,26 @@ func TestShareSplitsExactly(t *testing.T) {
 // The coordinator waits for every shard and fails on the first that
 // failed, with its name and reason.
 func TestJudgeStates(t *testing.T) {
-	states := map[int]shardState{0: {state: stateQuietStart}, 1: {state: stateJoined}}
-	if done, err := judgeStates(states, 2, stateJoined); !done || err != nil {
+	states := map[int]shardState{0: {state: QuietStart}, 1: {state: Joined}}
+	if done, err := judgeStates(states, 2, Joined); !done || err != nil {
 		t.Errorf("both joined (one further on): done=%v err=%v", done, err)
 	}
-	if done, _ := judgeStates(states, 2, stateQuietStart); done {
+	if done, _ := judgeStates(states, 2, QuietStart); done {
 		t.Error("shard 1 is not quiet yet")
 	}
-	if done, _ := judgeStates(states, 3, stateJoined); done {
+	if done, _ := judgeStates(states, 3, Joined); done {
 		t.Error("shard 2 never joined")
 	}
 	states[2] = shardState{state: stateJoining}
-	if done, _ := judgeStates(states, 3, stateJoined); done {
+	if done, _ := judgeStates(states, 3, Joined); done {
 		t.Error("shard 2 made its Lease but is still getting ready")
 	}
 	delete(states, 2)
-	if got := notIn(states, 3, stateQuietStart); got != "1, 2" {
+	if got := notIn(states, 3, QuietStart); got != "1, 2" {
 		t.Errorf("late shards: %q", got)
 	}
 	states[1] = shardState{state: stateFailed, holder: "node-a pid 7", reason: "forbidden"}
-	_, err := judgeStates(states, 2, stateQuietEnd)
+	_, err := judgeStates(states, 2, QuietEnd)
 	if err == nil || !strings.Contains(err.Error(), "shard 1 (node-a pid 7) failed: forbidden") {
 		t.Errorf("failed shard: %v", err)
 	}

@@ -19,21 +19,6 @@ import (
 // ErrAborted is a shard's error when the coordinator ended the run.
 var ErrAborted = errors.New("the coordinator aborted the run (another shard failed, or it was interrupted before the measured window)")
 
-// State is where a shard is, as its Lease tells the coordinator.
-type State string
-
-// The states a shard says it is in.
-const (
-	// Joined: its objects are found, its writers built, its clients
-	// connected.
-	Joined State = stateJoined
-	// QuietStart: it has run the warm-up and has no request in flight.
-	QuietStart State = stateQuietStart
-	// QuietEnd: it has run the measured window and has no request in
-	// flight.
-	QuietEnd State = stateQuietEnd
-)
-
 // Shard is a shard's side of a distributed run.
 type Shard struct {
 	// Index is the shard's number, from 0; Spec the run's resolved spec,
@@ -71,7 +56,7 @@ func (s *Shard) Share(total int) (lo, hi int) { return share(total, s.run.shards
 
 // Say tells the coordinator the shard is in state st.
 func (s *Shard) Say(ctx context.Context, st State) error {
-	return s.p.setState(ctx, s.Index, string(st), nil)
+	return s.p.setState(ctx, s.Index, st, nil)
 }
 
 // Warmup waits until the coordinator publishes the warm-up, and returns

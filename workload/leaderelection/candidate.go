@@ -13,27 +13,22 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 
-	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // candidate is one candidate slot: what its campaigns need to reach the
-// apiserver, and the observer it tells everything it does. Usually it is
-// a goroutine of the run, which observes it directly; with the pause fault
-// it runs in a process of its own (RunCandidate), observed through that
-// process's output, so that a SIGSTOP freezes all of it.
+// apiserver, and what it tells everything it does (obs). Usually it is a
+// goroutine of the run, which observes it directly; with the pause fault
+// it runs in a process of its own (RunCandidate), observed through the
+// events that process writes, so that a SIGSTOP freezes all of it.
 type candidate struct {
-	slot      int
-	set       *Settings
-	lease     time.Duration // its lease duration: shorter for the skewed one
-	client    kubernetes.Interface
-	namespace string
-	runID     string
-	timeout   time.Duration
+	candidateConfig
+	client kubernetes.Interface
 	// ops is what the leader-only writes' contexts derive from (Env.Ops).
 	ops       context.Context
 	partition *partition // nil: never partitioned
-	obs       observer
+	obs       func(event)
 	// writers waits for the leader-only writes of every leadership.
 	writers *sync.WaitGroup
 
@@ -41,10 +36,20 @@ type candidate struct {
 	seq atomic.Int64 // leader-only writes sent
 }
 
-// observer is told what a candidate does: the run observes its candidate
-// goroutines directly, and its candidate processes through the events they
-// write (wire).
-type observer func(event)
+// candidateConfig is what a candidate runs with; the run tells a
+// candidate process it on its stdin when the campaign starts.
+type candidateConfig struct {
+	Slot      int      `json:"slot"`
+	Namespace string   `json:"namespace"`
+	RunID     string   `json:"runID"`
+	Settings  Settings `json:"settings"`
+	// Lease is its lease duration: shorter for the skewed one.
+	Lease   time.Duration `json:"lease"`
+	Timeout time.Duration `json:"timeout"`
+	Client  spec.Client   `json:"client"`
+	// Server is the run's proxy for a candidate process's slot.
+	Server string `json:"server"`
+}
 
 // campaign runs the slot's candidates until ctx ends. When one loses the
 // Lease on its own (client-go: a renewal failed within the renew
@@ -52,21 +57,16 @@ type observer func(event)
 // and the slot starts over under a new identity, candidate-<slot>.<gen>.
 func (c *candidate) campaign(ctx context.Context) {
 	for ctx.Err() == nil {
-		id := fmt.Sprintf("candidate-%d.%d", c.slot, c.gen)
+		id := fmt.Sprintf("candidate-%d.%d", c.Slot, c.gen)
 		c.gen++
-		lock := &meteredLock{c: c, runCtx: ctx}
-		lock.inner = lock.newLeaseLock(c.client.CoordinationV1(), c.namespace, id)
-		var led bool
-		if c.set.Lock == LockWatch {
-			e := &watchElector{c: c, id: id, lock: lock}
-			led = e.run(ctx)
+		lock := newMeteredLock(ctx, c, id)
+		led, ok := false, true
+		if c.Settings.Lock == LockWatch {
+			led = (&watchElector{c: c, id: id, lock: lock}).run(ctx)
 		} else {
-			var ok bool
-			if led, ok = c.clientGo(ctx, id, lock); !ok {
-				return
-			}
+			led, ok = c.clientGo(ctx, id, lock)
 		}
-		if ctx.Err() != nil {
+		if !ok || ctx.Err() != nil {
 			return
 		}
 		if led {
@@ -83,21 +83,15 @@ func (c *candidate) clientGo(ctx context.Context, id string, lock *meteredLock) 
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		Name:            LeaseName,
-		LeaseDuration:   c.lease,
-		RenewDeadline:   c.set.RenewDeadline.Duration,
-		RetryPeriod:     c.set.RetryPeriod.Duration,
-		ReleaseOnCancel: c.set.ReleaseOnCancel,
+		LeaseDuration:   c.Lease,
+		RenewDeadline:   c.Settings.RenewDeadline.Duration,
+		RetryPeriod:     c.Settings.RetryPeriod.Duration,
+		ReleaseOnCancel: c.Settings.ReleaseOnCancel,
 		Callbacks: leaderelection.LeaderCallbacks{
 			// The candidate believes it leads from here until client-go
 			// cancels the context it hands over: that is when the work a
 			// real leader guards must stop.
-			OnStartedLeading: func(lctx context.Context) {
-				defer close(ended)
-				c.obs(event{Kind: evBegan, ID: id, At: time.Now()})
-				c.startLeaderWrites(lctx, id, lock)
-				<-lctx.Done()
-				c.obs(event{Kind: evEnded, At: time.Now()})
-			},
+			OnStartedLeading: func(lctx context.Context) { c.leads(lctx, id, time.Now(), lock, ended) },
 			OnStoppedLeading: func() {},
 		},
 	})
@@ -113,29 +107,32 @@ func (c *candidate) clientGo(ctx context.Context, id string, lock *meteredLock) 
 	return lock.acquired.Load(), true
 }
 
-// startLeaderWrites starts the candidate's leader-only writes, which last
-// while lctx does (while it believes it leads).
-func (c *candidate) startLeaderWrites(lctx context.Context, id string, lock *meteredLock) {
-	if c.set.LeaderWrites.Duration <= 0 {
-		return
+// leads runs the candidate's leadership as id, from start while lctx
+// lasts, that is while it believes it leads: it tells the run, writes the
+// fenced ConfigMap every LeaderWrites, and when lctx ends tells the run
+// and closes ended. A write in flight then is not taken back: it lands
+// when it lands.
+func (c *candidate) leads(lctx context.Context, id string, start time.Time, lock *meteredLock, ended chan<- struct{}) {
+	c.obs(event{Kind: evBegan, ID: id, Start: start})
+	if every := c.Settings.LeaderWrites.Duration; every > 0 {
+		c.writers.Go(func() {
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for lctx.Err() == nil {
+				c.fencedWrite(id, lock)
+				select {
+				case <-lctx.Done():
+					return
+				case <-t.C:
+				}
+			}
+		})
 	}
-	c.writers.Go(func() { c.leaderWrites(lctx, id, lock) })
-}
-
-// leaderWrites writes the fenced ConfigMap every LeaderWrites while lctx
-// lasts, that is while the candidate believes it leads. A write in flight
-// when it stops believing is not taken back: it lands when it lands.
-func (c *candidate) leaderWrites(lctx context.Context, id string, lock *meteredLock) {
-	t := time.NewTicker(c.set.LeaderWrites.Duration)
-	defer t.Stop()
-	for lctx.Err() == nil {
-		c.fencedWrite(id, lock)
-		select {
-		case <-lctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	go func() {
+		defer close(ended)
+		<-lctx.Done()
+		c.obs(event{Kind: evEnded, End: time.Now()})
+	}()
 }
 
 // fencedWrite writes the fenced ConfigMap once, unconditionally (last
@@ -144,17 +141,17 @@ func (c *candidate) leaderWrites(lctx context.Context, id string, lock *meteredL
 // its partition.
 func (c *candidate) fencedWrite(id string, lock *meteredLock) {
 	token := lock.token.Load()
-	cm := newFenced(c.namespace, c.runID, map[string]string{
+	cm := newFenced(c.Namespace, c.RunID, map[string]string{
 		"holder": id,
 		"token":  strconv.FormatUint(token, 10),
 		"seq":    strconv.FormatInt(c.seq.Add(1), 10),
 	})
 	var got *corev1.ConfigMap
-	t, err := send(c.ops, c.timeout, c.partition, func(ctx context.Context) (err error) {
-		got, err = c.client.CoreV1().ConfigMaps(c.namespace).Update(ctx, cm, metav1.UpdateOptions{})
+	e, err := send(c.ops, c.Timeout, c.partition, evFenced, func(ctx context.Context) (err error) {
+		got, err = c.client.CoreV1().ConfigMaps(c.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
 		return err
 	})
-	e := event{Kind: evFenced, sendTimes: t, Outcome: metrics.Classify(err), Err: errText(err), ID: id, Token: token, OK: err == nil}
+	e.ID, e.Token = id, token
 	if err == nil {
 		e.RV = parseRV(got.ResourceVersion)
 	}

@@ -2,14 +2,14 @@ package leaderelection
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"syscall"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kb-bench/kb-bench/metrics"
 )
 
 // Intruder is the holder identity the edit fault writes into the Lease:
@@ -68,7 +68,6 @@ type faultEvent struct {
 	kind   string
 	at     time.Time // injected (for delete and edit: when the request was sent)
 	victim string    // the leader it was injected on
-	slot   int
 	// healed is when a partition or pause ended (zero: at the end of the
 	// run).
 	healed time.Time
@@ -77,32 +76,34 @@ type faultEvent struct {
 
 // inject injects the run's fault on the leader id in slot.
 func (r *election) inject(ctx context.Context, slot int, id string) {
-	ev := faultEvent{kind: r.set.fault(), at: time.Now(), victim: id, slot: slot}
+	ev := faultEvent{kind: r.set.fault(), at: time.Now(), victim: id}
 	switch ev.kind {
 	case FaultPartition, FaultPause:
 		// The fault's times are taken before its signals, so that a paused
 		// process's next event comes after both.
 		var resume func()
 		if ev.kind == FaultPause {
-			resume, ev.err = r.procs[slot].pause()
+			// SIGSTOP freezes the process until SIGCONT.
+			p := r.procs[slot].proc
+			if err := p.Signal(syscall.SIGSTOP); err != nil {
+				ev.err = fmt.Errorf("pausing candidate process %d (pid %d): %w", slot, p.Pid, err)
+				break
+			}
+			resume = sync.OnceFunc(func() { _ = p.Signal(syscall.SIGCONT) })
 		} else {
-			resume = r.partitions[slot].cut()
-		}
-		if ev.err != nil {
-			break
+			resume = r.cands[slot].partition.cut()
 		}
 		i := r.addFault(ev)
-		r.heals = append(r.heals, resume)
 		timer := time.AfterFunc(r.set.FaultDuration.Duration, func() {
 			r.mu.Lock()
 			r.faults[i].healed = time.Now()
 			r.mu.Unlock()
 			resume()
 		})
-		r.timers = append(r.timers, timer)
+		r.heals = append(r.heals, func() { timer.Stop(); resume() })
 		return
 	case FaultDelete:
-		ev.err = r.intrude(ctx, slot, "", func(ctx context.Context) error {
+		ev.err = r.intrude(ctx, slot, evWrite, "", func(ctx context.Context) error {
 			return r.env.Clients[0].CoordinationV1().Leases(r.env.Namespace).Delete(ctx, LeaseName, metav1.DeleteOptions{})
 		})
 	case FaultEdit:
@@ -129,21 +130,17 @@ func (r *election) editLease(ctx context.Context, slot int) error {
 	var err error
 	for range 5 {
 		var lease *coordinationv1.Lease
-		err = r.intruderRead(ctx, slot, func(ctx context.Context) (err error) {
+		err = r.intrude(ctx, slot, evRead, "", func(ctx context.Context) (err error) {
 			lease, err = leases.Get(ctx, LeaseName, metav1.GetOptions{})
 			return err
 		})
 		if err != nil {
 			return err
 		}
-		holder := Intruder
-		secs := int32(r.leaseSeconds)
-		now := metav1.NewMicroTime(time.Now())
-		lease.Spec.HolderIdentity = &holder
-		lease.Spec.LeaseDurationSeconds = &secs
-		lease.Spec.AcquireTime = &now
-		lease.Spec.RenewTime = &now
-		err = r.intrude(ctx, slot, Intruder, func(ctx context.Context) error {
+		holder, secs, now := Intruder, int32(r.set.leaseSeconds()), metav1.NewMicroTime(time.Now())
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &holder, &secs
+		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+		err = r.intrude(ctx, slot, evWrite, Intruder, func(ctx context.Context) error {
 			_, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
 			return err
 		})
@@ -154,21 +151,13 @@ func (r *election) editLease(ctx context.Context, slot int) error {
 	return err
 }
 
-// intrude runs one write of the intruder, recorded like the candidates'
-// (one operation of one write attempt, counted in the intruder phase);
-// holder is the holder it writes ("" for a delete).
-func (r *election) intrude(ctx context.Context, slot int, holder string, do func(context.Context) error) error {
-	t, err := send(ctx, r.env.Spec.OpTimeout.Duration, nil, do)
-	out := metrics.Classify(err)
-	_ = r.observe(slot, event{Kind: evWrite, Phase: phaseIntruder, sendTimes: t, Outcome: out, Err: errText(err),
-		ID: Intruder, Holder: holder, OK: err == nil, Conflict: out == metrics.VersionConflict})
-	return err
-}
-
-// intruderRead runs one read of the intruder, recorded in the intruder
-// phase.
-func (r *election) intruderRead(ctx context.Context, slot int, do func(context.Context) error) error {
-	t, err := send(ctx, r.env.Spec.OpTimeout.Duration, nil, do)
-	_ = r.observe(slot, event{Kind: evRead, Phase: phaseIntruder, sendTimes: t, Outcome: metrics.Classify(err)})
+// intrude runs one request of the intruder, a read or a write, recorded
+// like the candidates' (a write is one operation of one write attempt) in
+// the intruder phase; holder is the holder a write writes ("" for a
+// delete).
+func (r *election) intrude(ctx context.Context, slot int, kind, holder string, do func(context.Context) error) error {
+	e, err := send(ctx, r.env.Spec.OpTimeout.Duration, nil, kind, do)
+	e.Phase, e.ID, e.Holder = phaseIntruder, Intruder, holder
+	_ = r.observe(slot, e)
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kb-bench/kb-bench/results/render/text"
+	"github.com/kb-bench/kb-bench/results/resultstest"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/leaderelection"
 )
@@ -54,8 +55,8 @@ func runFault(t *testing.T, settings map[string]any, d time.Duration) *leaderele
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", b.String())
-	if sc := res.Server; sc == nil || !sc.Available || !sc.Match {
-		t.Errorf("server cross-check %+v, want every count to match the apiserver's", sc)
+	if err := resultstest.ServerAgrees(res.Server); err != nil {
+		t.Errorf("server cross-check: %v, want every count to match the apiserver's", err)
 	}
 	if r.FirstLeader == "" {
 		t.Fatalf("no candidate was elected")

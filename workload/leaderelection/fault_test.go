@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -135,11 +136,11 @@ func TestFaultReports(t *testing.T) {
 		{kind: FaultEdit, at: at(4500), victim: "b"},
 	}
 	log := []event{
-		{sendTimes: sendTimes{End: at(900)}, ID: "a", Holder: "a", OK: true},
-		{sendTimes: sendTimes{End: at(1500)}, ID: "c", Holder: "c", Conflict: true},
-		{sendTimes: sendTimes{End: at(2000)}, ID: "b", Holder: "b", OK: true},
-		{sendTimes: sendTimes{End: at(4500)}, ID: Intruder, Holder: Intruder, OK: true},
-		{sendTimes: sendTimes{End: at(5200)}, ID: "c", Holder: "c", OK: true},
+		{End: at(900), ID: "a", Holder: "a", Outcome: metrics.Success},
+		{End: at(1500), ID: "c", Holder: "c", Outcome: metrics.VersionConflict},
+		{End: at(2000), ID: "b", Holder: "b", Outcome: metrics.Success},
+		{End: at(4500), ID: Intruder, Holder: Intruder, Outcome: metrics.Success},
+		{End: at(5200), ID: "c", Holder: "c", Outcome: metrics.Success},
 	}
 	fenced := []classified{
 		{id: "a", end: at(1900)},

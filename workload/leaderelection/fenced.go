@@ -2,7 +2,6 @@ package leaderelection
 
 import (
 	"sort"
-	"time"
 )
 
 // FencedName is the ConfigMap a candidate writes while it believes it
@@ -14,7 +13,6 @@ type leaseEvent struct {
 	rv      uint64
 	holder  string
 	deleted bool
-	seen    time.Time
 }
 
 // fencing says, for each accepted fenced write, whether it was deposed

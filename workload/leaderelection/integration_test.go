@@ -16,6 +16,7 @@ import (
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/render/text"
+	"github.com/kb-bench/kb-bench/results/resultstest"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
 	"github.com/kb-bench/kb-bench/workload/leaderelection"
@@ -98,8 +99,8 @@ func conflict(code string) bool { return code == "409" }
 func assertServerAgrees(t *testing.T, res *results.Result, r *leaderelection.Report) {
 	t.Helper()
 	sc := res.Server
-	if sc == nil || !sc.Available || !sc.Match {
-		t.Fatalf("server cross-check %+v, want every count to match the apiserver's", sc)
+	if err := resultstest.ServerAgrees(sc); err != nil {
+		t.Fatalf("server cross-check: %v, want every count to match the apiserver's", err)
 	}
 	reads := r.Acquire.Reads + r.Renew.Reads + r.Release.Reads
 	conflicts := r.Acquire.Conflicts + r.Renew.Conflicts + r.Release.Conflicts

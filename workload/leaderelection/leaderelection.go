@@ -3,8 +3,8 @@ package leaderelection
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -62,10 +62,8 @@ var Definition = scenario.Definition{
 // Every Lease request is recorded in Env.Recorder: each write (create or
 // update) is one operation of one write attempt, each read a read attempt.
 type election struct {
-	env          *scenario.Env
-	set          *Settings
-	leaseSeconds int
-	counts       phaseCounters
+	env *scenario.Env
+	set *Settings
 
 	// From Setup to Finish: the Lease watch.
 	stopWatch context.CancelFunc
@@ -73,60 +71,56 @@ type election struct {
 	seen      chan struct{} // poked after each watch event
 
 	// From Start to Stop: the candidates and the failover loop.
-	t0, warmupEnd  time.Time
-	done           func()
-	cancel         context.CancelFunc
-	loops          sync.WaitGroup
-	measuredWrites atomic.Int64
-	changed        chan struct{} // poked whenever a candidate starts leading
+	t0, warmupEnd time.Time
+	done          func()
+	cancel        context.CancelFunc
+	loops         sync.WaitGroup
+	changed       chan struct{} // poked whenever a candidate starts leading
 
-	// The candidate slots, and each slot's partition; with the pause
-	// fault, their processes and the proxy they reach the apiserver by.
-	cands      []*candidate
-	partitions []*partition
-	procs      []*candidateProcess
-	proxy      *proxy
-	// The faults' heal functions and timers (owned by the failover loop).
-	heals  []func()
-	timers []*time.Timer
+	// The candidate slots; with the pause fault, their processes and the
+	// proxy they reach the apiserver by.
+	cands []*candidate
+	procs []*candidateProcess
+	proxy *proxy
+	// The faults' heal functions, which stop their timers (owned by the
+	// failover loop).
+	heals []func()
 	// The leader-only writes of the candidates in this process.
 	writers sync.WaitGroup
 
-	mu          sync.Mutex
-	leaderships []leadership
-	leading     map[int]int // slot -> index of its open leadership
-	stops       []stop
-	losses      int
-	holders     []string
-	lastRV      string
-	history     []leaseEvent
-	leaseLog    []event // the Lease writes
-	fenced      []event // the leader-only writes, timed as recorded
-	fencedIn    int64   // those in the measured window
-	faults      []faultEvent
-	procsLost   []string // how candidate processes ended early
-	electorErr  error
-	stopAt      time.Time // when Stop was first called
+	mu sync.Mutex
+	// The measured window's Lease requests, by phase and all the writes.
+	counts         [numPhases]LeasePhase
+	measuredWrites int64
+	leaderships    []leadership
+	leading        map[int]int // slot -> index of its open leadership
+	stops          []stop
+	losses         int
+	holders        []string
+	lastRV         string
+	history        []leaseEvent
+	leaseLog       []event // the Lease writes
+	fenced         []event // the leader-only writes, timed as recorded
+	fencedIn       int64   // those in the measured window
+	faults         []faultEvent
+	procsLost      []string // how candidate processes ended early
+	electorErr     error
+	stopAt         time.Time // when Stop was first called
 }
 
 var _ scenario.Continuous = (*election)(nil)
 
 func newElection(env *scenario.Env, set *Settings) *election {
 	r := &election{
-		env:          env,
-		set:          set,
-		leaseSeconds: set.leaseSeconds(),
-		seen:         make(chan struct{}, 1),
-		changed:      make(chan struct{}, 1),
-		leading:      map[int]int{},
-		partitions:   make([]*partition, env.Spec.Writers),
-	}
-	for i := range r.partitions {
-		r.partitions[i] = &partition{}
+		env:     env,
+		set:     set,
+		seen:    make(chan struct{}, 1),
+		changed: make(chan struct{}, 1),
+		leading: map[int]int{},
 	}
 	if set.LeaseDuration.Duration%time.Second != 0 {
 		env.Warn("leader election: settings.leaseDuration %s is recorded in the Lease as %ds (whole seconds): followers wait %ds before taking over",
-			set.LeaseDuration, r.leaseSeconds, r.leaseSeconds)
+			set.LeaseDuration, set.leaseSeconds(), set.leaseSeconds())
 	}
 	return r
 }
@@ -136,7 +130,7 @@ func newElection(env *scenario.Env, set *Settings) *election {
 func (r *election) Setup(ctx context.Context) error {
 	env := r.env
 	fmt.Fprintf(env.Log, "leader election: %d candidates on Lease %s/%s (lock %s, lease %ds, renew deadline %s, retry %s, release on cancel %t)\n",
-		env.Spec.Writers, env.Namespace, LeaseName, r.set.Lock, r.leaseSeconds, r.set.RenewDeadline, r.set.RetryPeriod, r.set.ReleaseOnCancel)
+		env.Spec.Writers, env.Namespace, LeaseName, r.set.Lock, r.set.leaseSeconds(), r.set.RenewDeadline, r.set.RetryPeriod, r.set.ReleaseOnCancel)
 	if r.set.LeaderWrites.Duration > 0 {
 		cctx, cancel := context.WithTimeout(ctx, env.Spec.OpTimeout.Duration)
 		defer cancel()
@@ -165,7 +159,24 @@ func (r *election) Setup(ctx context.Context) error {
 		return fmt.Errorf("leader election: watching Lease %s: %w", LeaseName, err)
 	}
 	r.stopWatch, r.watchDone = stop, make(chan struct{})
-	go r.watch(watchCtx, w)
+	go func() {
+		defer close(r.watchDone)
+		// Every holder the Lease has, as a watcher sees it.
+		eachLease(watchCtx, w, func(t watch.EventType, l *coordinationv1.Lease) bool {
+			r.mu.Lock()
+			if t != watch.Deleted {
+				r.holders = append(r.holders, holderOf(l))
+			}
+			r.lastRV = l.ResourceVersion
+			r.history = append(r.history, leaseEvent{rv: parseRV(l.ResourceVersion), holder: holderOf(l), deleted: t == watch.Deleted})
+			r.mu.Unlock()
+			select {
+			case r.seen <- struct{}{}:
+			default:
+			}
+			return true
+		})
+	}()
 	if r.set.fault() == FaultPause {
 		if err := r.startProcesses(ctx); err != nil {
 			r.stopWatch()
@@ -184,14 +195,9 @@ func (r *election) Start(ctx context.Context, done func()) {
 	// client-go's leader election logs through klog; a discarding logger in
 	// the context keeps it quiet without touching klog's global state.
 	ctx, r.cancel = context.WithCancel(klog.NewContext(ctx, logr.Discard()))
-	env := r.env
-	for i, part := range r.partitions {
-		r.cands = append(r.cands, &candidate{
-			slot: i, set: r.set, lease: r.leaseFor(i),
-			client: env.Client(i), namespace: env.Namespace, runID: env.RunID,
-			timeout: env.Spec.OpTimeout.Duration, ops: env.Ops(),
-			partition: part, obs: func(e event) { _ = r.observe(i, e) }, writers: &r.writers,
-		})
+	for i := range r.env.Spec.Writers {
+		r.cands = append(r.cands, &candidate{candidateConfig: r.config(i), client: r.env.Client(i), ops: r.env.Ops(),
+			partition: &partition{}, obs: func(e event) { _ = r.observe(i, e) }, writers: &r.writers})
 	}
 	r.loops.Go(func() { r.failoverLoop(ctx) })
 }
@@ -236,9 +242,6 @@ func (r *election) failoverLoop(ctx context.Context) {
 	defer func() {
 		// Heal every partition first, so that no request waits out its
 		// timeout behind one.
-		for _, t := range r.timers {
-			t.Stop()
-		}
 		for _, heal := range r.heals {
 			heal()
 		}
@@ -258,27 +261,33 @@ func (r *election) failoverLoop(ctx context.Context) {
 	}
 	injected := false
 	var lastFault time.Time
-	failover := time.NewTimer(time.Hour)
-	failover.Stop()
-	defer failover.Stop()
-	armedFor := "" // the leader the failover timer is set for
-	restart := -1  // the slot waiting to rejoin
-	var due <-chan time.Time
+	armedFor := ""           // the leader the failover timer is set for
+	restart := -1            // the slot waiting to rejoin
+	var due <-chan time.Time // the failover timer
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-due:
 			due = nil
-			if slot, id, ok := r.currentLeader(); ok && id == armedFor {
+			if slot, l, ok := r.currentLeader(); ok && l.id == armedFor {
+				end := r.warmupEnd.Add(r.env.Spec.Duration.Duration)
 				switch {
-				case fault != "" && !r.faultFits():
-					// Too close to the end for what follows it to be seen.
+				case fault != "" && time.Until(end) < r.set.FaultDuration.Duration+r.set.LeaseDuration.Duration:
+					// Too close to the end of the measured window for
+					// what follows it to be seen: the fault's end, and
+					// the Lease changing hands after it.
 				case fault != "":
-					r.inject(ctx, slot, id)
+					r.inject(ctx, slot, l.id)
 					injected, lastFault = true, time.Now()
 				default:
-					r.stopLeader(slots, slot, id)
+					// Stop the leader and wait for it (a releasing
+					// leader has released then).
+					r.mu.Lock()
+					r.stops = append(r.stops, stop{id: l.id, at: time.Now()})
+					r.mu.Unlock()
+					slots[slot].cancel()
+					<-slots[slot].done
 					if n == 1 {
 						slots[slot] = r.startSlot(ctx, slot)
 					} else {
@@ -289,7 +298,7 @@ func (r *election) failoverLoop(ctx context.Context) {
 			armedFor = ""
 		case <-r.changed:
 		}
-		slot, id, leader := r.currentLeader()
+		_, l, leader := r.currentLeader()
 		if !leader {
 			continue
 		}
@@ -297,9 +306,9 @@ func (r *election) failoverLoop(ctx context.Context) {
 			slots[restart] = r.startSlot(ctx, restart)
 			restart = -1
 		}
-		if every > 0 && id != armedFor && !(once && injected) {
-			armedFor = id
-			since := r.leaderSince(slot)
+		if every > 0 && l.id != armedFor && !(once && injected) {
+			armedFor = l.id
+			since := l.start
 			switch {
 			case once:
 				since = r.warmupEnd
@@ -309,35 +318,9 @@ func (r *election) failoverLoop(ctx context.Context) {
 			if since.Before(lastFault) {
 				since = lastFault // a leader a fault left leading is not hit again at once
 			}
-			failover.Reset(time.Until(since.Add(every)))
-			due = failover.C
+			due = time.After(time.Until(since.Add(every)))
 		}
 	}
-}
-
-// faultFits says whether a fault injected now ends, and the Lease can
-// change hands after it, before the measured window does: the partition
-// and a lease duration.
-func (r *election) faultFits() bool {
-	end := r.warmupEnd.Add(r.env.Spec.Duration.Duration)
-	return time.Until(end) >= r.set.FaultDuration.Duration+r.set.LeaseDuration.Duration
-}
-
-// stopLeader stops the candidate in slot, which leads as id, and waits for
-// it to finish (a releasing leader has released when it returns).
-func (r *election) stopLeader(slots []*slotRun, slot int, id string) {
-	r.mu.Lock()
-	r.stops = append(r.stops, stop{id: id, at: time.Now()})
-	r.mu.Unlock()
-	slots[slot].cancel()
-	<-slots[slot].done
-}
-
-// leaderSince returns when the candidate in slot started leading.
-func (r *election) leaderSince(slot int) time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.leaderships[r.leading[slot]].start
 }
 
 // startSlot starts slot's candidate campaigning, under a new identity: as
@@ -356,97 +339,103 @@ func (r *election) startSlot(parent context.Context, slot int) *slotRun {
 	return s
 }
 
-// leaseFor is the lease duration the candidate in slot runs with: the
-// setting, but with the skew fault the last slot's is shorter.
-func (r *election) leaseFor(slot int) time.Duration {
+// config is what the candidate in slot runs with: the settings, but with
+// the skew fault the last slot's lease duration is shorter.
+func (r *election) config(slot int) candidateConfig {
+	c := candidateConfig{Slot: slot, Namespace: r.env.Namespace, RunID: r.env.RunID, Settings: *r.set,
+		Lease: r.set.LeaseDuration.Duration, Timeout: r.env.Spec.OpTimeout.Duration, Client: r.env.Spec.Client}
 	if r.set.fault() == FaultSkew && slot == r.env.Spec.Writers-1 {
-		return r.set.FaultDuration.Duration
+		c.Lease = r.set.FaultDuration.Duration
 	}
-	return r.set.LeaseDuration.Duration
+	return c
 }
 
 // observe takes in one thing the candidate in slot did: its Lease reads
 // and writes and its fenced writes are recorded (each write one operation
 // of one write attempt) and logged, its leaderships kept.
 func (r *election) observe(slot int, e event) error {
-	stripe := r.env.Recorder.Stripe(slot)
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	switch e.Kind {
-	case evRead:
-		rq := r.request(slot, e.sendTimes)
-		if rq.measured {
-			r.counts[e.Phase].reads.Add(1)
-			if e.Outcome != metrics.Success {
-				r.counts[e.Phase].errors.Add(1)
-			}
+	case evRead, evWrite, evFenced:
+		stripe := r.env.Recorder.Stripe(slot)
+		// The request is due when it started; but one that waited at the
+		// engine's hold across the start of the measured window is due
+		// when it left the hold (when it got its connection), which is
+		// when the apiserver saw it: so the window holds exactly the
+		// requests the apiserver counted in it.
+		if !e.Sent.IsZero() && !stripe.Measured(e.Start) {
+			e.Start = e.Sent
 		}
-		scenario.RecordRequest(stripe, metrics.Read, rq.intended, rq.end, e.Outcome, nil)
-	case evWrite:
-		rq := r.request(slot, e.sendTimes)
-		r.mu.Lock()
-		r.leaseLog = append(r.leaseLog, e)
-		r.mu.Unlock()
-		if rq.measured {
-			r.counts.write(e.Phase, e.Outcome)
-			if ops := r.env.Spec.Operations; r.measuredWrites.Add(1) == ops {
+		kind := metrics.Write
+		if e.Kind == evRead {
+			kind = metrics.Read
+		}
+		scenario.RecordRequest(stripe, kind, e.Start, e.End, e.Outcome, e.errOf())
+		measured := stripe.Measured(e.Start)
+		switch c := &r.counts[e.Phase]; {
+		case e.Kind == evFenced:
+			r.fenced = append(r.fenced, e)
+			if measured {
+				r.fencedIn++
+			}
+		case e.Kind == evWrite:
+			r.leaseLog = append(r.leaseLog, e)
+			if !measured {
+				break
+			}
+			c.Writes++
+			if e.Outcome == metrics.VersionConflict {
+				c.Conflicts++
+			} else if e.Outcome != metrics.Success {
+				c.Errors++
+			}
+			if r.measuredWrites++; r.measuredWrites == r.env.Spec.Operations {
 				r.done()
 			}
+		case measured:
+			c.Reads++
+			if e.Outcome != metrics.Success {
+				c.Errors++
+			}
 		}
-		scenario.RecordRequest(stripe, metrics.Write, rq.intended, rq.end, e.Outcome, e.errOf())
-	case evFenced:
-		rq := r.request(slot, e.sendTimes)
-		r.mu.Lock()
-		e.Start, e.End = rq.intended, rq.end
-		r.fenced = append(r.fenced, e)
-		if rq.measured {
-			r.fencedIn++
-		}
-		r.mu.Unlock()
-		scenario.RecordRequest(stripe, metrics.Write, rq.intended, rq.end, e.Outcome, e.errOf())
 	case evBegan:
-		r.mu.Lock()
 		r.leading[slot] = len(r.leaderships)
-		r.leaderships = append(r.leaderships, leadership{id: e.ID, start: e.At})
-		r.mu.Unlock()
+		r.leaderships = append(r.leaderships, leadership{id: e.ID, start: e.Start})
 		select {
 		case r.changed <- struct{}{}:
 		default:
 		}
 	case evEnded:
-		r.mu.Lock()
 		if i, ok := r.leading[slot]; ok {
-			r.leaderships[i].end = e.At
+			r.leaderships[i].end = e.End
 			delete(r.leading, slot)
 		}
-		r.mu.Unlock()
 	case evLost:
-		r.mu.Lock()
 		r.losses++
-		r.mu.Unlock()
 	case evFailed:
-		r.mu.Lock()
 		r.electorErr = e.errOf()
-		r.mu.Unlock()
 	default:
 		return fmt.Errorf("unknown event %q", e.Kind)
 	}
 	return nil
 }
 
-// currentLeader returns the slot and identity of the candidate that most
-// recently started leading and still believes it leads.
-func (r *election) currentLeader() (slot int, id string, ok bool) {
+// currentLeader returns the slot and leadership of the candidate that
+// most recently started leading and still believes it leads.
+func (r *election) currentLeader() (slot int, l leadership, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	best := -1
-	for s, i := range r.leading {
-		if best < 0 || i > r.leading[best] {
-			best = s
+	slot, i := -1, -1
+	for s, j := range r.leading {
+		if j > i {
+			slot, i = s, j
 		}
 	}
-	if best < 0 {
-		return 0, "", false
+	if slot < 0 {
+		return 0, leadership{}, false
 	}
-	return best, r.leaderships[r.leading[best]].id, true
+	return slot, r.leaderships[i], true
 }
 
 // leaseWatcher watches the one Lease.
@@ -460,10 +449,9 @@ func (w leaseWatcher) WatchWithContext(ctx context.Context, o metav1.ListOptions
 	return w.client.CoordinationV1().Leases(w.namespace).Watch(ctx, o)
 }
 
-// watch records every holder the Lease has, as a watcher sees it, until
-// ctx ends.
-func (r *election) watch(ctx context.Context, w *watchtools.RetryWatcher) {
-	defer close(r.watchDone)
+// eachLease hands on the Lease of each event of w until on returns
+// false, w ends or ctx does.
+func eachLease(ctx context.Context, w *watchtools.RetryWatcher, on func(watch.EventType, *coordinationv1.Lease) bool) {
 	defer w.Stop()
 	for {
 		select {
@@ -473,20 +461,8 @@ func (r *election) watch(ctx context.Context, w *watchtools.RetryWatcher) {
 			if !ok {
 				return
 			}
-			l, isLease := ev.Object.(*coordinationv1.Lease)
-			if !isLease {
-				continue
-			}
-			r.mu.Lock()
-			if ev.Type != watch.Deleted {
-				r.holders = append(r.holders, holderOf(l))
-			}
-			r.lastRV = l.ResourceVersion
-			r.history = append(r.history, leaseEvent{rv: parseRV(l.ResourceVersion), holder: holderOf(l), deleted: ev.Type == watch.Deleted, seen: time.Now()})
-			r.mu.Unlock()
-			select {
-			case r.seen <- struct{}{}:
-			default:
+			if l, isLease := ev.Object.(*coordinationv1.Lease); isLease && !on(ev.Type, l) {
+				return
 			}
 		}
 	}
@@ -524,7 +500,7 @@ func (r *election) Finish(ctx context.Context) (scenario.Report, error) {
 	env := r.env
 	r.Stop()
 	r.mu.Lock()
-	end := r.stopAt // what stopping did is not part of the run
+	end, electorErr := r.stopAt, r.electorErr // what stopping did is not part of the run
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, env.Spec.OpTimeout.Duration)
 	defer cancel()
@@ -539,9 +515,6 @@ func (r *election) Finish(ctx context.Context) (scenario.Report, error) {
 	<-r.watchDone
 
 	rep := r.report(lease, end)
-	r.mu.Lock()
-	electorErr := r.electorErr
-	r.mu.Unlock()
 	if electorErr != nil {
 		env.Warn("leader election: %v", electorErr)
 	}
@@ -558,24 +531,23 @@ func (r *election) Finish(ctx context.Context) (scenario.Report, error) {
 func (r *election) report(lease *coordinationv1.Lease, end time.Time) *Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ls := make([]leadership, len(r.leaderships))
-	for i, l := range r.leaderships {
+	ls := slices.Clone(r.leaderships)
+	for i, l := range ls {
 		if !l.end.Before(end) {
-			l.end = time.Time{}
+			ls[i].end = time.Time{}
 		}
-		ls[i] = l
 	}
 	rep := &Report{
 		Candidates:           r.env.Spec.Writers,
 		ReleaseOnCancel:      r.set.ReleaseOnCancel,
-		LeaseDurationSeconds: r.leaseSeconds,
+		LeaseDurationSeconds: r.set.leaseSeconds(),
 		Leaderships:          len(ls),
 		Transitions:          transitions(r.holders),
 		LostLeadership:       r.losses,
-		Acquire:              r.counts.report(phaseAcquire),
-		Renew:                r.counts.report(phaseRenew),
-		Release:              r.counts.report(phaseRelease),
-		Intruder:             r.counts.report(phaseIntruder),
+		Acquire:              r.counts[phaseAcquire],
+		Renew:                r.counts[phaseRenew],
+		Release:              r.counts[phaseRelease],
+		Intruder:             r.counts[phaseIntruder],
 		Lock:                 r.set.Lock,
 		Fault:                r.set.fault(),
 		CandidatesLost:       r.procsLost,
@@ -583,11 +555,10 @@ func (r *election) report(lease *coordinationv1.Lease, end time.Time) *Report {
 	if rep.Fault == FaultSkew {
 		rep.SkewedLeaseSeconds = int(r.set.FaultDuration.Duration / time.Second)
 	}
-	for _, l := range ls {
-		if rep.FirstLeader == "" || l.start.Sub(r.t0) < rep.TimeToFirstLeader {
-			rep.FirstLeader = l.id
-			rep.TimeToFirstLeader = l.start.Sub(r.t0)
-		}
+	if len(ls) > 0 {
+		first := slices.MinFunc(ls, byStart)
+		rep.FirstLeader, rep.TimeToFirstLeader = first.id, first.start.Sub(r.t0)
+		rep.Leaderless, _ = coverage(ls, first.start, end)
 	}
 	if lease != nil && lease.Spec.LeaseTransitions != nil {
 		rep.LeaseTransitions = int(*lease.Spec.LeaseTransitions)
@@ -599,31 +570,18 @@ func (r *election) report(lease *coordinationv1.Lease, end time.Time) *Report {
 		rep.OverlapTotal += o.Duration
 	}
 	rep.Thefts = thefts(ls, r.t0, end)
-	if len(ls) > 0 {
-		first := ls[0].start
-		for _, l := range ls {
-			if l.start.Before(first) {
-				first = l.start
-			}
-		}
-		rep.Leaderless, _ = coverage(ls, first, end)
-	}
 	var classes []classified
 	if r.set.LeaderWrites.Duration > 0 {
-		w := &LeaderWrites{}
-		numeric := true
-		for _, e := range r.history {
-			numeric = numeric && e.rv != 0
-		}
-		w.Measured = r.fencedIn
+		// Writes are told apart by resourceVersion, if all are etcd
+		// revisions.
+		numeric := !slices.ContainsFunc(r.history, func(e leaseEvent) bool { return e.rv == 0 }) &&
+			!slices.ContainsFunc(r.fenced, func(f event) bool { return f.Outcome == metrics.Success && f.RV == 0 })
+		w := &LeaderWrites{Writes: len(r.fenced), Measured: r.fencedIn, Unclassified: !numeric}
 		for _, f := range r.fenced {
-			w.Writes++
-			if !f.OK {
+			if f.Outcome != metrics.Success {
 				continue
 			}
-			w.Accepted++
-			numeric = numeric && f.RV != 0
-			if !numeric {
+			if w.Accepted++; !numeric {
 				continue
 			}
 			deposed, refused := fencing(r.history, f)
@@ -637,10 +595,6 @@ func (r *election) report(lease *coordinationv1.Lease, end time.Time) *Report {
 				w.WouldBeFenced++
 			}
 			classes = append(classes, classified{id: f.ID, end: f.End, deposed: deposed, refused: refused})
-		}
-		if !numeric {
-			w.Unclassified, w.Deposed, w.WouldBeFenced, w.Unfenced = true, 0, 0, 0
-			classes = nil
 		}
 		rep.LeaderWrites = w
 	}

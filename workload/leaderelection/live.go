@@ -1,6 +1,7 @@
 package leaderelection
 
 import (
+	"slices"
 	"time"
 
 	"github.com/kb-bench/kb-bench/metrics/live"
@@ -20,12 +21,7 @@ func (r *election) Live() []live.Gauge {
 	defer r.mu.Unlock()
 	var leaderless, overlap time.Duration
 	if len(r.leaderships) > 0 {
-		first := r.leaderships[0].start
-		for _, l := range r.leaderships {
-			if l.start.Before(first) {
-				first = l.start
-			}
-		}
+		first := slices.MinFunc(r.leaderships, byStart).start
 		leaderless, overlap = coverage(r.leaderships, first, time.Now())
 	}
 	return []live.Gauge{

@@ -27,33 +27,6 @@ const (
 	numPhases
 )
 
-// phaseCounters counts the measured window's Lease requests by phase,
-// shared by every candidate.
-type phaseCounters [numPhases]struct {
-	reads, writes, conflicts, errors atomic.Int64
-}
-
-// write counts a measured Lease write of phase p by its outcome.
-func (c *phaseCounters) write(p phase, out metrics.Outcome) {
-	c[p].writes.Add(1)
-	switch out {
-	case metrics.Success:
-	case metrics.VersionConflict:
-		c[p].conflicts.Add(1)
-	default:
-		c[p].errors.Add(1)
-	}
-}
-
-func (c *phaseCounters) report(p phase) LeasePhase {
-	return LeasePhase{
-		Reads:     c[p].reads.Load(),
-		Writes:    c[p].writes.Load(),
-		Conflicts: c[p].conflicts.Load(),
-		Errors:    c[p].errors.Load(),
-	}
-}
-
 // meteredLock wraps client-go's LeaseLock so that every Get, Create and
 // Update the leader-election code makes (its internal retries included) is
 // timed, classified and counted by phase. Each run of a candidate gets its
@@ -64,8 +37,8 @@ func (c *phaseCounters) report(p phase) LeasePhase {
 // sent gets its answer and is counted on both sides of the server
 // cross-check.
 type meteredLock struct {
-	inner *resourcelock.LeaseLock
-	c     *candidate
+	*resourcelock.LeaseLock // Identity and Describe are its own
+	c                       *candidate
 	// runCtx is the candidate's run context: once it is done, the requests of
 	// a candidate that still holds the Lease are its release.
 	runCtx context.Context
@@ -80,31 +53,27 @@ type meteredLock struct {
 	token atomic.Uint64
 }
 
-// newLeaseLock returns client-go's LeaseLock on the run's Lease for
-// identity id, whose requests go through client and whose answers l sees.
-func (l *meteredLock) newLeaseLock(client coordinationv1client.LeasesGetter, namespace, id string) *resourcelock.LeaseLock {
-	return &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: namespace, Name: LeaseName},
-		Client:     seenLeases{client, &l.seen},
+// newMeteredLock returns c's lock, for identity id, over client-go's
+// LeaseLock on the run's Lease.
+func newMeteredLock(runCtx context.Context, c *candidate, id string) *meteredLock {
+	l := &meteredLock{c: c, runCtx: runCtx}
+	l.LeaseLock = &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: c.Namespace, Name: LeaseName},
+		Client:     seenLease{c.client.CoordinationV1().Leases(c.Namespace), &l.seen},
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
+	return l
 }
 
-// seenLeases keeps the Lease each successful request returns, for the
-// resourceVersion that client-go's LeaseLock does not expose.
-type seenLeases struct {
-	coordinationv1client.LeasesGetter
-	seen *atomic.Pointer[coordinationv1.Lease]
-}
-
-func (s seenLeases) Leases(namespace string) coordinationv1client.LeaseInterface {
-	return seenLease{s.LeasesGetter.Leases(namespace), s.seen}
-}
-
+// seenLease keeps the Lease each successful request returns, for the
+// resourceVersion that client-go's LeaseLock does not expose. The
+// LeaseLock only asks it for the run's namespace.
 type seenLease struct {
 	coordinationv1client.LeaseInterface
 	seen *atomic.Pointer[coordinationv1.Lease]
 }
+
+func (s seenLease) Leases(string) coordinationv1client.LeaseInterface { return s }
 
 func (s seenLease) keep(l *coordinationv1.Lease, err error) (*coordinationv1.Lease, error) {
 	if err == nil && l != nil {
@@ -142,41 +111,10 @@ func (l *meteredLock) phase(holder *string) phase {
 		return phaseRelease
 	case !l.held.Load():
 		return phaseAcquire
-	case holder == nil && l.c.set.ReleaseOnCancel && l.runCtx.Err() != nil:
+	case holder == nil && l.c.Settings.ReleaseOnCancel && l.runCtx.Err() != nil:
 		return phaseRelease // the read that starts a release
 	}
 	return phaseRenew
-}
-
-// sendTimes are one request's times as its sender saw them: when it
-// started, when it left the client for the apiserver (zero when not
-// known), when its answer came.
-type sendTimes struct {
-	Start time.Time `json:"start,omitzero"`
-	Sent  time.Time `json:"sent,omitzero"`
-	End   time.Time `json:"end,omitzero"`
-}
-
-// request is one request as the recorder sees it: when it was due, when it
-// ended, and whether it falls in the measured window.
-type request struct {
-	intended, end time.Time
-	measured      bool
-}
-
-// request places t in the measured window of slot's recorder stripe. The
-// request is due when it started; but one that waited at the engine's
-// hold across the start of the measured window is due when it left the
-// hold (when it got its connection), which is when the apiserver saw it:
-// so the window holds exactly the requests the apiserver counted in it.
-func (r *election) request(slot int, t sendTimes) request {
-	shard := r.env.Recorder.Stripe(slot)
-	rq := request{intended: t.Start, end: t.End}
-	if !t.Sent.IsZero() && !shard.Measured(t.Start) {
-		rq.intended = t.Sent
-	}
-	rq.measured = shard.Measured(rq.intended)
-	return rq
 }
 
 // sentKey is the context key of the time a request left the client: its
@@ -186,8 +124,8 @@ type sentKey struct{}
 
 // send runs do with ctx's deadline (and the operation timeout) but not its
 // cancellation, after the slot's partition (which may be nil), and returns
-// its times.
-func send(ctx context.Context, timeout time.Duration, part *partition, do func(context.Context) error) (sendTimes, error) {
+// the event of kind it is, with its times and outcome.
+func send(ctx context.Context, timeout time.Duration, part *partition, kind string, do func(context.Context) error) (event, error) {
 	rctx := context.WithoutCancel(ctx)
 	if deadline, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
@@ -202,21 +140,20 @@ func send(ctx context.Context, timeout time.Duration, part *partition, do func(c
 		now := time.Now()
 		sent.CompareAndSwap(nil, &now)
 	}})
-	t := sendTimes{Start: time.Now()}
+	e := event{Kind: kind, Start: time.Now()}
 	err := part.wait(rctx)
 	if err == nil {
 		err = do(rctx)
 	}
-	t.End = time.Now()
+	e.End = time.Now()
 	if s := sent.Load(); s != nil {
-		t.Sent = *s
+		e.Sent = *s
 	}
-	return t, err
-}
-
-// send runs one request of the candidate, through its partition.
-func (l *meteredLock) send(ctx context.Context, do func(context.Context) error) (sendTimes, error) {
-	return send(ctx, l.c.timeout, l.c.partition, do)
+	e.Outcome = metrics.Classify(err)
+	if err != nil {
+		e.Err = err.Error()
+	}
+	return e, err
 }
 
 // Get reads the Lease. NotFound is a successful read: the Lease does not
@@ -225,41 +162,41 @@ func (l *meteredLock) Get(ctx context.Context) (*resourcelock.LeaderElectionReco
 	p := l.phase(nil)
 	var rec *resourcelock.LeaderElectionRecord
 	var raw []byte
-	t, err := l.send(ctx, func(ctx context.Context) (err error) {
-		rec, raw, err = l.inner.Get(ctx)
+	e, err := send(ctx, l.c.Timeout, l.c.partition, evRead, func(ctx context.Context) (err error) {
+		rec, raw, err = l.LeaseLock.Get(ctx)
 		return err
 	})
-	out := metrics.Classify(err)
+	e.Phase = p
 	if apierrors.IsNotFound(err) {
-		out = metrics.Success
+		e.Outcome = metrics.Success
 	}
-	l.c.obs(event{Kind: evRead, Phase: p, sendTimes: t, Outcome: out})
+	l.c.obs(e)
 	return rec, raw, err
 }
 
 // Create creates the Lease naming this candidate holder.
 func (l *meteredLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
-	return l.write(ctx, ler, l.inner.Create)
+	return l.write(ctx, ler, l.LeaseLock.Create)
 }
 
 // Update writes the Lease with the resourceVersion last read: a renewal, a
 // takeover, or (with an empty holder) a release.
 func (l *meteredLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
-	return l.write(ctx, ler, l.inner.Update)
+	return l.write(ctx, ler, l.LeaseLock.Update)
 }
 
 // write runs one Lease write: one operation of one write attempt.
 func (l *meteredLock) write(ctx context.Context, ler resourcelock.LeaderElectionRecord, do func(context.Context, resourcelock.LeaderElectionRecord) error) error {
 	p := l.phase(&ler.HolderIdentity)
-	t, err := l.send(ctx, func(ctx context.Context) error { return do(ctx, ler) })
-	out := metrics.Classify(err)
+	e, err := send(ctx, l.c.Timeout, l.c.partition, evWrite, func(ctx context.Context) error { return do(ctx, ler) })
+	e.Phase, e.ID, e.Holder = p, l.Identity(), ler.HolderIdentity
 	// A create that loses the race for a new Lease answers 409
 	// AlreadyExists: the same lost compare-and-swap as a stale update.
 	if apierrors.IsAlreadyExists(err) {
-		out = metrics.VersionConflict
+		e.Outcome = metrics.VersionConflict
 	}
-	if out == metrics.Success {
-		mine := ler.HolderIdentity == l.inner.Identity()
+	if e.Outcome == metrics.Success {
+		mine := ler.HolderIdentity == l.Identity()
 		l.held.Store(mine)
 		if mine {
 			l.acquired.Store(true)
@@ -268,16 +205,9 @@ func (l *meteredLock) write(ctx context.Context, ler resourcelock.LeaderElection
 			}
 		}
 	}
-	l.c.obs(event{Kind: evWrite, Phase: p, sendTimes: t, Outcome: out, Err: errText(err),
-		ID: l.inner.Identity(), Holder: ler.HolderIdentity, OK: out == metrics.Success, Conflict: out == metrics.VersionConflict})
+	l.c.obs(e)
 	return err
 }
 
 // RecordEvent is a no-op: kb-bench records no Kubernetes Events.
 func (l *meteredLock) RecordEvent(string) {}
-
-// Identity is the candidate's identity.
-func (l *meteredLock) Identity() string { return l.inner.Identity() }
-
-// Describe names the Lease.
-func (l *meteredLock) Describe() string { return l.inner.Describe() }

@@ -55,8 +55,7 @@ type candidateProcess struct {
 	// exited is closed when its output has ended and it has exited.
 	exited chan struct{}
 	// stopping is set once the run has told it to stop.
-	stopping  atomic.Bool
-	closeOnce sync.Once
+	stopping atomic.Bool
 }
 
 // startProcesses starts the proxy and one candidate process per slot, and
@@ -80,12 +79,13 @@ func (r *election) startProcesses(ctx context.Context) (err error) {
 			r.stopProcesses()
 		}
 	}()
+	var pids []string
 	for slot := range r.env.Spec.Writers {
 		p, err := r.startProcess(exe, slot)
 		if err != nil {
 			return err
 		}
-		r.procs = append(r.procs, p)
+		r.procs, pids = append(r.procs, p), append(pids, strconv.Itoa(p.proc.Pid))
 	}
 	timer := time.NewTimer(processStartTimeout)
 	defer timer.Stop()
@@ -100,46 +100,30 @@ func (r *election) startProcesses(ctx context.Context) (err error) {
 			return fmt.Errorf("leader election: starting the candidate processes: %w", ctx.Err())
 		}
 	}
-	pids := make([]string, len(r.procs))
-	for i, p := range r.procs {
-		pids[i] = strconv.Itoa(p.proc.Pid)
-	}
 	fmt.Fprintf(r.env.Log, "leader election: for the pause fault each candidate is a process of its own (pids %s), reaching the apiserver through the run's clients by a proxy on %s\n",
 		strings.Join(pids, ", "), r.proxy.url)
 	return nil
 }
 
 // startProcess starts slot's candidate process and the goroutine that
-// reads its events. Its stdin and stdout are pipes of kb-bench's own, so
-// that its events are read to the end whenever it exits.
+// reads its events. Its stdout is a pipe of kb-bench's own (not one that
+// exec closes at Wait), so that its events are read to the end whenever
+// it exits.
 func (r *election) startProcess(exe string, slot int) (*candidateProcess, error) {
 	p := &candidateProcess{slot: slot, hello: make(chan struct{}), exited: make(chan struct{})}
-	stdin, toChild, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
 	fromChild, stdout, err := os.Pipe()
 	if err != nil {
-		stdin.Close()
-		toChild.Close()
 		return nil, err
 	}
-	cmd := &exec.Cmd{
-		Path:   exe,
-		Args:   []string{fmt.Sprintf("kb-bench-candidate-%d", slot)},
-		Env:    append(os.Environ(), CandidateEnv+"=1"),
-		Stdin:  stdin,
-		Stdout: stdout,
+	cmd := &exec.Cmd{Path: exe, Args: []string{fmt.Sprintf("kb-bench-candidate-%d", slot)}, Env: append(os.Environ(), CandidateEnv+"=1"), Stdout: stdout}
+	if p.stdin, err = cmd.StdinPipe(); err == nil {
+		p.proc, err = proc.Start(cmd, fmt.Sprintf("candidate process %d", slot), "", false)
 	}
-	p.proc, err = proc.Start(cmd, fmt.Sprintf("candidate process %d", slot), "", false)
-	stdin.Close() // the child's ends
-	stdout.Close()
+	stdout.Close() // the child's end
 	if err != nil {
-		toChild.Close()
 		fromChild.Close()
 		return nil, fmt.Errorf("leader election: starting candidate process %d (%s): %w", slot, exe, err)
 	}
-	p.stdin = toChild
 	go func() {
 		defer close(p.exited)
 		defer fromChild.Close()
@@ -168,38 +152,32 @@ func (r *election) startProcess(exe string, slot int) (*candidateProcess, error)
 		}
 		exitErr := p.proc.Err()
 		// A process that is gone believes nothing any more.
-		_ = r.observe(slot, event{Kind: evEnded, At: time.Now()})
+		_ = r.observe(slot, event{Kind: evEnded, End: time.Now()})
+		// One that ended before the run stopped it is a warning now, and
+		// a failed check at the end.
+		var lost string
 		switch {
 		case bad != nil:
-			r.candidateLost(fmt.Sprintf("candidate process %d (pid %d) wrote what is not an event (%v) and was killed", slot, p.proc.Pid, bad))
+			lost = fmt.Sprintf("candidate process %d (pid %d) wrote what is not an event (%v) and was killed", slot, p.proc.Pid, bad)
 		case !p.stopping.Load():
-			r.candidateLost(fmt.Sprintf("candidate process %d (pid %d) exited: %v%s", slot, p.proc.Pid, exitErr, p.proc.Last()))
+			lost = fmt.Sprintf("candidate process %d (pid %d) exited: %v%s", slot, p.proc.Pid, exitErr, p.proc.Last())
+		default:
+			return
 		}
+		r.env.Warn("leader election: %s", lost)
+		r.mu.Lock()
+		r.procsLost = append(r.procsLost, lost)
+		r.mu.Unlock()
 	}()
 	return p, nil
 }
 
-// candidateLost records a candidate process that ended before the run
-// stopped it: a warning now, and a failed check at the end.
-func (r *election) candidateLost(how string) {
-	r.env.Warn("leader election: %s", how)
-	r.mu.Lock()
-	r.procsLost = append(r.procsLost, how)
-	r.mu.Unlock()
-}
-
 // begin starts the process's campaign; its slotRun stops it.
 func (r *election) begin(p *candidateProcess) *slotRun {
-	cfg := candidateConfig{
-		Slot: p.slot, Namespace: r.env.Namespace, RunID: r.env.RunID,
-		Settings: *r.set, Lease: r.leaseFor(p.slot), Timeout: r.env.Spec.OpTimeout.Duration,
-		Client: r.env.Spec.Client, Server: r.proxy.url + slotPrefix(p.slot),
-	}
-	b, err := json.Marshal(cfg)
-	if err == nil {
-		_, err = p.stdin.Write(append(b, '\n'))
-	}
-	if err != nil {
+	cfg := r.config(p.slot)
+	cfg.Server = r.proxy.url + slotPrefix(p.slot)
+	// One line of JSON, written at once.
+	if err := json.NewEncoder(p.stdin).Encode(cfg); err != nil {
 		r.env.Warn("leader election: starting candidate process %d's campaign: %v", p.slot, err)
 	}
 	return &slotRun{cancel: func() { r.stopProcess(p) }, done: p.exited}
@@ -211,7 +189,7 @@ func (r *election) begin(p *candidateProcess) *slotRun {
 func (r *election) stopProcess(p *candidateProcess) {
 	p.stopping.Store(true)
 	grace := 2*r.env.Spec.OpTimeout.Duration + processStopGrace
-	p.closeOnce.Do(func() { _ = p.stdin.Close() }) // asks it to stop
+	_ = p.stdin.Close() // asks it to stop (again: harmless)
 	killed, _ := p.proc.Stop(context.Background(), grace, func() {})
 	<-p.exited
 	if killed {
@@ -229,15 +207,6 @@ func (r *election) stopProcesses() {
 	if r.proxy != nil {
 		r.proxy.close()
 	}
-}
-
-// pause freezes p (SIGSTOP) until the returned function continues it
-// (SIGCONT).
-func (p *candidateProcess) pause() (resume func(), err error) {
-	if err := p.proc.Signal(syscall.SIGSTOP); err != nil {
-		return nil, fmt.Errorf("pausing candidate process %d (pid %d): %w", p.slot, p.proc.Pid, err)
-	}
-	return sync.OnceFunc(func() { _ = p.proc.Signal(syscall.SIGCONT) }), nil
 }
 
 // proxy lets candidate processes reach the apiserver through the run's

@@ -243,27 +243,22 @@ type Overlap struct {
 // deposed leaders' writes apart.
 func (r *Report) Checks() []results.Check {
 	var checks []results.Check
-	if r.Fault == "" {
-		c := results.Check{Name: CheckOneLeader, Passed: len(r.Overlaps) == 0, Observed: int64(len(r.Overlaps))}
+	check := func(name string, observed int, detail string) {
+		c := results.Check{Name: name, Observed: int64(observed), Passed: observed == 0}
 		if !c.Passed {
-			c.Detail = fmt.Sprintf("%d spans, %s in total, in which two or more candidates believed they led at once",
-				len(r.Overlaps), results.FormatDuration(r.OverlapTotal))
+			c.Detail = detail
 		}
 		checks = append(checks, c)
+	}
+	if r.Fault == "" {
+		check(CheckOneLeader, len(r.Overlaps), fmt.Sprintf("%d spans, %s in total, in which two or more candidates believed they led at once",
+			len(r.Overlaps), results.FormatDuration(r.OverlapTotal)))
 	}
 	if r.Fault == FaultPause {
-		c := results.Check{Name: CheckCandidates, Observed: int64(len(r.CandidatesLost)), Passed: len(r.CandidatesLost) == 0}
-		if !c.Passed {
-			c.Detail = "candidate processes ended during the run, so the figures lack what they would have done: " + strings.Join(r.CandidatesLost, "; ")
-		}
-		checks = append(checks, c)
+		check(CheckCandidates, len(r.CandidatesLost), "candidate processes ended during the run, so the figures lack what they would have done: "+strings.Join(r.CandidatesLost, "; "))
 	}
 	if w := r.LeaderWrites; w != nil && !w.Unclassified {
-		c := results.Check{Name: CheckFencing, Expected: 0, Observed: int64(w.Unfenced), Passed: w.Unfenced == 0}
-		if !c.Passed {
-			c.Detail = fmt.Sprintf("%d of the %d leader-only writes accepted from deposed leaders carried a token a fencing check would have let through", w.Unfenced, w.Deposed)
-		}
-		checks = append(checks, c)
+		check(CheckFencing, w.Unfenced, fmt.Sprintf("%d of the %d leader-only writes accepted from deposed leaders carried a token a fencing check would have let through", w.Unfenced, w.Deposed))
 	}
 	return checks
 }
@@ -304,28 +299,7 @@ func (r *Report) Rows() [][2]string {
 	add("  lease writes", "%s", writes)
 	add("  lease reads", "%d (other errors: %d)",
 		r.Acquire.Reads+r.Renew.Reads+r.Release.Reads+r.Intruder.Reads, r.Acquire.Errors+r.Renew.Errors+r.Release.Errors+r.Intruder.Errors)
-	rows = append(rows, r.faultRows()...)
-	if len(r.Overlaps) == 0 {
-		add("  overlap", "none: exactly one leader at a time")
-		return rows
-	}
-	if r.Fault != "" {
-		add("  overlap", "%s, %s in total: two leaders at once", results.Plural(len(r.Overlaps), "span"), ms(r.OverlapTotal))
-	} else {
-		add("  overlap", "%s, %s in total: TWO LEADERS AT ONCE", results.Plural(len(r.Overlaps), "span"), ms(r.OverlapTotal))
-	}
-	for _, o := range r.Overlaps {
-		add("", "at %s for %s: %s", ms(o.At), ms(o.Duration), strings.Join(o.Leaders, ", "))
-	}
-	return rows
-}
-
-// faultRows are the summary lines of the faults, the thefts and the
-// leader-only writes.
-func (r *Report) faultRows() [][2]string {
-	ms := results.FormatDuration
-	var rows [][2]string
-	add := func(name, format string, a ...any) { rows = append(rows, [2]string{name, fmt.Sprintf(format, a...)}) }
+	// The faults, the thefts and the leader-only writes.
 	switch {
 	case r.Fault == FaultSkew:
 		add("  fault", "skew: the last candidate runs with lease %ds against the others' %ds", r.SkewedLeaseSeconds, r.LeaseDurationSeconds)
@@ -360,19 +334,18 @@ func (r *Report) faultRows() [][2]string {
 		add("", "  overlap %s, leaderless %s, lease writes %d (409: %d), deposed writes %d (fencing refuses %d)",
 			ms(f.Overlap), ms(f.Leaderless), f.LeaseWrites, f.LeaseConflicts, f.DeposedWrites, f.WouldBeFenced)
 	}
-	if r.Fault != "" || len(r.Thefts) > 0 {
-		if len(r.Thefts) == 0 {
-			add("  thefts", "none: no candidate started leading while another believed it led")
-		} else {
-			add("  thefts", "%s: the Lease taken from a leader that still believed it led", results.Plural(len(r.Thefts), "theft"))
-			for _, t := range r.Thefts {
-				end := "stepped down"
-				if t.Ongoing {
-					end = "still leading at the end"
-				}
-				add("", "at %s %s from %s: %s %s later", ms(t.At), t.Thief, t.Victim, end, ms(t.Detection))
+	switch {
+	case len(r.Thefts) > 0:
+		add("  thefts", "%s: the Lease taken from a leader that still believed it led", results.Plural(len(r.Thefts), "theft"))
+		for _, t := range r.Thefts {
+			end := "stepped down"
+			if t.Ongoing {
+				end = "still leading at the end"
 			}
+			add("", "at %s %s from %s: %s %s later", ms(t.At), t.Thief, t.Victim, end, ms(t.Detection))
 		}
+	case r.Fault != "":
+		add("  thefts", "none: no candidate started leading while another believed it led")
 	}
 	if r.Fault != "" {
 		add("  leaderless", "%s in total", ms(r.Leaderless))
@@ -388,6 +361,18 @@ func (r *Report) faultRows() [][2]string {
 			}
 		}
 		add("  leader writes", "%s", line)
+	}
+	if len(r.Overlaps) == 0 {
+		add("  overlap", "none: exactly one leader at a time")
+		return rows
+	}
+	shout := "TWO LEADERS AT ONCE"
+	if r.Fault != "" {
+		shout = "two leaders at once"
+	}
+	add("  overlap", "%s, %s in total: %s", results.Plural(len(r.Overlaps), "span"), ms(r.OverlapTotal), shout)
+	for _, o := range r.Overlaps {
+		add("", "at %s for %s: %s", ms(o.At), ms(o.Duration), strings.Join(o.Leaders, ", "))
 	}
 	return rows
 }

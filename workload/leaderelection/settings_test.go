@@ -83,8 +83,8 @@ func TestFractionalLeaseWarns(t *testing.T) {
 			set := &Settings{LeaseDuration: spec.D(tt.lease)}
 			set.Default(&env.Spec)
 			r := newElection(env, set)
-			if r.leaseSeconds != tt.secs {
-				t.Errorf("lease recorded as %ds, want %ds", r.leaseSeconds, tt.secs)
+			if r.set.leaseSeconds() != tt.secs {
+				t.Errorf("lease recorded as %ds, want %ds", r.set.leaseSeconds(), tt.secs)
 			}
 			switch {
 			case tt.warning == "" && len(warnings) > 0:

@@ -1,8 +1,13 @@
 package leaderelection
 
 import (
+	"cmp"
+	"maps"
+	"slices"
 	"sort"
 	"time"
+
+	"github.com/kb-bench/kb-bench/metrics"
 )
 
 // leadership is one candidate's own belief that it led: from its
@@ -19,69 +24,65 @@ type stop struct {
 	at time.Time
 }
 
+// byStart orders leaderships by their start.
+func byStart(a, b leadership) int { return a.start.Compare(b.start) }
+
+// sweep calls each for every stretch of time from one edge of a
+// leadership to the next and from the last to end, with how many
+// leaderships were open through it and which identities (an id may lead
+// twice in a row). The first stretch starts at the zero time. Leaderships
+// still open, or past end, are taken to end at end. At the same instant
+// ends go first, so that leaderships that merely touch do not overlap.
+func sweep(ls []leadership, end time.Time, each func(from, to time.Time, n int, open map[string]int)) {
+	type edge struct {
+		at    time.Time
+		id    string
+		delta int
+	}
+	var edges []edge
+	for _, l := range ls {
+		e := l.end
+		if e.IsZero() || e.After(end) {
+			e = end
+		}
+		if e.After(l.start) {
+			edges = append(edges, edge{l.start, l.id, 1}, edge{e, l.id, -1})
+		}
+	}
+	slices.SortStableFunc(edges, func(a, b edge) int { return cmp.Or(a.at.Compare(b.at), a.delta-b.delta) })
+	open, n, last := map[string]int{}, 0, time.Time{}
+	for _, e := range edges {
+		each(last, e.at, n, open)
+		last, n = e.at, n+e.delta
+		if open[e.id] += e.delta; open[e.id] == 0 {
+			delete(open, e.id)
+		}
+	}
+	each(last, end, n, open)
+}
+
 // overlaps returns every span during which two or more leaderships were open
 // at once, with offsets from base. Leaderships still open are taken to end at
 // end. Two leaderships that merely touch (one ends the instant the other
 // starts) do not overlap.
 func overlaps(ls []leadership, base, end time.Time) []Overlap {
-	type edge struct {
-		at    time.Time
-		id    string
-		start bool
-	}
-	edges := make([]edge, 0, 2*len(ls))
-	for _, l := range ls {
-		e := l.end
-		if e.IsZero() {
-			e = end
-		}
-		if !e.After(l.start) {
-			continue
-		}
-		edges = append(edges, edge{l.start, l.id, true}, edge{e, l.id, false})
-	}
-	// At the same instant, ends go first so that touching is not overlap.
-	sort.SliceStable(edges, func(i, j int) bool {
-		if !edges[i].at.Equal(edges[j].at) {
-			return edges[i].at.Before(edges[j].at)
-		}
-		return !edges[i].start && edges[j].start
-	})
-
 	var out []Overlap
-	active := map[string]int{} // id -> open leaderships (an id may lead twice in a row)
-	open := 0
-	var spanStart time.Time
-	var spanLeaders map[string]bool
-	for _, e := range edges {
-		if e.start {
-			active[e.id]++
-			open++
-			if open == 2 {
-				spanStart = e.at
-				spanLeaders = map[string]bool{}
-				for id := range active {
-					spanLeaders[id] = true
-				}
-			} else if open > 2 {
-				spanLeaders[e.id] = true
+	var start time.Time
+	var leaders map[string]bool // of the span under way
+	sweep(ls, end, func(from, _ time.Time, n int, open map[string]int) {
+		switch {
+		case n >= 2 && leaders == nil:
+			start, leaders = from, map[string]bool{}
+			fallthrough
+		case n >= 2:
+			for id := range open {
+				leaders[id] = true
 			}
-			continue
+		case leaders != nil:
+			out = append(out, Overlap{At: start.Sub(base), Duration: from.Sub(start), Leaders: slices.Sorted(maps.Keys(leaders))})
+			leaders = nil
 		}
-		active[e.id]--
-		if active[e.id] == 0 {
-			delete(active, e.id)
-		}
-		open--
-		if open == 1 {
-			leaders := make([]string, 0, len(spanLeaders))
-			for id := range spanLeaders {
-				leaders = append(leaders, id)
-			}
-			sort.Strings(leaders)
-			out = append(out, Overlap{At: spanStart.Sub(base), Duration: e.at.Sub(spanStart), Leaders: leaders})
-		}
-	}
+	})
 	return out
 }
 
@@ -89,18 +90,15 @@ func overlaps(ls []leadership, base, end time.Time) []Overlap {
 // after it, anywhere: the failover time is the gap between the two. A stop
 // with no later leadership is unresolved.
 func failovers(stops []stop, ls []leadership, base time.Time) []Failover {
-	starts := make([]leadership, len(ls))
-	copy(starts, ls)
-	sort.SliceStable(starts, func(i, j int) bool { return starts[i].start.Before(starts[j].start) })
+	starts := slices.Clone(ls)
+	slices.SortStableFunc(starts, byStart)
 
 	out := make([]Failover, 0, len(stops))
 	for _, s := range stops {
 		f := Failover{At: s.at.Sub(base), Stopped: s.id}
 		i := sort.Search(len(starts), func(i int) bool { return !starts[i].start.Before(s.at) })
 		if i < len(starts) {
-			f.Resolved = true
-			f.NewLeader = starts[i].id
-			f.Duration = starts[i].start.Sub(s.at)
+			f.Resolved, f.NewLeader, f.Duration = true, starts[i].id, starts[i].start.Sub(s.at)
 		}
 		out = append(out, f)
 	}
@@ -110,21 +108,17 @@ func failovers(stops []stop, ls []leadership, base time.Time) []Failover {
 // failoverStats summarises the resolved failovers: min, median (nearest
 // rank) and max. There are few of them, so sorting is fine here.
 func failoverStats(fs []Failover) FailoverStats {
-	st := FailoverStats{Count: len(fs)}
 	var ds []time.Duration
 	for _, f := range fs {
 		if f.Resolved {
 			ds = append(ds, f.Duration)
 		}
 	}
-	st.Resolved = len(ds)
-	if len(ds) == 0 {
-		return st
+	st := FailoverStats{Count: len(fs), Resolved: len(ds)}
+	if len(ds) > 0 {
+		slices.Sort(ds)
+		st.Min, st.P50, st.Max = ds[0], ds[(len(ds)+1)/2-1], ds[len(ds)-1]
 	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	st.Min = ds[0]
-	st.P50 = ds[(len(ds)+1)/2-1]
-	st.Max = ds[len(ds)-1]
 	return st
 }
 
@@ -132,8 +126,7 @@ func failoverStats(fs []Failover) FailoverStats {
 // non-empty holder that differs from the previous non-empty one. Releases
 // (an empty holder) are not transitions; the first holder is not either.
 func transitions(holders []string) int {
-	n := 0
-	last := ""
+	n, last := 0, ""
 	for _, h := range holders {
 		if h == "" {
 			continue
@@ -150,54 +143,18 @@ func transitions(holders []string) int {
 // (leaderless) and two or more were (overlap). Leaderships still open are
 // taken to end at to.
 func coverage(ls []leadership, from, to time.Time) (leaderless, overlap time.Duration) {
-	if !to.After(from) {
-		return 0, 0
-	}
-	type edge struct {
-		at    time.Time
-		delta int
-	}
-	var edges []edge
-	open := 0
-	for _, l := range ls {
-		e := l.end
-		if e.IsZero() || e.After(to) {
-			e = to
+	sweep(ls, to, func(a, b time.Time, n int, _ map[string]int) {
+		if a.Before(from) {
+			a = from
 		}
-		if !e.After(l.start) || !e.After(from) || !l.start.Before(to) {
-			continue
+		switch d := b.Sub(a); {
+		case d <= 0:
+		case n == 0:
+			leaderless += d
+		case n >= 2:
+			overlap += d
 		}
-		if !l.start.After(from) {
-			open++
-		} else {
-			edges = append(edges, edge{l.start, 1})
-		}
-		if e.Before(to) {
-			edges = append(edges, edge{e, -1})
-		}
-	}
-	// Ends first at the same instant, as in overlaps.
-	sort.SliceStable(edges, func(i, j int) bool {
-		if !edges[i].at.Equal(edges[j].at) {
-			return edges[i].at.Before(edges[j].at)
-		}
-		return edges[i].delta < edges[j].delta
 	})
-	last := from
-	account := func(until time.Time) {
-		switch {
-		case open == 0:
-			leaderless += until.Sub(last)
-		case open >= 2:
-			overlap += until.Sub(last)
-		}
-		last = until
-	}
-	for _, e := range edges {
-		account(e.at)
-		open += e.delta
-	}
-	account(to)
 	return leaderless, overlap
 }
 
@@ -212,28 +169,15 @@ func thefts(ls []leadership, base, end time.Time) []Theft {
 			if a.id == b.id || !a.start.Before(b.start) {
 				continue
 			}
-			aEnd := a.end
-			if aEnd.IsZero() {
-				aEnd = end
-			}
+			aEnd := cmp.Or(a.end, end)
 			if !aEnd.After(b.start) {
 				continue
 			}
 			out = append(out, Theft{At: b.start.Sub(base), Victim: a.id, Thief: b.id, Detection: aEnd.Sub(b.start), Ongoing: a.end.IsZero()})
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
+	slices.SortStableFunc(out, func(a, b Theft) int { return cmp.Compare(a.At, b.At) })
 	return out
-}
-
-// leadershipOf returns id's leadership (an identity leads at most once).
-func leadershipOf(ls []leadership, id string) (leadership, bool) {
-	for _, l := range ls {
-		if l.id == id {
-			return l, true
-		}
-	}
-	return leadership{}, false
 }
 
 // classified is an accepted leader-only write, told apart by fencing.
@@ -258,23 +202,27 @@ func faultReports(faults []faultEvent, ls []leadership, log []event, fenced []cl
 			fr.Failed = f.err.Error()
 		}
 		if f.kind == FaultPartition || f.kind == FaultPause {
-			healed := f.healed
-			if healed.IsZero() {
-				healed = end
-			}
-			fr.Duration = healed.Sub(f.at)
+			fr.Duration = cmp.Or(f.healed, end).Sub(f.at)
 		}
 		// The taking: the first successful Lease write after the fault
 		// naming a holder other than the victim.
 		var taken, next time.Time
 		for _, w := range log {
-			if w.OK && !w.End.Before(f.at) && w.End.Before(to) && w.Holder != "" && (next.IsZero() || w.End.Before(next)) {
+			if w.End.Before(f.at) || !w.End.Before(to) {
+				continue
+			}
+			fr.LeaseWrites++
+			if w.Outcome == metrics.VersionConflict {
+				fr.LeaseConflicts++
+			}
+			if w.Outcome != metrics.Success || w.Holder == "" {
+				continue
+			}
+			if next.IsZero() || w.End.Before(next) {
 				next, fr.NextHolder = w.End, w.Holder
 			}
-			if w.OK && !w.End.Before(f.at) && w.End.Before(to) && w.Holder != "" && w.Holder != f.victim {
-				if taken.IsZero() || w.End.Before(taken) {
-					taken, fr.TakenBy = w.End, w.Holder
-				}
+			if w.Holder != f.victim && (taken.IsZero() || w.End.Before(taken)) {
+				taken, fr.TakenBy = w.End, w.Holder
 			}
 		}
 		if !next.IsZero() {
@@ -283,23 +231,17 @@ func faultReports(faults []faultEvent, ls []leadership, log []event, fenced []cl
 		if !taken.IsZero() {
 			fr.Taken, fr.TakenAfter = true, taken.Sub(f.at)
 		}
-		if l, ok := leadershipOf(ls, f.victim); ok && !l.end.IsZero() && l.end.Before(to) {
-			fr.VictimStopped, fr.StoppedAfter = true, l.end.Sub(f.at)
+		// An identity leads at most once.
+		v := slices.IndexFunc(ls, func(l leadership) bool { return l.id == f.victim })
+		if v >= 0 && !ls[v].end.IsZero() && ls[v].end.Before(to) {
+			fr.VictimStopped, fr.StoppedAfter = true, ls[v].end.Sub(f.at)
 			if fr.Taken {
-				fr.Detection = l.end.Sub(taken)
+				fr.Detection = ls[v].end.Sub(taken)
 			}
 		} else if fr.Taken {
 			fr.Detection = to.Sub(taken)
 		}
 		fr.Leaderless, fr.Overlap = coverage(ls, f.at, to)
-		for _, w := range log {
-			if !w.End.Before(f.at) && w.End.Before(to) {
-				fr.LeaseWrites++
-				if w.Conflict {
-					fr.LeaseConflicts++
-				}
-			}
-		}
 		for _, w := range fenced {
 			if w.id != f.victim || w.end.Before(f.at) || !w.end.Before(to) {
 				continue

@@ -34,67 +34,56 @@ type watchElector struct {
 
 	observedRV string
 	observedAt time.Time
-	// acquired is the record its last successful acquire wrote.
-	acquired resourcelock.LeaderElectionRecord
 }
 
 // run campaigns until ctx ends or the candidate loses the Lease after
 // leading; it reports whether it led.
 func (e *watchElector) run(ctx context.Context) (led bool) {
 	for {
-		if e.tryAcquire(ctx) {
-			e.lead(ctx)
+		if rec, ok := e.tryAcquire(ctx); ok {
+			e.lead(ctx, rec)
 			return true
 		}
 		select {
 		case <-ctx.Done():
 			return false
-		case <-time.After(wait.Jitter(e.c.set.RetryPeriod.Duration, 1.2)):
+		case <-time.After(wait.Jitter(e.c.Settings.RetryPeriod.Duration, 1.2)):
 		}
 	}
 }
 
-func (e *watchElector) record(now time.Time) resourcelock.LeaderElectionRecord {
-	return resourcelock.LeaderElectionRecord{
-		HolderIdentity:       e.id,
-		LeaseDurationSeconds: int(e.c.lease / time.Second),
-		AcquireTime:          metav1.NewTime(now),
-		RenewTime:            metav1.NewTime(now),
-	}
-}
-
-// tryAcquire takes the Lease if it is free, released or expired.
-func (e *watchElector) tryAcquire(ctx context.Context) bool {
+// tryAcquire takes the Lease if it is free, released or expired, and
+// returns the record it wrote.
+func (e *watchElector) tryAcquire(ctx context.Context) (resourcelock.LeaderElectionRecord, bool) {
 	now := time.Now()
-	rec := e.record(now)
+	rec := resourcelock.LeaderElectionRecord{HolderIdentity: e.id, LeaseDurationSeconds: int(e.c.Lease / time.Second),
+		AcquireTime: metav1.NewTime(now), RenewTime: metav1.NewTime(now)}
 	old, _, err := e.lock.Get(ctx)
 	if apierrors.IsNotFound(err) {
-		e.acquired = rec
-		return e.lock.Create(ctx, rec) == nil
+		return rec, e.lock.Create(ctx, rec) == nil
 	}
 	if err != nil {
-		return false
+		return rec, false
 	}
 	if seen := e.lock.seen.Load(); seen != nil && seen.ResourceVersion != e.observedRV {
 		e.observedRV, e.observedAt = seen.ResourceVersion, now
 	}
 	valid := e.observedAt.Add(time.Duration(old.LeaseDurationSeconds) * time.Second).After(now)
 	if old.HolderIdentity != "" && old.HolderIdentity != e.id && valid {
-		return false
+		return rec, false
 	}
 	rec.LeaderTransitions = old.LeaderTransitions
 	if old.HolderIdentity != e.id {
 		rec.LeaderTransitions++
 	}
-	e.acquired = rec
-	return e.lock.Update(ctx, rec) == nil
+	return rec, e.lock.Update(ctx, rec) == nil
 }
 
 // lead runs the candidate's leadership until it steps down: ctx ends (it
 // is stopped), the watch shows another holder or no Lease, a renewal is
 // refused (409 or 404), or a renewal round does not succeed within the
 // renew deadline.
-func (e *watchElector) lead(ctx context.Context) {
+func (e *watchElector) lead(ctx context.Context, rec resourcelock.LeaderElectionRecord) {
 	acquired := time.Now()
 	var acquireRV string
 	if seen := e.lock.seen.Load(); seen != nil {
@@ -103,18 +92,30 @@ func (e *watchElector) lead(ctx context.Context) {
 	lctx, stepDown := context.WithCancel(ctx)
 	defer stepDown()
 	ended := make(chan struct{})
-	e.c.obs(event{Kind: evBegan, ID: e.id, At: acquired})
-	go func() {
-		defer close(ended)
-		<-lctx.Done()
-		e.c.obs(event{Kind: evEnded, At: time.Now()})
-	}()
-	e.c.startLeaderWrites(lctx, e.id, e.lock)
+	e.c.leads(lctx, e.id, acquired, e.lock, ended)
+	// It steps down at the first event of its watch that names another
+	// holder or deletes the Lease. The watch goes through the candidate's
+	// own client and partition: a partitioned leader sees nothing until it
+	// heals.
 	var watching sync.WaitGroup
-	watching.Go(func() { e.watch(lctx, acquireRV, stepDown) })
+	watching.Go(func() {
+		w, err := watchtools.NewRetryWatcherWithContext(lctx, acquireRV, leaseWatcher{e.c.client, e.c.Namespace})
+		if err != nil {
+			return // no resourceVersion to watch from: the renewals still find out
+		}
+		eachLease(lctx, w, func(t watch.EventType, l *coordinationv1.Lease) bool {
+			if e.c.partition.wait(lctx) != nil {
+				return false
+			}
+			if t == watch.Deleted || holderOf(l) != e.id {
+				stepDown()
+				return false
+			}
+			return true
+		})
+	})
 
-	rec := e.acquired
-	retry, renew := e.c.set.RetryPeriod.Duration, e.c.set.RenewDeadline.Duration
+	retry, renew := e.c.Settings.RetryPeriod.Duration, e.c.Settings.RenewDeadline.Duration
 	// Renew as client-go does: a retry period after each success, a
 	// renewal round starts; it retries every retry period and gives up
 	// leading when the round has not succeeded within the renew deadline.
@@ -152,44 +153,9 @@ func (e *watchElector) lead(ctx context.Context) {
 	<-ended
 	watching.Wait()
 	// A stopped leader that still holds the Lease gives it up.
-	if e.c.set.ReleaseOnCancel && ctx.Err() != nil && e.lock.held.Load() {
+	if e.c.Settings.ReleaseOnCancel && ctx.Err() != nil && e.lock.held.Load() {
 		rel := resourcelock.LeaderElectionRecord{LeaderTransitions: rec.LeaderTransitions, LeaseDurationSeconds: 1,
 			RenewTime: metav1.NewTime(time.Now()), AcquireTime: metav1.NewTime(time.Now())}
 		_ = e.lock.Update(ctx, rel) //nolint:errcheck // counted by the lock; nothing to do on failure
-	}
-}
-
-// watch steps the leader down at the first event that names another
-// holder or deletes the Lease. The watch goes through the candidate's own
-// client and partition: a partitioned leader sees nothing until it heals.
-func (e *watchElector) watch(lctx context.Context, fromRV string, stepDown func()) {
-	if fromRV == "" {
-		return
-	}
-	w, err := watchtools.NewRetryWatcherWithContext(lctx, fromRV, leaseWatcher{e.c.client, e.c.namespace})
-	if err != nil {
-		return // the renewals still find out
-	}
-	defer w.Stop()
-	for {
-		select {
-		case <-lctx.Done():
-			return
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return
-			}
-			if e.c.partition.wait(lctx) != nil {
-				return
-			}
-			l, isLease := ev.Object.(*coordinationv1.Lease)
-			if !isLease {
-				continue
-			}
-			if ev.Type == watch.Deleted || holderOf(l) != e.id {
-				stepDown()
-				return
-			}
-		}
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
@@ -39,30 +38,20 @@ const (
 	errorHeader = "Kb-Bench-Error"
 )
 
-// candidateConfig is what the run tells a candidate process on its stdin
-// when the campaign starts.
-type candidateConfig struct {
-	Slot      int           `json:"slot"`
-	Namespace string        `json:"namespace"`
-	RunID     string        `json:"runID"`
-	Settings  Settings      `json:"settings"`
-	Lease     time.Duration `json:"lease"`
-	Timeout   time.Duration `json:"timeout"`
-	Client    spec.Client   `json:"client"`
-	// Server is the run's proxy for the candidate's slot.
-	Server string `json:"server"`
-}
-
 // event is one thing a candidate did, for the run to observe (observe): a
 // candidate goroutine hands it over as is, a candidate process writes it
 // as a line of JSON on its stdout. Candidate and run read the same clock.
 type event struct {
 	Kind  string `json:"kind"`
 	Phase phase  `json:"phase,omitempty"`
-	// A request's times (reads, writes, fenced writes).
-	sendTimes
-	// At is when a leadership began or ended.
-	At      time.Time       `json:"at,omitzero"`
+	// A request's times (reads, writes, fenced writes) as its sender saw
+	// them: when it started, when it left the client for the apiserver
+	// (zero when not known), when its answer came; or when a leadership
+	// began (Start) or ended (End).
+	Start time.Time `json:"start,omitzero"`
+	Sent  time.Time `json:"sent,omitzero"`
+	End   time.Time `json:"end,omitzero"`
+	// A request's outcome (Success: it was accepted) and error.
 	Outcome metrics.Outcome `json:"outcome,omitempty"`
 	Err     string          `json:"err,omitempty"`
 	// ID is the candidate's identity (or the intruder's); Holder the
@@ -74,9 +63,6 @@ type event struct {
 	// holder; RV the resourceVersion the apiserver gave it (0: it failed).
 	Token uint64 `json:"token,omitempty"`
 	RV    uint64 `json:"rv,omitempty"`
-	// OK: the write was accepted; Conflict: it was answered 409.
-	OK       bool `json:"ok,omitempty"`
-	Conflict bool `json:"conflict,omitempty"`
 }
 
 // The kinds of event.
@@ -91,41 +77,12 @@ const (
 	evFailed = "failed"
 )
 
-// errText is err's message ("" for none), as an event carries it.
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
-
 // errOf is the error an event carries.
 func (e *event) errOf() error {
 	if e.Err == "" {
 		return nil
 	}
 	return errors.New(e.Err)
-}
-
-// wire is a candidate process's observer: it writes each event as a line
-// of JSON, at once, for the run to read. When the run stops reading, the
-// candidate stops.
-type wire struct {
-	mu   sync.Mutex
-	enc  *json.Encoder
-	err  error
-	stop context.CancelFunc
-}
-
-func (w *wire) send(e event) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil {
-		return
-	}
-	if w.err = w.enc.Encode(e); w.err != nil && w.stop != nil {
-		w.stop()
-	}
 }
 
 // CandidateMain runs this process as a candidate process when CandidateEnv
@@ -148,40 +105,42 @@ func CandidateMain() (status int, isCandidate bool) {
 // does on out as a line of JSON, and returns once in ends (the run's stop:
 // a leader that releases on cancel releases first).
 func RunCandidate(in io.Reader, out io.Writer) error {
-	w := &wire{enc: json.NewEncoder(out)}
-	w.send(event{Kind: evHello})
+	// client-go's leader election logs through klog: quiet, as in a run.
+	ctx, stop := context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
+	defer stop()
+	// Each event goes out at once; when the run stops reading, the
+	// candidate stops.
+	var mu sync.Mutex
+	enc, broken := json.NewEncoder(out), false
+	send := func(e event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !broken && enc.Encode(e) != nil {
+			broken = true
+			stop()
+		}
+	}
+	send(event{Kind: evHello})
 	dec := json.NewDecoder(in)
-	var cfg candidateConfig
-	if err := dec.Decode(&cfg); err != nil {
+	c := &candidate{obs: send, ops: context.Background(), writers: &sync.WaitGroup{}}
+	if err := dec.Decode(&c.candidateConfig); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil // the run stopped before the campaign began
 		}
 		return fmt.Errorf("reading the candidate's configuration: %w", err)
 	}
-	// client-go's leader election logs through klog: quiet, as in a run.
-	ctx, stop := context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
-	defer stop()
-	w.mu.Lock()
-	w.stop = stop
-	w.mu.Unlock()
 	go func() {
 		_, _ = io.Copy(io.Discard, io.MultiReader(dec.Buffered(), in))
 		stop()
 	}()
-	rc := scenario.ClientConfig(&rest.Config{Host: cfg.Server}, cfg.Client, "")
+	rc := scenario.ClientConfig(&rest.Config{Host: c.Server}, c.Client, "")
 	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return fromProxy{rt} }
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return fmt.Errorf("candidate %d: a client of the run's proxy %s: %w", cfg.Slot, cfg.Server, err)
-	}
-	var writers sync.WaitGroup
-	c := &candidate{
-		slot: cfg.Slot, set: &cfg.Settings, lease: cfg.Lease,
-		client: client, namespace: cfg.Namespace, runID: cfg.RunID,
-		timeout: cfg.Timeout, ops: context.Background(), obs: w.send, writers: &writers,
+	var err error
+	if c.client, err = kubernetes.NewForConfig(rc); err != nil {
+		return fmt.Errorf("candidate %d: a client of the run's proxy %s: %w", c.Slot, c.Server, err)
 	}
 	c.campaign(ctx)
-	writers.Wait()
+	c.writers.Wait()
 	return nil
 }
 

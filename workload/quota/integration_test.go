@@ -16,6 +16,7 @@ import (
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/render/text"
+	"github.com/kb-bench/kb-bench/results/resultstest"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
 	"github.com/kb-bench/kb-bench/workload/quota"
@@ -82,8 +83,8 @@ func assertChecksPass(t *testing.T, res *results.Result) {
 // the clients sent.
 func assertServerMatch(t *testing.T, res *results.Result) {
 	t.Helper()
-	if sc := res.Server; sc == nil || !sc.Available || !sc.Match {
-		t.Errorf("server cross-check %+v, want every count to match the apiserver's", sc)
+	if err := resultstest.ServerAgrees(res.Server); err != nil {
+		t.Errorf("server cross-check: %v, want every count to match the apiserver's", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -27,12 +28,7 @@ func Decode(raw map[string]any, settings Settings, p *field.Path) field.ErrorLis
 		names = append(names, name)
 	}
 	var errs field.ErrorList
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		fv, ok := byName[k]
 		if !ok {
 			detail := "this scenario has no setting of that name"

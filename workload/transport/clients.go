@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -134,7 +135,7 @@ type Reading struct {
 
 // Read sums the clients' counters now.
 func Read(clients []*Client) Reading {
-	r := Reading{Requests: map[metrics.RequestKey]int64{}, sent: map[string]int64{}, received: map[string]int64{}}
+	r := newReading()
 	for _, c := range clients {
 		c.meter.addTo(&r)
 		if c.limiter != nil {
@@ -145,32 +146,34 @@ func Read(clients []*Client) Reading {
 	return r
 }
 
+func newReading() Reading {
+	return Reading{Requests: map[metrics.RequestKey]int64{}, sent: map[string]int64{}, received: map[string]int64{}}
+}
+
 // Since returns what the clients did between before and r.
-func (r Reading) Since(before Reading) Reading {
+func (r Reading) Since(before Reading) Reading { return r.plus(before, -1) }
+
+// plus is r + sign*o, without the keys that add up to nothing.
+func (r Reading) plus(o Reading, sign int64) Reading {
 	return Reading{
-		Requests: sub(r.Requests, before.Requests), sent: sub(r.sent, before.sent), received: sub(r.received, before.received),
-		waited: r.waited - before.waited, limited: r.limited - before.limited,
-		streamWait: r.streamWait - before.streamWait, streamWaits: r.streamWaits - before.streamWaits,
-		delay: r.delay - before.delay, delayed: r.delayed - before.delayed,
+		Requests: plus(r.Requests, o.Requests, sign), sent: plus(r.sent, o.sent, sign), received: plus(r.received, o.received, sign),
+		waited: r.waited + time.Duration(sign)*o.waited, limited: r.limited + sign*o.limited,
+		streamWait: r.streamWait + time.Duration(sign)*o.streamWait, streamWaits: r.streamWaits + sign*o.streamWaits,
+		delay: r.delay + time.Duration(sign)*o.delay, delayed: r.delayed + sign*o.delayed,
 	}
 }
 
-// sub is a - b, without the keys that are the same in both.
-func sub[K comparable](a, b map[K]int64) map[K]int64 {
-	d := map[K]int64{}
-	for k, n := range a {
-		if n -= b[k]; n != 0 {
-			d[k] = n
+func plus[K comparable](a, b map[K]int64, sign int64) map[K]int64 {
+	d := maps.Clone(a)
+	if d == nil {
+		d = map[K]int64{}
+	}
+	for k, n := range b {
+		if d[k] += sign * n; d[k] == 0 {
+			delete(d, k)
 		}
 	}
 	return d
-}
-
-// add adds b to a.
-func add[K comparable](a, b map[K]int64) {
-	for k, n := range b {
-		a[k] += n
-	}
 }
 
 // Stats are the client figures of the result; retries are client-go's
@@ -189,47 +192,44 @@ func (r Reading) Stats(retries int64) results.ClientStats {
 	}
 }
 
-// meter counts one client's requests by endpoint and response code, and
-// the content types it sent and received.
+// meter counts one client's requests by endpoint and response code, the
+// content types it sent and received, and the latency it added.
 type meter struct {
-	hold     *Hold
-	health   *Health
-	streams  streamSlots
-	latency  netdelay.Delay
-	delay    atomic.Int64 // nanoseconds added by latency
-	delayed  atomic.Int64
-	mu       sync.Mutex
-	requests map[metrics.RequestKey]int64
-	sent     map[string]int64
-	received map[string]int64
+	hold    *Hold
+	health  *Health
+	streams streamSlots
+	latency netdelay.Delay
+	mu      sync.Mutex
+	counts  Reading
 }
 
 func newMeter(hold *Hold, h *Health) *meter {
-	return &meter{hold: hold, health: h, requests: map[metrics.RequestKey]int64{}, sent: map[string]int64{}, received: map[string]int64{}}
+	return &meter{hold: hold, health: h, counts: newReading()}
 }
 
-func (m *meter) count(k metrics.RequestKey, sent, received string) {
+// count counts a request, and the latency added to it.
+func (m *meter) count(k metrics.RequestKey, sent, received string, added time.Duration) {
 	m.mu.Lock()
-	m.requests[k]++
+	defer m.mu.Unlock()
+	m.counts.Requests[k]++
 	if sent != "" {
-		m.sent[sent]++
+		m.counts.sent[sent]++
 	}
 	if received != "" {
-		m.received[received]++
+		m.counts.received[received]++
 	}
-	m.mu.Unlock()
+	if !m.latency.Zero() {
+		m.counts.delay += added
+		m.counts.delayed++
+	}
 }
 
 func (m *meter) addTo(r *Reading) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	add(r.Requests, m.requests)
-	add(r.sent, m.sent)
-	add(r.received, m.received)
+	*r = r.plus(m.counts, 1)
+	m.mu.Unlock()
 	r.streamWait += time.Duration(m.streams.waited.Load())
 	r.streamWaits += m.streams.queued.Load()
-	r.delay += time.Duration(m.delay.Load())
-	r.delayed += m.delayed.Load()
 }
 
 // meteredTransport counts every request of a client (client-go's own
@@ -242,32 +242,31 @@ type meteredTransport struct {
 	meter *meter
 }
 
-func (t *meteredTransport) RoundTrip(r *http.Request) (_ *http.Response, err error) {
+func (t *meteredTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	key, watch := endpointOf(r)
 	if watch {
 		return t.next.RoundTrip(r)
 	}
-	t.meter.health.backoff(r.Context())
+	m := t.meter
+	m.health.backoff(r.Context())
 	// A stream first, then the hold: a request that waits for a stream
 	// is not in flight, and one that never gets a stream was never sent.
-	if err := t.meter.streams.acquire(r); err != nil {
+	if err := m.streams.acquire(r); err != nil {
 		return nil, err
 	}
-	if err = t.meter.hold.enter(r.Context()); err != nil {
-		t.meter.streams.release()
+	if err := m.hold.enter(r.Context()); err != nil {
+		m.streams.release()
 		return nil, err
 	}
-	var resp *http.Response
-	if t.meter.latency.Zero() {
-		resp, err = t.next.RoundTrip(r)
-	} else {
-		// The network's way there, the server, the way back: inside the
-		// hold (the request is in flight) and the operation's clock.
-		added := netdelay.Sleep(r.Context().Done(), t.meter.latency.OneWay())
-		resp, err = t.next.RoundTrip(r)
-		added += netdelay.Sleep(r.Context().Done(), t.meter.latency.OneWay())
-		t.meter.delay.Add(int64(added))
-		t.meter.delayed.Add(1)
+	// The network's way there, the server, the way back: inside the hold
+	// (the request is in flight) and the operation's clock.
+	var added time.Duration
+	if !m.latency.Zero() {
+		added = netdelay.Sleep(r.Context().Done(), m.latency.OneWay())
+	}
+	resp, err := t.next.RoundTrip(r)
+	if !m.latency.Zero() {
+		added += netdelay.Sleep(r.Context().Done(), m.latency.OneWay())
 	}
 	sent := ""
 	if r.Body != nil {
@@ -275,38 +274,39 @@ func (t *meteredTransport) RoundTrip(r *http.Request) (_ *http.Response, err err
 	}
 	if err != nil {
 		// No answer: the apiserver may or may not have counted it.
-		t.meter.health.failed(err)
+		m.health.failed(err)
 		key.Code = results.CodeNoResponse
-		t.meter.count(key, sent, "")
-		t.meter.hold.leave()
-		t.meter.streams.release()
+		m.count(key, sent, "", added)
+		m.done()
 		return nil, err
 	}
-	t.meter.health.answered()
+	m.health.answered()
 	key.Code = strconv.Itoa(resp.StatusCode)
-	t.meter.count(key, sent, mediaType(resp.Header.Get("Content-Type")))
-	resp.Body = &leaveOnClose{ReadCloser: resp.Body, hold: t.meter.hold, streams: &t.meter.streams}
+	m.count(key, sent, mediaType(resp.Header.Get("Content-Type")), added)
+	resp.Body = &leaveOnClose{ReadCloser: resp.Body, meter: m}
 	return resp, nil
 }
 
 // WrappedRoundTripper lets client-go's debugging helpers see through it.
 func (t *meteredTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
 
-// leaveOnClose leaves the hold and frees the request's stream once, when
-// the body is closed (the stream ends with the body).
+// done ends a request: it leaves the hold and frees its stream.
+func (m *meter) done() {
+	m.hold.leave()
+	m.streams.release()
+}
+
+// leaveOnClose ends the request once, when the body is closed (the
+// stream ends with the body).
 type leaveOnClose struct {
 	io.ReadCloser
-	hold    *Hold
-	streams *streamSlots
-	once    sync.Once
+	meter *meter
+	once  sync.Once
 }
 
 func (b *leaveOnClose) Close() error {
 	err := b.ReadCloser.Close()
-	b.once.Do(func() {
-		b.hold.leave()
-		b.streams.release()
-	})
+	b.once.Do(b.meter.done)
 	return err
 }
 
@@ -320,35 +320,27 @@ func mediaType(ct string) string {
 // apiserver_request_total does: verb (LIST for a collection GET, APPLY for
 // an apply patch), group, resource and subresource. watch reports a watch.
 func endpointOf(r *http.Request) (k metrics.RequestKey, watch bool) {
-	p := strings.Trim(r.URL.Path, "/")
-	var segs []string
+	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
-	case strings.HasPrefix(p, "api/"):
-		segs = strings.Split(p, "/")[2:] // api/v1/...
-	case strings.HasPrefix(p, "apis/"):
-		segs = strings.Split(p, "/")
-		if len(segs) >= 3 {
-			k.Group = segs[1]
-			segs = segs[3:] // apis/GROUP/VERSION/...
-		} else {
-			segs = nil
-		}
+	case segs[0] == "api" && len(segs) >= 2:
+		segs = segs[2:] // api/v1/...
+	case segs[0] == "apis" && len(segs) >= 3:
+		k.Group, segs = segs[1], segs[3:] // apis/GROUP/VERSION/...
+	default:
+		segs = nil
 	}
 	isNamespaceSub := len(segs) == 3 && (segs[2] == "status" || segs[2] == "finalize")
 	if len(segs) >= 3 && segs[0] == "namespaces" && !isNamespaceSub {
 		segs = segs[2:] // namespaces/NS/RESOURCE/...
 	}
-	named := false
+	named := len(segs) > 1
 	if len(segs) > 0 {
 		k.Resource = segs[0]
-	}
-	if len(segs) > 1 {
-		named = true
 	}
 	if len(segs) > 2 {
 		k.Subresource = segs[2]
 	}
-	switch r.Method {
+	switch k.Verb = r.Method; r.Method { // POST, PUT as they are
 	case http.MethodGet:
 		switch {
 		case strings.Contains(r.URL.RawQuery, "watch=true") || strings.Contains(r.URL.RawQuery, "watch=1"):
@@ -359,17 +351,13 @@ func endpointOf(r *http.Request) (k metrics.RequestKey, watch bool) {
 			k.Verb = "LIST"
 		}
 	case http.MethodPatch:
-		k.Verb = "PATCH"
 		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/apply-patch") {
 			k.Verb = "APPLY"
 		}
 	case http.MethodDelete:
-		k.Verb = "DELETE"
 		if !named {
 			k.Verb = "DELETECOLLECTION"
 		}
-	default:
-		k.Verb = r.Method // POST, PUT
 	}
 	return k, watch
 }
@@ -606,16 +594,12 @@ func (s *streamSlots) release() {
 	}
 	s.mu.Lock()
 	s.inUse--
-	s.handOutLocked()
-	s.mu.Unlock()
-}
-
-// handOutLocked gives free streams to the requests waiting, oldest first.
-func (s *streamSlots) handOutLocked() {
+	// Free streams go to the requests waiting, oldest first.
 	for s.waiting.Len() > 0 && (s.limit == 0 || s.inUse < s.limit) {
 		close(s.waiting.Remove(s.waiting.Front()).(chan struct{}))
 		s.inUse++
 	}
+	s.mu.Unlock()
 }
 
 // streamLimit asks the server at u how many streams one HTTP/2 connection

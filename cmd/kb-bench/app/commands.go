@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -64,6 +65,21 @@ func noArgs(c *cobra.Command, args []string) error {
 	}
 	return nil
 }
+
+// nArgs is the arguments check of a command that takes as many arguments
+// as ok accepts; otherwise it says so by says, a format of the command's
+// path.
+func nArgs(ok func(n int) bool, says string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if !ok(len(args)) {
+			return &flagError{fmt.Errorf(says, c.CommandPath())}
+		}
+		return nil
+	}
+}
+
+// one accepts one argument.
+func one(n int) bool { return n == 1 }
 
 // unknownCommand is the arguments check of a command with subcommands:
 // any argument is a subcommand that does not exist. It suggests the
@@ -157,9 +173,5 @@ func calledPath(c *cobra.Command) string {
 	if !c.HasParent() {
 		return c.Name()
 	}
-	name := c.CalledAs()
-	if name == "" {
-		name = c.Name()
-	}
-	return calledPath(c.Parent()) + " " + name
+	return calledPath(c.Parent()) + " " + cmp.Or(c.CalledAs(), c.Name())
 }

@@ -33,12 +33,7 @@ is tested with the Mann-Whitney U test: "~" where it is not significant
 side or more).`,
 		Example: `  kb-bench compare kb-bench-results/run-a kb-bench-results/run-b
   kb-bench compare before/ after/ --format markdown >> "$GITHUB_STEP_SUMMARY"`,
-		Args: func(c *cobra.Command, args []string) error {
-			if len(args) < 2 {
-				return &flagError{fmt.Errorf("%s needs two results or more to compare (see '%s --help')", c.CommandPath(), c.CommandPath())}
-			}
-			return nil
-		},
+		Args: nArgs(func(n int) bool { return n >= 2 }, "%[1]s needs two results or more to compare (see '%[1]s --help')"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if !slices.Contains(text.CompareFormats, format) {
 				return spec.Input(fmt.Errorf("--format %q is not known: use %s", format, strings.Join(text.CompareFormats, ", ")))

@@ -11,13 +11,11 @@ import (
 	"github.com/kb-bench/kb-bench/spec"
 )
 
-// specFlags are the run flags: one per bench.Setting (a spec.Spec field
-// or a registered scenario's setting), its default in --help that
-// setting's default. Only the flags the user set become overrides of the
-// profile's settings.
-type specFlags struct {
-	flags map[string]*flagValue
-}
+// specFlags are the run flags by name: one per bench.Setting (a
+// spec.Spec field or a registered scenario's setting), its default in
+// --help that setting's default. Only the flags the user set become
+// overrides of the profile's settings.
+type specFlags map[string]*flagValue
 
 // register adds a flag per setting to fs.
 func (f *specFlags) register(fs *pflag.FlagSet) error {
@@ -25,7 +23,7 @@ func (f *specFlags) register(fs *pflag.FlagSet) error {
 	if err != nil {
 		return err
 	}
-	f.flags = map[string]*flagValue{}
+	*f = specFlags{}
 	for _, s := range settings {
 		if fs.Lookup(s.Name) != nil {
 			return fmt.Errorf("flag --%s is declared twice (a bug in kb-bench: please report it)", s.Name)
@@ -38,7 +36,7 @@ func (f *specFlags) register(fs *pflag.FlagSet) error {
 		if s.Matrix {
 			help += "; a comma-separated list runs each (a matrix, compared at the end)"
 		}
-		f.flags[s.Name] = v
+		(*f)[s.Name] = v
 		pf := fs.VarPF(v, s.Name, "", help)
 		if s.Type.Kind() == reflect.Bool {
 			pf.NoOptDefVal = "true"
@@ -49,14 +47,12 @@ func (f *specFlags) register(fs *pflag.FlagSet) error {
 
 // overrides are the flags the user set, in the order given, as the
 // settings they override.
-func (f *specFlags) overrides(fs *pflag.FlagSet) []bench.Override {
+func (f specFlags) overrides(fs *pflag.FlagSet) []bench.Override {
 	var out []bench.Override
 	fs.Visit(func(pf *pflag.Flag) {
-		v, ok := f.flags[pf.Name]
-		if !ok {
-			return
+		if v, ok := f[pf.Name]; ok {
+			out = append(out, bench.Override{Name: pf.Name, Values: v.values})
 		}
-		out = append(out, bench.Override{Name: pf.Name, Values: v.values})
 	})
 	return out
 }

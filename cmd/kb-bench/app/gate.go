@@ -14,8 +14,8 @@ import (
 
 // newGateCommand judges a result against thresholds and a baseline.
 func newGateCommand(s Streams) *cobra.Command {
-	var baseline, thresholds, format string
-	var force bool
+	var r bench.GateRequest
+	var format string
 	cmd := &cobra.Command{
 		Use:   "gate AB-RUN | CANDIDATE --baseline BASE [--thresholds FILE]",
 		Short: "Pass or fail a result against thresholds and a baseline, for CI",
@@ -57,18 +57,14 @@ in every format): 0 all hold, 1 one fails, 2 bad input.`,
 		Example: `  kb-bench run --count 5 --control-plane-bin pr/bin --baseline-with control-plane-bin=main/bin --out ab/
   kb-bench gate ab/ --thresholds gate.yaml --format markdown
   kb-bench gate --baseline stored-main/ candidate/   # against stored results`,
-		Args: func(c *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return &flagError{fmt.Errorf("%s takes one A/B run's directory, or one candidate result with --baseline (see '%s --help')", c.CommandPath(), c.CommandPath())}
-			}
-			return nil
-		},
+		Args: nArgs(one, "%[1]s takes one A/B run's directory, or one candidate result with --baseline (see '%[1]s --help')"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			// The verdict's exit status never depends on how it is written.
 			if !slices.Contains(text.GateFormats, format) {
 				return spec.Input(fmt.Errorf("--format %q is not known: use %s", format, strings.Join(text.GateFormats, ", ")))
 			}
-			verdicts, err := bench.Gate(bench.GateRequest{Candidate: args[0], Baseline: baseline, Thresholds: thresholds, Force: force, Notes: s.Err})
+			r.Candidate, r.Notes = args[0], s.Err
+			verdicts, err := bench.Gate(r)
 			if verdicts != nil {
 				if werr := text.WriteVerdicts(s.Out, verdicts, format); werr != nil {
 					return fmt.Errorf("writing the verdicts: %w", werr)
@@ -77,9 +73,9 @@ in every format): 0 all hold, 1 one fails, 2 bad input.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&baseline, "baseline", "", "the result (or directory of samples) to compare with")
-	cmd.Flags().StringVar(&thresholds, "thresholds", "", "a Gate YAML file of thresholds (default: see above)")
+	cmd.Flags().StringVar(&r.Baseline, "baseline", "", "the result (or directory of samples) to compare with")
+	cmd.Flags().StringVar(&r.Thresholds, "thresholds", "", "a Gate YAML file of thresholds (default: see above)")
 	cmd.Flags().StringVar(&format, "format", "text", "text, markdown, json or junit (JUnit XML, which CI systems read)")
-	cmd.Flags().BoolVar(&force, "force", false, "judge against a baseline that ran a different workload")
+	cmd.Flags().BoolVar(&r.Force, "force", false, "judge against a baseline that ran a different workload")
 	return cmd
 }

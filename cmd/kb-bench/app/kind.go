@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -114,14 +115,7 @@ kind, 'get kubeconfig' print one: here, the kubeconfig's path is shown).`,
 			if err != nil {
 				return err
 			}
-			args := strings.Join(st.Options.APIServerArgs, " ")
-			if args == "" {
-				args = "none"
-			}
-			version := st.KubernetesVersion
-			if version == "" {
-				version = "unknown"
-			}
+			args, version := cmp.Or(strings.Join(st.Options.APIServerArgs, " "), "none"), cmp.Or(st.KubernetesVersion, "unknown")
 			fmt.Fprintf(s.Out, "kind cluster %s: made %s, %d control-plane node(s), etcd on tmpfs %t, apiserver args %s\nnode image: %s\nkubernetes: %s (the local control plane is %s)\nkubeconfig: %s\n",
 				st.Options.Name, st.Created.Format("2006-01-02 15:04:05Z"), st.Options.ControlPlanes, st.Options.EtcdOnTmpfs, args,
 				st.Options.NodeImage, version, cluster.KubeVersion, filepath.Clean(st.Kubeconfig))

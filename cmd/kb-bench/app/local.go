@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -30,12 +31,7 @@ use it instead of starting their own. 'local down' stops it. 'local install'
 builds the control plane's programs from the pinned upstream source.`,
 	}
 	cmd.PersistentFlags().StringVar(&f.stateDir, "state-dir", "", "where the state and kubeconfig are kept (default $XDG_STATE_HOME/kb-bench/local)")
-	stateDir := func() string {
-		if f.stateDir != "" {
-			return f.stateDir
-		}
-		return cluster.DefaultStateDir(getenv)
-	}
+	stateDir := func() string { return cmp.Or(f.stateDir, cluster.DefaultStateDir(getenv)) }
 
 	up := &cobra.Command{
 		Use:     "up",

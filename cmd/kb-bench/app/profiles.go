@@ -33,12 +33,7 @@ func newProfilesCommand(s Streams) *cobra.Command {
 	show := &cobra.Command{
 		Use:   "show NAME",
 		Short: "Print a shipped profile's YAML (a starting point for your own)",
-		Args: func(c *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return &flagError{fmt.Errorf("%s takes one profile name (see 'kb-bench profiles list')", c.CommandPath())}
-			}
-			return nil
-		},
+		Args:  nArgs(one, "%[1]s takes one profile name (see 'kb-bench profiles list')"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			b, err := profiles.ShippedYAML(args[0])
 			if err != nil {

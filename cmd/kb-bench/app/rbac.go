@@ -32,7 +32,7 @@ it starts and lists every missing one.`,
 			if err != nil {
 				return err
 			}
-			objects, err := bench.RBAC(p, bench.RBACOptions{ServiceAccount: serviceAccount, User: user, WithMetrics: withMetrics, Job: f.job})
+			objects, err := bench.RBAC(p, bench.RBACOptions{ServiceAccount: serviceAccount, User: user, WithMetrics: withMetrics, Job: f.opt.Job})
 			if err != nil {
 				return err
 			}

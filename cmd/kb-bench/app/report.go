@@ -27,12 +27,7 @@ configuration) or a sweep's directory.`,
 		Example: `  kb-bench report kb-bench-results/20261123-101500-ab12cd -o report.html
   kb-bench report before/ after/ -o compare.html
   kb-bench report kb-bench-results/my-sweep -o capacity.html`,
-		Args: func(c *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return &flagError{fmt.Errorf("%s needs a result, set or sweep to show (see '%s --help')", c.CommandPath(), c.CommandPath())}
-			}
-			return nil
-		},
+		Args: nArgs(func(n int) bool { return n > 0 }, "%[1]s needs a result, set or sweep to show (see '%[1]s --help')"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if err := bench.Report(args, out, version, s.Err, s.Out); err != nil {
 				return err

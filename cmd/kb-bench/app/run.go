@@ -19,26 +19,17 @@ import (
 	"github.com/kb-bench/kb-bench/workload"
 )
 
-// runFlags are the flags of the commands that run benchmarks; the
-// settings' flags live in specFlags.
+// runFlags are the flags of the commands that run benchmarks, most of
+// them bound to the request and the options they make; the settings'
+// flags live in specFlags.
 type runFlags struct {
-	spec         specFlags
-	file         string
-	profile      string
-	out          string
-	output       string
-	quiet        bool
-	stateDir     string
-	count        int
-	gate         string
-	baseline     string
-	baselineSpec string
-	baselineWith []string
-	report       bool
-	shardTimeout time.Duration
-	job          bench.JobOptions
-	metricsAddr  string
-	metricsWait  time.Duration
+	spec specFlags
+	req  bench.Request
+	opt  bench.Options
+
+	output, gate, baseline, baselineSpec, metricsAddr string
+	baselineWith                                      []string
+	metricsWait                                       time.Duration
 }
 
 func newRunCommand(s Streams, version string, getenv func(string) string) *cobra.Command {
@@ -72,7 +63,7 @@ a saved run's summary again.`,
 	fs.StringVar(&f.baseline, "baseline", "", "with --gate: stored results (a result or directory of samples) relative thresholds compare with; they cannot tell the machine's drift from a change: prefer --baseline-with or --baseline-spec")
 	fs.StringVar(&f.baselineSpec, "baseline-spec", "", "A/B: also run this profile YAML file as the baseline (with the flags given on top), its samples alternating with this run's (the candidate's) on the same target: baseline/ and candidate/ in the result directory, gated one against the other with --gate")
 	fs.StringArrayVar(&f.baselineWith, "baseline-with", nil, "A/B: also run a baseline that differs from this run by SETTING=VALUE (repeatable), e.g. control-plane-bin=/main/bin (each sample then on a fresh control plane of its side's binaries) or qps=0, interleaved as --baseline-spec")
-	fs.BoolVar(&f.report, "report", false, "also write report.html (charts, see 'kb-bench report') in the result directory")
+	fs.BoolVar(&f.opt.Report, "report", false, "also write report.html (charts, see 'kb-bench report') in the result directory")
 	f.register(cmd, "run this many samples of the same spec on one control plane, each in a fresh namespace (sample-N/ in the result directory; compare sets with 'kb-bench compare')")
 	return cmd
 }
@@ -81,16 +72,16 @@ a saved run's summary again.`,
 // profile, the result directory, the samples and the spec's own flags.
 func (f *runFlags) register(cmd *cobra.Command, countHelp string) {
 	fs := cmd.Flags()
-	fs.StringVarP(&f.file, "file", "f", "", "profile YAML file to run")
-	fs.StringVar(&f.profile, "profile", "", "shipped profile to run (see 'kb-bench profiles list')")
-	fs.StringVar(&f.out, "out", "", "directory for the result files (default ./kb-bench-results/<run-id>)")
-	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
-	fs.IntVar(&f.count, "count", 1, countHelp)
-	fs.DurationVar(&f.shardTimeout, "shard-timeout", workload.DefaultShardTimeout, "with --shards: how long every shard has to start and join the run")
-	registerJob(fs, &f.job)
+	fs.StringVarP(&f.req.File, "file", "f", "", "profile YAML file to run")
+	fs.StringVar(&f.req.Profile, "profile", "", "shipped profile to run (see 'kb-bench profiles list')")
+	fs.StringVar(&f.opt.Out, "out", "", "directory for the result files (default ./kb-bench-results/<run-id>)")
+	fs.BoolVarP(&f.opt.Quiet, "quiet", "q", false, "print nothing but errors")
+	fs.IntVar(&f.req.Count, "count", 1, countHelp)
+	fs.DurationVar(&f.opt.ShardTimeout, "shard-timeout", workload.DefaultShardTimeout, "with --shards: how long every shard has to start and join the run")
+	registerJob(fs, &f.opt.Job)
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the run's live figures for Prometheus at http://ADDR/metrics while it runs (e.g. :9464, which is loopback's; name a host, such as 0.0.0.0:9464, to serve other machines); off by default")
 	fs.DurationVar(&f.metricsWait, "metrics-final-scrape", 0, "with --metrics-addr: after the run, keep serving until a scraper has read the final figures (result.json's), at most this long")
-	fs.StringVar(&f.stateDir, "state-dir", "", "where 'kb-bench local up' keeps its state (default $XDG_STATE_HOME/kb-bench/local)")
+	fs.StringVar(&f.opt.StateDir, "state-dir", "", "where 'kb-bench local up' keeps its state (default $XDG_STATE_HOME/kb-bench/local)")
 	_ = fs.MarkHidden("state-dir")
 	// After the command's own flags, so that a setting that would shadow
 	// one is refused (a bug, which every test of the command shows).
@@ -101,7 +92,9 @@ func (f *runFlags) register(cmd *cobra.Command, countHelp string) {
 
 // request is what the flags ask to run.
 func (f *runFlags) request(fs *pflag.FlagSet) bench.Request {
-	return bench.Request{File: f.file, Profile: f.profile, Overrides: f.spec.overrides(fs), Count: f.count}
+	r := f.req
+	r.Overrides = f.spec.overrides(fs)
+	return r
 }
 
 // baselineRequest is the baseline side run's --baseline-spec and
@@ -131,23 +124,8 @@ func (f *runFlags) plan(fs *pflag.FlagSet, r bench.Request) (*bench.Plan, error)
 	return p, checkJobFlags(fs, p.Cells[0].Spec)
 }
 
-// options are how the flags ask a plan to run, shown on s.
-func (f *runFlags) options(s Streams, version string, getenv func(string) string) bench.Options {
-	o := bench.Options{Out: f.out, Stdout: s.Out, Quiet: f.quiet, Log: s.Err, Version: version, Getenv: getenv,
-		StateDir: f.stateDir, ShardTimeout: f.shardTimeout, Job: f.job, Report: f.report}
-	if f.quiet {
-		o.Log = io.Discard
-	} else {
-		o.Progress = newProgress(s.Err)
-	}
-	if s.ClientLog != nil {
-		o.ClientLog = s.ClientLog.Drain
-	}
-	return o
-}
-
 func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, version string, getenv func(string) string) (err error) {
-	o := f.options(s, version, getenv)
+	o := &f.opt
 	switch f.output {
 	case "table":
 	case "json":
@@ -174,20 +152,31 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	if err != nil {
 		return err
 	}
-	stop, err := f.serveMetrics(ctx, &o)
+	stop, err := f.start(ctx, s, version, getenv)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	_, err = bench.Run(ctx, p, o)
+	_, err = bench.Run(ctx, p, *o)
 	return err
 }
 
-// serveMetrics starts the live metrics endpoint --metrics-addr asks for,
-// before anything else starts (a port in use is bad input), and makes it
-// o's. stop ends it, after waiting --metrics-final-scrape for a scrape of
-// the final figures.
-func (f *runFlags) serveMetrics(ctx context.Context, o *bench.Options) (stop func(), err error) {
+// start completes the options the flags bound (where the run shows and
+// tells, its progress, client-go's log) and starts the live metrics
+// endpoint --metrics-addr asks for, before anything else starts (a port
+// in use is bad input). stop ends it, after waiting
+// --metrics-final-scrape for a scrape of the final figures.
+func (f *runFlags) start(ctx context.Context, s Streams, version string, getenv func(string) string) (stop func(), err error) {
+	o := &f.opt
+	o.Stdout, o.Log, o.Version, o.Getenv = s.Out, s.Err, version, getenv
+	if o.Quiet {
+		o.Log = io.Discard
+	} else {
+		o.Progress = newProgress(s.Err)
+	}
+	if s.ClientLog != nil {
+		o.ClientLog = s.ClientLog.Drain
+	}
 	if f.metricsAddr == "" {
 		return func() {}, nil
 	}

@@ -1,8 +1,6 @@
 package app
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/kb-bench/kb-bench/bench"
@@ -28,12 +26,7 @@ prints the result documents (a sweep's document) instead.`,
 		Example: `  kb-bench show kb-bench-results/20261123-101500-ab12cd
   kb-bench show kb-bench-results/my-sweep
   kb-bench show kb-bench-results/20261123-101500-ab12cd --format json | jq .summary`,
-		Args: func(c *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return &flagError{fmt.Errorf("%s takes one result, set, matrix run or sweep (see '%s --help')", c.CommandPath(), c.CommandPath())}
-			}
-			return nil
-		},
+		Args: nArgs(one, "%[1]s takes one result, set, matrix run or sweep (see '%[1]s --help')"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return bench.Show(s.Out, args[0], format)
 		},

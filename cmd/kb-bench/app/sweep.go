@@ -48,7 +48,7 @@ meets a --stop-at condition, so a collapsed object does not run for hours.`,
 	fs := cmd.Flags()
 	fs.StringArrayVar(&f.stopAt, "stop-at", []string{"p99 > 5s"}, "end a series at the first point where this holds (a gate threshold on the point's median: p99, conflictRate, gaveUp, ...); repeatable; 'none' runs every point")
 	fs.DurationVar(&f.slo, "slo", results.DefaultSLO, "the p99 latency objective the sweep answers for (the default is the Kubernetes SLO for mutating API calls)")
-	fs.BoolVar(&f.run.report, "report", false, "also write report.html (the curves, the fitted model and every point, see 'kb-bench report') in the sweep directory")
+	fs.BoolVar(&f.run.opt.Report, "report", false, "also write report.html (the curves, the fitted model and every point, see 'kb-bench report') in the sweep directory")
 	f.run.register(cmd, "run this many samples of every point (sample-N/ below the point's directory); the point's figures are their medians")
 	return cmd
 }
@@ -60,15 +60,14 @@ func (f *sweepFlags) sweep(ctx context.Context, fs *pflag.FlagSet, s Streams, ve
 	if err != nil {
 		return err
 	}
-	o := bench.SweepOptions{Options: f.run.options(s, version, getenv), StopAt: f.stopAt, SLO: f.slo}
-	if defaulted {
-		fmt.Fprintf(o.Log, "sweeping %s (the default: choose the values with --writers, or sweep --objects, --rate or --clients)\n", bench.DefaultSweep)
+	if defaulted && !f.run.opt.Quiet {
+		fmt.Fprintf(s.Err, "sweeping %s (the default: choose the values with --writers, or sweep --objects, --rate or --clients)\n", bench.DefaultSweep)
 	}
-	stop, err := f.run.serveMetrics(ctx, &o.Options)
+	stop, err := f.run.start(ctx, s, version, getenv)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	_, err = bench.Sweep(ctx, p, o)
+	_, err = bench.Sweep(ctx, p, bench.SweepOptions{Options: f.run.opt, StopAt: f.stopAt, SLO: f.slo})
 	return err
 }

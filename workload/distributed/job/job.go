@@ -267,25 +267,26 @@ func (o Options) labels() map[string]string {
 // validate returns every problem with o, each saying what to change.
 func (o Options) validate() field.ErrorList {
 	var errs field.ErrorList
+	invalid := func(p *field.Path, v string, msgs []string, why string) {
+		for _, msg := range msgs {
+			errs = append(errs, field.Invalid(p, v, msg+why))
+		}
+	}
 	// Indexed pods are named and get the hostname NAME-INDEX, which must
 	// be a DNS label too.
 	maxName := validation.DNS1123LabelMaxLength - len("-") - len(strconv.Itoa(max(o.Shards-1, 0)))
-	switch {
+	switch p := field.NewPath("name"); {
 	case o.Name == "":
-		errs = append(errs, field.Required(field.NewPath("name"), "name the shard objects, for example kb-bench-RUNID"))
+		errs = append(errs, field.Required(p, "name the shard objects, for example kb-bench-RUNID"))
 	case len(o.Name) > maxName:
-		errs = append(errs, field.TooLong(field.NewPath("name"), o.Name, maxName))
+		errs = append(errs, field.TooLong(p, o.Name, maxName))
 	default:
-		for _, msg := range validation.IsDNS1123Label(o.Name) {
-			errs = append(errs, field.Invalid(field.NewPath("name"), o.Name, msg))
-		}
+		invalid(p, o.Name, validation.IsDNS1123Label(o.Name), "")
 	}
 	if o.Namespace == "" {
 		errs = append(errs, field.Required(field.NewPath("namespace"), "the run's namespace, which the coordinator creates before the shards"))
 	} else {
-		for _, msg := range validation.IsDNS1123Label(o.Namespace) {
-			errs = append(errs, field.Invalid(field.NewPath("namespace"), o.Namespace, msg))
-		}
+		invalid(field.NewPath("namespace"), o.Namespace, validation.IsDNS1123Label(o.Namespace), "")
 	}
 	if (o.TargetSecret == "") != (o.TargetNamespace == "") {
 		errs = append(errs, field.Required(field.NewPath("targetSecret"), "a Job on a runner cluster needs both the Secret with the target's kubeconfig and the run's namespace on the target"))
@@ -293,9 +294,7 @@ func (o Options) validate() field.ErrorList {
 	if o.RunID == "" {
 		errs = append(errs, field.Required(field.NewPath("runID"), "the run id the shards report under"))
 	} else {
-		for _, msg := range validation.IsValidLabelValue(o.RunID) {
-			errs = append(errs, field.Invalid(field.NewPath("runID"), o.RunID, msg+" (it is the value of the "+scenario.LabelRunID+" label)"))
-		}
+		invalid(field.NewPath("runID"), o.RunID, validation.IsValidLabelValue(o.RunID), " (it is the value of the "+scenario.LabelRunID+" label)")
 	}
 	if o.Shards < 1 || o.Shards > spec.MaxShards {
 		errs = append(errs, field.Invalid(field.NewPath("shards"), o.Shards, fmt.Sprintf("use 1 to %d (--shards)", spec.MaxShards)))
@@ -306,40 +305,27 @@ func (o Options) validate() field.ErrorList {
 	if o.Image == "" {
 		errs = append(errs, field.Required(field.NewPath("image"), "give the kb-bench image the shards run (--image); `make image` builds one"))
 	}
-	switch o.ImagePullPolicy {
-	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
-	default:
-		errs = append(errs, field.NotSupported(field.NewPath("imagePullPolicy"), o.ImagePullPolicy,
-			[]corev1.PullPolicy{corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever}))
+	if pulls := []corev1.PullPolicy{corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever}; !slices.Contains(pulls, o.ImagePullPolicy) {
+		errs = append(errs, field.NotSupported(field.NewPath("imagePullPolicy"), o.ImagePullPolicy, pulls))
 	}
 	if len(o.Rules) == 0 {
 		errs = append(errs, field.Required(field.NewPath("rules"), "the shards need rights in the namespace (at least to the Leases and ConfigMaps they coordinate through)"))
 	}
 	own := scenario.Labels(o.RunID)
-	for _, k := range slices.Sorted(maps.Keys(o.Labels)) {
-		p := field.NewPath("labels").Key(k)
-		if _, ok := own[k]; ok {
-			errs = append(errs, field.Forbidden(p, "kb-bench sets this label itself; drop it"))
-			continue
-		}
-		if k == LabelComponent {
-			errs = append(errs, field.Forbidden(p, "kb-bench sets this label on the shard pods; drop it"))
-			continue
-		}
-		for _, msg := range validation.IsQualifiedName(k) {
-			errs = append(errs, field.Invalid(p, k, msg))
-		}
-		for _, msg := range validation.IsValidLabelValue(o.Labels[k]) {
-			errs = append(errs, field.Invalid(p, o.Labels[k], msg))
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(o.NodeSelector)) {
-		p := field.NewPath("nodeSelector").Key(k)
-		for _, msg := range validation.IsQualifiedName(k) {
-			errs = append(errs, field.Invalid(p, k, msg))
-		}
-		for _, msg := range validation.IsValidLabelValue(o.NodeSelector[k]) {
-			errs = append(errs, field.Invalid(p, o.NodeSelector[k], msg))
+	for _, m := range []struct {
+		name   string
+		labels map[string]string
+	}{{"labels", o.Labels}, {"nodeSelector", o.NodeSelector}} {
+		for _, k := range slices.Sorted(maps.Keys(m.labels)) {
+			p := field.NewPath(m.name).Key(k)
+			if _, ok := own[k]; ok && m.name == "labels" {
+				errs = append(errs, field.Forbidden(p, "kb-bench sets this label itself; drop it"))
+			} else if k == LabelComponent && m.name == "labels" {
+				errs = append(errs, field.Forbidden(p, "kb-bench sets this label on the shard pods; drop it"))
+			} else {
+				invalid(p, k, validation.IsQualifiedName(k), "")
+				invalid(p, m.labels[k], validation.IsValidLabelValue(m.labels[k]), "")
+			}
 		}
 	}
 	return errs

@@ -169,6 +169,11 @@ type group struct {
 
 func (g *group) Failed() <-chan error { return g.failed }
 
+// shardPods selects the shard pods.
+func (g *group) shardPods() metav1.ListOptions {
+	return metav1.ListOptions{LabelSelector: scenario.LabelRunID + "=" + g.objs.Job.Labels[scenario.LabelRunID] + "," + LabelComponent + "=" + ComponentShard}
+}
+
 // create makes the shards' rights on the target and the Job where it runs:
 // on a runner cluster, in a namespace of its own there, with a Secret
 // holding a kubeconfig for the shards' ServiceAccount on the target (a
@@ -234,9 +239,7 @@ func (g *group) watch(poll time.Duration) {
 	defer t.Stop()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), poll+10*time.Second)
-		pods, err := g.kube.CoreV1().Pods(g.objs.Job.Namespace).List(ctx, metav1.ListOptions{
-			LabelSelector: scenario.LabelRunID + "=" + g.objs.Job.Labels[scenario.LabelRunID] + "," + LabelComponent + "=" + ComponentShard,
-		})
+		pods, err := g.kube.CoreV1().Pods(g.objs.Job.Namespace).List(ctx, g.shardPods())
 		cancel()
 		if err == nil {
 			status, failure := judgePods(g.objs.Job.Spec.Completions, pods.Items)
@@ -350,9 +353,7 @@ func (g *group) remove(ctx context.Context) error {
 	if !g.remote || g.madeNamespace {
 		errs = append(errs,
 			gone(g.kube.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background})),
-			gone(g.kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{
-				LabelSelector: scenario.LabelRunID + "=" + g.objs.Job.Labels[scenario.LabelRunID] + "," + LabelComponent + "=" + ComponentShard,
-			})))
+			gone(g.kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, g.shardPods())))
 	}
 	if g.remote && g.madeNamespace {
 		errs = append(errs,

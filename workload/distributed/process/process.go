@@ -52,10 +52,7 @@ func (r Runner) Start(ctx context.Context, run distributed.ShardRun) (distribute
 			// without asking, and no port is guessed.
 			f, url, err := liveListener()
 			if err != nil {
-				stopNow, cancel := context.WithCancel(context.WithoutCancel(ctx))
-				cancel()
-				_ = g.Stop(stopNow)
-				return nil, err
+				return nil, g.abort(err)
 			}
 			defer f.Close() // the child has its own copy once started
 			cmd.ExtraFiles = []*os.File{f}
@@ -69,12 +66,7 @@ func (r Runner) Start(ctx context.Context, run distributed.ShardRun) (distribute
 		// die with it.
 		p, err := proc.Start(cmd, fmt.Sprintf("shard %d", i), "", false)
 		if err != nil {
-			// The shards started wait for a run that will not come: stop
-			// them now.
-			stopNow, cancel := context.WithCancel(context.WithoutCancel(ctx))
-			cancel()
-			_ = g.Stop(stopNow)
-			return nil, fmt.Errorf("starting shard %d (%s): %w", i, r.Executable, err)
+			return nil, g.abort(fmt.Errorf("starting shard %d (%s): %w", i, r.Executable, err))
 		}
 		g.wg.Go(func() {
 			<-p.Exited()
@@ -94,6 +86,15 @@ func (r Runner) Start(ctx context.Context, run distributed.ShardRun) (distribute
 		g.procs = append(g.procs, p)
 	}
 	return g, nil
+}
+
+// abort stops the shards started so far, which wait for a run that will
+// not come, at once, and returns err.
+func (g *group) abort(err error) error {
+	stopNow, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = g.Stop(stopNow)
+	return err
 }
 
 // liveListener listens on a free loopback port for a shard's figures and

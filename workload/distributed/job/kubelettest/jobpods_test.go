@@ -26,6 +26,7 @@ import (
 	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results/render/text"
+	"github.com/kb-bench/kb-bench/results/resultstest"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
 	"github.com/kb-bench/kb-bench/workload/distributed/job"
@@ -225,8 +226,8 @@ func (b *bench) mergesExactly(t *testing.T, runID string, runner job.Runner, pod
 		t.Fatal(err)
 	}
 	t.Logf("the merged result (the run took %s):\n%s", time.Since(began).Round(100*time.Millisecond), table.String())
-	if res.Server == nil || !res.Server.Match {
-		t.Errorf("the apiserver's counters do not match the shards' requests: %+v", res.Server)
+	if err := resultstest.ServerAgrees(res.Server); err != nil {
+		t.Errorf("the apiserver's counters do not match the shards' requests: %v", err)
 	}
 	for _, w := range res.Warnings {
 		if strings.Contains(w, "client-go") {
