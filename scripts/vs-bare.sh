@@ -19,11 +19,25 @@ source scripts/scratch.sh
 go build -o "${work}/bareloop" ./scripts/bareloop
 kubeconfig="${state}/kubeconfig"
 
+kb_round() {
+  "${kb}" run --state-dir "${state}" --quiet --writers 1 --warmup "${WARMUP}" --duration "${DURATION}" --out "${work}/kb-${1}" >/dev/null
+  grep -m1 -o '"throughput": *[0-9.]*' "${work}/kb-${1}/result.json" | tr -dc '0-9.'
+}
+bare_round() {
+  "${work}/bareloop" --kubeconfig "${kubeconfig}" --warmup "${WARMUP}" --duration "${DURATION}" | awk '{print $1}'
+}
+
 ratios=()
 for i in $(seq "${ROUNDS}"); do
-  "${kb}" run --state-dir "${state}" --quiet --writers 1 --warmup "${WARMUP}" --duration "${DURATION}" --out "${work}/kb-${i}" >/dev/null
-  kb_ops="$(grep -m1 -o '"throughput": *[0-9.]*' "${work}/kb-${i}/result.json" | tr -dc '0-9.')"
-  bare_ops="$("${work}/bareloop" --kubeconfig "${kubeconfig}" --warmup "${WARMUP}" --duration "${DURATION}" | awk '{print $1}')"
+  # A B B A ...: every other round the bare loop goes first, so that a
+  # steady drift of the machine favours neither.
+  if (( i % 2 )); then
+    kb_ops="$(kb_round "${i}")"
+    bare_ops="$(bare_round)"
+  else
+    bare_ops="$(bare_round)"
+    kb_ops="$(kb_round "${i}")"
+  fi
   ratio="$(awk -v a="${kb_ops}" -v b="${bare_ops}" 'BEGIN {printf "%.3f", a / b}')"
   ratios+=("${ratio}")
   printf 'round %d: kb-bench %.1f ops/s, bare loop %.1f ops/s, ratio %s\n' "${i}" "${kb_ops}" "${bare_ops}" "${ratio}"
