@@ -31,12 +31,16 @@ func main() {
 	namespace := flag.String("namespace", "default", "namespace of the ConfigMap it creates, writes and deletes")
 	warmup := flag.Duration("warmup", time.Second, "run this long before the measured window")
 	duration := flag.Duration("duration", 8*time.Second, "the measured window")
+	opsLog := flag.String("ops-log", "", "also write when each operation ended (Unix nanoseconds, one a line) to this file, to count another program's window")
 	flag.Parse()
 	if *kubeconfig == "" || *duration <= 0 || *warmup < 0 {
 		fmt.Fprintln(os.Stderr, "bareloop: give --kubeconfig, a --duration above 0 and a --warmup of 0 or more")
 		os.Exit(2)
 	}
-	ops, err := run(*kubeconfig, *namespace, *warmup, *duration)
+	ops, ended, err := run(*kubeconfig, *namespace, *warmup, *duration)
+	if err == nil && *opsLog != "" {
+		err = writeOpsLog(*opsLog, ended)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bareloop:", err)
 		os.Exit(1)
@@ -46,16 +50,17 @@ func main() {
 
 // run creates a ConfigMap of its own, increments it in a loop for warmup
 // then duration, checks that every increment landed, deletes it, and
-// returns the operations of the measured window.
-func run(kubeconfig, namespace string, warmup, duration time.Duration) (ops int64, err error) {
+// returns the operations of the measured window and when each operation
+// ended.
+func run(kubeconfig, namespace string, warmup, duration time.Duration) (ops int64, ended []int64, err error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	cfg.QPS = -1
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	ctx := context.Background()
 	b := make([]byte, 4)
@@ -66,7 +71,7 @@ func run(kubeconfig, namespace string, warmup, duration time.Duration) (ops int6
 		Data:       map[string]string{"n": "0"},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer func() {
 		err = errors.Join(err, cms.Delete(context.WithoutCancel(ctx), cm.Name, metav1.DeleteOptions{}))
@@ -77,24 +82,35 @@ func run(kubeconfig, namespace string, warmup, duration time.Duration) (ops int6
 	for now := start; now.Before(end); now = time.Now() {
 		got, err := cms.Get(ctx, cm.Name, metav1.GetOptions{})
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		n, _ := strconv.ParseInt(got.Data["n"], 10, 64)
 		got.Data["n"] = strconv.FormatInt(n+1, 10)
 		if _, err := cms.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		done++
+		ended = append(ended, time.Now().UnixNano())
 		if !now.Before(windowStart) {
 			ops++
 		}
 	}
 	got, err := cms.Get(ctx, cm.Name, metav1.GetOptions{})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if got.Data["n"] != strconv.FormatInt(done, 10) {
-		return 0, fmt.Errorf("the counter reads %s after %d increments: an update was lost", got.Data["n"], done)
+		return 0, nil, fmt.Errorf("the counter reads %s after %d increments: an update was lost", got.Data["n"], done)
 	}
-	return ops, nil
+	return ops, ended, nil
+}
+
+// writeOpsLog writes the operations' end times, one a line.
+func writeOpsLog(path string, ended []int64) error {
+	b := make([]byte, 0, 20*len(ended))
+	for _, t := range ended {
+		b = strconv.AppendInt(b, t, 10)
+		b = append(b, '\n')
+	}
+	return os.WriteFile(path, b, 0o644)
 }
