@@ -59,7 +59,7 @@ func (c *candidate) campaign(ctx context.Context) {
 	for ctx.Err() == nil {
 		id := fmt.Sprintf("candidate-%d.%d", c.Slot, c.gen)
 		c.gen++
-		lock := newMeteredLock(ctx, c, id)
+		lock := &meteredLock{c: c, id: id, runCtx: ctx}
 		led, ok := false, true
 		if c.Settings.Lock == LockWatch {
 			led = (&watchElector{c: c, id: id, lock: lock}).run(ctx)

@@ -2,6 +2,8 @@ package leaderelection
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http/httptrace"
 	"strconv"
 	"sync/atomic"
@@ -27,25 +29,27 @@ const (
 	numPhases
 )
 
-// meteredLock wraps client-go's LeaseLock so that every Get, Create and
-// Update the leader-election code makes (its internal retries included) is
-// timed, classified and counted by phase. Each run of a candidate gets its
-// own meteredLock.
+// meteredLock is client-go's LeaseLock written over so that every Get,
+// Create and Update the leader-election code makes (its internal retries
+// included) is timed, classified and counted by phase, and the Lease's
+// resourceVersion, which the LeaseLock does not expose, is kept. Each run
+// of a candidate gets its own meteredLock.
 //
 // Stopping a candidate does not cut its request in flight off: the request
 // keeps client-go's deadline but not its cancellation, so every request
 // sent gets its answer and is counted on both sides of the server
 // cross-check.
 type meteredLock struct {
-	*resourcelock.LeaseLock // Identity and Describe are its own
-	c                       *candidate
+	c  *candidate
+	id string
 	// runCtx is the candidate's run context: once it is done, the requests of
 	// a candidate that still holds the Lease are its release.
 	runCtx context.Context
 
 	held     atomic.Bool // this candidate's last successful write named it holder
 	acquired atomic.Bool // it held the Lease at some point
-	// seen is the Lease as the last successful request returned it.
+	// seen is the Lease as the last successful request returned it: what
+	// an Update writes over.
 	seen atomic.Pointer[coordinationv1.Lease]
 	// token is the resourceVersion of this candidate's last successful
 	// write naming it holder: the fencing token its leader-only writes
@@ -53,46 +57,15 @@ type meteredLock struct {
 	token atomic.Uint64
 }
 
-// newMeteredLock returns c's lock, for identity id, over client-go's
-// LeaseLock on the run's Lease.
-func newMeteredLock(runCtx context.Context, c *candidate, id string) *meteredLock {
-	l := &meteredLock{c: c, runCtx: runCtx}
-	l.LeaseLock = &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: c.Namespace, Name: LeaseName},
-		Client:     seenLease{c.client.CoordinationV1().Leases(c.Namespace), &l.seen},
-		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-	}
-	return l
+func (l *meteredLock) leases() coordinationv1client.LeaseInterface {
+	return l.c.client.CoordinationV1().Leases(l.c.Namespace)
 }
 
-// seenLease keeps the Lease each successful request returns, for the
-// resourceVersion that client-go's LeaseLock does not expose. The
-// LeaseLock only asks it for the run's namespace.
-type seenLease struct {
-	coordinationv1client.LeaseInterface
-	seen *atomic.Pointer[coordinationv1.Lease]
-}
+// Identity is the candidate's identity.
+func (l *meteredLock) Identity() string { return l.id }
 
-func (s seenLease) Leases(string) coordinationv1client.LeaseInterface { return s }
-
-func (s seenLease) keep(l *coordinationv1.Lease, err error) (*coordinationv1.Lease, error) {
-	if err == nil && l != nil {
-		s.seen.Store(l)
-	}
-	return l, err
-}
-
-func (s seenLease) Get(ctx context.Context, name string, o metav1.GetOptions) (*coordinationv1.Lease, error) {
-	return s.keep(s.LeaseInterface.Get(ctx, name, o))
-}
-
-func (s seenLease) Create(ctx context.Context, l *coordinationv1.Lease, o metav1.CreateOptions) (*coordinationv1.Lease, error) {
-	return s.keep(s.LeaseInterface.Create(ctx, l, o))
-}
-
-func (s seenLease) Update(ctx context.Context, l *coordinationv1.Lease, o metav1.UpdateOptions) (*coordinationv1.Lease, error) {
-	return s.keep(s.LeaseInterface.Update(ctx, l, o))
-}
+// Describe names the Lease.
+func (l *meteredLock) Describe() string { return l.c.Namespace + "/" + LeaseName }
 
 // parseRV reads a resourceVersion as the etcd revision it is on a
 // kube-apiserver backed by etcd (0 when it is not a number).
@@ -160,10 +133,9 @@ func send(ctx context.Context, timeout time.Duration, part *partition, kind stri
 // exist yet and the candidate will create it.
 func (l *meteredLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	p := l.phase(nil)
-	var rec *resourcelock.LeaderElectionRecord
-	var raw []byte
+	var lease *coordinationv1.Lease
 	e, err := send(ctx, l.c.Timeout, l.c.partition, evRead, func(ctx context.Context) (err error) {
-		rec, raw, err = l.LeaseLock.Get(ctx)
+		lease, err = l.leases().Get(ctx, LeaseName, metav1.GetOptions{})
 		return err
 	})
 	e.Phase = p
@@ -171,32 +143,54 @@ func (l *meteredLock) Get(ctx context.Context) (*resourcelock.LeaderElectionReco
 		e.Outcome = metrics.Success
 	}
 	l.c.obs(e)
+	if err != nil {
+		return nil, nil, err
+	}
+	l.seen.Store(lease)
+	rec := resourcelock.LeaseSpecToLeaderElectionRecord(&lease.Spec)
+	raw, err := json.Marshal(rec)
 	return rec, raw, err
 }
 
 // Create creates the Lease naming this candidate holder.
 func (l *meteredLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
-	return l.write(ctx, ler, l.LeaseLock.Create)
+	return l.write(ctx, ler, func(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+		return l.leases().Create(ctx, lease, metav1.CreateOptions{})
+	})
 }
 
-// Update writes the Lease with the resourceVersion last read: a renewal, a
+// Update writes the Lease with the resourceVersion last seen: a renewal, a
 // takeover, or (with an empty holder) a release.
 func (l *meteredLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
-	return l.write(ctx, ler, l.LeaseLock.Update)
+	return l.write(ctx, ler, func(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+		last := l.seen.Load()
+		if last == nil {
+			return nil, errors.New("lease not initialized, call get or create first")
+		}
+		lease.ObjectMeta = last.ObjectMeta
+		return l.leases().Update(ctx, lease, metav1.UpdateOptions{})
+	})
 }
 
 // write runs one Lease write: one operation of one write attempt.
-func (l *meteredLock) write(ctx context.Context, ler resourcelock.LeaderElectionRecord, do func(context.Context, resourcelock.LeaderElectionRecord) error) error {
+func (l *meteredLock) write(ctx context.Context, ler resourcelock.LeaderElectionRecord, do func(context.Context, *coordinationv1.Lease) (*coordinationv1.Lease, error)) error {
 	p := l.phase(&ler.HolderIdentity)
-	e, err := send(ctx, l.c.Timeout, l.c.partition, evWrite, func(ctx context.Context) error { return do(ctx, ler) })
-	e.Phase, e.ID, e.Holder = p, l.Identity(), ler.HolderIdentity
+	e, err := send(ctx, l.c.Timeout, l.c.partition, evWrite, func(ctx context.Context) error {
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName, Namespace: l.c.Namespace}, Spec: resourcelock.LeaderElectionRecordToLeaseSpec(&ler)}
+		got, err := do(ctx, lease)
+		if err == nil {
+			l.seen.Store(got)
+		}
+		return err
+	})
+	e.Phase, e.ID, e.Holder = p, l.id, ler.HolderIdentity
 	// A create that loses the race for a new Lease answers 409
 	// AlreadyExists: the same lost compare-and-swap as a stale update.
 	if apierrors.IsAlreadyExists(err) {
 		e.Outcome = metrics.VersionConflict
 	}
 	if e.Outcome == metrics.Success {
-		mine := ler.HolderIdentity == l.Identity()
+		mine := ler.HolderIdentity == l.id
 		l.held.Store(mine)
 		if mine {
 			l.acquired.Store(true)

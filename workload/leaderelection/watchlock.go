@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // watchElector is kb-bench's raw Lease lock, the other lock the scenario
@@ -44,10 +46,8 @@ func (e *watchElector) run(ctx context.Context) (led bool) {
 			e.lead(ctx, rec)
 			return true
 		}
-		select {
-		case <-ctx.Done():
+		if !scenario.Sleep(ctx, wait.Jitter(e.c.Settings.RetryPeriod.Duration, 1.2)) {
 			return false
-		case <-time.After(wait.Jitter(e.c.Settings.RetryPeriod.Duration, 1.2)):
 		}
 	}
 }
@@ -119,15 +119,7 @@ func (e *watchElector) lead(ctx context.Context, rec resourcelock.LeaderElection
 	// Renew as client-go does: a retry period after each success, a
 	// renewal round starts; it retries every retry period and gives up
 	// leading when the round has not succeeded within the renew deadline.
-	sleep := func(d time.Duration) bool {
-		select {
-		case <-lctx.Done():
-			return false
-		case <-time.After(d):
-			return true
-		}
-	}
-	for sleep(retry) {
+	for scenario.Sleep(lctx, retry) {
 		deadline := time.Now().Add(renew)
 		for {
 			rec.RenewTime = metav1.NewTime(time.Now())
@@ -141,7 +133,7 @@ func (e *watchElector) lead(ctx context.Context, rec resourcelock.LeaderElection
 				stepDown() // someone else's Lease now
 				break
 			}
-			if !sleep(min(retry, time.Until(deadline))) {
+			if !scenario.Sleep(lctx, min(retry, time.Until(deadline))) {
 				break
 			}
 			if !time.Now().Before(deadline) {
