@@ -95,6 +95,16 @@ func (l *meteredLock) phase(holder *string) phase {
 // the run's proxy says (sentHeader).
 type sentKey struct{}
 
+// withSent returns ctx carrying (sentKey) when its request leaves the
+// client: its connection's GotConn, unless something else says it first.
+func withSent(ctx context.Context) (context.Context, *atomic.Pointer[time.Time]) {
+	sent := new(atomic.Pointer[time.Time])
+	return httptrace.WithClientTrace(context.WithValue(ctx, sentKey{}, sent), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
+		now := time.Now()
+		sent.CompareAndSwap(nil, &now)
+	}}), sent
+}
+
 // send runs do with ctx's deadline (and the operation timeout) but not its
 // cancellation, after the slot's partition (which may be nil), and returns
 // the event of kind it is, with its times and outcome.
@@ -107,12 +117,7 @@ func send(ctx context.Context, timeout time.Duration, part *partition, kind stri
 	}
 	rctx, cancel := context.WithTimeout(rctx, timeout)
 	defer cancel()
-	var sent atomic.Pointer[time.Time]
-	rctx = context.WithValue(rctx, sentKey{}, &sent)
-	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
-		now := time.Now()
-		sent.CompareAndSwap(nil, &now)
-	}})
+	rctx, sent := withSent(rctx)
 	e := event{Kind: kind, Start: time.Now()}
 	err := part.wait(rctx)
 	if err == nil {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/http/httputil"
 	"os"
 	"os/exec"
@@ -127,26 +126,20 @@ func (r *election) startProcess(exe string, slot int) (*candidateProcess, error)
 	go func() {
 		defer close(p.exited)
 		defer fromChild.Close()
-		dec := json.NewDecoder(fromChild)
 		var bad error
-		for {
+		for dec := json.NewDecoder(fromChild); bad == nil; {
 			var e event
-			if err := dec.Decode(&e); err != nil {
-				if !errors.Is(err, io.EOF) {
-					bad = err
-				}
-				break
-			}
-			if e.Kind == evHello {
+			switch bad = dec.Decode(&e); {
+			case bad != nil:
+			case e.Kind == evHello:
 				close(p.hello)
-				continue
-			}
-			if err := r.observe(slot, e); err != nil {
-				bad = err
-				break
+			default:
+				bad = r.observe(slot, e)
 			}
 		}
-		if bad != nil {
+		if errors.Is(bad, io.EOF) {
+			bad = nil // its output ended
+		} else {
 			_ = p.proc.Signal(syscall.SIGKILL)
 			_, _ = io.Copy(io.Discard, fromChild)
 		}
@@ -262,13 +255,10 @@ func (p *proxy) close() { _ = p.srv.Close() }
 type stampSent struct{ next http.RoundTripper }
 
 func (s stampSent) RoundTrip(req *http.Request) (*http.Response, error) {
-	var sent atomic.Int64
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
-		sent.CompareAndSwap(0, time.Now().UnixNano())
-	}}))
-	resp, err := s.next.RoundTrip(req)
-	if err == nil && sent.Load() != 0 {
-		resp.Header.Set(sentHeader, strconv.FormatInt(sent.Load(), 10))
+	ctx, sent := withSent(req.Context())
+	resp, err := s.next.RoundTrip(req.WithContext(ctx))
+	if t := sent.Load(); err == nil && t != nil {
+		resp.Header.Set(sentHeader, strconv.FormatInt(t.UnixNano(), 10))
 	}
 	return resp, err
 }
