@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,22 +23,15 @@ const Intruder = "kb-bench-intruder"
 // while the candidate's clock and goroutines run on. A request that
 // outlives the partition reaches the apiserver when it heals, late.
 type partition struct {
-	mu     sync.Mutex
-	healed chan struct{} // nil while not partitioned
+	healed atomic.Pointer[chan struct{}] // nil while not partitioned
 }
 
 // cut partitions the slot until heal is called.
 func (p *partition) cut() (heal func()) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	ch := make(chan struct{})
-	p.healed = ch
+	p.healed.Store(&ch)
 	return sync.OnceFunc(func() {
-		p.mu.Lock()
-		if p.healed == ch {
-			p.healed = nil
-		}
-		p.mu.Unlock()
+		p.healed.CompareAndSwap(&ch, nil)
 		close(ch)
 	})
 }
@@ -49,14 +43,12 @@ func (p *partition) wait(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
-	p.mu.Lock()
-	ch := p.healed
-	p.mu.Unlock()
+	ch := p.healed.Load()
 	if ch == nil {
 		return nil
 	}
 	select {
-	case <-ch:
+	case <-*ch:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

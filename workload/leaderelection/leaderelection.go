@@ -3,6 +3,7 @@ package leaderelection
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -81,7 +82,7 @@ type election struct {
 	// proxy they reach the apiserver by.
 	cands []*candidate
 	procs []*candidateProcess
-	proxy *proxy
+	proxy *http.Server
 	// The faults' heal functions, which stop their timers (owned by the
 	// failover loop).
 	heals []func()

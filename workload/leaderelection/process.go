@@ -99,8 +99,8 @@ func (r *election) startProcesses(ctx context.Context) (err error) {
 			return fmt.Errorf("leader election: starting the candidate processes: %w", ctx.Err())
 		}
 	}
-	fmt.Fprintf(r.env.Log, "leader election: for the pause fault each candidate is a process of its own (pids %s), reaching the apiserver through the run's clients by a proxy on %s\n",
-		strings.Join(pids, ", "), r.proxy.url)
+	fmt.Fprintf(r.env.Log, "leader election: for the pause fault each candidate is a process of its own (pids %s), reaching the apiserver through the run's clients by a proxy on http://%s\n",
+		strings.Join(pids, ", "), r.proxy.Addr)
 	return nil
 }
 
@@ -168,7 +168,7 @@ func (r *election) startProcess(exe string, slot int) (*candidateProcess, error)
 // begin starts the process's campaign; its slotRun stops it.
 func (r *election) begin(p *candidateProcess) *slotRun {
 	cfg := r.config(p.slot)
-	cfg.Server = r.proxy.url + slotPrefix(p.slot)
+	cfg.Server = "http://" + r.proxy.Addr + slotPrefix(p.slot)
 	// One line of JSON, written at once.
 	if err := json.NewEncoder(p.stdin).Encode(cfg); err != nil {
 		r.env.Warn("leader election: starting candidate process %d's campaign: %v", p.slot, err)
@@ -198,22 +198,18 @@ func (r *election) stopProcesses() {
 	}
 	wg.Wait()
 	if r.proxy != nil {
-		r.proxy.close()
+		_ = r.proxy.Close()
 	}
-}
-
-// proxy lets candidate processes reach the apiserver through the run's
-// clients: a request to /slot/N/... goes out through the transport of
-// Env.Client(N), so that the engine counts it, holds it at the measured
-// window's edges and sees its errors. It listens on loopback only.
-type proxy struct {
-	srv *http.Server
-	url string
 }
 
 func slotPrefix(slot int) string { return "/slot/" + strconv.Itoa(slot) }
 
-func startProxy(env *scenario.Env) (*proxy, error) {
+// startProxy starts the proxy by which candidate processes reach the
+// apiserver through the run's clients: a request to /slot/N/... goes out
+// through the transport of Env.Client(N), so that the engine counts it,
+// holds it at the measured window's edges and sees its errors. It listens
+// on loopback only, at http://Addr.
+func startProxy(env *scenario.Env) (*http.Server, error) {
 	mux := http.NewServeMux()
 	for slot := range env.Spec.Writers {
 		rc, ok := env.Client(slot).CoordinationV1().RESTClient().(*rest.RESTClient)
@@ -243,12 +239,10 @@ func startProxy(env *scenario.Env) (*proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leader election: the candidate processes' proxy cannot listen on loopback: %w", err)
 	}
-	p := &proxy{srv: &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute}, url: "http://" + ln.Addr().String()}
-	go func() { _ = p.srv.Serve(ln) }()
-	return p, nil
+	srv := &http.Server{Addr: ln.Addr().String(), Handler: mux, ReadHeaderTimeout: time.Minute}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, nil
 }
-
-func (p *proxy) close() { _ = p.srv.Close() }
 
 // stampSent tells the candidate process when its request left the run's
 // client for the apiserver (sentHeader).

@@ -38,8 +38,8 @@ func proxied(t testing.TB, host string, next http.RoundTripper) kubernetes.Inter
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.close)
-	rc := &rest.Config{Host: p.url + slotPrefix(0), QPS: -1}
+	t.Cleanup(func() { _ = p.Close() })
+	rc := &rest.Config{Host: "http://" + p.Addr + slotPrefix(0), QPS: -1}
 	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return fromProxy{rt} }
 	c, err := kubernetes.NewForConfig(rc)
 	if err != nil {
