@@ -18,10 +18,8 @@ import (
 )
 
 // candidate is one candidate slot: what its campaigns need to reach the
-// apiserver, and what it tells everything it does (obs). Usually it is a
-// goroutine of the run, which observes it directly; with the pause fault
-// it runs in a process of its own (RunCandidate), observed through the
-// events that process writes, so that a SIGSTOP freezes all of it.
+// apiserver, and whom it tells everything it does (obs): the run, directly
+// or, with the pause fault, through its process's output (RunCandidate).
 type candidate struct {
 	candidateConfig
 	client kubernetes.Interface

@@ -51,17 +51,10 @@ var Definition = scenario.Definition{
 	},
 }
 
-// election is one run of the scenario: Spec.Writers candidates campaign for one
-// Lease with client-go's leader election. Every FailoverEvery after the
-// warm-up the current leader is stopped (its context cancelled, which
-// releases the Lease when ReleaseOnCancel is set); it rejoins as a new
-// candidate under a new identity once another candidate leads. The
-// failover time is from the stop to the next OnStartedLeading anywhere. A
-// leader that loses the Lease on its own rejoins at once, under a new
-// identity too.
-//
-// Every Lease request is recorded in Env.Recorder: each write (create or
-// update) is one operation of one write attempt, each read a read attempt.
+// election is one run of the scenario: Spec.Writers candidates campaign for
+// one Lease, and the failover loop stops or faults the leader. Every Lease
+// request is recorded in Env.Recorder: each write (create or update) is one
+// operation of one write attempt, each read a read attempt.
 type election struct {
 	env *scenario.Env
 	set *Settings

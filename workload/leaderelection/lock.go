@@ -109,13 +109,11 @@ func withSent(ctx context.Context) (context.Context, *atomic.Pointer[time.Time])
 // cancellation, after the slot's partition (which may be nil), and returns
 // the event of kind it is, with its times and outcome.
 func send(ctx context.Context, timeout time.Duration, part *partition, kind string, do func(context.Context) error) (event, error) {
-	rctx := context.WithoutCancel(ctx)
-	if deadline, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		rctx, cancel = context.WithDeadline(rctx, deadline)
-		defer cancel()
+	deadline, ok := ctx.Deadline()
+	if limit := time.Now().Add(timeout); !ok || limit.Before(deadline) {
+		deadline = limit
 	}
-	rctx, cancel := context.WithTimeout(rctx, timeout)
+	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
 	rctx, sent := withSent(rctx)
 	e := event{Kind: kind, Start: time.Now()}

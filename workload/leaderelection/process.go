@@ -26,15 +26,13 @@ import (
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
-// With the pause fault every candidate runs in a process of its own, so
-// that SIGSTOP freezes all of a leader at once (its renewals, its watch,
-// its leader-only writes and its clock-driven timers), as a long GC or VM
-// pause does. The processes are the kb-bench executable itself, started
-// with CandidateEnv set. They reach the apiserver through the run's proxy,
-// over the run's own clients: their requests are counted, held at the
-// measured window's edges and cross-checked with the apiserver's exactly
-// like those of candidate goroutines. Each tells the run what it does as
-// lines of JSON (events) on its stdout; closing its stdin stops it.
+// With the pause fault every candidate is a process of its own, so that
+// SIGSTOP freezes all of a leader at once (its renewals, watch, leader-only
+// writes and timers), as a long GC or VM pause does: the kb-bench
+// executable with CandidateEnv set. It reaches the apiserver through the
+// run's proxy over the run's own clients, so its requests are measured like
+// a candidate goroutine's; it writes its events as lines of JSON on its
+// stdout; closing its stdin stops it.
 
 // processStartTimeout bounds how long a candidate process may take to say
 // hello. It only turns a process that never starts into an error.

@@ -23,9 +23,7 @@ import (
 )
 
 // CandidateEnv, set in a process's environment, makes the process a
-// candidate of a leader-election run with the pause fault: kb-bench's main
-// (and this package's tests) look for it first and then call RunCandidate
-// instead of doing anything else.
+// candidate process of a run with the pause fault (CandidateMain).
 const CandidateEnv = "KB_BENCH_LEADER_ELECTION_CANDIDATE"
 
 // The headers between the run's proxy and its candidate processes.
