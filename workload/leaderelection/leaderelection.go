@@ -212,13 +212,6 @@ func (r *election) Stop() {
 	r.stopProcesses()
 }
 
-// slotRun is a slot's candidate campaigning: a goroutine, or with the
-// pause fault a process of its own.
-type slotRun struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
 // failoverLoop starts a candidate in every slot and owns them until ctx
 // ends. Failovers start after the warm-up: the leader is stopped once it
 // has led for FailoverEvery (or at the end of the warm-up, if it led
@@ -229,7 +222,7 @@ type slotRun struct {
 // rejoins at once.
 func (r *election) failoverLoop(ctx context.Context) {
 	n := r.env.Spec.Writers
-	slots := make([]*slotRun, n)
+	slots := make([]func(), n) // each stops its slot's candidate and waits for it
 	for i := range slots {
 		slots[i] = r.startSlot(ctx, i)
 	}
@@ -240,8 +233,7 @@ func (r *election) failoverLoop(ctx context.Context) {
 			heal()
 		}
 		for _, s := range slots {
-			s.cancel()
-			<-s.done
+			s()
 		}
 	}()
 	every := r.set.FailoverEvery.Duration
@@ -280,8 +272,7 @@ func (r *election) failoverLoop(ctx context.Context) {
 					r.mu.Lock()
 					r.stops = append(r.stops, stop{id: l.id, at: time.Now()})
 					r.mu.Unlock()
-					slots[slot].cancel()
-					<-slots[slot].done
+					slots[slot]()
 					if n == 1 {
 						slots[slot] = r.startSlot(ctx, slot)
 					} else {
@@ -320,17 +311,21 @@ func (r *election) failoverLoop(ctx context.Context) {
 // startSlot starts slot's candidate campaigning, under a new identity: as
 // a goroutine, or with the pause fault by telling its process to begin
 // (the failover loop never stops a leader then, so never restarts one).
-func (r *election) startSlot(parent context.Context, slot int) *slotRun {
+// It returns what stops the candidate and waits for it.
+func (r *election) startSlot(parent context.Context, slot int) func() {
 	if r.procs != nil {
 		return r.begin(r.procs[slot])
 	}
 	ctx, cancel := context.WithCancel(parent)
-	s := &slotRun{cancel: cancel, done: make(chan struct{})}
+	done := make(chan struct{})
 	go func() {
-		defer close(s.done)
+		defer close(done)
 		r.cands[slot].campaign(ctx)
 	}()
-	return s
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // config is what the candidate in slot runs with: the settings, but with

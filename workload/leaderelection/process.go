@@ -163,15 +163,15 @@ func (r *election) startProcess(exe string, slot int) (*candidateProcess, error)
 	return p, nil
 }
 
-// begin starts the process's campaign; its slotRun stops it.
-func (r *election) begin(p *candidateProcess) *slotRun {
+// begin starts the process's campaign and returns what stops it.
+func (r *election) begin(p *candidateProcess) func() {
 	cfg := r.config(p.slot)
 	cfg.Server = "http://" + r.proxy.Addr + slotPrefix(p.slot)
 	// One line of JSON, written at once.
 	if err := json.NewEncoder(p.stdin).Encode(cfg); err != nil {
 		r.env.Warn("leader election: starting candidate process %d's campaign: %v", p.slot, err)
 	}
-	return &slotRun{cancel: func() { r.stopProcess(p) }, done: p.exited}
+	return func() { r.stopProcess(p) }
 }
 
 // stopProcess tells p to stop (its stdin ends), continues it if it is
