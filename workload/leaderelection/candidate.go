@@ -17,6 +17,10 @@ import (
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
+// FencedName is the ConfigMap a candidate writes while it believes it
+// leads: the work a Lease guards, standing for a real leader's writes.
+const FencedName = "kb-bench-fenced"
+
 // candidate is one candidate slot: what its campaigns need to reach the
 // apiserver, and whom it tells everything it does (obs): the run, directly
 // or, with the pause fault, through its process's output (RunCandidate).

@@ -1,6 +1,7 @@
 package leaderelection
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -76,18 +77,10 @@ func (c *Settings) fault() string {
 // Default fills the zero timings with client-go-like defaults, shortened
 // so that a run of seconds sees failovers.
 func (c *Settings) Default(*spec.Spec) {
-	if c.LeaseDuration.Duration == 0 {
-		c.LeaseDuration = spec.D(4 * time.Second)
-	}
-	if c.RenewDeadline.Duration == 0 {
-		c.RenewDeadline = spec.D(3 * time.Second)
-	}
-	if c.RetryPeriod.Duration == 0 {
-		c.RetryPeriod = spec.D(500 * time.Millisecond)
-	}
-	if c.Lock == "" {
-		c.Lock = LockClientGo
-	}
+	c.LeaseDuration = cmp.Or(c.LeaseDuration, spec.D(4*time.Second))
+	c.RenewDeadline = cmp.Or(c.RenewDeadline, spec.D(3*time.Second))
+	c.RetryPeriod = cmp.Or(c.RetryPeriod, spec.D(500*time.Millisecond))
+	c.Lock = cmp.Or(c.Lock, LockClientGo)
 	if c.fault() != "" && c.LeaderWrites.Duration == 0 {
 		c.LeaderWrites = spec.D(100 * time.Millisecond)
 	}
