@@ -245,8 +245,7 @@ func (r *election) failoverLoop(ctx context.Context) {
 	if once {
 		every = r.set.FaultAt.Duration
 	}
-	injected := false
-	var lastFault time.Time
+	var lastFault time.Time  // zero: none injected yet
 	armedFor := ""           // the leader the failover timer is set for
 	restart := -1            // the slot waiting to rejoin
 	var due <-chan time.Time // the failover timer
@@ -265,7 +264,7 @@ func (r *election) failoverLoop(ctx context.Context) {
 					// the Lease changing hands after it.
 				case fault != "":
 					r.inject(ctx, slot, l.id)
-					injected, lastFault = true, time.Now()
+					lastFault = time.Now()
 				default:
 					// Stop the leader and wait for it (a releasing
 					// leader has released then).
@@ -291,7 +290,7 @@ func (r *election) failoverLoop(ctx context.Context) {
 			slots[restart] = r.startSlot(ctx, restart)
 			restart = -1
 		}
-		if every > 0 && l.id != armedFor && !(once && injected) {
+		if every > 0 && l.id != armedFor && !(once && !lastFault.IsZero()) {
 			armedFor = l.id
 			since := l.start
 			switch {
