@@ -366,10 +366,10 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context, detached boo
 		return err
 	}
 	return poll(ctx, cp.kcm, "last check: ", func() error {
-		if err := getOK(ctx, health, url+"/healthz"); err != nil {
+		if err := get(ctx, health, url+"/healthz", nil); err != nil {
 			return err
 		}
-		if err := getOK(ctx, admin, cp.servers[0]+"/api/v1/namespaces/default/serviceaccounts/default"); err != nil {
+		if err := get(ctx, admin, cp.servers[0]+"/api/v1/namespaces/default/serviceaccounts/default", nil); err != nil {
 			return fmt.Errorf("healthy, but its service account controller has not made the default ServiceAccount yet: %w", err)
 		}
 		return nil
@@ -428,8 +428,10 @@ func poll(ctx context.Context, p *proc.Process, prefix string, check func() erro
 		if last == nil {
 			return nil
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		select {
+		case <-ctx.Done():
 			return fmt.Errorf("%s%w", prefix, last)
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
@@ -450,7 +452,7 @@ func (cp *ControlPlane) waitEtcd(ctx context.Context) (string, error) {
 		var health struct {
 			Health string `json:"health"`
 		}
-		if err := getJSON(ctx, client, cp.etcdURL+"/health", &health); err != nil || health.Health == "true" {
+		if err := get(ctx, client, cp.etcdURL+"/health", &health); err != nil || health.Health == "true" {
 			return err
 		}
 		return fmt.Errorf("etcd health is %q", health.Health)
@@ -461,7 +463,7 @@ func (cp *ControlPlane) waitEtcd(ctx context.Context) (string, error) {
 	var v struct {
 		Server string `json:"etcdserver"`
 	}
-	if err := getJSON(ctx, client, cp.etcdURL+"/version", &v); err != nil {
+	if err := get(ctx, client, cp.etcdURL+"/version", &v); err != nil {
 		return "", fmt.Errorf("reading etcd's version: %w", err)
 	}
 	return "v" + v.Server, nil
@@ -483,10 +485,10 @@ func (cp *ControlPlane) waitReady(ctx context.Context, i int) (string, error) {
 		// Ready, and settled: right after start the apiserver creates a
 		// ConfigMap of its own (legacy token tracking). Waiting for it
 		// keeps that write out of a first run's server cross-check.
-		if err := getOK(ctx, client, server+"/readyz"); err != nil {
+		if err := get(ctx, client, server+"/readyz", nil); err != nil {
 			return err
 		}
-		if err := getOK(ctx, client, server+settledConfigMap); err != nil {
+		if err := get(ctx, client, server+settledConfigMap, nil); err != nil {
 			return fmt.Errorf("ready, but the apiserver has not yet written its own ConfigMap: %w", err)
 		}
 		return nil
@@ -497,59 +499,39 @@ func (cp *ControlPlane) waitReady(ctx context.Context, i int) (string, error) {
 	var v struct {
 		GitVersion string `json:"gitVersion"`
 	}
-	if err := getJSON(ctx, client, server+"/version", &v); err != nil {
+	if err := get(ctx, client, server+"/version", &v); err != nil {
 		return "", fmt.Errorf("reading the apiserver's version: %w", err)
 	}
 	return v.GitVersion, nil
 }
 
-// getOK GETs url and wants 200; the error quotes the start of the body.
-func getOK(ctx context.Context, client *http.Client, url string) error {
-	_, err := get(ctx, client, url)
-	return err
-}
-
-func getJSON(ctx context.Context, client *http.Client, url string, v any) error {
-	body, err := get(ctx, client, url)
+// get GETs url, wants 200 (the error quotes the start of the body) and,
+// unless v is nil, decodes the JSON body into v.
+func get(ctx context.Context, client *http.Client, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(body, v)
-}
-
-func get(ctx context.Context, client *http.Client, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if resp.StatusCode != http.StatusOK {
 		msg := strings.TrimSpace(string(body))
 		if len(msg) > 300 {
 			msg = msg[:300] + "..."
 		}
-		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, msg)
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, msg)
 	}
-	return body, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
+	if v == nil {
 		return nil
 	}
+	return json.Unmarshal(body, v)
 }
 
 // diskDataBase is where etcd's data goes with disk storage when the temp

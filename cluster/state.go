@@ -258,7 +258,7 @@ func Status(ctx context.Context, stateDir string) (*LocalState, error) {
 	}
 	client.Timeout = 3 * time.Second
 	for i, server := range st.AllServers() {
-		if err := getOK(ctx, client, strings.TrimSuffix(server, "/")+"/readyz"); err != nil {
+		if err := get(ctx, client, strings.TrimSuffix(server, "/")+"/readyz", nil); err != nil {
 			st.Detail = fmt.Sprintf("processes run but the apiserver at %s is not ready: %v (logs: %s, %s)", server, err, st.allAPIServers()[min(i, len(st.allAPIServers())-1)].Log, st.Etcd.Log)
 			return st, nil
 		}
