@@ -82,25 +82,16 @@ type LocalOptions struct {
 // ControlPlane is a running local etcd and one or more kube-apiservers on
 // 127.0.0.1. Stop it with Stop.
 type ControlPlane struct {
-	servers     []string // every apiserver's URL, the first first
-	creds       *credentials
-	storage     spec.Storage
-	dir         string // temp dir: certs, logs and (disk) etcd data
-	etcdDataDir string
-	etcdURL     string
-	apiPorts    []int
-	etcdPort    int
-	etcd        *proc.Process
-	apiserver   *proc.Process   // the first
-	apiservers  []*proc.Process // all of them
-	kcm         *proc.Process   // nil without LocalOptions.ControllerManager
-	proxy       *netdelay.Proxy // nil without LocalOptions.EtcdDelay
-	binaries    Binaries
-	kubeVersion string
-	etcdVersion string
-	started     time.Time
-	startup     time.Duration
-	janitor     *proc.Janitor
+	// st is what `local up` records of it (but Kubeconfig), with every
+	// apiserver in APIServers and Servers, even a single one.
+	st         LocalState
+	creds      *credentials
+	etcd       *proc.Process
+	apiservers []*proc.Process
+	kcm        *proc.Process   // nil without LocalOptions.ControllerManager
+	proxy      *netdelay.Proxy // nil without LocalOptions.EtcdDelay
+	binaries   Binaries
+	janitor    *proc.Janitor
 
 	mu      sync.Mutex
 	stopped bool
@@ -155,7 +146,7 @@ func StartLocal(ctx context.Context, o LocalOptions) (*ControlPlane, error) {
 
 func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error) {
 	begin := time.Now()
-	cp = &ControlPlane{storage: o.Storage, binaries: o.Binaries, started: begin}
+	cp = &ControlPlane{st: LocalState{Storage: o.Storage, Binaries: o.Binaries.Dir, Started: begin}, binaries: o.Binaries}
 	defer func() {
 		if err != nil {
 			// Quiet and quick: nothing useful ran yet.
@@ -168,59 +159,58 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 	if cp.janitor, err = proc.StartJanitor(); err != nil {
 		return cp, err
 	}
-	if cp.dir, err = os.MkdirTemp(o.Dir, "kb-bench-*"); err != nil {
+	if cp.st.Dir, err = os.MkdirTemp(o.Dir, "kb-bench-*"); err != nil {
 		return cp, fmt.Errorf("creating the control plane's temp dir: %w", err)
 	}
-	if strings.ContainsRune(cp.dir, '\n') {
-		return cp, spec.Input(fmt.Errorf("the temp dir %q has a newline in its name: set TMPDIR to a plain path", cp.dir))
+	if strings.ContainsRune(cp.st.Dir, '\n') {
+		return cp, spec.Input(fmt.Errorf("the temp dir %q has a newline in its name: set TMPDIR to a plain path", cp.st.Dir))
 	}
-	cp.janitor.WatchDir(cp.dir)
+	cp.janitor.WatchDir(cp.st.Dir)
 	if o.Storage == spec.StorageMemory {
-		if cp.etcdDataDir, err = os.MkdirTemp(memoryDir, "kb-bench-etcd-*"); err != nil {
+		if cp.st.EtcdDataDir, err = os.MkdirTemp(memoryDir, "kb-bench-etcd-*"); err != nil {
 			return cp, spec.Input(fmt.Errorf("storage memory puts etcd's data on the tmpfs %s, which is not usable here (%w): use --storage disk", memoryDir, err))
 		}
-		cp.janitor.WatchDir(cp.etcdDataDir)
-	} else if onMemoryFS(cp.dir) {
+		cp.janitor.WatchDir(cp.st.EtcdDataDir)
+	} else if onMemoryFS(cp.st.Dir) {
 		// /tmp is a tmpfs on many systems: disk storage must mean a disk,
 		// or disk and memory results would be the same thing.
 		base, baseErr := diskDataBase()
 		if baseErr != nil {
 			return cp, baseErr
 		}
-		if cp.etcdDataDir, err = os.MkdirTemp(base, "kb-bench-etcd-*"); err != nil {
-			return cp, fmt.Errorf("creating etcd's data dir on disk (the temp dir %s is in memory): %w", cp.dir, err)
+		if cp.st.EtcdDataDir, err = os.MkdirTemp(base, "kb-bench-etcd-*"); err != nil {
+			return cp, fmt.Errorf("creating etcd's data dir on disk (the temp dir %s is in memory): %w", cp.st.Dir, err)
 		}
-		cp.janitor.WatchDir(cp.etcdDataDir)
-		fmt.Fprintf(o.Log, "local control plane: %s is in memory, so etcd's disk storage goes to %s\n", filepath.Dir(cp.dir), base)
+		cp.janitor.WatchDir(cp.st.EtcdDataDir)
+		fmt.Fprintf(o.Log, "local control plane: %s is in memory, so etcd's disk storage goes to %s\n", filepath.Dir(cp.st.Dir), base)
 	} else {
-		cp.etcdDataDir = filepath.Join(cp.dir, "etcd")
-		if err = os.Mkdir(cp.etcdDataDir, 0o700); err != nil {
+		cp.st.EtcdDataDir = filepath.Join(cp.st.Dir, "etcd")
+		if err = os.Mkdir(cp.st.EtcdDataDir, 0o700); err != nil {
 			return cp, err
 		}
 	}
-	if cp.creds, err = writeCredentials(cp.dir); err != nil {
+	if cp.creds, err = writeCredentials(cp.st.Dir); err != nil {
 		return cp, fmt.Errorf("writing the control plane's certificates: %w", err)
 	}
 	ports, err := freePorts(2 + o.APIServers)
 	if err != nil {
 		return cp, fmt.Errorf("finding free loopback ports: %w", err)
 	}
-	cp.etcdPort, cp.apiPorts = ports[0], ports[2:]
-	peerPort := ports[1]
-	cp.etcdURL = "http://127.0.0.1:" + strconv.Itoa(cp.etcdPort)
-	for _, port := range cp.apiPorts {
-		cp.servers = append(cp.servers, "https://127.0.0.1:"+strconv.Itoa(port))
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	for _, port := range ports[2:] {
+		cp.st.Servers = append(cp.st.Servers, "https://127.0.0.1:"+strconv.Itoa(port))
 	}
+	cp.st.Server = cp.st.Servers[0]
 
 	waitCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
 
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	cp.etcd, err = cp.start("etcd", o.Binaries.Etcd, []string{
 		"--name=kb-bench",
-		"--data-dir=" + cp.etcdDataDir,
-		"--listen-client-urls=" + cp.etcdURL,
-		"--advertise-client-urls=" + cp.etcdURL,
+		"--data-dir=" + cp.st.EtcdDataDir,
+		"--listen-client-urls=" + etcdURL,
+		"--advertise-client-urls=" + etcdURL,
 		"--listen-peer-urls=" + peerURL,
 		"--initial-advertise-peer-urls=" + peerURL,
 		"--initial-cluster=kb-bench=" + peerURL,
@@ -228,16 +218,17 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 	if err != nil {
 		return cp, err
 	}
-	if cp.etcdVersion, err = cp.waitEtcd(waitCtx); err != nil {
+	cp.st.Etcd = stateOf(cp.etcd, ports[0])
+	if cp.st.EtcdVersion, err = cp.waitEtcd(waitCtx, etcdURL); err != nil {
 		return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "etcd", err)
 	}
 	fmt.Fprintf(o.Log, "local control plane: etcd %s ready on %s after %s (storage %s, data in %s)\n",
-		cp.etcdVersion, cp.etcdURL, time.Since(begin).Round(10*time.Millisecond), cp.storage, cp.etcdDataDir)
+		cp.st.EtcdVersion, etcdURL, time.Since(begin).Round(10*time.Millisecond), cp.st.Storage, cp.st.EtcdDataDir)
 
 	// The apiservers reach etcd through the delaying proxy, when asked.
-	etcdServers := cp.etcdURL
+	etcdServers := etcdURL
 	if !o.EtcdDelay.Zero() {
-		if cp.proxy, err = netdelay.Listen("127.0.0.1:"+strconv.Itoa(cp.etcdPort), o.EtcdDelay); err != nil {
+		if cp.proxy, err = netdelay.Listen(strings.TrimPrefix(etcdURL, "http://"), o.EtcdDelay); err != nil {
 			return cp, fmt.Errorf("starting the delaying proxy in front of etcd: %w", err)
 		}
 		etcdServers = "http://" + cp.proxy.Addr()
@@ -246,14 +237,14 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 	// The first apiserver alone bootstraps the empty etcd (RBAC roles,
 	// priority levels, the kubernetes Service); the others start once it
 	// is ready, together.
-	if err := cp.startAPIServer(0, etcdServers, o); err != nil {
+	if err := cp.startAPIServer(0, ports[2], etcdServers, o); err != nil {
 		return cp, err
 	}
-	if cp.kubeVersion, err = cp.waitReady(waitCtx, 0); err != nil {
+	if cp.st.KubeVersion, err = cp.waitReady(waitCtx, 0); err != nil {
 		return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "kube-apiserver", err)
 	}
 	for i := 1; i < o.APIServers; i++ {
-		if err := cp.startAPIServer(i, etcdServers, o); err != nil {
+		if err := cp.startAPIServer(i, ports[2+i], etcdServers, o); err != nil {
 			return cp, err
 		}
 	}
@@ -263,9 +254,9 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 		}
 	}
 	if o.APIServers == 1 {
-		fmt.Fprintf(o.Log, "local control plane: kube-apiserver %s ready at %s after %s\n", cp.kubeVersion, cp.servers[0], time.Since(begin).Round(10*time.Millisecond))
+		fmt.Fprintf(o.Log, "local control plane: kube-apiserver %s ready at %s after %s\n", cp.st.KubeVersion, cp.st.Server, time.Since(begin).Round(10*time.Millisecond))
 	} else {
-		fmt.Fprintf(o.Log, "local control plane: %d kube-apiservers %s ready at %s after %s\n", o.APIServers, cp.kubeVersion, strings.Join(cp.servers, ", "), time.Since(begin).Round(10*time.Millisecond))
+		fmt.Fprintf(o.Log, "local control plane: %d kube-apiservers %s ready at %s after %s\n", o.APIServers, cp.st.KubeVersion, strings.Join(cp.st.Servers, ", "), time.Since(begin).Round(10*time.Millisecond))
 	}
 	if o.ControllerManager {
 		if err := cp.startControllerManager(waitCtx, o.Detached); err != nil {
@@ -273,7 +264,7 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 		}
 		fmt.Fprintf(o.Log, "local control plane: kube-controller-manager working after %s\n", time.Since(begin).Round(10*time.Millisecond))
 	}
-	cp.startup = time.Since(begin)
+	cp.st.StartupTime = time.Since(begin)
 	return cp, nil
 }
 
@@ -285,8 +276,8 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 // peer proxy is off).
 var advertiseBase = net.IPv4(192, 0, 2, 0)
 
-// startAPIServer starts apiserver i of o.APIServers on cp.apiPorts[i].
-func (cp *ControlPlane) startAPIServer(i int, etcdServers string, o LocalOptions) error {
+// startAPIServer starts apiserver i of o.APIServers on port.
+func (cp *ControlPlane) startAPIServer(i, port int, etcdServers string, o LocalOptions) error {
 	creds := cp.creds
 	name, logName := "kube-apiserver", "kube-apiserver.log"
 	reconciler := []string{
@@ -303,9 +294,9 @@ func (cp *ControlPlane) startAPIServer(i int, etcdServers string, o LocalOptions
 	}
 	args := append([]string{"--bind-address=127.0.0.1"}, reconciler...)
 	args = append(args,
-		"--secure-port="+strconv.Itoa(cp.apiPorts[i]),
+		"--secure-port="+strconv.Itoa(port),
 		"--etcd-servers="+etcdServers,
-		"--cert-dir="+cp.dir,
+		"--cert-dir="+cp.st.Dir,
 		"--tls-cert-file="+creds.certFile,
 		"--tls-private-key-file="+creds.keyFile,
 		"--token-auth-file="+creds.tokenFile,
@@ -324,9 +315,8 @@ func (cp *ControlPlane) startAPIServer(i int, etcdServers string, o LocalOptions
 		return err
 	}
 	cp.apiservers = append(cp.apiservers, p)
-	if i == 0 {
-		cp.apiserver = p
-	}
+	cp.st.APIServers = append(cp.st.APIServers, stateOf(p, port))
+	cp.st.APIServer = cp.st.APIServers[0]
 	return nil
 }
 
@@ -335,7 +325,7 @@ func (cp *ControlPlane) startAPIServer(i int, etcdServers string, o LocalOptions
 // waits until its controllers work: its /healthz answers and the service
 // account controller has made the default namespace's ServiceAccount.
 func (cp *ControlPlane) startControllerManager(ctx context.Context, detached bool) error {
-	kubeconfig := filepath.Join(cp.dir, "kube-controller-manager.kubeconfig")
+	kubeconfig := filepath.Join(cp.st.Dir, "kube-controller-manager.kubeconfig")
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		return err
 	}
@@ -350,7 +340,7 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context, detached boo
 		"--authorization-kubeconfig=" + kubeconfig,
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(ports[0]),
-		"--cert-dir=" + filepath.Join(cp.dir, "kube-controller-manager"),
+		"--cert-dir=" + filepath.Join(cp.st.Dir, "kube-controller-manager"),
 		"--leader-elect=false",
 		"--service-account-private-key-file=" + cp.creds.saKeyFile,
 		"--root-ca-file=" + cp.creds.caFile,
@@ -369,7 +359,7 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context, detached boo
 		if err := get(ctx, health, url+"/healthz", nil); err != nil {
 			return err
 		}
-		if err := get(ctx, admin, cp.servers[0]+"/api/v1/namespaces/default/serviceaccounts/default", nil); err != nil {
+		if err := get(ctx, admin, cp.st.Server+"/api/v1/namespaces/default/serviceaccounts/default", nil); err != nil {
 			return fmt.Errorf("healthy, but its service account controller has not made the default ServiceAccount yet: %w", err)
 		}
 		return nil
@@ -407,10 +397,10 @@ func (cp *ControlPlane) startError(ctx, waitCtx context.Context, timeout time.Du
 }
 
 // start runs path with args, stdout and stderr appended to logName in
-// cp.dir, attached to kb-bench or detached from it (see proc.Start), and
+// the control plane's dir, attached to kb-bench or detached from it (see proc.Start), and
 // has the janitor watch it.
 func (cp *ControlPlane) start(name, path string, args []string, logName string, detached bool) (*proc.Process, error) {
-	p, err := proc.Start(exec.Command(path, args...), name, filepath.Join(cp.dir, logName), detached)
+	p, err := proc.Start(exec.Command(path, args...), name, filepath.Join(cp.st.Dir, logName), detached)
 	if err == nil {
 		cp.janitor.WatchGroup(p.Pid)
 	}
@@ -446,13 +436,13 @@ func (cp *ControlPlane) adminClient() (*http.Client, error) {
 }
 
 // waitEtcd polls etcd's /health until it is healthy and returns its version.
-func (cp *ControlPlane) waitEtcd(ctx context.Context) (string, error) {
+func (cp *ControlPlane) waitEtcd(ctx context.Context, etcdURL string) (string, error) {
 	client := &http.Client{Timeout: 2 * time.Second}
 	err := poll(ctx, cp.etcd, "", func() error {
 		var health struct {
 			Health string `json:"health"`
 		}
-		if err := get(ctx, client, cp.etcdURL+"/health", &health); err != nil || health.Health == "true" {
+		if err := get(ctx, client, etcdURL+"/health", &health); err != nil || health.Health == "true" {
 			return err
 		}
 		return fmt.Errorf("etcd health is %q", health.Health)
@@ -463,7 +453,7 @@ func (cp *ControlPlane) waitEtcd(ctx context.Context) (string, error) {
 	var v struct {
 		Server string `json:"etcdserver"`
 	}
-	if err := get(ctx, client, cp.etcdURL+"/version", &v); err != nil {
+	if err := get(ctx, client, etcdURL+"/version", &v); err != nil {
 		return "", fmt.Errorf("reading etcd's version: %w", err)
 	}
 	return "v" + v.Server, nil
@@ -480,7 +470,7 @@ func (cp *ControlPlane) waitReady(ctx context.Context, i int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	server := cp.servers[i]
+	server := cp.st.Servers[i]
 	err = poll(ctx, cp.apiservers[i], "last /readyz: ", func() error {
 		// Ready, and settled: right after start the apiserver creates a
 		// ConfigMap of its own (legacy token tracking). Waiting for it
@@ -574,7 +564,7 @@ func freePorts(n int) ([]int, error) {
 // token. QPS, Burst and user agent are left to the caller.
 func (cp *ControlPlane) RESTConfig() *rest.Config {
 	return &rest.Config{
-		Host:            cp.servers[0],
+		Host:            cp.st.Server,
 		BearerToken:     cp.creds.token,
 		TLSClientConfig: rest.TLSClientConfig{CAData: append([]byte(nil), cp.creds.caPEM...)},
 	}
@@ -586,7 +576,7 @@ const kubeconfigName = "kb-bench-local"
 // kubeconfig renders a kubeconfig for the admin.
 func (cp *ControlPlane) kubeconfig() ([]byte, error) {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[kubeconfigName] = &clientcmdapi.Cluster{Server: cp.servers[0], CertificateAuthorityData: cp.creds.caPEM}
+	cfg.Clusters[kubeconfigName] = &clientcmdapi.Cluster{Server: cp.st.Server, CertificateAuthorityData: cp.creds.caPEM}
 	cfg.AuthInfos[kubeconfigName] = &clientcmdapi.AuthInfo{Token: cp.creds.token}
 	cfg.Contexts[kubeconfigName] = &clientcmdapi.Context{Cluster: kubeconfigName, AuthInfo: kubeconfigName}
 	cfg.CurrentContext = kubeconfigName
@@ -605,13 +595,13 @@ func (cp *ControlPlane) WriteKubeconfig(path string) error {
 }
 
 // Server is the (first) apiserver's URL, https://127.0.0.1:PORT.
-func (cp *ControlPlane) Server() string { return cp.servers[0] }
+func (cp *ControlPlane) Server() string { return cp.st.Server }
 
 // Servers are every apiserver's URL, the first first.
-func (cp *ControlPlane) Servers() []string { return slices.Clone(cp.servers) }
+func (cp *ControlPlane) Servers() []string { return slices.Clone(cp.st.Servers) }
 
 // Storage is spec.StorageDisk or spec.StorageMemory.
-func (cp *ControlPlane) Storage() spec.Storage { return cp.storage }
+func (cp *ControlPlane) Storage() spec.Storage { return cp.st.Storage }
 
 // Lost returns a channel closed when etcd, kube-apiserver or
 // kube-controller-manager, children of
@@ -651,11 +641,11 @@ func (cp *ControlPlane) Lost() (lost <-chan struct{}, why func() string) {
 }
 
 // KubeVersion is the version the apiserver reports, e.g. v1.37.1.
-func (cp *ControlPlane) KubeVersion() string { return cp.kubeVersion }
+func (cp *ControlPlane) KubeVersion() string { return cp.st.KubeVersion }
 
 // EtcdMetrics is the URL of etcd's /metrics (its client URL, plain HTTP
 // on loopback).
-func (cp *ControlPlane) EtcdMetrics() string { return etcdMetricsURL(cp.etcdPort) }
+func (cp *ControlPlane) EtcdMetrics() string { return etcdMetricsURL(cp.st.Etcd.Port) }
 
 // etcdMetricsURL is the /metrics URL of the local etcd on port.
 func etcdMetricsURL(port int) string {
@@ -666,13 +656,13 @@ func etcdMetricsURL(port int) string {
 }
 
 // APIServerPID is kube-apiserver's process id.
-func (cp *ControlPlane) APIServerPID() int { return cp.apiserver.Pid }
+func (cp *ControlPlane) APIServerPID() int { return cp.apiservers[0].Pid }
 
 // EtcdPID is etcd's process id.
 func (cp *ControlPlane) EtcdPID() int { return cp.etcd.Pid }
 
 // EtcdVersion is the version etcd reports, e.g. v3.6.16.
-func (cp *ControlPlane) EtcdVersion() string { return cp.etcdVersion }
+func (cp *ControlPlane) EtcdVersion() string { return cp.st.EtcdVersion }
 
 // Stop sends SIGTERM to the controller manager, the apiserver, then etcd, SIGKILLs a process group
 // that has not exited after a grace period (at once when ctx ends), and
@@ -684,7 +674,7 @@ func (cp *ControlPlane) Stop(ctx context.Context) error {
 		return cp.stopErr
 	}
 	cp.stopped = true
-	cp.stopErr = stopAndClean(ctx, [][]*proc.Process{{cp.kcm}, cp.apiservers, {cp.etcd}}, []string{cp.dir, cp.etcdDataDir})
+	cp.stopErr = stopAndClean(ctx, [][]*proc.Process{{cp.kcm}, cp.apiservers, {cp.etcd}}, []string{cp.st.Dir, cp.st.EtcdDataDir})
 	if cp.proxy != nil {
 		// After the apiservers: they reach etcd through it until they stop.
 		cp.proxy.Close()

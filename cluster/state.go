@@ -184,29 +184,15 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &LocalState{
-		Server:      cp.servers[0],
-		Kubeconfig:  filepath.Join(o.StateDir, kubeconfigFile),
-		Dir:         cp.dir,
-		EtcdDataDir: cp.etcdDataDir,
-		Storage:     cp.storage,
-		KubeVersion: cp.kubeVersion,
-		EtcdVersion: cp.etcdVersion,
-		Binaries:    cp.binaries.Dir,
-		APIServer:   stateOf(cp.apiserver, cp.apiPorts[0]),
-		Etcd:        stateOf(cp.etcd, cp.etcdPort),
-		Started:     cp.started,
-		StartupTime: cp.startup,
-	}
-	if len(cp.apiservers) > 1 {
-		st.Servers = cp.Servers()
-		for i, p := range cp.apiservers {
-			st.APIServers = append(st.APIServers, stateOf(p, cp.apiPorts[i]))
-		}
+	st := cp.st
+	st.Kubeconfig = filepath.Join(o.StateDir, kubeconfigFile)
+	if len(st.APIServers) == 1 {
+		// One apiserver is recorded as before there could be several.
+		st.APIServers, st.Servers = nil, nil
 	}
 	err = cp.WriteKubeconfig(st.Kubeconfig)
 	if err == nil {
-		err = writeState(o.StateDir, st)
+		err = writeState(o.StateDir, &st)
 	}
 	if err != nil {
 		_ = cp.Stop(ctx)
@@ -217,7 +203,7 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 	// janitor no longer does when kb-bench dies.
 	cp.janitor.Release()
 	st.Healthy = true
-	return st, nil
+	return &st, nil
 }
 
 // Status reads the state dir and checks that both processes run and that
