@@ -604,18 +604,12 @@ func (cp *ControlPlane) Servers() []string { return slices.Clone(cp.st.Servers) 
 func (cp *ControlPlane) Storage() spec.Storage { return cp.st.Storage }
 
 // Lost returns a channel closed when etcd, kube-apiserver or
-// kube-controller-manager, children of
-// this process, exit by themselves (killed, crashed); why says how.
-// Stop also ends them: stop watching before calling it.
+// kube-controller-manager exit by themselves (killed, crashed); why says
+// how. Stop also ends them: stop watching before calling it.
 func (cp *ControlPlane) Lost() (lost <-chan struct{}, why func() string) {
 	procs := append([]*proc.Process{cp.etcd}, cp.apiservers...)
 	if cp.kcm != nil {
 		procs = append(procs, cp.kcm)
-	}
-	for _, p := range procs {
-		if p == nil || p.Exited() == nil {
-			return nil, func() string { return "" } // not our children: not watched
-		}
 	}
 	ch := make(chan struct{})
 	var (
