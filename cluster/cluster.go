@@ -146,16 +146,8 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 			note = fmt.Sprintf(" (its storage is %s, not the requested %s: `kb-bench local down` to run on a fresh one)", st.Storage, t.Storage)
 		}
 		fmt.Fprintf(o.Log, "local control plane: using the one from `kb-bench local up` at %s%s\n", st.Server, note)
-		conn := &Connection{
-			Config: cfg,
-			Target: spec.TargetInfo{Kind: spec.TargetLocal, Server: st.Server, ServerVersion: version,
-				Storage: st.Storage, EtcdVersion: st.EtcdVersion, Reused: true},
-			Close:       noClose,
-			EtcdMetrics: etcdMetricsURL(st.Etcd.Port),
-		}
-		if len(st.Servers) > 1 {
-			conn.Servers, conn.Target.APIServers = st.Servers, st.Servers
-		}
+		conn := localConnection(st, cfg, version)
+		conn.Target.Reused = true
 		return conn, nil
 	case err == nil:
 		fmt.Fprintf(o.Log, "local control plane: the one from `kb-bench local up` is not healthy (%s); starting a private one\n", st.Detail)
@@ -186,23 +178,24 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 	if err != nil {
 		return nil, err
 	}
-	lost, why := cp.Lost()
-	conn := &Connection{
-		Config: cp.RESTConfig(),
-		Target: spec.TargetInfo{Kind: spec.TargetLocal, Server: cp.Server(), ServerVersion: cp.KubeVersion(),
-			Storage: cp.Storage(), EtcdVersion: cp.EtcdVersion(), ControllerManager: cp.kcm != nil},
-		Close:       cp.Stop,
-		Lost:        lost,
-		LostReason:  why,
-		EtcdMetrics: cp.EtcdMetrics(),
-	}
-	if servers := cp.Servers(); len(servers) > 1 {
-		conn.Servers, conn.Target.APIServers = servers, servers
-	}
+	conn := localConnection(&cp.st, cp.RESTConfig(), cp.st.KubeVersion)
+	conn.Target.ControllerManager = cp.kcm != nil
+	conn.Close = cp.Stop
+	conn.Lost, conn.LostReason = cp.Lost()
 	if cp.proxy != nil {
 		conn.EtcdDelay = cp.proxy.Observed
 	}
 	return conn, nil
+}
+
+// localConnection reaches the local control plane st records with cfg.
+func localConnection(st *LocalState, cfg *rest.Config, version string) *Connection {
+	conn := &Connection{Config: cfg, Close: noClose, EtcdMetrics: etcdMetricsURL(st.Etcd.Port),
+		Target: spec.TargetInfo{Kind: spec.TargetLocal, Server: st.Server, ServerVersion: version, Storage: st.Storage, EtcdVersion: st.EtcdVersion}}
+	if len(st.Servers) > 1 {
+		conn.Servers, conn.Target.APIServers = st.Servers, st.Servers
+	}
+	return conn
 }
 
 func openKubeconfig(ctx context.Context, t spec.Target, getenv func(string) string) (*Connection, error) {
