@@ -126,10 +126,27 @@ func (st *LocalState) AllServers() []string {
 	return []string{st.Server}
 }
 
-// anyAlive and allAlive say whether any, or all, of ps still run.
-func anyAlive(ps []ProcessState) bool { return slices.ContainsFunc(ps, ProcessState.alive) }
-func allAlive(ps []ProcessState) bool {
-	return !slices.ContainsFunc(ps, func(p ProcessState) bool { return !p.alive() })
+// gone names the recorded processes that no longer run ("etcd (pid
+// 12)"); someAlive says whether any still does.
+func (st *LocalState) gone() (gone []string, someAlive bool) {
+	check := func(name string, ps ProcessState) {
+		if ps.alive() {
+			someAlive = true
+		} else {
+			gone = append(gone, fmt.Sprintf("%s (pid %d)", name, ps.PID))
+		}
+	}
+	for _, ps := range st.allAPIServers() {
+		check("kube-apiserver", ps)
+	}
+	check("etcd", st.Etcd)
+	return gone, someAlive
+}
+
+// stopped reports whether the (first) apiserver or etcd is stopped
+// (SIGSTOP or a debugger).
+func (st *LocalState) stopped() bool {
+	return proc.Stopped(st.APIServer.PID) || proc.Stopped(st.Etcd.PID)
 }
 
 // Up starts a control plane that outlives kb-bench and records it in
@@ -152,27 +169,28 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 	defer unlock()
 
 	old, err := readState(o.StateDir)
-	var oldAPI []ProcessState
+	var gone []string
+	someAlive := false
 	if err == nil {
-		oldAPI = old.allAPIServers()
+		gone, someAlive = old.gone()
 	}
 	switch {
 	case errors.Is(err, ErrNotRunning):
 	case err != nil:
 		return nil, err
-	case allAlive(oldAPI) && old.Etcd.alive() && (proc.Stopped(old.APIServer.PID) || proc.Stopped(old.Etcd.PID)):
+	case len(gone) == 0 && old.stopped():
 		return nil, spec.Input(fmt.Errorf("the local control plane recorded at %s is running but stopped (kube-apiserver pid %d, etcd pid %d; SIGSTOP or a debugger): it answers nothing. Resume it with kill -CONT %d %d, or remove it with `kb-bench local down`",
 			old.Server, old.APIServer.PID, old.Etcd.PID, old.APIServer.PID, old.Etcd.PID))
-	case allAlive(oldAPI) && old.Etcd.alive():
+	case len(gone) == 0:
 		return nil, spec.Input(fmt.Errorf("a local control plane is already running at %s (state in %s): stop it first with `kb-bench local down`",
 			old.Server, o.StateDir))
-	case anyAlive(oldAPI) || old.Etcd.alive():
-		gone := "kube-apiserver"
+	case someAlive:
+		which := "kube-apiserver"
 		if !old.Etcd.alive() {
-			gone = "etcd"
+			which = "etcd"
 		}
 		return nil, spec.Input(fmt.Errorf("the local control plane recorded at %s is only partly running (%s is gone): clean it up with `kb-bench local down`, then run `kb-bench local up` again",
-			old.Server, gone))
+			old.Server, which))
 	default:
 		fmt.Fprintf(o.Log, "local control plane: cleaning up a stale record (its processes are gone): %s\n", old.Dir)
 		if err := down(ctx, o.StateDir, old); err != nil {
@@ -214,20 +232,11 @@ func Status(ctx context.Context, stateDir string) (*LocalState, error) {
 	if err != nil {
 		return nil, err
 	}
-	var gone []string
-	for _, ps := range st.allAPIServers() {
-		if !ps.alive() {
-			gone = append(gone, fmt.Sprintf("kube-apiserver (pid %d)", ps.PID))
-		}
-	}
-	if !st.Etcd.alive() {
-		gone = append(gone, fmt.Sprintf("etcd (pid %d)", st.Etcd.PID))
-	}
-	if len(gone) > 0 {
+	if gone, _ := st.gone(); len(gone) > 0 {
 		st.Detail = fmt.Sprintf("%s no longer running: clean up with `kb-bench local down`, then `kb-bench local up`", strings.Join(gone, " and "))
 		return st, nil
 	}
-	if proc.Stopped(st.APIServer.PID) || proc.Stopped(st.Etcd.PID) {
+	if st.stopped() {
 		st.Detail = fmt.Sprintf("its processes are stopped (SIGSTOP or a debugger) and answer nothing: resume them with kill -CONT %d %d, or remove them with `kb-bench local down`",
 			st.APIServer.PID, st.Etcd.PID)
 		return st, nil
