@@ -594,14 +594,9 @@ func (cp *ControlPlane) WriteKubeconfig(path string) error {
 	return atomicfile.WriteFile(path, b, 0o600)
 }
 
-// Server is the (first) apiserver's URL, https://127.0.0.1:PORT.
-func (cp *ControlPlane) Server() string { return cp.st.Server }
-
-// Servers are every apiserver's URL, the first first.
-func (cp *ControlPlane) Servers() []string { return slices.Clone(cp.st.Servers) }
-
-// Storage is spec.StorageDisk or spec.StorageMemory.
-func (cp *ControlPlane) Storage() spec.Storage { return cp.st.Storage }
+// State is what `kb-bench local up` records of a control plane (but the
+// kubeconfig): its URLs, storage, versions, processes and dirs.
+func (cp *ControlPlane) State() LocalState { return cp.st }
 
 // Lost returns a channel closed when etcd, kube-apiserver or
 // kube-controller-manager exit by themselves (killed, crashed); why says
@@ -634,9 +629,6 @@ func (cp *ControlPlane) Lost() (lost <-chan struct{}, why func() string) {
 	}
 }
 
-// KubeVersion is the version the apiserver reports, e.g. v1.37.1.
-func (cp *ControlPlane) KubeVersion() string { return cp.st.KubeVersion }
-
 // EtcdMetrics is the URL of etcd's /metrics (its client URL, plain HTTP
 // on loopback).
 func (cp *ControlPlane) EtcdMetrics() string { return etcdMetricsURL(cp.st.Etcd.Port) }
@@ -648,15 +640,6 @@ func etcdMetricsURL(port int) string {
 	}
 	return "http://127.0.0.1:" + strconv.Itoa(port) + "/metrics"
 }
-
-// APIServerPID is kube-apiserver's process id.
-func (cp *ControlPlane) APIServerPID() int { return cp.apiservers[0].Pid }
-
-// EtcdPID is etcd's process id.
-func (cp *ControlPlane) EtcdPID() int { return cp.etcd.Pid }
-
-// EtcdVersion is the version etcd reports, e.g. v3.6.16.
-func (cp *ControlPlane) EtcdVersion() string { return cp.st.EtcdVersion }
 
 // Stop sends SIGTERM to the controller manager, the apiserver, then etcd, SIGKILLs a process group
 // that has not exited after a grace period (at once when ctx ends), and

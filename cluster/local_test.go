@@ -182,11 +182,11 @@ func clientset(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
 func TestLocalControlPlaneIsARealCluster(t *testing.T) {
 	cp := startLocal(t, spec.StorageDisk)
 	ctx := context.Background()
-	if cp.KubeVersion() != KubeVersion && cp.binaries.Source == SourceCache {
-		t.Errorf("apiserver reports %s, want %s", cp.KubeVersion(), KubeVersion)
+	if cp.st.KubeVersion != KubeVersion && cp.binaries.Source == SourceCache {
+		t.Errorf("apiserver reports %s, want %s", cp.st.KubeVersion, KubeVersion)
 	}
-	if cp.EtcdVersion() != EtcdVersion && cp.binaries.Source == SourceCache {
-		t.Errorf("etcd reports %s, want %s", cp.EtcdVersion(), EtcdVersion)
+	if cp.st.EtcdVersion != EtcdVersion && cp.binaries.Source == SourceCache {
+		t.Errorf("etcd reports %s, want %s", cp.st.EtcdVersion, EtcdVersion)
 	}
 	if !strings.HasPrefix(filepath.Base(cp.st.Dir), "kb-bench-") || !strings.HasPrefix(cp.st.EtcdDataDir, cp.st.Dir) {
 		t.Errorf("dirs %s, %s: want etcd data inside a kb-bench-* temp dir", cp.st.Dir, cp.st.EtcdDataDir)
@@ -318,8 +318,8 @@ func TestLocalControlPlaneIsARealCluster(t *testing.T) {
 
 func TestMemoryStorageIsOnTmpfs(t *testing.T) {
 	cp := startLocal(t, spec.StorageMemory)
-	if cp.Storage() != spec.StorageMemory || !strings.HasPrefix(cp.st.EtcdDataDir, memoryDir+"/kb-bench-etcd-") {
-		t.Fatalf("storage %s, etcd data in %s: want memory under %s", cp.Storage(), cp.st.EtcdDataDir, memoryDir)
+	if cp.st.Storage != spec.StorageMemory || !strings.HasPrefix(cp.st.EtcdDataDir, memoryDir+"/kb-bench-etcd-") {
+		t.Fatalf("storage %s, etcd data in %s: want memory under %s", cp.st.Storage, cp.st.EtcdDataDir, memoryDir)
 	}
 	if _, err := os.Stat(filepath.Join(cp.st.EtcdDataDir, "member", "wal")); err != nil {
 		t.Errorf("etcd's WAL is not under %s: %v", cp.st.EtcdDataDir, err)
@@ -405,7 +405,7 @@ func TestTargetsOverARealControlPlane(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close(ctx)
-		if conn.Target.Kind != spec.TargetKubeconfig || conn.Target.Server != cp.Server() || conn.Target.ServerVersion != cp.KubeVersion() || conn.Target.Context != kubeconfigName {
+		if conn.Target.Kind != spec.TargetKubeconfig || conn.Target.Server != cp.st.Server || conn.Target.ServerVersion != cp.st.KubeVersion || conn.Target.Context != kubeconfigName {
 			t.Errorf("target %+v", conn.Target)
 		}
 		if _, err := clientset(t, conn.Config).CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
@@ -422,7 +422,7 @@ func TestTargetsOverARealControlPlane(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if conn.Target.Kind != spec.TargetKindCluster || conn.Target.Server != cp.Server() || conn.Target.Context != "kind-bench" || conn.Target.ServerVersion == "" {
+		if conn.Target.Kind != spec.TargetKindCluster || conn.Target.Server != cp.st.Server || conn.Target.Context != "kind-bench" || conn.Target.ServerVersion == "" {
 			t.Errorf("target %+v", conn.Target)
 		}
 		if err := conn.Close(ctx); err != nil {
