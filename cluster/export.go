@@ -12,11 +12,13 @@ import (
 // as a kubeconfig, for another kb-bench process to reach the same
 // apiserver as the same user. Write it readable only by its owner: it
 // holds the credentials.
-func Kubeconfig(cfg *rest.Config) ([]byte, error) {
+func Kubeconfig(cfg *rest.Config) ([]byte, error) { return kubeconfigNamed(cfg, "kb-bench") }
+
+// kubeconfigNamed is Kubeconfig with name as its cluster, user and context.
+func kubeconfigNamed(cfg *rest.Config, name string) ([]byte, error) {
 	if cfg.Transport != nil || cfg.WrapTransport != nil || cfg.Dial != nil {
 		return nil, errors.New("the target's connection uses a custom transport, which a kubeconfig cannot carry")
 	}
-	const name = "kb-bench"
 	out := clientcmdapi.NewConfig()
 	out.Clusters[name] = &clientcmdapi.Cluster{
 		Server:                   cfg.Host + cfg.APIPath,

@@ -20,8 +20,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kb-bench/kb-bench/internal/atomicfile"
 	"github.com/kb-bench/kb-bench/internal/netdelay"
@@ -573,21 +571,11 @@ func (cp *ControlPlane) RESTConfig() *rest.Config {
 // kubeconfigName names the cluster, user and context in written kubeconfigs.
 const kubeconfigName = "kb-bench-local"
 
-// kubeconfig renders a kubeconfig for the admin.
-func (cp *ControlPlane) kubeconfig() ([]byte, error) {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[kubeconfigName] = &clientcmdapi.Cluster{Server: cp.st.Server, CertificateAuthorityData: cp.creds.caPEM}
-	cfg.AuthInfos[kubeconfigName] = &clientcmdapi.AuthInfo{Token: cp.creds.token}
-	cfg.Contexts[kubeconfigName] = &clientcmdapi.Context{Cluster: kubeconfigName, AuthInfo: kubeconfigName}
-	cfg.CurrentContext = kubeconfigName
-	return clientcmd.Write(*cfg)
-}
-
 // WriteKubeconfig writes a kubeconfig for the admin (context
 // kb-bench-local) to path, readable only by the owner, for kubectl or any
 // client-go tool.
 func (cp *ControlPlane) WriteKubeconfig(path string) error {
-	b, err := cp.kubeconfig()
+	b, err := kubeconfigNamed(cp.RESTConfig(), kubeconfigName)
 	if err != nil {
 		return err
 	}

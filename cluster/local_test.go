@@ -394,7 +394,7 @@ func TestTargetsOverARealControlPlane(t *testing.T) {
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := cp.kubeconfig()
+	raw, err := os.ReadFile(kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
