@@ -47,24 +47,16 @@ const (
 //go:embed kube/*.txt etcd/*.txt
 var modules embed.FS
 
-// program is one upstream command: the pinned module it is built from and
-// its package.
-type program struct {
-	module, pkg string
-	// stamp sets the version the way upstream's release build does, so
-	// that /version and `kubeadm version` report KubeVersion rather than a
-	// placeholder.
-	stamp bool
-}
-
-func programs(name string) (program, bool) {
+// program is where the program name is built from: its package in the
+// pinned module (kube or etcd); "" for a program Build does not know.
+func program(name string) (module, pkg string) {
 	switch name {
 	case Etcd:
-		return program{module: "etcd", pkg: "go.etcd.io/etcd/server/v3"}, true
+		return "etcd", "go.etcd.io/etcd/server/v3"
 	case APIServer, ControllerManager, Kubeadm:
-		return program{module: "kube", pkg: "k8s.io/kubernetes/cmd/" + name, stamp: true}, true
+		return "kube", "k8s.io/kubernetes/cmd/" + name
 	}
-	return program{}, false
+	return "", ""
 }
 
 // Options configures Build.
@@ -94,7 +86,7 @@ func Build(ctx context.Context, o Options) error {
 	}
 	var missing []string
 	for _, name := range o.Programs {
-		if _, ok := programs(name); !ok {
+		if module, _ := program(name); module == "" {
 			return fmt.Errorf("upstream: no program %q", name)
 		}
 		if fi, err := os.Stat(filepath.Join(o.Dir, name)); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
@@ -115,27 +107,29 @@ func Build(ctx context.Context, o Options) error {
 		return fmt.Errorf("creating %s: %w", o.Dir, err)
 	}
 	for _, name := range missing {
-		p, _ := programs(name)
-		if err := build(ctx, goCmd, name, p, filepath.Join(o.Dir, name), o); err != nil {
+		if err := build(ctx, goCmd, name, filepath.Join(o.Dir, name), o); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func build(ctx context.Context, goCmd, name string, p program, dest string, o Options) error {
-	version := EtcdVersion
-	if p.module == "kube" {
-		version = KubeVersion
+func build(ctx context.Context, goCmd, name, dest string, o Options) error {
+	module, pkg := program(name)
+	version, ldflags := EtcdVersion, "-s -w"
+	if module == "kube" {
+		// Stamped as upstream's release build does, so that /version and
+		// `kubeadm version` report KubeVersion, not a placeholder.
+		version, ldflags = KubeVersion, ldflags+" "+stampFlags()
 	}
-	fmt.Fprintf(o.Log, "control plane: building %s %s from %s (minutes the first time, once)...\n", name, version, p.pkg)
+	fmt.Fprintf(o.Log, "control plane: building %s %s from %s (minutes the first time, once)...\n", name, version, pkg)
 	begin := time.Now()
 	mod, err := os.MkdirTemp("", "kb-bench-upstream-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(mod)
-	if err := writeModule(p.module, mod); err != nil {
+	if err := writeModule(module, mod); err != nil {
 		return err
 	}
 	out, err := os.CreateTemp(filepath.Dir(dest), "."+name+".")
@@ -145,11 +139,7 @@ func build(ctx context.Context, goCmd, name string, p program, dest string, o Op
 	out.Close()
 	tmp := out.Name()
 	defer os.Remove(tmp) // gone once renamed
-	ldflags := "-s -w"
-	if p.stamp {
-		ldflags += " " + stampFlags()
-	}
-	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, p.pkg)
+	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, pkg)
 	cmd.Dir = mod
 	// The pinned go.sum is complete: nothing may change it, and neither a
 	// go.work nor a -mod in the user's GOFLAGS (the last one counts) may
