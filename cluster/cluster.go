@@ -133,11 +133,7 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 		fmt.Fprintf(o.Log, "local control plane: not reusing the one from `kb-bench local up`: it runs %s, and %d were asked for; starting a private one\n",
 			results.Plural(len(st.AllServers()), "apiserver"), t.APIServerCount())
 	case err == nil && st.Healthy:
-		cfg, err := loadKubeconfig(st.Kubeconfig, "")
-		if err != nil {
-			return nil, fmt.Errorf("loading the kubeconfig of the `kb-bench local up` control plane: %w: restart it with `kb-bench local down` and `kb-bench local up`", err)
-		}
-		version, err := serverVersion(ctx, cfg)
+		version, err := serverVersion(ctx, st.config)
 		if err != nil {
 			return nil, spec.Input(fmt.Errorf("the `kb-bench local up` control plane at %s does not answer (%w): restart it with `kb-bench local down` and `kb-bench local up`", st.Server, err))
 		}
@@ -146,7 +142,7 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 			note = fmt.Sprintf(" (its storage is %s, not the requested %s: `kb-bench local down` to run on a fresh one)", st.Storage, t.Storage)
 		}
 		fmt.Fprintf(o.Log, "local control plane: using the one from `kb-bench local up` at %s%s\n", st.Server, note)
-		conn := localConnection(st, cfg, version)
+		conn := localConnection(st, st.config, version)
 		conn.Target.Reused = true
 		return conn, nil
 	case err == nil:

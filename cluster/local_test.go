@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/internal/proc"
@@ -285,7 +286,7 @@ func TestLocalControlPlaneIsARealCluster(t *testing.T) {
 		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("kubeconfig mode: %v %v, want 0600 (it holds the token)", fi.Mode(), err)
 		}
-		cfg, err := loadKubeconfig(path, "")
+		cfg, _, err := kubeconfigFrom(&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -71,6 +71,9 @@ type LocalState struct {
 	// processes run and /readyz answers ok, and if not, why.
 	Healthy bool   `json:"healthy,omitempty"`
 	Detail  string `json:"detail,omitempty"`
+	// config reaches the apiserver as the admin, once Status found it
+	// healthy.
+	config *rest.Config
 }
 
 // ProcessState identifies one process of a `local up` control plane.
@@ -241,7 +244,7 @@ func Status(ctx context.Context, stateDir string) (*LocalState, error) {
 			st.APIServer.PID, st.Etcd.PID)
 		return st, nil
 	}
-	cfg, err := loadKubeconfig(st.Kubeconfig, "")
+	cfg, _, err := kubeconfigFrom(&clientcmd.ClientConfigLoadingRules{ExplicitPath: st.Kubeconfig}, "")
 	if err != nil {
 		st.Detail = fmt.Sprintf("its kubeconfig is unusable (%v): restart it with `kb-bench local down` and `kb-bench local up`", err)
 		return st, nil
@@ -258,7 +261,7 @@ func Status(ctx context.Context, stateDir string) (*LocalState, error) {
 			return st, nil
 		}
 	}
-	st.Healthy = true
+	st.Healthy, st.config = true, cfg
 	return st, nil
 }
 
@@ -367,13 +370,6 @@ func lockStateDir(stateDir string) (unlock func(), err error) {
 		return nil, fmt.Errorf("another `kb-bench local` command is using %s: wait for it to finish", stateDir)
 	}
 	return func() { f.Close() }, nil
-}
-
-// loadKubeconfig loads exactly the file at path (no $KUBECONFIG merging),
-// with context contextName or the file's current context.
-func loadKubeconfig(path, contextName string) (*rest.Config, error) {
-	cfg, _, err := kubeconfigFrom(&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, contextName)
-	return cfg, err
 }
 
 // kubeconfigFrom loads the kubeconfig files rules name and returns the
