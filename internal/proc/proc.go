@@ -90,6 +90,9 @@ func Start(cmd *exec.Cmd, name, log string, detached bool) (*Process, error) {
 	return p, nil
 }
 
+// detachedAttr gives a child its own session so it outlives kb-bench.
+func detachedAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
+
 // startOnLockedThread starts cmd from a goroutine locked to its OS thread
 // that stays there until the child is reaped (reap).
 //
