@@ -67,27 +67,24 @@ func FindBinaries(explicitDir string, getenv func(string) string) (Binaries, err
 		}
 		return b, nil
 	}
-	var looked []string
+	envtest := "KUBEBUILDER_ASSETS: not set"
 	if dir := getenv("KUBEBUILDER_ASSETS"); dir != "" {
 		b, err := binariesIn(dir, SourceEnvtest)
 		if err == nil {
 			return b, nil
 		}
-		looked = append(looked, fmt.Sprintf("KUBEBUILDER_ASSETS=%s: %v", dir, err))
-	} else {
-		looked = append(looked, "KUBEBUILDER_ASSETS: not set")
+		envtest = fmt.Sprintf("KUBEBUILDER_ASSETS=%s: %v", dir, err)
 	}
 	dir := CacheDir(getenv)
 	b, err := binariesIn(dir, SourceCache)
 	if err == nil {
 		if getenv("KUBEBUILDER_ASSETS") != "" {
-			b.PassedOver = looked[0] + "; using the cache " + dir
+			b.PassedOver = envtest + "; using the cache " + dir
 		}
 		return b, nil
 	}
-	looked = append(looked, fmt.Sprintf("cache %s: %v", dir, err))
-	return Binaries{}, spec.Input(fmt.Errorf("the local control plane needs kube-apiserver and etcd, which were not found (looked in: %s): %s",
-		strings.Join(looked, "; "), howToGet))
+	return Binaries{}, spec.Input(fmt.Errorf("the local control plane needs kube-apiserver and etcd, which were not found (looked in: %s; cache %s: %v): %s",
+		envtest, dir, err, howToGet))
 }
 
 const howToGet = "run `kb-bench local install` (builds kube-apiserver " + KubeVersion +

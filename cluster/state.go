@@ -383,10 +383,7 @@ func kubeconfigFrom(rules *clientcmd.ClientConfigLoadingRules, contextName strin
 		return nil, nil, err
 	}
 	if _, ok := raw.Contexts[contextName]; contextName != "" && !ok {
-		names := slices.Sorted(maps.Keys(raw.Contexts))
-		if len(names) == 0 {
-			names = []string{"none"}
-		}
+		names := cmp.Or(strings.Join(slices.Sorted(maps.Keys(raw.Contexts)), ", "), "none")
 		var missing []string // client-go skips kubeconfig files that do not exist
 		for _, f := range rules.GetLoadingPrecedence() {
 			if _, err := os.Stat(f); errors.Is(err, fs.ErrNotExist) {
@@ -394,9 +391,9 @@ func kubeconfigFrom(rules *clientcmd.ClientConfigLoadingRules, contextName strin
 			}
 		}
 		if len(missing) > 0 {
-			return nil, raw, fmt.Errorf("context %q does not exist (contexts: %s; no such file: %s)", contextName, strings.Join(names, ", "), strings.Join(missing, ", "))
+			return nil, raw, fmt.Errorf("context %q does not exist (contexts: %s; no such file: %s)", contextName, names, strings.Join(missing, ", "))
 		}
-		return nil, raw, fmt.Errorf("context %q does not exist (contexts: %s)", contextName, strings.Join(names, ", "))
+		return nil, raw, fmt.Errorf("context %q does not exist (contexts: %s)", contextName, names)
 	}
 	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, contextName, &clientcmd.ConfigOverrides{}, rules).ClientConfig()
 	if clientcmd.IsEmptyConfig(err) {
