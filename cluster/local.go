@@ -164,29 +164,34 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 		return cp, spec.Input(fmt.Errorf("the temp dir %q has a newline in its name: set TMPDIR to a plain path", cp.st.Dir))
 	}
 	cp.janitor.WatchDir(cp.st.Dir)
-	if o.Storage == spec.StorageMemory {
+	switch {
+	case o.Storage == spec.StorageMemory:
 		if cp.st.EtcdDataDir, err = os.MkdirTemp(memoryDir, "kb-bench-etcd-*"); err != nil {
 			return cp, spec.Input(fmt.Errorf("storage memory puts etcd's data on the tmpfs %s, which is not usable here (%w): use --storage disk", memoryDir, err))
 		}
-		cp.janitor.WatchDir(cp.st.EtcdDataDir)
-	} else if onMemoryFS(cp.st.Dir) {
+	case onMemoryFS(cp.st.Dir):
 		// /tmp is a tmpfs on many systems: disk storage must mean a disk,
-		// or disk and memory results would be the same thing.
-		base, baseErr := diskDataBase()
-		if baseErr != nil {
-			return cp, baseErr
+		// or disk and memory results would be the same thing. The user's
+		// cache dir is on disk.
+		cache, cacheErr := os.UserCacheDir()
+		if cacheErr != nil {
+			return cp, fmt.Errorf("the temp dir is in memory and there is no cache dir for etcd's disk storage (%w): set TMPDIR to a directory on disk", cacheErr)
+		}
+		base := filepath.Join(cache, "kb-bench")
+		if err = os.MkdirAll(base, 0o700); err != nil {
+			return cp, err
 		}
 		if cp.st.EtcdDataDir, err = os.MkdirTemp(base, "kb-bench-etcd-*"); err != nil {
 			return cp, fmt.Errorf("creating etcd's data dir on disk (the temp dir %s is in memory): %w", cp.st.Dir, err)
 		}
-		cp.janitor.WatchDir(cp.st.EtcdDataDir)
 		fmt.Fprintf(o.Log, "local control plane: %s is in memory, so etcd's disk storage goes to %s\n", filepath.Dir(cp.st.Dir), base)
-	} else {
+	default:
 		cp.st.EtcdDataDir = filepath.Join(cp.st.Dir, "etcd")
 		if err = os.Mkdir(cp.st.EtcdDataDir, 0o700); err != nil {
 			return cp, err
 		}
 	}
+	cp.janitor.WatchDir(cp.st.EtcdDataDir)
 	if cp.creds, err = writeCredentials(cp.st.Dir); err != nil {
 		return cp, fmt.Errorf("writing the control plane's certificates: %w", err)
 	}
@@ -520,20 +525,6 @@ func get(ctx context.Context, client *http.Client, url string, v any) error {
 		return nil
 	}
 	return json.Unmarshal(body, v)
-}
-
-// diskDataBase is where etcd's data goes with disk storage when the temp
-// dir is in memory: the user's cache dir, which is on disk.
-func diskDataBase() (string, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("the temp dir is in memory and there is no cache dir for etcd's disk storage (%w): set TMPDIR to a directory on disk", err)
-	}
-	base := filepath.Join(cache, "kb-bench")
-	if err := os.MkdirAll(base, 0o700); err != nil {
-		return "", err
-	}
-	return base, nil
 }
 
 // freePorts returns n distinct free loopback ports. They are free when
