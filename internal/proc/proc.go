@@ -174,16 +174,12 @@ func (p *Process) Signal(sig syscall.Signal) error { return syscall.Kill(p.Pid, 
 // waitGone waits until the process no longer runs, for at most d or until
 // ctx ends; it reports whether it is gone.
 func (p *Process) waitGone(ctx context.Context, d time.Duration) bool {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(25 * time.Millisecond)
-	defer tick.Stop()
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
 	for p.Running() {
 		select {
 		case <-p.exited: // nil for non-children: never ready
-		case <-tick.C:
-		case <-deadline.C:
-			return !p.Running()
+		case <-time.After(25 * time.Millisecond):
 		case <-ctx.Done():
 			return !p.Running()
 		}
