@@ -19,6 +19,12 @@ func kubeconfigNamed(cfg *rest.Config, name string) ([]byte, error) {
 	if cfg.Transport != nil || cfg.WrapTransport != nil || cfg.Dial != nil {
 		return nil, errors.New("the target's connection uses a custom transport, which a kubeconfig cannot carry")
 	}
+	var exec *clientcmdapi.ExecConfig
+	if cfg.ExecProvider != nil {
+		e := *cfg.ExecProvider
+		e.Config = nil // runtime.Object of the exec plugin's cluster info; not written
+		exec = &e
+	}
 	out := clientcmdapi.NewConfig()
 	out.Clusters[name] = &clientcmdapi.Cluster{
 		Server:                   cfg.Host + cfg.APIPath,
@@ -41,19 +47,10 @@ func kubeconfigNamed(cfg *rest.Config, name string) ([]byte, error) {
 		ImpersonateUID:        cfg.Impersonate.UID,
 		ImpersonateGroups:     cfg.Impersonate.Groups,
 		ImpersonateUserExtra:  cfg.Impersonate.Extra,
-		Exec:                  execConfig(cfg.ExecProvider),
+		Exec:                  exec,
 		AuthProvider:          cfg.AuthProvider,
 	}
 	out.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	out.CurrentContext = name
 	return clientcmd.Write(*out)
-}
-
-func execConfig(e *clientcmdapi.ExecConfig) *clientcmdapi.ExecConfig {
-	if e == nil {
-		return nil
-	}
-	c := *e
-	c.Config = nil // runtime.Object of the exec plugin's cluster info; not written
-	return &c
 }
