@@ -113,12 +113,9 @@ type kindDeps struct {
 // kindNodeImage is the image the first control-plane node of cluster name
 // runs, as the runtime reports it; "" when it cannot tell.
 func kindNodeImage(getenv func(string) string, name string) string {
-	rt, err := kindRuntime(getenv)
-	if err != nil {
-		return ""
-	}
+	rt, rtErr := kindRuntime(getenv)
 	p, err := kindProviderFor(getenv)
-	if err != nil {
+	if rtErr != nil || err != nil {
 		return ""
 	}
 	node, err := firstControlPlane(p, name)
