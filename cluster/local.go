@@ -55,7 +55,7 @@ type LocalOptions struct {
 	StartTimeout time.Duration
 	// Detached starts the processes in their own session, without the
 	// parent-death signal, so they can outlive kb-bench (`kb-bench local
-	// up`). The janitor still guards them until the caller calls keep:
+	// up`). The janitor still guards them until the caller releases it:
 	// a kb-bench killed before it recorded them leaves nothing behind.
 	Detached bool
 	// Dir is where the kb-bench-* temp dir is made (os.TempDir() when empty).
@@ -91,9 +91,8 @@ type ControlPlane struct {
 	binaries   Binaries
 	janitor    *proc.Janitor
 
-	mu      sync.Mutex
-	stopped bool
-	stopErr error
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // errPortTaken marks a start that lost a race for a free port.
@@ -624,22 +623,18 @@ func etcdMetricsURL(port int) string {
 // that has not exited after a grace period (at once when ctx ends), and
 // removes the temp dir. Calling it again returns the first call's result.
 func (cp *ControlPlane) Stop(ctx context.Context) error {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	if cp.stopped {
-		return cp.stopErr
-	}
-	cp.stopped = true
-	cp.stopErr = stopAndClean(ctx, [][]*proc.Process{{cp.kcm}, cp.apiservers, {cp.etcd}}, []string{cp.st.Dir, cp.st.EtcdDataDir})
-	if cp.proxy != nil {
-		// After the apiservers: they reach etcd through it until they stop.
-		cp.proxy.Close()
-	}
-	if cp.stopErr == nil {
-		cp.janitor.Release()
-	}
-	// On an error the janitor stays: when kb-bench exits it kills what is
-	// left and removes the directories.
+	cp.stopOnce.Do(func() {
+		cp.stopErr = stopAndClean(ctx, [][]*proc.Process{{cp.kcm}, cp.apiservers, {cp.etcd}}, []string{cp.st.Dir, cp.st.EtcdDataDir})
+		if cp.proxy != nil {
+			// After the apiservers: they reach etcd through it until they stop.
+			cp.proxy.Close()
+		}
+		if cp.stopErr == nil {
+			cp.janitor.Release()
+		}
+		// On an error the janitor stays: when kb-bench exits it kills what
+		// is left and removes the directories.
+	})
 	return cp.stopErr
 }
 
