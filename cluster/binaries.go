@@ -125,30 +125,15 @@ func binariesIn(dir, source string) (Binaries, error) {
 	b := Binaries{Dir: abs, APIServer: filepath.Join(abs, "kube-apiserver"), Etcd: filepath.Join(abs, "etcd"), Source: source}
 	var missing []string
 	for _, p := range []string{b.APIServer, b.Etcd} {
-		if err := checkExecutable(p); err != nil {
+		if err := upstream.Executable(p); err != nil {
 			missing = append(missing, err.Error())
 		}
 	}
 	if len(missing) > 0 {
 		return Binaries{}, errors.New(strings.Join(missing, ", "))
 	}
-	if kcm := filepath.Join(abs, "kube-controller-manager"); checkExecutable(kcm) == nil {
+	if kcm := filepath.Join(abs, "kube-controller-manager"); upstream.Executable(kcm) == nil {
 		b.ControllerManager = kcm
 	}
 	return b, nil
-}
-
-func checkExecutable(path string) error {
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("no %s", filepath.Base(path))
-	case err != nil:
-		return err
-	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%s is not a regular file", filepath.Base(path))
-	case fi.Mode().Perm()&0o111 == 0:
-		return fmt.Errorf("%s is not executable", filepath.Base(path))
-	}
-	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -89,7 +90,7 @@ func Build(ctx context.Context, o Options) error {
 		if module, _ := program(name); module == "" {
 			return fmt.Errorf("upstream: no program %q", name)
 		}
-		if fi, err := os.Stat(filepath.Join(o.Dir, name)); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		if Executable(filepath.Join(o.Dir, name)) == nil {
 			fmt.Fprintf(o.Log, "control plane: %s already built in %s\n", name, o.Dir)
 			continue
 		}
@@ -208,4 +209,21 @@ func lastLines(s string, n int) string {
 		return "no output"
 	}
 	return strings.Join(lines, "; ")
+}
+
+// Executable says why path is not an executable regular file (nil when it
+// is).
+func Executable(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("no %s", filepath.Base(path))
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file", filepath.Base(path))
+	case fi.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("%s is not executable", filepath.Base(path))
+	}
+	return nil
 }
