@@ -132,9 +132,6 @@ func (p *Process) ExitCode() int {
 
 // Running reports whether the process still runs (a zombie does not).
 func (p *Process) Running() bool {
-	if p == nil {
-		return false
-	}
 	if p.exited != nil {
 		select {
 		case <-p.exited:
