@@ -8,7 +8,6 @@
 package proc
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -234,17 +233,10 @@ func (p *Process) LogTail(n int) string {
 	if fi, err := f.Stat(); err == nil && fi.Size() > window {
 		_, _ = f.Seek(fi.Size()-window, 0)
 	}
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	if len(lines) == 0 {
+	b, _ := io.ReadAll(f)
+	if len(b) == 0 {
 		return "(empty log)"
 	}
-	return strings.Join(lines, "\n")
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
