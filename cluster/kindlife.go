@@ -19,7 +19,6 @@ import (
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 
-	"github.com/kb-bench/kb-bench/internal/atomicfile"
 	"github.com/kb-bench/kb-bench/internal/proc"
 	"github.com/kb-bench/kb-bench/spec"
 )
@@ -287,11 +286,7 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 	}
 	st.MadeNetwork = !hadNetwork
 	fmt.Fprintf(uo.Log, "kind: cluster %s ready after %s (Kubernetes %s)\n", o.Name, time.Since(begin).Round(time.Second), st.KubernetesVersion)
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err == nil {
-		err = atomicfile.WriteFile(filepath.Join(uo.StateDir, o.Name+".json"), append(b, '\n'), 0o600)
-	}
-	return st, true, err
+	return st, true, writeJSON(filepath.Join(uo.StateDir, o.Name+".json"), st)
 }
 
 // KindDown deletes a kind cluster that KindUp made, and its records; a

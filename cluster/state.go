@@ -69,8 +69,8 @@ type LocalState struct {
 
 	// Healthy and Detail are set by Status (never stored): whether both
 	// processes run and /readyz answers ok, and if not, why.
-	Healthy bool   `json:"healthy,omitempty"`
-	Detail  string `json:"detail,omitempty"`
+	Healthy bool   `json:"-"`
+	Detail  string `json:"-"`
 	// config reaches the apiserver as the admin, once Status found it
 	// healthy.
 	config *rest.Config
@@ -349,13 +349,16 @@ func madeByStartLocal(dir, prefix string) bool {
 }
 
 func writeState(stateDir string, st *LocalState) error {
-	stored := *st
-	stored.Healthy, stored.Detail = false, ""
-	b, err := json.MarshalIndent(stored, "", "  ")
+	return writeJSON(filepath.Join(stateDir, stateFile), st)
+}
+
+// writeJSON writes v, indented, to path, readable only by the owner.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(stateDir, stateFile), append(b, '\n'), 0o600)
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o600)
 }
 
 // lockStateDir takes an exclusive lock on the state dir so that two
