@@ -105,9 +105,7 @@ func KindConfig(o KindOptions) (*v1alpha4.Cluster, error) {
 		c.Nodes = append(c.Nodes, v1alpha4.Node{Role: v1alpha4.ControlPlaneRole, Image: o.NodeImage})
 	}
 	var ops []map[string]any
-	args := slices.Clone(o.APIServerArgs)
-	slices.Sort(args)
-	for _, a := range args {
+	for _, a := range slices.Sorted(slices.Values(o.APIServerArgs)) {
 		name, value, _ := strings.Cut(a, "=")
 		ops = append(ops, map[string]any{"op": "add", "path": "/apiServer/extraArgs/-", "value": map[string]string{"name": name, "value": value}})
 	}
