@@ -201,14 +201,11 @@ func writeModule(name, dir string) error {
 }
 
 func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	if len(lines) == 1 && lines[0] == "" {
+	if s = strings.TrimSpace(s); s == "" {
 		return "no output"
 	}
-	return strings.Join(lines, "; ")
+	lines := strings.Split(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "; ")
 }
 
 // Executable says why path is not an executable regular file (nil when it
