@@ -49,8 +49,15 @@ func Listen(upstream string, d Delay) (*Proxy, error) {
 	}
 	p := &Proxy{upstream: upstream, delay: d, ln: ln}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	p.wg.Add(1)
-	go p.accept()
+	p.wg.Go(func() {
+		for {
+			down, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.wg.Go(func() { p.serve(down) })
+		}
+	})
 	return p, nil
 }
 
@@ -76,21 +83,8 @@ func (p *Proxy) Close() error {
 	return p.closeErr
 }
 
-func (p *Proxy) accept() {
-	defer p.wg.Done()
-	for {
-		down, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.wg.Add(1)
-		go p.serve(down)
-	}
-}
-
 // serve joins one client connection to a new upstream connection.
 func (p *Proxy) serve(down net.Conn) {
-	defer p.wg.Done()
 	defer down.Close()
 	dialer := net.Dialer{Timeout: 10 * time.Second} // Close cancels a dial too
 	up, err := dialer.DialContext(p.ctx, "tcp", p.upstream)
@@ -101,9 +95,8 @@ func (p *Proxy) serve(down net.Conn) {
 	stop := context.AfterFunc(p.ctx, func() { down.Close(); up.Close() })
 	defer stop()
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); p.pipe(up, down, &p.toUp) }()
-	go func() { defer wg.Done(); p.pipe(down, up, &p.toDown) }()
+	wg.Go(func() { p.pipe(up, down, &p.toUp) })
+	wg.Go(func() { p.pipe(down, up, &p.toDown) })
 	wg.Wait()
 }
 
