@@ -121,7 +121,10 @@ func build(ctx context.Context, goCmd, name, dest string, o Options) error {
 	if module == "kube" {
 		// Stamped as upstream's release build does, so that /version and
 		// `kubeadm version` report KubeVersion, not a placeholder.
-		version, ldflags = KubeVersion, ldflags+" "+stampFlags()
+		const v = "k8s.io/component-base/version"
+		minor, _, _ := strings.Cut(strings.TrimPrefix(KubeVersion, "v1."), ".")
+		version = KubeVersion
+		ldflags += fmt.Sprintf(" -X %[1]s.gitVersion=%[2]s -X %[1]s.gitMajor=1 -X %[1]s.gitMinor=%[3]s -X %[1]s.gitTreeState=clean", v, KubeVersion, minor)
 	}
 	fmt.Fprintf(o.Log, "control plane: building %s %s from %s (minutes the first time, once)...\n", name, version, pkg)
 	begin := time.Now()
@@ -171,14 +174,6 @@ func build(ctx context.Context, goCmd, name, dest string, o Options) error {
 	}
 	fmt.Fprintf(o.Log, "control plane: %s built in %s\n", name, time.Since(begin).Round(time.Second))
 	return nil
-}
-
-// stampFlags are the -X flags that stamp KubeVersion into a Kubernetes
-// program.
-func stampFlags() string {
-	const v = "k8s.io/component-base/version"
-	minor := strings.SplitN(strings.TrimPrefix(KubeVersion, "v1."), ".", 2)[0]
-	return fmt.Sprintf("-X %[1]s.gitVersion=%[2]s -X %[1]s.gitMajor=1 -X %[1]s.gitMinor=%[3]s -X %[1]s.gitTreeState=clean", v, KubeVersion, minor)
 }
 
 // writeModule writes the pinned module name (kube or etcd) into dir under
