@@ -203,7 +203,12 @@ func openKubeconfig(ctx context.Context, t spec.Target, getenv func(string) stri
 		if t.Context == "" {
 			return nil, spec.Input(errors.New("target kubeconfig needs the cluster named: pass --kubeconfig PATH and/or --context NAME"))
 		}
-		rules = &clientcmd.ClientConfigLoadingRules{Precedence: defaultKubeconfigs(getenv)}
+		// The files kubectl reads: $KUBECONFIG, else ~/.kube/config.
+		files := []string{filepath.Join(getenv("HOME"), ".kube", "config")}
+		if env := getenv("KUBECONFIG"); env != "" {
+			files = filepath.SplitList(env)
+		}
+		rules = &clientcmd.ClientConfigLoadingRules{Precedence: files}
 		source = strings.Join(rules.Precedence, string(filepath.ListSeparator))
 	}
 	cfg, raw, err := kubeconfigFrom(rules, t.Context)
@@ -224,15 +229,6 @@ func openKubeconfig(ctx context.Context, t spec.Target, getenv func(string) stri
 		Target: spec.TargetInfo{Kind: spec.TargetKubeconfig, Server: cfg.Host, ServerVersion: version, Context: contextName},
 		Close:  noClose,
 	}, nil
-}
-
-// defaultKubeconfigs are the files kubectl reads: $KUBECONFIG, else
-// ~/.kube/config.
-func defaultKubeconfigs(getenv func(string) string) []string {
-	if env := getenv("KUBECONFIG"); env != "" {
-		return filepath.SplitList(env)
-	}
-	return []string{filepath.Join(getenv("HOME"), ".kube", "config")}
 }
 
 // serverVersion GETs /version within reachTimeout: it proves the apiserver

@@ -656,15 +656,13 @@ func stopAndClean(ctx context.Context, stages [][]*proc.Process, dirs []string) 
 			if strings.HasPrefix(p.Name, "kube-apiserver") {
 				grace = apiserverGrace
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				if _, err := p.Stop(ctx, grace, nil); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
 				}
-			}()
+			})
 		}
 		wg.Wait()
 	}
