@@ -640,7 +640,7 @@ func (cp *ControlPlane) Stop(ctx context.Context) error {
 
 // stopAndClean terminates the stages of processes in order, the
 // processes of one stage together (nil ones are skipped), then removes
-// the dirs (empty names are skipped), unless a process would not die.
+// the dirs (os.RemoveAll skips empty names), unless a process would not die.
 func stopAndClean(ctx context.Context, stages [][]*proc.Process, dirs []string) error {
 	var (
 		mu   sync.Mutex
@@ -670,9 +670,6 @@ func stopAndClean(ctx context.Context, stages [][]*proc.Process, dirs []string) 
 		return errors.Join(errs...)
 	}
 	for _, d := range dirs {
-		if d == "" {
-			continue
-		}
 		if err := os.RemoveAll(d); err != nil {
 			errs = append(errs, fmt.Errorf("removing %s: %w", d, err))
 		}
