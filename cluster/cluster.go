@@ -81,9 +81,7 @@ type Connection struct {
 //
 // Unreachable targets and missing binaries are spec.Input errors.
 func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.Log = cmp.Or(o.Log, io.Discard)
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
@@ -119,10 +117,7 @@ func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
 func noClose(context.Context) error { return nil }
 
 func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
-	stateDir := o.StateDir
-	if stateDir == "" {
-		stateDir = DefaultStateDir(o.Getenv)
-	}
+	stateDir := cmp.Or(o.StateDir, DefaultStateDir(o.Getenv))
 	st, err := Status(ctx, stateDir)
 	switch {
 	case o.Private:

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -66,12 +67,8 @@ var apiserverArgRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*=`)
 // Defaults fills the empty fields and checks the rest: an error says what
 // is wrong and is spec.Input.
 func (o *KindOptions) Defaults() error {
-	if o.Name == "" {
-		o.Name = DefaultKindCluster
-	}
-	if o.NodeImage == "" {
-		o.NodeImage = DefaultKindNodeImage
-	}
+	o.Name = cmp.Or(o.Name, DefaultKindCluster)
+	o.NodeImage = cmp.Or(o.NodeImage, DefaultKindNodeImage)
 	if o.ControlPlanes == 0 {
 		o.ControlPlanes = 1
 	}

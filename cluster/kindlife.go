@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -195,15 +196,11 @@ func firstLine(b []byte) string {
 // create that fails or is interrupted deletes what it made, unless
 // Retain. created says whether KindUp made the cluster.
 func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState, created bool, err error) {
-	if uo.Log == nil {
-		uo.Log = io.Discard
-	}
+	uo.Log = cmp.Or(uo.Log, io.Discard)
 	if uo.Getenv == nil {
 		uo.Getenv = os.Getenv
 	}
-	if uo.StateDir == "" {
-		uo.StateDir = DefaultKindStateDir(uo.Getenv)
-	}
+	uo.StateDir = cmp.Or(uo.StateDir, DefaultKindStateDir(uo.Getenv))
 	if err := o.Defaults(); err != nil {
 		return nil, false, err
 	}
@@ -295,9 +292,7 @@ func KindDown(ctx context.Context, name, stateDir string, getenv func(string) st
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	if stateDir == "" {
-		stateDir = DefaultKindStateDir(getenv)
-	}
+	stateDir = cmp.Or(stateDir, DefaultKindStateDir(getenv))
 	st, err := ReadKindState(stateDir, name, getenv)
 	if err != nil {
 		return spec.Input(fmt.Errorf("kb-bench made no kind cluster %q (%v): it deletes only its own; use `kind delete cluster --name %s` for another", name, err, name))

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -112,19 +113,14 @@ func StartLocal(ctx context.Context, o LocalOptions) (*ControlPlane, error) {
 	if o.ControllerManager && o.Binaries.ControllerManager == "" {
 		return nil, spec.Input(fmt.Errorf("--controller-manager needs kube-controller-manager next to kube-apiserver in %s, and it is not there: run `kb-bench local install --controller-manager` (builds it from the pinned source), or drop --controller-manager", o.Binaries.Dir))
 	}
-	switch o.Storage {
-	case "":
-		o.Storage = spec.StorageDisk
-	case spec.StorageDisk, spec.StorageMemory:
-	default:
+	o.Storage = cmp.Or(o.Storage, spec.StorageDisk)
+	if o.Storage != spec.StorageDisk && o.Storage != spec.StorageMemory {
 		return nil, spec.Input(fmt.Errorf("storage %q is not known (--storage): use %s or %s", o.Storage, spec.StorageDisk, spec.StorageMemory))
 	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = DefaultStartTimeout
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.Log = cmp.Or(o.Log, io.Discard)
 	if o.APIServers <= 0 {
 		o.APIServers = 1
 	}

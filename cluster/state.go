@@ -159,9 +159,7 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 	if o.StateDir == "" {
 		return nil, errors.New("UpOptions.StateDir is empty: use cluster.DefaultStateDir")
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.Log = cmp.Or(o.Log, io.Discard)
 	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the state dir: %w", err)
 	}

@@ -14,6 +14,7 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -79,9 +80,7 @@ type Options struct {
 // interrupted build never leaves a half-written executable. It needs the
 // go command on PATH; without it the error is spec.Input.
 func Build(ctx context.Context, o Options) error {
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.Log = cmp.Or(o.Log, io.Discard)
 	if o.Env == nil {
 		o.Env = os.Environ()
 	}
