@@ -69,9 +69,7 @@ var apiserverArgRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*=`)
 func (o *KindOptions) Defaults() error {
 	o.Name = cmp.Or(o.Name, DefaultKindCluster)
 	o.NodeImage = cmp.Or(o.NodeImage, DefaultKindNodeImage)
-	if o.ControlPlanes == 0 {
-		o.ControlPlanes = 1
-	}
+	o.ControlPlanes = cmp.Or(o.ControlPlanes, 1)
 	if o.ControlPlanes != 1 && o.ControlPlanes != 3 {
 		return spec.Input(fmt.Errorf("--control-planes %d: use 1, or 3 for three apiservers behind a load balancer", o.ControlPlanes))
 	}

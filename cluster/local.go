@@ -121,9 +121,7 @@ func StartLocal(ctx context.Context, o LocalOptions) (*ControlPlane, error) {
 		o.StartTimeout = DefaultStartTimeout
 	}
 	o.Log = cmp.Or(o.Log, io.Discard)
-	if o.APIServers <= 0 {
-		o.APIServers = 1
-	}
+	o.APIServers = max(o.APIServers, 1)
 	if o.Detached && !o.EtcdDelay.Zero() {
 		return nil, spec.Input(errors.New("a kept control plane (`kb-bench local up`) cannot have etcd latency: the delaying proxy runs inside kb-bench. Pass --etcd-latency to `kb-bench run`, which starts a control plane of its own"))
 	}
