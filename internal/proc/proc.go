@@ -106,15 +106,14 @@ func startOnLockedThread(cmd *exec.Cmd, reap func()) error {
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			runtime.UnlockOSThread()
-			started <- err
-			return
+		// Once the child is gone (or never started), the thread may serve
+		// other goroutines again.
+		defer runtime.UnlockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err == nil {
+			reap()
 		}
-		started <- nil
-		reap()
-		// The child is gone; the thread may serve other goroutines again.
-		runtime.UnlockOSThread()
 	}()
 	return <-started
 }
@@ -147,9 +146,7 @@ func (p *Process) ExitStatus() string {
 	if p.exited == nil {
 		return "exited"
 	}
-	select {
-	case <-p.exited:
-	default:
+	if p.Running() {
 		return "running"
 	}
 	if p.waitErr == nil {
