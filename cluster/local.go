@@ -210,7 +210,7 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 		"--listen-peer-urls=" + peerURL,
 		"--initial-advertise-peer-urls=" + peerURL,
 		"--initial-cluster=kb-bench=" + peerURL,
-	}, "etcd.log", o.Detached)
+	}, o.Detached)
 	if err != nil {
 		return cp, err
 	}
@@ -275,7 +275,7 @@ var advertiseBase = net.IPv4(192, 0, 2, 0)
 // startAPIServer starts apiserver i of o.APIServers on port.
 func (cp *ControlPlane) startAPIServer(i, port int, etcdServers string, o LocalOptions) error {
 	creds := cp.creds
-	name, logName := "kube-apiserver", "kube-apiserver.log"
+	name := "kube-apiserver"
 	reconciler := []string{
 		"--advertise-address=127.0.0.1",
 		// A loopback address cannot go into the kubernetes Service's
@@ -283,7 +283,7 @@ func (cp *ControlPlane) startAPIServer(i, port int, etcdServers string, o LocalO
 		"--endpoint-reconciler-type=none",
 	}
 	if o.APIServers > 1 {
-		name, logName = fmt.Sprintf("kube-apiserver-%d", i+1), fmt.Sprintf("kube-apiserver-%d.log", i+1)
+		name = fmt.Sprintf("kube-apiserver-%d", i+1)
 		ip := slices.Clone(advertiseBase.To4())
 		ip[3] = byte(i + 1)
 		reconciler = []string{"--advertise-address=" + ip.String(), "--endpoint-reconciler-type=lease"}
@@ -306,7 +306,7 @@ func (cp *ControlPlane) startAPIServer(i, port int, etcdServers string, o LocalO
 		// Leases, and nothing on this control plane uses it.
 		"--feature-gates=APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false",
 	)
-	p, err := cp.start(name, o.Binaries.APIServer, args, logName, o.Detached)
+	p, err := cp.start(name, o.Binaries.APIServer, args, o.Detached)
 	if err != nil {
 		return err
 	}
@@ -341,7 +341,7 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context, detached boo
 		"--service-account-private-key-file=" + cp.creds.saKeyFile,
 		"--root-ca-file=" + cp.creds.caFile,
 		"--use-service-account-credentials=false",
-	}, "kube-controller-manager.log", detached)
+	}, detached)
 	if err != nil {
 		return err
 	}
@@ -392,11 +392,11 @@ func (cp *ControlPlane) startError(ctx, waitCtx context.Context, timeout time.Du
 		err, cp.binaries.Source, cp.binaries.Dir, tails)
 }
 
-// start runs path with args, stdout and stderr appended to logName in
-// the control plane's dir, attached to kb-bench or detached from it (see proc.Start), and
-// has the janitor watch it.
-func (cp *ControlPlane) start(name, path string, args []string, logName string, detached bool) (*proc.Process, error) {
-	p, err := proc.Start(exec.Command(path, args...), name, filepath.Join(cp.st.Dir, logName), detached)
+// start runs path with args, stdout and stderr appended to name.log in
+// the control plane's dir, attached to kb-bench or detached from it (see
+// proc.Start), and has the janitor watch it.
+func (cp *ControlPlane) start(name, path string, args []string, detached bool) (*proc.Process, error) {
+	p, err := proc.Start(exec.Command(path, args...), name, filepath.Join(cp.st.Dir, name+".log"), detached)
 	if err == nil {
 		cp.janitor.WatchGroup(p.Pid)
 	}
