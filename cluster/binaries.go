@@ -67,27 +67,24 @@ func FindBinaries(explicitDir string, getenv func(string) string) (Binaries, err
 		}
 		return b, nil
 	}
-	var looked []string
+	envtest := "KUBEBUILDER_ASSETS: not set"
 	if dir := getenv("KUBEBUILDER_ASSETS"); dir != "" {
 		b, err := binariesIn(dir, SourceEnvtest)
 		if err == nil {
 			return b, nil
 		}
-		looked = append(looked, fmt.Sprintf("KUBEBUILDER_ASSETS=%s: %v", dir, err))
-	} else {
-		looked = append(looked, "KUBEBUILDER_ASSETS: not set")
+		envtest = fmt.Sprintf("KUBEBUILDER_ASSETS=%s: %v", dir, err)
 	}
 	dir := CacheDir(getenv)
 	b, err := binariesIn(dir, SourceCache)
 	if err == nil {
 		if getenv("KUBEBUILDER_ASSETS") != "" {
-			b.PassedOver = looked[0] + "; using the cache " + dir
+			b.PassedOver = envtest + "; using the cache " + dir
 		}
 		return b, nil
 	}
-	looked = append(looked, fmt.Sprintf("cache %s: %v", dir, err))
-	return Binaries{}, spec.Input(fmt.Errorf("the local control plane needs kube-apiserver and etcd, which were not found (looked in: %s): %s",
-		strings.Join(looked, "; "), howToGet))
+	return Binaries{}, spec.Input(fmt.Errorf("the local control plane needs kube-apiserver and etcd, which were not found (looked in: %s; cache %s: %v): %s",
+		envtest, dir, err, howToGet))
 }
 
 const howToGet = "run `kb-bench local install` (builds kube-apiserver " + KubeVersion +
@@ -128,30 +125,15 @@ func binariesIn(dir, source string) (Binaries, error) {
 	b := Binaries{Dir: abs, APIServer: filepath.Join(abs, "kube-apiserver"), Etcd: filepath.Join(abs, "etcd"), Source: source}
 	var missing []string
 	for _, p := range []string{b.APIServer, b.Etcd} {
-		if err := checkExecutable(p); err != nil {
+		if err := upstream.Executable(p); err != nil {
 			missing = append(missing, err.Error())
 		}
 	}
 	if len(missing) > 0 {
 		return Binaries{}, errors.New(strings.Join(missing, ", "))
 	}
-	if kcm := filepath.Join(abs, "kube-controller-manager"); checkExecutable(kcm) == nil {
+	if kcm := filepath.Join(abs, "kube-controller-manager"); upstream.Executable(kcm) == nil {
 		b.ControllerManager = kcm
 	}
 	return b, nil
-}
-
-func checkExecutable(path string) error {
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("no %s", filepath.Base(path))
-	case err != nil:
-		return err
-	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%s is not a regular file", filepath.Base(path))
-	case fi.Mode().Perm()&0o111 == 0:
-		return fmt.Errorf("%s is not executable", filepath.Base(path))
-	}
-	return nil
 }

@@ -81,9 +81,7 @@ type Connection struct {
 //
 // Unreachable targets and missing binaries are spec.Input errors.
 func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.Log = cmp.Or(o.Log, io.Discard)
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
@@ -119,10 +117,7 @@ func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
 func noClose(context.Context) error { return nil }
 
 func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
-	stateDir := o.StateDir
-	if stateDir == "" {
-		stateDir = DefaultStateDir(o.Getenv)
-	}
+	stateDir := cmp.Or(o.StateDir, DefaultStateDir(o.Getenv))
 	st, err := Status(ctx, stateDir)
 	switch {
 	case o.Private:
@@ -133,11 +128,7 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 		fmt.Fprintf(o.Log, "local control plane: not reusing the one from `kb-bench local up`: it runs %s, and %d were asked for; starting a private one\n",
 			results.Plural(len(st.AllServers()), "apiserver"), t.APIServerCount())
 	case err == nil && st.Healthy:
-		cfg, err := loadKubeconfig(st.Kubeconfig, "")
-		if err != nil {
-			return nil, fmt.Errorf("loading the kubeconfig of the `kb-bench local up` control plane: %w: restart it with `kb-bench local down` and `kb-bench local up`", err)
-		}
-		version, err := serverVersion(ctx, cfg)
+		version, err := serverVersion(ctx, st.config)
 		if err != nil {
 			return nil, spec.Input(fmt.Errorf("the `kb-bench local up` control plane at %s does not answer (%w): restart it with `kb-bench local down` and `kb-bench local up`", st.Server, err))
 		}
@@ -146,16 +137,8 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 			note = fmt.Sprintf(" (its storage is %s, not the requested %s: `kb-bench local down` to run on a fresh one)", st.Storage, t.Storage)
 		}
 		fmt.Fprintf(o.Log, "local control plane: using the one from `kb-bench local up` at %s%s\n", st.Server, note)
-		conn := &Connection{
-			Config: cfg,
-			Target: spec.TargetInfo{Kind: spec.TargetLocal, Server: st.Server, ServerVersion: version,
-				Storage: st.Storage, EtcdVersion: st.EtcdVersion, Reused: true},
-			Close:       noClose,
-			EtcdMetrics: etcdMetricsURL(st.Etcd.Port),
-		}
-		if len(st.Servers) > 1 {
-			conn.Servers, conn.Target.APIServers = st.Servers, st.Servers
-		}
+		conn := localConnection(st, st.config, version)
+		conn.Target.Reused = true
 		return conn, nil
 	case err == nil:
 		fmt.Fprintf(o.Log, "local control plane: the one from `kb-bench local up` is not healthy (%s); starting a private one\n", st.Detail)
@@ -186,23 +169,24 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 	if err != nil {
 		return nil, err
 	}
-	lost, why := cp.Lost()
-	conn := &Connection{
-		Config: cp.RESTConfig(),
-		Target: spec.TargetInfo{Kind: spec.TargetLocal, Server: cp.Server(), ServerVersion: cp.KubeVersion(),
-			Storage: cp.Storage(), EtcdVersion: cp.EtcdVersion(), ControllerManager: cp.kcm != nil},
-		Close:       cp.Stop,
-		Lost:        lost,
-		LostReason:  why,
-		EtcdMetrics: cp.EtcdMetrics(),
-	}
-	if servers := cp.Servers(); len(servers) > 1 {
-		conn.Servers, conn.Target.APIServers = servers, servers
-	}
+	conn := localConnection(&cp.st, cp.RESTConfig(), cp.st.KubeVersion)
+	conn.Target.ControllerManager = cp.kcm != nil
+	conn.Close = cp.Stop
+	conn.Lost, conn.LostReason = cp.Lost()
 	if cp.proxy != nil {
 		conn.EtcdDelay = cp.proxy.Observed
 	}
 	return conn, nil
+}
+
+// localConnection reaches the local control plane st records with cfg.
+func localConnection(st *LocalState, cfg *rest.Config, version string) *Connection {
+	conn := &Connection{Config: cfg, Close: noClose, EtcdMetrics: etcdMetricsURL(st.Etcd.Port),
+		Target: spec.TargetInfo{Kind: spec.TargetLocal, Server: st.Server, ServerVersion: version, Storage: st.Storage, EtcdVersion: st.EtcdVersion}}
+	if len(st.Servers) > 1 {
+		conn.Servers, conn.Target.APIServers = st.Servers, st.Servers
+	}
+	return conn
 }
 
 func openKubeconfig(ctx context.Context, t spec.Target, getenv func(string) string) (*Connection, error) {
@@ -214,7 +198,12 @@ func openKubeconfig(ctx context.Context, t spec.Target, getenv func(string) stri
 		if t.Context == "" {
 			return nil, spec.Input(errors.New("target kubeconfig needs the cluster named: pass --kubeconfig PATH and/or --context NAME"))
 		}
-		rules = &clientcmd.ClientConfigLoadingRules{Precedence: defaultKubeconfigs(getenv)}
+		// The files kubectl reads: $KUBECONFIG, else ~/.kube/config.
+		files := []string{filepath.Join(getenv("HOME"), ".kube", "config")}
+		if env := getenv("KUBECONFIG"); env != "" {
+			files = filepath.SplitList(env)
+		}
+		rules = &clientcmd.ClientConfigLoadingRules{Precedence: files}
 		source = strings.Join(rules.Precedence, string(filepath.ListSeparator))
 	}
 	cfg, raw, err := kubeconfigFrom(rules, t.Context)
@@ -235,15 +224,6 @@ func openKubeconfig(ctx context.Context, t spec.Target, getenv func(string) stri
 		Target: spec.TargetInfo{Kind: spec.TargetKubeconfig, Server: cfg.Host, ServerVersion: version, Context: contextName},
 		Close:  noClose,
 	}, nil
-}
-
-// defaultKubeconfigs are the files kubectl reads: $KUBECONFIG, else
-// ~/.kube/config.
-func defaultKubeconfigs(getenv func(string) string) []string {
-	if env := getenv("KUBECONFIG"); env != "" {
-		return filepath.SplitList(env)
-	}
-	return []string{filepath.Join(getenv("HOME"), ".kube", "config")}
 }
 
 // serverVersion GETs /version within reachTimeout: it proves the apiserver

@@ -73,7 +73,7 @@ func TestControllerManagerRunsTheRealControllers(t *testing.T) {
 	if err := cp.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	await.Until(t, "the control plane's processes and dir to go", func() error { return stillThere(procs, []string{cp.dir}) })
+	await.Until(t, "the control plane's processes and dir to go", func() error { return stillThere(procs, []string{cp.st.Dir}) })
 }
 
 func TestControllerManagerMissingIsBadInput(t *testing.T) {

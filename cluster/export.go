@@ -12,11 +12,19 @@ import (
 // as a kubeconfig, for another kb-bench process to reach the same
 // apiserver as the same user. Write it readable only by its owner: it
 // holds the credentials.
-func Kubeconfig(cfg *rest.Config) ([]byte, error) {
+func Kubeconfig(cfg *rest.Config) ([]byte, error) { return kubeconfigNamed(cfg, "kb-bench") }
+
+// kubeconfigNamed is Kubeconfig with name as its cluster, user and context.
+func kubeconfigNamed(cfg *rest.Config, name string) ([]byte, error) {
 	if cfg.Transport != nil || cfg.WrapTransport != nil || cfg.Dial != nil {
 		return nil, errors.New("the target's connection uses a custom transport, which a kubeconfig cannot carry")
 	}
-	const name = "kb-bench"
+	var exec *clientcmdapi.ExecConfig
+	if cfg.ExecProvider != nil {
+		e := *cfg.ExecProvider
+		e.Config = nil // runtime.Object of the exec plugin's cluster info; not written
+		exec = &e
+	}
 	out := clientcmdapi.NewConfig()
 	out.Clusters[name] = &clientcmdapi.Cluster{
 		Server:                   cfg.Host + cfg.APIPath,
@@ -39,19 +47,10 @@ func Kubeconfig(cfg *rest.Config) ([]byte, error) {
 		ImpersonateUID:        cfg.Impersonate.UID,
 		ImpersonateGroups:     cfg.Impersonate.Groups,
 		ImpersonateUserExtra:  cfg.Impersonate.Extra,
-		Exec:                  execConfig(cfg.ExecProvider),
+		Exec:                  exec,
 		AuthProvider:          cfg.AuthProvider,
 	}
 	out.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	out.CurrentContext = name
 	return clientcmd.Write(*out)
-}
-
-func execConfig(e *clientcmdapi.ExecConfig) *clientcmdapi.ExecConfig {
-	if e == nil {
-		return nil
-	}
-	c := *e
-	c.Config = nil // runtime.Object of the exec plugin's cluster info; not written
-	return &c
 }

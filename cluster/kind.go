@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,12 +54,8 @@ func kindProviderFor(getenv func(string) string) (*kindcluster.Provider, error) 
 // exist, deps.up creates it for the run, and Close deletes it unless
 // t.KeepCluster.
 func openKind(ctx context.Context, t spec.Target, deps kindDeps) (conn *Connection, err error) {
-	newProvider := deps.newProvider
-	name := t.KindCluster
-	if name == "" {
-		name = kindcluster.DefaultName
-	}
-	p, err := newProvider()
+	name := cmp.Or(t.KindCluster, kindcluster.DefaultName)
+	p, err := deps.newProvider()
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("kind cluster %q: %w: %s", name, err, kindNeeds))
 	}
@@ -68,10 +65,7 @@ func openKind(ctx context.Context, t spec.Target, deps kindDeps) (conn *Connecti
 	}
 	closeConn := noClose
 	if !slices.Contains(clusters, name) {
-		found := "none"
-		if len(clusters) > 0 {
-			found = strings.Join(clusters, ", ")
-		}
+		found := cmp.Or(strings.Join(clusters, ", "), "none")
 		if err := deps.up(ctx, KindOptions{Name: name, NodeImage: t.KindNodeImage}, t.KindPull); err != nil {
 			return nil, fmt.Errorf("kind cluster %q does not exist (kind clusters: %s), and creating it for the run failed: %w", name, found, err)
 		}
@@ -119,12 +113,9 @@ type kindDeps struct {
 // kindNodeImage is the image the first control-plane node of cluster name
 // runs, as the runtime reports it; "" when it cannot tell.
 func kindNodeImage(getenv func(string) string, name string) string {
-	rt, err := kindRuntime(getenv)
-	if err != nil {
-		return ""
-	}
+	rt, rtErr := kindRuntime(getenv)
 	p, err := kindProviderFor(getenv)
-	if err != nil {
+	if rtErr != nil || err != nil {
 		return ""
 	}
 	node, err := firstControlPlane(p, name)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -66,15 +67,9 @@ var apiserverArgRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*=`)
 // Defaults fills the empty fields and checks the rest: an error says what
 // is wrong and is spec.Input.
 func (o *KindOptions) Defaults() error {
-	if o.Name == "" {
-		o.Name = DefaultKindCluster
-	}
-	if o.NodeImage == "" {
-		o.NodeImage = DefaultKindNodeImage
-	}
-	if o.ControlPlanes == 0 {
-		o.ControlPlanes = 1
-	}
+	o.Name = cmp.Or(o.Name, DefaultKindCluster)
+	o.NodeImage = cmp.Or(o.NodeImage, DefaultKindNodeImage)
+	o.ControlPlanes = cmp.Or(o.ControlPlanes, 1)
 	if o.ControlPlanes != 1 && o.ControlPlanes != 3 {
 		return spec.Input(fmt.Errorf("--control-planes %d: use 1, or 3 for three apiservers behind a load balancer", o.ControlPlanes))
 	}
@@ -105,9 +100,7 @@ func KindConfig(o KindOptions) (*v1alpha4.Cluster, error) {
 		c.Nodes = append(c.Nodes, v1alpha4.Node{Role: v1alpha4.ControlPlaneRole, Image: o.NodeImage})
 	}
 	var ops []map[string]any
-	args := slices.Clone(o.APIServerArgs)
-	slices.Sort(args)
-	for _, a := range args {
+	for _, a := range slices.Sorted(slices.Values(o.APIServerArgs)) {
 		name, value, _ := strings.Cut(a, "=")
 		ops = append(ops, map[string]any{"op": "add", "path": "/apiServer/extraArgs/-", "value": map[string]string{"name": name, "value": value}})
 	}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +20,6 @@ import (
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 
-	"github.com/kb-bench/kb-bench/internal/atomicfile"
 	"github.com/kb-bench/kb-bench/internal/proc"
 	"github.com/kb-bench/kb-bench/spec"
 )
@@ -196,15 +196,11 @@ func firstLine(b []byte) string {
 // create that fails or is interrupted deletes what it made, unless
 // Retain. created says whether KindUp made the cluster.
 func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState, created bool, err error) {
-	if uo.Log == nil {
-		uo.Log = io.Discard
-	}
+	uo.Log = cmp.Or(uo.Log, io.Discard)
 	if uo.Getenv == nil {
 		uo.Getenv = os.Getenv
 	}
-	if uo.StateDir == "" {
-		uo.StateDir = DefaultKindStateDir(uo.Getenv)
-	}
+	uo.StateDir = cmp.Or(uo.StateDir, DefaultKindStateDir(uo.Getenv))
 	if err := o.Defaults(); err != nil {
 		return nil, false, err
 	}
@@ -220,9 +216,8 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 	if err != nil {
 		return nil, false, spec.Input(fmt.Errorf("kind: cannot list clusters: %s", runtimeError(err)))
 	}
-	statePath := filepath.Join(uo.StateDir, o.Name+".json")
 	if slices.Contains(clusters, o.Name) {
-		st, err := readKindState(statePath)
+		st, err := ReadKindState(uo.StateDir, o.Name, uo.Getenv)
 		if err != nil {
 			return nil, false, spec.Input(fmt.Errorf("a kind cluster %q exists, but kb-bench did not make it (%v): use it with --target kind --kind-cluster %s, or choose another --name", o.Name, err, o.Name))
 		}
@@ -283,14 +278,12 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 		}
 		return nil, false, fmt.Errorf("kind: creating cluster %s: %s", o.Name, runtimeError(err))
 	}
-	st.KubernetesVersion = kindNodeVersion(p, o.Name)
+	if node, err := firstControlPlane(p, o.Name); err == nil {
+		st.KubernetesVersion, _ = nodeutils.KubeVersion(node) // "" when unreadable
+	}
 	st.MadeNetwork = !hadNetwork
 	fmt.Fprintf(uo.Log, "kind: cluster %s ready after %s (Kubernetes %s)\n", o.Name, time.Since(begin).Round(time.Second), st.KubernetesVersion)
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err == nil {
-		err = atomicfile.WriteFile(statePath, append(b, '\n'), 0o600)
-	}
-	return st, true, err
+	return st, true, writeJSON(filepath.Join(uo.StateDir, o.Name+".json"), st)
 }
 
 // KindDown deletes a kind cluster that KindUp made, and its records; a
@@ -299,11 +292,8 @@ func KindDown(ctx context.Context, name, stateDir string, getenv func(string) st
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	if stateDir == "" {
-		stateDir = DefaultKindStateDir(getenv)
-	}
-	statePath := filepath.Join(stateDir, name+".json")
-	st, err := readKindState(statePath)
+	stateDir = cmp.Or(stateDir, DefaultKindStateDir(getenv))
+	st, err := ReadKindState(stateDir, name, getenv)
 	if err != nil {
 		return spec.Input(fmt.Errorf("kb-bench made no kind cluster %q (%v): it deletes only its own; use `kind delete cluster --name %s` for another", name, err, name))
 	}
@@ -318,7 +308,7 @@ func KindDown(ctx context.Context, name, stateDir string, getenv func(string) st
 		removeKindNetwork(rt)
 	}
 	_ = os.Remove(st.Kubeconfig)
-	return os.Remove(statePath)
+	return os.Remove(filepath.Join(stateDir, name+".json"))
 }
 
 // removeKindNetwork removes the network kind makes for its clusters; the
@@ -327,30 +317,12 @@ func removeKindNetwork(rt string) {
 	_ = exec.Command(rt, "network", "rm", "kind").Run()
 }
 
-// kindNodeVersion is the Kubernetes version the first control-plane node
-// of cluster name holds (its /kind/version, which kind reads too); ""
-// when it cannot be read.
-func kindNodeVersion(p *kindcluster.Provider, name string) string {
-	node, err := firstControlPlane(p, name)
-	if err != nil {
-		return ""
-	}
-	v, err := nodeutils.KubeVersion(node)
-	if err != nil {
-		return ""
-	}
-	return v
-}
-
 // ReadKindState reads what KindUp recorded about the cluster name.
 func ReadKindState(stateDir, name string, getenv func(string) string) (*KindState, error) {
 	if stateDir == "" {
 		stateDir = DefaultKindStateDir(getenv)
 	}
-	return readKindState(filepath.Join(stateDir, name+".json"))
-}
-
-func readKindState(path string) (*KindState, error) {
+	path := filepath.Join(stateDir, name+".json")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

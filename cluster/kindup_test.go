@@ -38,7 +38,7 @@ func kubeadm(t *testing.T) string {
 	t.Helper()
 	dir := CacheDir(os.Getenv)
 	path := filepath.Join(dir, upstream.Kubeadm)
-	if checkExecutable(path) == nil {
+	if upstream.Executable(path) == nil {
 		return path
 	}
 	if err := upstream.Build(context.Background(), upstream.Options{Dir: dir, Programs: []string{upstream.Kubeadm}, Log: testLog{t}}); err != nil {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -20,8 +21,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kb-bench/kb-bench/internal/atomicfile"
 	"github.com/kb-bench/kb-bench/internal/netdelay"
@@ -57,7 +56,7 @@ type LocalOptions struct {
 	StartTimeout time.Duration
 	// Detached starts the processes in their own session, without the
 	// parent-death signal, so they can outlive kb-bench (`kb-bench local
-	// up`). The janitor still guards them until the caller calls keep:
+	// up`). The janitor still guards them until the caller releases it:
 	// a kb-bench killed before it recorded them leaves nothing behind.
 	Detached bool
 	// Dir is where the kb-bench-* temp dir is made (os.TempDir() when empty).
@@ -82,29 +81,19 @@ type LocalOptions struct {
 // ControlPlane is a running local etcd and one or more kube-apiservers on
 // 127.0.0.1. Stop it with Stop.
 type ControlPlane struct {
-	servers     []string // every apiserver's URL, the first first
-	creds       *credentials
-	storage     spec.Storage
-	dir         string // temp dir: certs, logs and (disk) etcd data
-	etcdDataDir string
-	etcdURL     string
-	apiPorts    []int
-	etcdPort    int
-	etcd        *proc.Process
-	apiserver   *proc.Process   // the first
-	apiservers  []*proc.Process // all of them
-	kcm         *proc.Process   // nil without LocalOptions.ControllerManager
-	proxy       *netdelay.Proxy // nil without LocalOptions.EtcdDelay
-	binaries    Binaries
-	kubeVersion string
-	etcdVersion string
-	started     time.Time
-	startup     time.Duration
-	janitor     *proc.Janitor
+	// st is what `local up` records of it (but Kubeconfig), with every
+	// apiserver in APIServers and Servers, even a single one.
+	st         LocalState
+	creds      *credentials
+	etcd       *proc.Process
+	apiservers []*proc.Process
+	kcm        *proc.Process   // nil without LocalOptions.ControllerManager
+	proxy      *netdelay.Proxy // nil without LocalOptions.EtcdDelay
+	binaries   Binaries
+	janitor    *proc.Janitor
 
-	mu      sync.Mutex
-	stopped bool
-	stopErr error
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // errPortTaken marks a start that lost a race for a free port.
@@ -124,22 +113,15 @@ func StartLocal(ctx context.Context, o LocalOptions) (*ControlPlane, error) {
 	if o.ControllerManager && o.Binaries.ControllerManager == "" {
 		return nil, spec.Input(fmt.Errorf("--controller-manager needs kube-controller-manager next to kube-apiserver in %s, and it is not there: run `kb-bench local install --controller-manager` (builds it from the pinned source), or drop --controller-manager", o.Binaries.Dir))
 	}
-	switch o.Storage {
-	case "":
-		o.Storage = spec.StorageDisk
-	case spec.StorageDisk, spec.StorageMemory:
-	default:
+	o.Storage = cmp.Or(o.Storage, spec.StorageDisk)
+	if o.Storage != spec.StorageDisk && o.Storage != spec.StorageMemory {
 		return nil, spec.Input(fmt.Errorf("storage %q is not known (--storage): use %s or %s", o.Storage, spec.StorageDisk, spec.StorageMemory))
 	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = DefaultStartTimeout
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
-	if o.APIServers <= 0 {
-		o.APIServers = 1
-	}
+	o.Log = cmp.Or(o.Log, io.Discard)
+	o.APIServers = max(o.APIServers, 1)
 	if o.Detached && !o.EtcdDelay.Zero() {
 		return nil, spec.Input(errors.New("a kept control plane (`kb-bench local up`) cannot have etcd latency: the delaying proxy runs inside kb-bench. Pass --etcd-latency to `kb-bench run`, which starts a control plane of its own"))
 	}
@@ -155,7 +137,7 @@ func StartLocal(ctx context.Context, o LocalOptions) (*ControlPlane, error) {
 
 func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error) {
 	begin := time.Now()
-	cp = &ControlPlane{storage: o.Storage, binaries: o.Binaries, started: begin}
+	cp = &ControlPlane{st: LocalState{Storage: o.Storage, Binaries: o.Binaries.Dir, Started: begin}, binaries: o.Binaries}
 	defer func() {
 		if err != nil {
 			// Quiet and quick: nothing useful ran yet.
@@ -168,76 +150,81 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 	if cp.janitor, err = proc.StartJanitor(); err != nil {
 		return cp, err
 	}
-	if cp.dir, err = os.MkdirTemp(o.Dir, "kb-bench-*"); err != nil {
+	if cp.st.Dir, err = os.MkdirTemp(o.Dir, "kb-bench-*"); err != nil {
 		return cp, fmt.Errorf("creating the control plane's temp dir: %w", err)
 	}
-	if strings.ContainsRune(cp.dir, '\n') {
-		return cp, spec.Input(fmt.Errorf("the temp dir %q has a newline in its name: set TMPDIR to a plain path", cp.dir))
+	if strings.ContainsRune(cp.st.Dir, '\n') {
+		return cp, spec.Input(fmt.Errorf("the temp dir %q has a newline in its name: set TMPDIR to a plain path", cp.st.Dir))
 	}
-	cp.janitor.WatchDir(cp.dir)
-	if o.Storage == spec.StorageMemory {
-		if cp.etcdDataDir, err = os.MkdirTemp(memoryDir, "kb-bench-etcd-*"); err != nil {
+	cp.janitor.WatchDir(cp.st.Dir)
+	switch {
+	case o.Storage == spec.StorageMemory:
+		if cp.st.EtcdDataDir, err = os.MkdirTemp(memoryDir, "kb-bench-etcd-*"); err != nil {
 			return cp, spec.Input(fmt.Errorf("storage memory puts etcd's data on the tmpfs %s, which is not usable here (%w): use --storage disk", memoryDir, err))
 		}
-		cp.janitor.WatchDir(cp.etcdDataDir)
-	} else if onMemoryFS(cp.dir) {
+	case onMemoryFS(cp.st.Dir):
 		// /tmp is a tmpfs on many systems: disk storage must mean a disk,
-		// or disk and memory results would be the same thing.
-		base, baseErr := diskDataBase()
-		if baseErr != nil {
-			return cp, baseErr
+		// or disk and memory results would be the same thing. The user's
+		// cache dir is on disk.
+		cache, cacheErr := os.UserCacheDir()
+		if cacheErr != nil {
+			return cp, fmt.Errorf("the temp dir is in memory and there is no cache dir for etcd's disk storage (%w): set TMPDIR to a directory on disk", cacheErr)
 		}
-		if cp.etcdDataDir, err = os.MkdirTemp(base, "kb-bench-etcd-*"); err != nil {
-			return cp, fmt.Errorf("creating etcd's data dir on disk (the temp dir %s is in memory): %w", cp.dir, err)
+		base := filepath.Join(cache, "kb-bench")
+		if err = os.MkdirAll(base, 0o700); err != nil {
+			return cp, err
 		}
-		cp.janitor.WatchDir(cp.etcdDataDir)
-		fmt.Fprintf(o.Log, "local control plane: %s is in memory, so etcd's disk storage goes to %s\n", filepath.Dir(cp.dir), base)
-	} else {
-		cp.etcdDataDir = filepath.Join(cp.dir, "etcd")
-		if err = os.Mkdir(cp.etcdDataDir, 0o700); err != nil {
+		if cp.st.EtcdDataDir, err = os.MkdirTemp(base, "kb-bench-etcd-*"); err != nil {
+			return cp, fmt.Errorf("creating etcd's data dir on disk (the temp dir %s is in memory): %w", cp.st.Dir, err)
+		}
+		fmt.Fprintf(o.Log, "local control plane: %s is in memory, so etcd's disk storage goes to %s\n", filepath.Dir(cp.st.Dir), base)
+	default:
+		cp.st.EtcdDataDir = filepath.Join(cp.st.Dir, "etcd")
+		if err = os.Mkdir(cp.st.EtcdDataDir, 0o700); err != nil {
 			return cp, err
 		}
 	}
-	if cp.creds, err = writeCredentials(cp.dir); err != nil {
+	cp.janitor.WatchDir(cp.st.EtcdDataDir)
+	if cp.creds, err = writeCredentials(cp.st.Dir); err != nil {
 		return cp, fmt.Errorf("writing the control plane's certificates: %w", err)
 	}
 	ports, err := freePorts(2 + o.APIServers)
 	if err != nil {
 		return cp, fmt.Errorf("finding free loopback ports: %w", err)
 	}
-	cp.etcdPort, cp.apiPorts = ports[0], ports[2:]
-	peerPort := ports[1]
-	cp.etcdURL = "http://127.0.0.1:" + strconv.Itoa(cp.etcdPort)
-	for _, port := range cp.apiPorts {
-		cp.servers = append(cp.servers, "https://127.0.0.1:"+strconv.Itoa(port))
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	for _, port := range ports[2:] {
+		cp.st.Servers = append(cp.st.Servers, "https://127.0.0.1:"+strconv.Itoa(port))
 	}
+	cp.st.Server = cp.st.Servers[0]
 
 	waitCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
 
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	cp.etcd, err = cp.start("etcd", o.Binaries.Etcd, []string{
 		"--name=kb-bench",
-		"--data-dir=" + cp.etcdDataDir,
-		"--listen-client-urls=" + cp.etcdURL,
-		"--advertise-client-urls=" + cp.etcdURL,
+		"--data-dir=" + cp.st.EtcdDataDir,
+		"--listen-client-urls=" + etcdURL,
+		"--advertise-client-urls=" + etcdURL,
 		"--listen-peer-urls=" + peerURL,
 		"--initial-advertise-peer-urls=" + peerURL,
 		"--initial-cluster=kb-bench=" + peerURL,
-	}, "etcd.log", o.Detached)
+	}, o.Detached)
 	if err != nil {
 		return cp, err
 	}
-	if cp.etcdVersion, err = cp.waitEtcd(waitCtx); err != nil {
+	cp.st.Etcd = stateOf(cp.etcd, ports[0])
+	if cp.st.EtcdVersion, err = cp.waitEtcd(waitCtx, etcdURL); err != nil {
 		return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "etcd", err)
 	}
 	fmt.Fprintf(o.Log, "local control plane: etcd %s ready on %s after %s (storage %s, data in %s)\n",
-		cp.etcdVersion, cp.etcdURL, time.Since(begin).Round(10*time.Millisecond), cp.storage, cp.etcdDataDir)
+		cp.st.EtcdVersion, etcdURL, time.Since(begin).Round(10*time.Millisecond), cp.st.Storage, cp.st.EtcdDataDir)
 
 	// The apiservers reach etcd through the delaying proxy, when asked.
-	etcdServers := cp.etcdURL
+	etcdServers := etcdURL
 	if !o.EtcdDelay.Zero() {
-		if cp.proxy, err = netdelay.Listen("127.0.0.1:"+strconv.Itoa(cp.etcdPort), o.EtcdDelay); err != nil {
+		if cp.proxy, err = netdelay.Listen(strings.TrimPrefix(etcdURL, "http://"), o.EtcdDelay); err != nil {
 			return cp, fmt.Errorf("starting the delaying proxy in front of etcd: %w", err)
 		}
 		etcdServers = "http://" + cp.proxy.Addr()
@@ -246,14 +233,14 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 	// The first apiserver alone bootstraps the empty etcd (RBAC roles,
 	// priority levels, the kubernetes Service); the others start once it
 	// is ready, together.
-	if err := cp.startAPIServer(0, etcdServers, o); err != nil {
+	if err := cp.startAPIServer(0, ports[2], etcdServers, o); err != nil {
 		return cp, err
 	}
-	if cp.kubeVersion, err = cp.waitReady(waitCtx, 0); err != nil {
+	if cp.st.KubeVersion, err = cp.waitReady(waitCtx, 0); err != nil {
 		return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "kube-apiserver", err)
 	}
 	for i := 1; i < o.APIServers; i++ {
-		if err := cp.startAPIServer(i, etcdServers, o); err != nil {
+		if err := cp.startAPIServer(i, ports[2+i], etcdServers, o); err != nil {
 			return cp, err
 		}
 	}
@@ -263,9 +250,9 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 		}
 	}
 	if o.APIServers == 1 {
-		fmt.Fprintf(o.Log, "local control plane: kube-apiserver %s ready at %s after %s\n", cp.kubeVersion, cp.servers[0], time.Since(begin).Round(10*time.Millisecond))
+		fmt.Fprintf(o.Log, "local control plane: kube-apiserver %s ready at %s after %s\n", cp.st.KubeVersion, cp.st.Server, time.Since(begin).Round(10*time.Millisecond))
 	} else {
-		fmt.Fprintf(o.Log, "local control plane: %d kube-apiservers %s ready at %s after %s\n", o.APIServers, cp.kubeVersion, strings.Join(cp.servers, ", "), time.Since(begin).Round(10*time.Millisecond))
+		fmt.Fprintf(o.Log, "local control plane: %d kube-apiservers %s ready at %s after %s\n", o.APIServers, cp.st.KubeVersion, strings.Join(cp.st.Servers, ", "), time.Since(begin).Round(10*time.Millisecond))
 	}
 	if o.ControllerManager {
 		if err := cp.startControllerManager(waitCtx, o.Detached); err != nil {
@@ -273,7 +260,7 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 		}
 		fmt.Fprintf(o.Log, "local control plane: kube-controller-manager working after %s\n", time.Since(begin).Round(10*time.Millisecond))
 	}
-	cp.startup = time.Since(begin)
+	cp.st.StartupTime = time.Since(begin)
 	return cp, nil
 }
 
@@ -285,10 +272,10 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 // peer proxy is off).
 var advertiseBase = net.IPv4(192, 0, 2, 0)
 
-// startAPIServer starts apiserver i of o.APIServers on cp.apiPorts[i].
-func (cp *ControlPlane) startAPIServer(i int, etcdServers string, o LocalOptions) error {
+// startAPIServer starts apiserver i of o.APIServers on port.
+func (cp *ControlPlane) startAPIServer(i, port int, etcdServers string, o LocalOptions) error {
 	creds := cp.creds
-	name, logName := "kube-apiserver", "kube-apiserver.log"
+	name := "kube-apiserver"
 	reconciler := []string{
 		"--advertise-address=127.0.0.1",
 		// A loopback address cannot go into the kubernetes Service's
@@ -296,16 +283,16 @@ func (cp *ControlPlane) startAPIServer(i int, etcdServers string, o LocalOptions
 		"--endpoint-reconciler-type=none",
 	}
 	if o.APIServers > 1 {
-		name, logName = fmt.Sprintf("kube-apiserver-%d", i+1), fmt.Sprintf("kube-apiserver-%d.log", i+1)
+		name = fmt.Sprintf("kube-apiserver-%d", i+1)
 		ip := slices.Clone(advertiseBase.To4())
 		ip[3] = byte(i + 1)
 		reconciler = []string{"--advertise-address=" + ip.String(), "--endpoint-reconciler-type=lease"}
 	}
 	args := append([]string{"--bind-address=127.0.0.1"}, reconciler...)
 	args = append(args,
-		"--secure-port="+strconv.Itoa(cp.apiPorts[i]),
+		"--secure-port="+strconv.Itoa(port),
 		"--etcd-servers="+etcdServers,
-		"--cert-dir="+cp.dir,
+		"--cert-dir="+cp.st.Dir,
 		"--tls-cert-file="+creds.certFile,
 		"--tls-private-key-file="+creds.keyFile,
 		"--token-auth-file="+creds.tokenFile,
@@ -319,14 +306,13 @@ func (cp *ControlPlane) startAPIServer(i int, etcdServers string, o LocalOptions
 		// Leases, and nothing on this control plane uses it.
 		"--feature-gates=APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false",
 	)
-	p, err := cp.start(name, o.Binaries.APIServer, args, logName, o.Detached)
+	p, err := cp.start(name, o.Binaries.APIServer, args, o.Detached)
 	if err != nil {
 		return err
 	}
 	cp.apiservers = append(cp.apiservers, p)
-	if i == 0 {
-		cp.apiserver = p
-	}
+	cp.st.APIServers = append(cp.st.APIServers, stateOf(p, port))
+	cp.st.APIServer = cp.st.APIServers[0]
 	return nil
 }
 
@@ -335,7 +321,7 @@ func (cp *ControlPlane) startAPIServer(i int, etcdServers string, o LocalOptions
 // waits until its controllers work: its /healthz answers and the service
 // account controller has made the default namespace's ServiceAccount.
 func (cp *ControlPlane) startControllerManager(ctx context.Context, detached bool) error {
-	kubeconfig := filepath.Join(cp.dir, "kube-controller-manager.kubeconfig")
+	kubeconfig := filepath.Join(cp.st.Dir, "kube-controller-manager.kubeconfig")
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		return err
 	}
@@ -350,12 +336,12 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context, detached boo
 		"--authorization-kubeconfig=" + kubeconfig,
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(ports[0]),
-		"--cert-dir=" + filepath.Join(cp.dir, "kube-controller-manager"),
+		"--cert-dir=" + filepath.Join(cp.st.Dir, "kube-controller-manager"),
 		"--leader-elect=false",
 		"--service-account-private-key-file=" + cp.creds.saKeyFile,
 		"--root-ca-file=" + cp.creds.caFile,
 		"--use-service-account-credentials=false",
-	}, "kube-controller-manager.log", detached)
+	}, detached)
 	if err != nil {
 		return err
 	}
@@ -366,10 +352,10 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context, detached boo
 		return err
 	}
 	return poll(ctx, cp.kcm, "last check: ", func() error {
-		if err := getOK(ctx, health, url+"/healthz"); err != nil {
+		if err := get(ctx, health, url+"/healthz", nil); err != nil {
 			return err
 		}
-		if err := getOK(ctx, admin, cp.servers[0]+"/api/v1/namespaces/default/serviceaccounts/default"); err != nil {
+		if err := get(ctx, admin, cp.st.Server+"/api/v1/namespaces/default/serviceaccounts/default", nil); err != nil {
 			return fmt.Errorf("healthy, but its service account controller has not made the default ServiceAccount yet: %w", err)
 		}
 		return nil
@@ -406,11 +392,11 @@ func (cp *ControlPlane) startError(ctx, waitCtx context.Context, timeout time.Du
 		err, cp.binaries.Source, cp.binaries.Dir, tails)
 }
 
-// start runs path with args, stdout and stderr appended to logName in
-// cp.dir, attached to kb-bench or detached from it (see proc.Start), and
-// has the janitor watch it.
-func (cp *ControlPlane) start(name, path string, args []string, logName string, detached bool) (*proc.Process, error) {
-	p, err := proc.Start(exec.Command(path, args...), name, filepath.Join(cp.dir, logName), detached)
+// start runs path with args, stdout and stderr appended to name.log in
+// the control plane's dir, attached to kb-bench or detached from it (see
+// proc.Start), and has the janitor watch it.
+func (cp *ControlPlane) start(name, path string, args []string, detached bool) (*proc.Process, error) {
+	p, err := proc.Start(exec.Command(path, args...), name, filepath.Join(cp.st.Dir, name+".log"), detached)
 	if err == nil {
 		cp.janitor.WatchGroup(p.Pid)
 	}
@@ -428,8 +414,10 @@ func poll(ctx context.Context, p *proc.Process, prefix string, check func() erro
 		if last == nil {
 			return nil
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		select {
+		case <-ctx.Done():
 			return fmt.Errorf("%s%w", prefix, last)
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
@@ -444,13 +432,13 @@ func (cp *ControlPlane) adminClient() (*http.Client, error) {
 }
 
 // waitEtcd polls etcd's /health until it is healthy and returns its version.
-func (cp *ControlPlane) waitEtcd(ctx context.Context) (string, error) {
+func (cp *ControlPlane) waitEtcd(ctx context.Context, etcdURL string) (string, error) {
 	client := &http.Client{Timeout: 2 * time.Second}
 	err := poll(ctx, cp.etcd, "", func() error {
 		var health struct {
 			Health string `json:"health"`
 		}
-		if err := getJSON(ctx, client, cp.etcdURL+"/health", &health); err != nil || health.Health == "true" {
+		if err := get(ctx, client, etcdURL+"/health", &health); err != nil || health.Health == "true" {
 			return err
 		}
 		return fmt.Errorf("etcd health is %q", health.Health)
@@ -461,7 +449,7 @@ func (cp *ControlPlane) waitEtcd(ctx context.Context) (string, error) {
 	var v struct {
 		Server string `json:"etcdserver"`
 	}
-	if err := getJSON(ctx, client, cp.etcdURL+"/version", &v); err != nil {
+	if err := get(ctx, client, etcdURL+"/version", &v); err != nil {
 		return "", fmt.Errorf("reading etcd's version: %w", err)
 	}
 	return "v" + v.Server, nil
@@ -478,15 +466,15 @@ func (cp *ControlPlane) waitReady(ctx context.Context, i int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	server := cp.servers[i]
+	server := cp.st.Servers[i]
 	err = poll(ctx, cp.apiservers[i], "last /readyz: ", func() error {
 		// Ready, and settled: right after start the apiserver creates a
 		// ConfigMap of its own (legacy token tracking). Waiting for it
 		// keeps that write out of a first run's server cross-check.
-		if err := getOK(ctx, client, server+"/readyz"); err != nil {
+		if err := get(ctx, client, server+"/readyz", nil); err != nil {
 			return err
 		}
-		if err := getOK(ctx, client, server+settledConfigMap); err != nil {
+		if err := get(ctx, client, server+settledConfigMap, nil); err != nil {
 			return fmt.Errorf("ready, but the apiserver has not yet written its own ConfigMap: %w", err)
 		}
 		return nil
@@ -497,73 +485,39 @@ func (cp *ControlPlane) waitReady(ctx context.Context, i int) (string, error) {
 	var v struct {
 		GitVersion string `json:"gitVersion"`
 	}
-	if err := getJSON(ctx, client, server+"/version", &v); err != nil {
+	if err := get(ctx, client, server+"/version", &v); err != nil {
 		return "", fmt.Errorf("reading the apiserver's version: %w", err)
 	}
 	return v.GitVersion, nil
 }
 
-// getOK GETs url and wants 200; the error quotes the start of the body.
-func getOK(ctx context.Context, client *http.Client, url string) error {
-	_, err := get(ctx, client, url)
-	return err
-}
-
-func getJSON(ctx context.Context, client *http.Client, url string, v any) error {
-	body, err := get(ctx, client, url)
+// get GETs url, wants 200 (the error quotes the start of the body) and,
+// unless v is nil, decodes the JSON body into v.
+func get(ctx context.Context, client *http.Client, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(body, v)
-}
-
-func get(ctx context.Context, client *http.Client, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if resp.StatusCode != http.StatusOK {
 		msg := strings.TrimSpace(string(body))
 		if len(msg) > 300 {
 			msg = msg[:300] + "..."
 		}
-		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, msg)
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, msg)
 	}
-	return body, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
+	if v == nil {
 		return nil
 	}
-}
-
-// diskDataBase is where etcd's data goes with disk storage when the temp
-// dir is in memory: the user's cache dir, which is on disk.
-func diskDataBase() (string, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("the temp dir is in memory and there is no cache dir for etcd's disk storage (%w): set TMPDIR to a directory on disk", err)
-	}
-	base := filepath.Join(cache, "kb-bench")
-	if err := os.MkdirAll(base, 0o700); err != nil {
-		return "", err
-	}
-	return base, nil
+	return json.Unmarshal(body, v)
 }
 
 // freePorts returns n distinct free loopback ports. They are free when
@@ -592,7 +546,7 @@ func freePorts(n int) ([]int, error) {
 // token. QPS, Burst and user agent are left to the caller.
 func (cp *ControlPlane) RESTConfig() *rest.Config {
 	return &rest.Config{
-		Host:            cp.servers[0],
+		Host:            cp.st.Server,
 		BearerToken:     cp.creds.token,
 		TLSClientConfig: rest.TLSClientConfig{CAData: append([]byte(nil), cp.creds.caPEM...)},
 	}
@@ -601,49 +555,28 @@ func (cp *ControlPlane) RESTConfig() *rest.Config {
 // kubeconfigName names the cluster, user and context in written kubeconfigs.
 const kubeconfigName = "kb-bench-local"
 
-// kubeconfig renders a kubeconfig for the admin.
-func (cp *ControlPlane) kubeconfig() ([]byte, error) {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[kubeconfigName] = &clientcmdapi.Cluster{Server: cp.servers[0], CertificateAuthorityData: cp.creds.caPEM}
-	cfg.AuthInfos[kubeconfigName] = &clientcmdapi.AuthInfo{Token: cp.creds.token}
-	cfg.Contexts[kubeconfigName] = &clientcmdapi.Context{Cluster: kubeconfigName, AuthInfo: kubeconfigName}
-	cfg.CurrentContext = kubeconfigName
-	return clientcmd.Write(*cfg)
-}
-
 // WriteKubeconfig writes a kubeconfig for the admin (context
 // kb-bench-local) to path, readable only by the owner, for kubectl or any
 // client-go tool.
 func (cp *ControlPlane) WriteKubeconfig(path string) error {
-	b, err := cp.kubeconfig()
+	b, err := kubeconfigNamed(cp.RESTConfig(), kubeconfigName)
 	if err != nil {
 		return err
 	}
 	return atomicfile.WriteFile(path, b, 0o600)
 }
 
-// Server is the (first) apiserver's URL, https://127.0.0.1:PORT.
-func (cp *ControlPlane) Server() string { return cp.servers[0] }
-
-// Servers are every apiserver's URL, the first first.
-func (cp *ControlPlane) Servers() []string { return slices.Clone(cp.servers) }
-
-// Storage is spec.StorageDisk or spec.StorageMemory.
-func (cp *ControlPlane) Storage() spec.Storage { return cp.storage }
+// State is what `kb-bench local up` records of a control plane (but the
+// kubeconfig): its URLs, storage, versions, processes and dirs.
+func (cp *ControlPlane) State() LocalState { return cp.st }
 
 // Lost returns a channel closed when etcd, kube-apiserver or
-// kube-controller-manager, children of
-// this process, exit by themselves (killed, crashed); why says how.
-// Stop also ends them: stop watching before calling it.
+// kube-controller-manager exit by themselves (killed, crashed); why says
+// how. Stop also ends them: stop watching before calling it.
 func (cp *ControlPlane) Lost() (lost <-chan struct{}, why func() string) {
 	procs := append([]*proc.Process{cp.etcd}, cp.apiservers...)
 	if cp.kcm != nil {
 		procs = append(procs, cp.kcm)
-	}
-	for _, p := range procs {
-		if p == nil || p.Exited() == nil {
-			return nil, func() string { return "" } // not our children: not watched
-		}
 	}
 	ch := make(chan struct{})
 	var (
@@ -668,12 +601,9 @@ func (cp *ControlPlane) Lost() (lost <-chan struct{}, why func() string) {
 	}
 }
 
-// KubeVersion is the version the apiserver reports, e.g. v1.37.1.
-func (cp *ControlPlane) KubeVersion() string { return cp.kubeVersion }
-
 // EtcdMetrics is the URL of etcd's /metrics (its client URL, plain HTTP
 // on loopback).
-func (cp *ControlPlane) EtcdMetrics() string { return etcdMetricsURL(cp.etcdPort) }
+func (cp *ControlPlane) EtcdMetrics() string { return etcdMetricsURL(cp.st.Etcd.Port) }
 
 // etcdMetricsURL is the /metrics URL of the local etcd on port.
 func etcdMetricsURL(port int) string {
@@ -683,41 +613,28 @@ func etcdMetricsURL(port int) string {
 	return "http://127.0.0.1:" + strconv.Itoa(port) + "/metrics"
 }
 
-// APIServerPID is kube-apiserver's process id.
-func (cp *ControlPlane) APIServerPID() int { return cp.apiserver.Pid }
-
-// EtcdPID is etcd's process id.
-func (cp *ControlPlane) EtcdPID() int { return cp.etcd.Pid }
-
-// EtcdVersion is the version etcd reports, e.g. v3.6.16.
-func (cp *ControlPlane) EtcdVersion() string { return cp.etcdVersion }
-
 // Stop sends SIGTERM to the controller manager, the apiserver, then etcd, SIGKILLs a process group
 // that has not exited after a grace period (at once when ctx ends), and
 // removes the temp dir. Calling it again returns the first call's result.
 func (cp *ControlPlane) Stop(ctx context.Context) error {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	if cp.stopped {
-		return cp.stopErr
-	}
-	cp.stopped = true
-	cp.stopErr = stopAndClean(ctx, [][]*proc.Process{{cp.kcm}, cp.apiservers, {cp.etcd}}, []string{cp.dir, cp.etcdDataDir})
-	if cp.proxy != nil {
-		// After the apiservers: they reach etcd through it until they stop.
-		cp.proxy.Close()
-	}
-	if cp.stopErr == nil {
-		cp.janitor.Release()
-	}
-	// On an error the janitor stays: when kb-bench exits it kills what is
-	// left and removes the directories.
+	cp.stopOnce.Do(func() {
+		cp.stopErr = stopAndClean(ctx, [][]*proc.Process{{cp.kcm}, cp.apiservers, {cp.etcd}}, []string{cp.st.Dir, cp.st.EtcdDataDir})
+		if cp.proxy != nil {
+			// After the apiservers: they reach etcd through it until they stop.
+			cp.proxy.Close()
+		}
+		if cp.stopErr == nil {
+			cp.janitor.Release()
+		}
+		// On an error the janitor stays: when kb-bench exits it kills what
+		// is left and removes the directories.
+	})
 	return cp.stopErr
 }
 
 // stopAndClean terminates the stages of processes in order, the
 // processes of one stage together (nil ones are skipped), then removes
-// the dirs (empty names are skipped), unless a process would not die.
+// the dirs (os.RemoveAll skips empty names), unless a process would not die.
 func stopAndClean(ctx context.Context, stages [][]*proc.Process, dirs []string) error {
 	var (
 		mu   sync.Mutex
@@ -733,15 +650,13 @@ func stopAndClean(ctx context.Context, stages [][]*proc.Process, dirs []string) 
 			if strings.HasPrefix(p.Name, "kube-apiserver") {
 				grace = apiserverGrace
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				if _, err := p.Stop(ctx, grace, nil); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
 				}
-			}()
+			})
 		}
 		wg.Wait()
 	}
@@ -749,9 +664,6 @@ func stopAndClean(ctx context.Context, stages [][]*proc.Process, dirs []string) 
 		return errors.Join(errs...)
 	}
 	for _, d := range dirs {
-		if d == "" {
-			continue
-		}
 		if err := os.RemoveAll(d); err != nil {
 			errs = append(errs, fmt.Errorf("removing %s: %w", d, err))
 		}

@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/internal/proc"
@@ -81,8 +82,8 @@ func runChild(storage spec.Storage) int {
 		return 1
 	}
 	rep := childReport{
-		Procs: []ProcessState{{PID: cp.apiserver.Pid, StartTicks: cp.apiserver.StartTicks}, {PID: cp.etcd.Pid, StartTicks: cp.etcd.StartTicks}},
-		Dirs:  []string{cp.dir, cp.etcdDataDir},
+		Procs: []ProcessState{{PID: cp.apiservers[0].Pid, StartTicks: cp.apiservers[0].StartTicks}, {PID: cp.etcd.Pid, StartTicks: cp.etcd.StartTicks}},
+		Dirs:  []string{cp.st.Dir, cp.st.EtcdDataDir},
 	}
 	b, _ := json.Marshal(rep)
 	fmt.Printf("ready %s\n", b)
@@ -122,7 +123,7 @@ func startLocal(t *testing.T, storage spec.Storage) *ControlPlane {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cp.Stop(context.Background()) })
-	t.Logf("control plane (storage %s) started in %s", storage, cp.startup.Round(time.Millisecond))
+	t.Logf("control plane (storage %s) started in %s", storage, cp.st.StartupTime.Round(time.Millisecond))
 	return cp
 }
 
@@ -163,7 +164,7 @@ func assertGone(t *testing.T, procs []ProcessState, dirs []string) {
 }
 
 func procsOf(cp *ControlPlane) []ProcessState {
-	return []ProcessState{{PID: cp.apiserver.Pid, StartTicks: cp.apiserver.StartTicks}, {PID: cp.etcd.Pid, StartTicks: cp.etcd.StartTicks}}
+	return []ProcessState{{PID: cp.apiservers[0].Pid, StartTicks: cp.apiservers[0].StartTicks}, {PID: cp.etcd.Pid, StartTicks: cp.etcd.StartTicks}}
 }
 
 func clientset(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
@@ -182,14 +183,14 @@ func clientset(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
 func TestLocalControlPlaneIsARealCluster(t *testing.T) {
 	cp := startLocal(t, spec.StorageDisk)
 	ctx := context.Background()
-	if cp.KubeVersion() != KubeVersion && cp.binaries.Source == SourceCache {
-		t.Errorf("apiserver reports %s, want %s", cp.KubeVersion(), KubeVersion)
+	if cp.st.KubeVersion != KubeVersion && cp.binaries.Source == SourceCache {
+		t.Errorf("apiserver reports %s, want %s", cp.st.KubeVersion, KubeVersion)
 	}
-	if cp.EtcdVersion() != EtcdVersion && cp.binaries.Source == SourceCache {
-		t.Errorf("etcd reports %s, want %s", cp.EtcdVersion(), EtcdVersion)
+	if cp.st.EtcdVersion != EtcdVersion && cp.binaries.Source == SourceCache {
+		t.Errorf("etcd reports %s, want %s", cp.st.EtcdVersion, EtcdVersion)
 	}
-	if !strings.HasPrefix(filepath.Base(cp.dir), "kb-bench-") || !strings.HasPrefix(cp.etcdDataDir, cp.dir) {
-		t.Errorf("dirs %s, %s: want etcd data inside a kb-bench-* temp dir", cp.dir, cp.etcdDataDir)
+	if !strings.HasPrefix(filepath.Base(cp.st.Dir), "kb-bench-") || !strings.HasPrefix(cp.st.EtcdDataDir, cp.st.Dir) {
+		t.Errorf("dirs %s, %s: want etcd data inside a kb-bench-* temp dir", cp.st.Dir, cp.st.EtcdDataDir)
 	}
 
 	// Threads that goroutines leave locked are ended by the runtime; the
@@ -285,7 +286,7 @@ func TestLocalControlPlaneIsARealCluster(t *testing.T) {
 		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("kubeconfig mode: %v %v, want 0600 (it holds the token)", fi.Mode(), err)
 		}
-		cfg, err := loadKubeconfig(path, "")
+		cfg, _, err := kubeconfigFrom(&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,10 +304,10 @@ func TestLocalControlPlaneIsARealCluster(t *testing.T) {
 		}
 	})
 
-	if !cp.apiserver.Running() || !cp.etcd.Running() {
+	if !cp.apiservers[0].Running() || !cp.etcd.Running() {
 		t.Fatal("a control-plane process died during the test")
 	}
-	procs, dirs := procsOf(cp), []string{cp.dir}
+	procs, dirs := procsOf(cp), []string{cp.st.Dir}
 	if err := cp.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -318,13 +319,13 @@ func TestLocalControlPlaneIsARealCluster(t *testing.T) {
 
 func TestMemoryStorageIsOnTmpfs(t *testing.T) {
 	cp := startLocal(t, spec.StorageMemory)
-	if cp.Storage() != spec.StorageMemory || !strings.HasPrefix(cp.etcdDataDir, memoryDir+"/kb-bench-etcd-") {
-		t.Fatalf("storage %s, etcd data in %s: want memory under %s", cp.Storage(), cp.etcdDataDir, memoryDir)
+	if cp.st.Storage != spec.StorageMemory || !strings.HasPrefix(cp.st.EtcdDataDir, memoryDir+"/kb-bench-etcd-") {
+		t.Fatalf("storage %s, etcd data in %s: want memory under %s", cp.st.Storage, cp.st.EtcdDataDir, memoryDir)
 	}
-	if _, err := os.Stat(filepath.Join(cp.etcdDataDir, "member", "wal")); err != nil {
-		t.Errorf("etcd's WAL is not under %s: %v", cp.etcdDataDir, err)
+	if _, err := os.Stat(filepath.Join(cp.st.EtcdDataDir, "member", "wal")); err != nil {
+		t.Errorf("etcd's WAL is not under %s: %v", cp.st.EtcdDataDir, err)
 	}
-	procs, dirs := procsOf(cp), []string{cp.dir, cp.etcdDataDir}
+	procs, dirs := procsOf(cp), []string{cp.st.Dir, cp.st.EtcdDataDir}
 	if err := cp.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +395,7 @@ func TestTargetsOverARealControlPlane(t *testing.T) {
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := cp.kubeconfig()
+	raw, err := os.ReadFile(kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +406,7 @@ func TestTargetsOverARealControlPlane(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close(ctx)
-		if conn.Target.Kind != spec.TargetKubeconfig || conn.Target.Server != cp.Server() || conn.Target.ServerVersion != cp.KubeVersion() || conn.Target.Context != kubeconfigName {
+		if conn.Target.Kind != spec.TargetKubeconfig || conn.Target.Server != cp.st.Server || conn.Target.ServerVersion != cp.st.KubeVersion || conn.Target.Context != kubeconfigName {
 			t.Errorf("target %+v", conn.Target)
 		}
 		if _, err := clientset(t, conn.Config).CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
@@ -422,7 +423,7 @@ func TestTargetsOverARealControlPlane(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if conn.Target.Kind != spec.TargetKindCluster || conn.Target.Server != cp.Server() || conn.Target.Context != "kind-bench" || conn.Target.ServerVersion == "" {
+		if conn.Target.Kind != spec.TargetKindCluster || conn.Target.Server != cp.st.Server || conn.Target.Context != "kind-bench" || conn.Target.ServerVersion == "" {
 			t.Errorf("target %+v", conn.Target)
 		}
 		if err := conn.Close(ctx); err != nil {

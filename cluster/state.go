@@ -69,8 +69,11 @@ type LocalState struct {
 
 	// Healthy and Detail are set by Status (never stored): whether both
 	// processes run and /readyz answers ok, and if not, why.
-	Healthy bool   `json:"healthy,omitempty"`
-	Detail  string `json:"detail,omitempty"`
+	Healthy bool   `json:"-"`
+	Detail  string `json:"-"`
+	// config reaches the apiserver as the admin, once Status found it
+	// healthy.
+	config *rest.Config
 }
 
 // ProcessState identifies one process of a `local up` control plane.
@@ -126,10 +129,27 @@ func (st *LocalState) AllServers() []string {
 	return []string{st.Server}
 }
 
-// anyAlive and allAlive say whether any, or all, of ps still run.
-func anyAlive(ps []ProcessState) bool { return slices.ContainsFunc(ps, ProcessState.alive) }
-func allAlive(ps []ProcessState) bool {
-	return !slices.ContainsFunc(ps, func(p ProcessState) bool { return !p.alive() })
+// gone names the recorded processes that no longer run ("etcd (pid
+// 12)"); someAlive says whether any still does.
+func (st *LocalState) gone() (gone []string, someAlive bool) {
+	check := func(name string, ps ProcessState) {
+		if ps.alive() {
+			someAlive = true
+		} else {
+			gone = append(gone, fmt.Sprintf("%s (pid %d)", name, ps.PID))
+		}
+	}
+	for _, ps := range st.allAPIServers() {
+		check("kube-apiserver", ps)
+	}
+	check("etcd", st.Etcd)
+	return gone, someAlive
+}
+
+// stopped reports whether the (first) apiserver or etcd is stopped
+// (SIGSTOP or a debugger).
+func (st *LocalState) stopped() bool {
+	return proc.Stopped(st.APIServer.PID) || proc.Stopped(st.Etcd.PID)
 }
 
 // Up starts a control plane that outlives kb-bench and records it in
@@ -139,9 +159,7 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 	if o.StateDir == "" {
 		return nil, errors.New("UpOptions.StateDir is empty: use cluster.DefaultStateDir")
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.Log = cmp.Or(o.Log, io.Discard)
 	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the state dir: %w", err)
 	}
@@ -152,27 +170,28 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 	defer unlock()
 
 	old, err := readState(o.StateDir)
-	var oldAPI []ProcessState
+	var gone []string
+	someAlive := false
 	if err == nil {
-		oldAPI = old.allAPIServers()
+		gone, someAlive = old.gone()
 	}
 	switch {
 	case errors.Is(err, ErrNotRunning):
 	case err != nil:
 		return nil, err
-	case allAlive(oldAPI) && old.Etcd.alive() && (proc.Stopped(old.APIServer.PID) || proc.Stopped(old.Etcd.PID)):
+	case len(gone) == 0 && old.stopped():
 		return nil, spec.Input(fmt.Errorf("the local control plane recorded at %s is running but stopped (kube-apiserver pid %d, etcd pid %d; SIGSTOP or a debugger): it answers nothing. Resume it with kill -CONT %d %d, or remove it with `kb-bench local down`",
 			old.Server, old.APIServer.PID, old.Etcd.PID, old.APIServer.PID, old.Etcd.PID))
-	case allAlive(oldAPI) && old.Etcd.alive():
+	case len(gone) == 0:
 		return nil, spec.Input(fmt.Errorf("a local control plane is already running at %s (state in %s): stop it first with `kb-bench local down`",
 			old.Server, o.StateDir))
-	case anyAlive(oldAPI) || old.Etcd.alive():
-		gone := "kube-apiserver"
+	case someAlive:
+		which := "kube-apiserver"
 		if !old.Etcd.alive() {
-			gone = "etcd"
+			which = "etcd"
 		}
 		return nil, spec.Input(fmt.Errorf("the local control plane recorded at %s is only partly running (%s is gone): clean it up with `kb-bench local down`, then run `kb-bench local up` again",
-			old.Server, gone))
+			old.Server, which))
 	default:
 		fmt.Fprintf(o.Log, "local control plane: cleaning up a stale record (its processes are gone): %s\n", old.Dir)
 		if err := down(ctx, o.StateDir, old); err != nil {
@@ -184,29 +203,15 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &LocalState{
-		Server:      cp.servers[0],
-		Kubeconfig:  filepath.Join(o.StateDir, kubeconfigFile),
-		Dir:         cp.dir,
-		EtcdDataDir: cp.etcdDataDir,
-		Storage:     cp.storage,
-		KubeVersion: cp.kubeVersion,
-		EtcdVersion: cp.etcdVersion,
-		Binaries:    cp.binaries.Dir,
-		APIServer:   stateOf(cp.apiserver, cp.apiPorts[0]),
-		Etcd:        stateOf(cp.etcd, cp.etcdPort),
-		Started:     cp.started,
-		StartupTime: cp.startup,
-	}
-	if len(cp.apiservers) > 1 {
-		st.Servers = cp.Servers()
-		for i, p := range cp.apiservers {
-			st.APIServers = append(st.APIServers, stateOf(p, cp.apiPorts[i]))
-		}
+	st := cp.st
+	st.Kubeconfig = filepath.Join(o.StateDir, kubeconfigFile)
+	if len(st.APIServers) == 1 {
+		// One apiserver is recorded as before there could be several.
+		st.APIServers, st.Servers = nil, nil
 	}
 	err = cp.WriteKubeconfig(st.Kubeconfig)
 	if err == nil {
-		err = writeState(o.StateDir, st)
+		err = writeState(o.StateDir, &st)
 	}
 	if err != nil {
 		_ = cp.Stop(ctx)
@@ -217,7 +222,7 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 	// janitor no longer does when kb-bench dies.
 	cp.janitor.Release()
 	st.Healthy = true
-	return st, nil
+	return &st, nil
 }
 
 // Status reads the state dir and checks that both processes run and that
@@ -228,25 +233,16 @@ func Status(ctx context.Context, stateDir string) (*LocalState, error) {
 	if err != nil {
 		return nil, err
 	}
-	var gone []string
-	for _, ps := range st.allAPIServers() {
-		if !ps.alive() {
-			gone = append(gone, fmt.Sprintf("kube-apiserver (pid %d)", ps.PID))
-		}
-	}
-	if !st.Etcd.alive() {
-		gone = append(gone, fmt.Sprintf("etcd (pid %d)", st.Etcd.PID))
-	}
-	if len(gone) > 0 {
+	if gone, _ := st.gone(); len(gone) > 0 {
 		st.Detail = fmt.Sprintf("%s no longer running: clean up with `kb-bench local down`, then `kb-bench local up`", strings.Join(gone, " and "))
 		return st, nil
 	}
-	if proc.Stopped(st.APIServer.PID) || proc.Stopped(st.Etcd.PID) {
+	if st.stopped() {
 		st.Detail = fmt.Sprintf("its processes are stopped (SIGSTOP or a debugger) and answer nothing: resume them with kill -CONT %d %d, or remove them with `kb-bench local down`",
 			st.APIServer.PID, st.Etcd.PID)
 		return st, nil
 	}
-	cfg, err := loadKubeconfig(st.Kubeconfig, "")
+	cfg, _, err := kubeconfigFrom(&clientcmd.ClientConfigLoadingRules{ExplicitPath: st.Kubeconfig}, "")
 	if err != nil {
 		st.Detail = fmt.Sprintf("its kubeconfig is unusable (%v): restart it with `kb-bench local down` and `kb-bench local up`", err)
 		return st, nil
@@ -258,12 +254,12 @@ func Status(ctx context.Context, stateDir string) (*LocalState, error) {
 	}
 	client.Timeout = 3 * time.Second
 	for i, server := range st.AllServers() {
-		if err := getOK(ctx, client, strings.TrimSuffix(server, "/")+"/readyz"); err != nil {
+		if err := get(ctx, client, strings.TrimSuffix(server, "/")+"/readyz", nil); err != nil {
 			st.Detail = fmt.Sprintf("processes run but the apiserver at %s is not ready: %v (logs: %s, %s)", server, err, st.allAPIServers()[min(i, len(st.allAPIServers())-1)].Log, st.Etcd.Log)
 			return st, nil
 		}
 	}
-	st.Healthy = true
+	st.Healthy, st.config = true, cfg
 	return st, nil
 }
 
@@ -351,13 +347,16 @@ func madeByStartLocal(dir, prefix string) bool {
 }
 
 func writeState(stateDir string, st *LocalState) error {
-	stored := *st
-	stored.Healthy, stored.Detail = false, ""
-	b, err := json.MarshalIndent(stored, "", "  ")
+	return writeJSON(filepath.Join(stateDir, stateFile), st)
+}
+
+// writeJSON writes v, indented, to path, readable only by the owner.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(stateDir, stateFile), append(b, '\n'), 0o600)
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o600)
 }
 
 // lockStateDir takes an exclusive lock on the state dir so that two
@@ -374,13 +373,6 @@ func lockStateDir(stateDir string) (unlock func(), err error) {
 	return func() { f.Close() }, nil
 }
 
-// loadKubeconfig loads exactly the file at path (no $KUBECONFIG merging),
-// with context contextName or the file's current context.
-func loadKubeconfig(path, contextName string) (*rest.Config, error) {
-	cfg, _, err := kubeconfigFrom(&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, contextName)
-	return cfg, err
-}
-
 // kubeconfigFrom loads the kubeconfig files rules name and returns the
 // config of context contextName (the current context when empty) and the
 // merged file. Unlike client-go's deferred loading it never falls back to
@@ -392,10 +384,7 @@ func kubeconfigFrom(rules *clientcmd.ClientConfigLoadingRules, contextName strin
 		return nil, nil, err
 	}
 	if _, ok := raw.Contexts[contextName]; contextName != "" && !ok {
-		names := slices.Sorted(maps.Keys(raw.Contexts))
-		if len(names) == 0 {
-			names = []string{"none"}
-		}
+		names := cmp.Or(strings.Join(slices.Sorted(maps.Keys(raw.Contexts)), ", "), "none")
 		var missing []string // client-go skips kubeconfig files that do not exist
 		for _, f := range rules.GetLoadingPrecedence() {
 			if _, err := os.Stat(f); errors.Is(err, fs.ErrNotExist) {
@@ -403,9 +392,9 @@ func kubeconfigFrom(rules *clientcmd.ClientConfigLoadingRules, contextName strin
 			}
 		}
 		if len(missing) > 0 {
-			return nil, raw, fmt.Errorf("context %q does not exist (contexts: %s; no such file: %s)", contextName, strings.Join(names, ", "), strings.Join(missing, ", "))
+			return nil, raw, fmt.Errorf("context %q does not exist (contexts: %s; no such file: %s)", contextName, names, strings.Join(missing, ", "))
 		}
-		return nil, raw, fmt.Errorf("context %q does not exist (contexts: %s)", contextName, strings.Join(names, ", "))
+		return nil, raw, fmt.Errorf("context %q does not exist (contexts: %s)", contextName, names)
 	}
 	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, contextName, &clientcmd.ConfigOverrides{}, rules).ClientConfig()
 	if clientcmd.IsEmptyConfig(err) {

@@ -77,7 +77,7 @@ func TestCostIsTheProcessesCPUOverTheWindow(t *testing.T) {
 		if err != nil {
 			t.Errorf("scraping etcd: %v", err)
 		}
-		return procCPU(t, cp.APIServerPID(), tick), s.Process.CPUSeconds, procCPU(t, cp.EtcdPID(), tick), e.CPUSeconds
+		return procCPU(t, cp.State().APIServer.PID, tick), s.Process.CPUSeconds, procCPU(t, cp.State().Etcd.PID, tick), e.CPUSeconds
 	}
 	onEdge := func(edge int, done bool) {
 		r := &edges[edge]
@@ -98,7 +98,7 @@ func TestCostIsTheProcessesCPUOverTheWindow(t *testing.T) {
 		}
 		etcdProm = e.CPUSeconds
 		r.prom.last, r.etcdProm.last = prom, etcdProm
-		r.stat.last, r.etcdStat.last = procCPU(t, cp.APIServerPID(), tick), procCPU(t, cp.EtcdPID(), tick)
+		r.stat.last, r.etcdStat.last = procCPU(t, cp.State().APIServer.PID, tick), procCPU(t, cp.State().Etcd.PID, tick)
 	}
 	res := runWith(ctx, t, spec.Spec{Writers: 8, Duration: spec.D(short)}, Options{Config: cfg, EtcdMetrics: cp.EtcdMetrics(), OnEdge: onEdge})
 	c := res.Cost

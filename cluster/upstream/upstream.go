@@ -14,8 +14,10 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -47,24 +49,16 @@ const (
 //go:embed kube/*.txt etcd/*.txt
 var modules embed.FS
 
-// program is one upstream command: the pinned module it is built from and
-// its package.
-type program struct {
-	module, pkg string
-	// stamp sets the version the way upstream's release build does, so
-	// that /version and `kubeadm version` report KubeVersion rather than a
-	// placeholder.
-	stamp bool
-}
-
-func programs(name string) (program, bool) {
+// program is where the program name is built from: its package in the
+// pinned module (kube or etcd); "" for a program Build does not know.
+func program(name string) (module, pkg string) {
 	switch name {
 	case Etcd:
-		return program{module: "etcd", pkg: "go.etcd.io/etcd/server/v3"}, true
+		return "etcd", "go.etcd.io/etcd/server/v3"
 	case APIServer, ControllerManager, Kubeadm:
-		return program{module: "kube", pkg: "k8s.io/kubernetes/cmd/" + name, stamp: true}, true
+		return "kube", "k8s.io/kubernetes/cmd/" + name
 	}
-	return program{}, false
+	return "", ""
 }
 
 // Options configures Build.
@@ -86,18 +80,16 @@ type Options struct {
 // interrupted build never leaves a half-written executable. It needs the
 // go command on PATH; without it the error is spec.Input.
 func Build(ctx context.Context, o Options) error {
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.Log = cmp.Or(o.Log, io.Discard)
 	if o.Env == nil {
 		o.Env = os.Environ()
 	}
 	var missing []string
 	for _, name := range o.Programs {
-		if _, ok := programs(name); !ok {
+		if module, _ := program(name); module == "" {
 			return fmt.Errorf("upstream: no program %q", name)
 		}
-		if fi, err := os.Stat(filepath.Join(o.Dir, name)); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		if Executable(filepath.Join(o.Dir, name)) == nil {
 			fmt.Fprintf(o.Log, "control plane: %s already built in %s\n", name, o.Dir)
 			continue
 		}
@@ -115,27 +107,32 @@ func Build(ctx context.Context, o Options) error {
 		return fmt.Errorf("creating %s: %w", o.Dir, err)
 	}
 	for _, name := range missing {
-		p, _ := programs(name)
-		if err := build(ctx, goCmd, name, p, filepath.Join(o.Dir, name), o); err != nil {
+		if err := build(ctx, goCmd, name, filepath.Join(o.Dir, name), o); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func build(ctx context.Context, goCmd, name string, p program, dest string, o Options) error {
-	version := EtcdVersion
-	if p.module == "kube" {
+func build(ctx context.Context, goCmd, name, dest string, o Options) error {
+	module, pkg := program(name)
+	version, ldflags := EtcdVersion, "-s -w"
+	if module == "kube" {
+		// Stamped as upstream's release build does, so that /version and
+		// `kubeadm version` report KubeVersion, not a placeholder.
+		const v = "k8s.io/component-base/version"
+		minor, _, _ := strings.Cut(strings.TrimPrefix(KubeVersion, "v1."), ".")
 		version = KubeVersion
+		ldflags += fmt.Sprintf(" -X %[1]s.gitVersion=%[2]s -X %[1]s.gitMajor=1 -X %[1]s.gitMinor=%[3]s -X %[1]s.gitTreeState=clean", v, KubeVersion, minor)
 	}
-	fmt.Fprintf(o.Log, "control plane: building %s %s from %s (minutes the first time, once)...\n", name, version, p.pkg)
+	fmt.Fprintf(o.Log, "control plane: building %s %s from %s (minutes the first time, once)...\n", name, version, pkg)
 	begin := time.Now()
 	mod, err := os.MkdirTemp("", "kb-bench-upstream-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(mod)
-	if err := writeModule(p.module, mod); err != nil {
+	if err := writeModule(module, mod); err != nil {
 		return err
 	}
 	out, err := os.CreateTemp(filepath.Dir(dest), "."+name+".")
@@ -145,11 +142,7 @@ func build(ctx context.Context, goCmd, name string, p program, dest string, o Op
 	out.Close()
 	tmp := out.Name()
 	defer os.Remove(tmp) // gone once renamed
-	ldflags := "-s -w"
-	if p.stamp {
-		ldflags += " " + stampFlags()
-	}
-	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, p.pkg)
+	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, pkg)
 	cmd.Dir = mod
 	// The pinned go.sum is complete: nothing may change it, and neither a
 	// go.work nor a -mod in the user's GOFLAGS (the last one counts) may
@@ -182,14 +175,6 @@ func build(ctx context.Context, goCmd, name string, p program, dest string, o Op
 	return nil
 }
 
-// stampFlags are the -X flags that stamp KubeVersion into a Kubernetes
-// program.
-func stampFlags() string {
-	const v = "k8s.io/component-base/version"
-	minor := strings.SplitN(strings.TrimPrefix(KubeVersion, "v1."), ".", 2)[0]
-	return fmt.Sprintf("-X %[1]s.gitVersion=%[2]s -X %[1]s.gitMajor=1 -X %[1]s.gitMinor=%[3]s -X %[1]s.gitTreeState=clean", v, KubeVersion, minor)
-}
-
 // writeModule writes the pinned module name (kube or etcd) into dir under
 // its real names: go.mod, go.sum, tools.go.
 func writeModule(name, dir string) error {
@@ -210,12 +195,26 @@ func writeModule(name, dir string) error {
 }
 
 func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	if len(lines) == 1 && lines[0] == "" {
+	if s = strings.TrimSpace(s); s == "" {
 		return "no output"
 	}
-	return strings.Join(lines, "; ")
+	lines := strings.Split(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "; ")
+}
+
+// Executable says why path is not an executable regular file (nil when it
+// is).
+func Executable(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("no %s", filepath.Base(path))
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file", filepath.Base(path))
+	case fi.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("%s is not executable", filepath.Base(path))
+	}
+	return nil
 }

@@ -35,13 +35,13 @@ func TestVersionsMatchThePins(t *testing.T) {
 		}
 	}
 	for _, prog := range []string{Etcd, APIServer, ControllerManager, Kubeadm} {
-		p, _ := programs(prog)
-		tools, err := modules.ReadFile(p.module + "/tools.go.txt")
+		module, pkg := program(prog)
+		tools, err := modules.ReadFile(module + "/tools.go.txt")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(tools), `"`+p.pkg+`"`) {
-			t.Errorf("%s/tools.go.txt does not import %s: go mod tidy would not pin its dependencies", p.module, p.pkg)
+		if !strings.Contains(string(tools), `"`+pkg+`"`) {
+			t.Errorf("%s/tools.go.txt does not import %s: go mod tidy would not pin its dependencies", module, pkg)
 		}
 	}
 }

@@ -44,7 +44,7 @@ func kindRuntime(t *testing.T, cpBin string) (*kindtest.Runtime, []string) {
 	rt := kindtest.Start(t, kindtest.Options{
 		Registry:        []string{cluster.DefaultKindNodeImage},
 		AdminKubeconfig: adminConf,
-		Forward:         strings.TrimPrefix(cp.Server(), "https://"),
+		Forward:         strings.TrimPrefix(cp.State().Server, "https://"),
 	})
 	home := t.TempDir()
 	env := append(os.Environ(), "HOME="+home, "XDG_STATE_HOME="+home, "TMPDIR="+home, "KIND_EXPERIMENTAL_PROVIDER=docker")

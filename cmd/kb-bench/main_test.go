@@ -630,7 +630,7 @@ func TestLostKubeconfigTargetEndsTheRun(t *testing.T) {
 // apiserverPid finds the kube-apiserver process of cp by its temp dir.
 func apiserverPid(t *testing.T, cp *cluster.ControlPlane) int {
 	t.Helper()
-	u, _ := url.Parse(cp.Server())
+	u, _ := url.Parse(cp.State().Server)
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
@@ -639,7 +639,7 @@ func apiserverPid(t *testing.T, cp *cluster.ControlPlane) int {
 			return pid
 		}
 	}
-	t.Fatal("no kube-apiserver process for " + cp.Server())
+	t.Fatal("no kube-apiserver process for " + cp.State().Server)
 	return 0
 }
 

@@ -1,6 +1,7 @@
 package netdelay
 
 import (
+	"context"
 	"net"
 	"sync"
 	"time"
@@ -32,11 +33,11 @@ type Proxy struct {
 	toUp     Meter // per chunk, client to upstream
 	toDown   Meter // per chunk, upstream to client
 
-	mu     sync.Mutex
-	conns  map[net.Conn]bool
-	closed bool
-	done   chan struct{}
-	wg     sync.WaitGroup
+	ctx       context.Context // ended by Close, which closes every connection
+	cancel    func()
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Listen starts a proxy on a free loopback port in front of upstream
@@ -46,9 +47,17 @@ func Listen(upstream string, d Delay) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{upstream: upstream, delay: d, ln: ln, conns: map[net.Conn]bool{}, done: make(chan struct{})}
-	p.wg.Add(1)
-	go p.accept()
+	p := &Proxy{upstream: upstream, delay: d, ln: ln}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.wg.Go(func() {
+		for {
+			down, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.wg.Go(func() { p.serve(down) })
+		}
+	})
 	return p, nil
 }
 
@@ -66,71 +75,28 @@ func (p *Proxy) Observed() spec.DelayObserved {
 // Close stops accepting, closes every connection and waits for the
 // proxy's goroutines to end.
 func (p *Proxy) Close() error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil
-	}
-	p.closed = true
-	close(p.done)
-	err := p.ln.Close()
-	for c := range p.conns {
-		c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-	return err
-}
-
-// track records c for Close; when the proxy is closed it closes c and
-// returns false.
-func (p *Proxy) track(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		c.Close()
-		return false
-	}
-	p.conns[c] = true
-	return true
-}
-
-// untrack closes c and forgets it.
-func (p *Proxy) untrack(c net.Conn) {
-	c.Close()
-	p.mu.Lock()
-	delete(p.conns, c)
-	p.mu.Unlock()
-}
-
-func (p *Proxy) accept() {
-	defer p.wg.Done()
-	for {
-		down, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.wg.Add(1)
-		go p.serve(down)
-	}
+	p.closeOnce.Do(func() {
+		p.cancel()
+		p.closeErr = p.ln.Close()
+		p.wg.Wait()
+	})
+	return p.closeErr
 }
 
 // serve joins one client connection to a new upstream connection.
 func (p *Proxy) serve(down net.Conn) {
-	defer p.wg.Done()
-	if !p.track(down) {
+	defer down.Close()
+	dialer := net.Dialer{Timeout: 10 * time.Second} // Close cancels a dial too
+	up, err := dialer.DialContext(p.ctx, "tcp", p.upstream)
+	if err != nil {
 		return
 	}
-	defer p.untrack(down)
-	up, err := net.DialTimeout("tcp", p.upstream, 10*time.Second)
-	if err != nil || !p.track(up) {
-		return
-	}
-	defer p.untrack(up)
+	defer up.Close()
+	stop := context.AfterFunc(p.ctx, func() { down.Close(); up.Close() })
+	defer stop()
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); p.pipe(up, down, &p.toUp) }()
-	go func() { defer wg.Done(); p.pipe(down, up, &p.toDown) }()
+	wg.Go(func() { p.pipe(up, down, &p.toUp) })
+	wg.Go(func() { p.pipe(down, up, &p.toDown) })
 	wg.Wait()
 }
 
@@ -160,7 +126,7 @@ func (p *Proxy) pipe(dst, src net.Conn, m *Meter) {
 				last = due
 				select {
 				case q <- chunk{b: b[:n], read: now, due: due}:
-				case <-p.done:
+				case <-p.ctx.Done():
 					return
 				}
 			}
@@ -182,7 +148,7 @@ func (p *Proxy) pipe(dst, src net.Conn, m *Meter) {
 		// wake-up's lateness to the next (they leave in order), and on a
 		// busy machine a wake-up is late by hundreds of microseconds.
 		if wait := time.Until(c.due); wait > slack {
-			Sleep(p.done, wait)
+			Sleep(p.ctx.Done(), wait)
 		}
 		if _, err := dst.Write(c.b); err != nil {
 			// The other side is gone: end the reader too.

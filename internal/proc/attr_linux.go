@@ -8,8 +8,3 @@ import "syscall"
 func attachedAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
-
-// detachedAttr gives a child its own session so it outlives kb-bench.
-func detachedAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setsid: true}
-}

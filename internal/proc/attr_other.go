@@ -7,6 +7,3 @@ import "syscall"
 // attachedAttr puts a child in its own process group. Outside Linux there is
 // no parent-death signal: kb-bench's own cleanup alone stops it.
 func attachedAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
-
-// detachedAttr gives a child its own session so it outlives kb-bench.
-func detachedAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }

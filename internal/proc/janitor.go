@@ -2,7 +2,7 @@ package proc
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"os/exec"
 	"sync"
 	"time"
@@ -52,25 +52,21 @@ rm -rf -- "$@"
 // janitorScript).
 type Janitor struct {
 	mu   sync.Mutex
-	w    *os.File
+	w    io.WriteCloser
 	done chan struct{}
 }
 
 // StartJanitor starts the janitor, a shell in a session of its own.
 func StartJanitor() (*Janitor, error) {
-	r, w, err := os.Pipe()
+	cmd := exec.Command("/bin/sh", "-c", janitorScript, "kb-bench-janitor")
+	w, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("/bin/sh", "-c", janitorScript, "kb-bench-janitor")
-	cmd.Stdin = r
 	// Its own session: a Ctrl-C at the terminal or a kill of kb-bench's
 	// process group does not reach it.
 	cmd.SysProcAttr = detachedAttr()
-	err = cmd.Start()
-	r.Close()
-	if err != nil {
-		w.Close()
+	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the cleanup helper (/bin/sh): %w", err)
 	}
 	j := &Janitor{w: w, done: make(chan struct{})}

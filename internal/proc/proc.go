@@ -8,7 +8,6 @@
 package proc
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -90,6 +89,9 @@ func Start(cmd *exec.Cmd, name, log string, detached bool) (*Process, error) {
 	return p, nil
 }
 
+// detachedAttr gives a child its own session so it outlives kb-bench.
+func detachedAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
+
 // startOnLockedThread starts cmd from a goroutine locked to its OS thread
 // that stays there until the child is reaped (reap).
 //
@@ -104,15 +106,14 @@ func startOnLockedThread(cmd *exec.Cmd, reap func()) error {
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			runtime.UnlockOSThread()
-			started <- err
-			return
+		// Once the child is gone (or never started), the thread may serve
+		// other goroutines again.
+		defer runtime.UnlockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err == nil {
+			reap()
 		}
-		started <- nil
-		reap()
-		// The child is gone; the thread may serve other goroutines again.
-		runtime.UnlockOSThread()
 	}()
 	return <-started
 }
@@ -129,9 +130,6 @@ func (p *Process) ExitCode() int {
 
 // Running reports whether the process still runs (a zombie does not).
 func (p *Process) Running() bool {
-	if p == nil {
-		return false
-	}
 	if p.exited != nil {
 		select {
 		case <-p.exited:
@@ -148,9 +146,7 @@ func (p *Process) ExitStatus() string {
 	if p.exited == nil {
 		return "exited"
 	}
-	select {
-	case <-p.exited:
-	default:
+	if p.Running() {
 		return "running"
 	}
 	if p.waitErr == nil {
@@ -171,16 +167,12 @@ func (p *Process) Signal(sig syscall.Signal) error { return syscall.Kill(p.Pid, 
 // waitGone waits until the process no longer runs, for at most d or until
 // ctx ends; it reports whether it is gone.
 func (p *Process) waitGone(ctx context.Context, d time.Duration) bool {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(25 * time.Millisecond)
-	defer tick.Stop()
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
 	for p.Running() {
 		select {
 		case <-p.exited: // nil for non-children: never ready
-		case <-tick.C:
-		case <-deadline.C:
-			return !p.Running()
+		case <-time.After(25 * time.Millisecond):
 		case <-ctx.Done():
 			return !p.Running()
 		}
@@ -238,17 +230,10 @@ func (p *Process) LogTail(n int) string {
 	if fi, err := f.Stat(); err == nil && fi.Size() > window {
 		_, _ = f.Seek(fi.Size()-window, 0)
 	}
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	if len(lines) == 0 {
+	b, _ := io.ReadAll(f)
+	if len(b) == 0 {
 		return "(empty log)"
 	}
-	return strings.Join(lines, "\n")
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

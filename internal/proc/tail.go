@@ -32,13 +32,9 @@ func (t *Tail) Last() string {
 	defer t.mu.Unlock()
 	out := strings.TrimSpace(t.buf.String())
 	if i := strings.LastIndex(out, "panic: "); i >= 0 {
-		out = out[i:]
-		if j := strings.IndexByte(out, '\n'); j >= 0 {
-			out = out[:j]
-		}
+		out, _, _ = strings.Cut(out[i:], "\n")
 	}
-	lines := strings.Split(out, "\n")
-	if l := strings.TrimSpace(lines[len(lines)-1]); l != "" {
+	if l := strings.TrimSpace(out[strings.LastIndexByte(out, '\n')+1:]); l != "" {
 		return ": " + l
 	}
 	return ""

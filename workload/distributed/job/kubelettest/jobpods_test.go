@@ -219,8 +219,8 @@ func (b *bench) mergesExactly(t *testing.T, runID string, runner job.Runner, pod
 	}
 	res := out.Result
 	cp := local.ControlPlane(t)
-	res.Target = spec.TargetInfo{Kind: spec.TargetLocal, Server: cp.Server(), ServerVersion: cp.KubeVersion(),
-		Storage: cp.Storage(), EtcdVersion: cp.EtcdVersion(), ControllerManager: true}
+	res.Target = spec.TargetInfo{Kind: spec.TargetLocal, Server: cp.State().Server, ServerVersion: cp.State().KubeVersion,
+		Storage: cp.State().Storage, EtcdVersion: cp.State().EtcdVersion, ControllerManager: true}
 	var table bytes.Buffer
 	if err := text.WriteTable(&table, res, out.Report.Rows()); err != nil {
 		t.Fatal(err)
