@@ -21,11 +21,9 @@ import (
 	"github.com/kb-bench/kb-bench/results/analysis"
 )
 
-// Run is one configuration: one result, or the samples of a set.
-type Run struct {
-	Label   string
-	Results []*results.Result // at least one; all share a spec
-}
+// Run is one configuration: one result, or the samples of a set (at
+// least one; all share a spec).
+type Run = results.Side
 
 // Page is what one report shows.
 type Page struct {
@@ -138,15 +136,6 @@ func newView(p Page) (*view, error) {
 	return v, nil
 }
 
-// sides are the runs as sides of a comparison.
-func sides(runs []Run) []results.Side {
-	s := make([]results.Side, len(runs))
-	for i, r := range runs {
-		s[i] = results.Side{Label: r.Label, Results: r.Results}
-	}
-	return s
-}
-
 // comparisonView is the runs side by side, each against the first.
 type comparisonView struct {
 	Head       []cell
@@ -160,7 +149,7 @@ type comparisonView struct {
 }
 
 func newComparison(runs []Run) (*comparisonView, error) {
-	c, err := analysis.Compare(sides(runs))
+	c, err := analysis.Compare(runs)
 	if err != nil {
 		return nil, err
 	}

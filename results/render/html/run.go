@@ -66,7 +66,7 @@ func newRunView(i int, r Run) (runView, error) {
 // headline is a run's key figures: a result's own, or a set's medians
 // with their range, and the notes on its percentiles.
 func headline(r Run) ([][]cell, []string, error) {
-	c, err := analysis.Compare(sides([]Run{r}))
+	c, err := analysis.Compare([]Run{r})
 	if err != nil {
 		return nil, nil, err
 	}
