@@ -141,15 +141,7 @@ func MergeMeasurements(ms ...results.Measurements) (results.Measurements, error)
 				out.Errors = results.AppendNew(out.Errors, e)
 			}
 		}
-		out.Client.Retries += m.Client.Retries
-		out.Client.AddedLatency += m.Client.AddedLatency
-		out.Client.Delayed += m.Client.Delayed
-		out.Client.RateLimiterWait += m.Client.RateLimiterWait
-		out.Client.RateLimited += m.Client.RateLimited
-		out.Client.StreamWait += m.Client.StreamWait
-		out.Client.StreamWaited += m.Client.StreamWaited
-		out.Client.SentContent = sumCounts(out.Client.SentContent, m.Client.SentContent)
-		out.Client.ReceivedContent = sumCounts(out.Client.ReceivedContent, m.Client.ReceivedContent)
+		out.Client.Add(m.Client)
 		if !m.SeriesStart.IsZero() && (out.SeriesStart.IsZero() || m.SeriesStart.Before(out.SeriesStart)) {
 			out.SeriesStart = m.SeriesStart
 		}
@@ -254,18 +246,6 @@ func mergeSeries(all [][]metrics.SeriesPoint, offsets []time.Duration) ([]metric
 		out = append(out, a.p)
 	}
 	return out, nil
-}
-
-// sumCounts adds src to dst, making dst when there is something to add.
-func sumCounts(dst, src map[string]int64) map[string]int64 {
-	if len(src) == 0 {
-		return dst
-	}
-	if dst == nil {
-		dst = map[string]int64{}
-	}
-	addCounts(dst, src)
-	return dst
 }
 
 func addCounts(dst, src map[string]int64) {
