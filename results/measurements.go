@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -44,6 +45,34 @@ func FromSnapshot(s metrics.Snapshot, c ClientStats) Measurements {
 		m.Histograms[name] = enc
 	}
 	return m
+}
+
+// Snapshot is the inverse of FromSnapshot: m's counts and histograms as
+// a recorder's merged state, counting from m.SeriesStart (no series; a
+// histogram m does not hold is nil). It fails when a histogram does not
+// decode or holds values outside kb-bench's range.
+func (m Measurements) Snapshot() (metrics.Snapshot, error) {
+	s := metrics.Snapshot{Start: m.SeriesStart, Ops: m.Ops, WarmupOps: m.WarmupOps, GaveUp: m.GaveUp, Late: m.Late, Dropped: m.Dropped,
+		Clamped: m.Clamped, Attempts: slices.Clone(m.Attempts), Errors: slices.Clone(m.Errors)}
+	for o := range metrics.NumOutcomes {
+		s.Outcomes[o] = m.Outcomes[o.String()]
+		s.AttemptOutcomes[metrics.Read][o] = m.ReadOutcomes[o.String()]
+		s.AttemptOutcomes[metrics.Write][o] = m.WriteOutcomes[o.String()]
+	}
+	for name, to := range map[string]**hdrhistogram.Histogram{HistOp: &s.Op, HistOpRaw: &s.OpRaw, HistWrite: &s.Write, HistRead: &s.Read, HistBackoff: &s.Backoff} {
+		h, ok, err := m.Histogram(name)
+		if err != nil {
+			return s, err
+		}
+		if !ok {
+			continue
+		}
+		*to = metrics.NewHistogram()
+		if dropped := (*to).Merge(h); dropped > 0 {
+			return s, fmt.Errorf("histogram %q: %d values fall outside kb-bench's range (1µs to 1h): the result was not written by kb-bench", name, dropped)
+		}
+	}
+	return s, nil
 }
 
 // outcomeMap names counts indexed by metrics.Outcome, leaving zeros out.

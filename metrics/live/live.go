@@ -161,34 +161,16 @@ func FromResult(res *results.Result) (Figures, error) {
 
 // fromMeasurements are the figures in m.
 func fromMeasurements(m results.Measurements) (Figures, error) {
-	f := Figures{
-		Totals: metrics.Snapshot{
-			Ops: m.Ops, WarmupOps: m.WarmupOps, GaveUp: m.GaveUp,
-			Late: m.Late, Dropped: m.Dropped, Clamped: m.Clamped,
-			Attempts: m.Attempts,
-		},
-		Client: m.Client,
+	t, err := m.Snapshot()
+	if err != nil {
+		return Figures{}, err
 	}
-	for o := range metrics.NumOutcomes {
-		name := o.String()
-		f.Totals.Outcomes[o] = m.Outcomes[name]
-		f.Totals.AttemptOutcomes[metrics.Read][o] = m.ReadOutcomes[name]
-		f.Totals.AttemptOutcomes[metrics.Write][o] = m.WriteOutcomes[name]
-	}
-	for _, h := range []struct {
-		name string
-		to   **hdrhistogram.Histogram
-	}{{results.HistOp, &f.Totals.Op}, {results.HistWrite, &f.Totals.Write}, {results.HistRead, &f.Totals.Read}} {
-		d, ok, err := m.Histogram(h.name)
-		if err != nil {
-			return Figures{}, err
+	for _, h := range []**hdrhistogram.Histogram{&t.Op, &t.Write, &t.Read} {
+		if *h == nil {
+			*h = metrics.NewHistogram()
 		}
-		if !ok {
-			d = metrics.NewHistogram()
-		}
-		*h.to = d
 	}
-	return f, nil
+	return Figures{Totals: t, Client: m.Client}, nil
 }
 
 // The descriptions of what a run exports. Every series carries
