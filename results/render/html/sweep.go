@@ -106,9 +106,7 @@ func sweepCharts(s *results.Sweep) []figure {
 	var fits, costFits []series
 	for i, ser := range s.Series {
 		w := series{Name: name(ser), Color: i, Markers: true}
-		c := series{Name: name(ser), Color: i, Markers: true}
-		l := series{Name: name(ser), Color: i, Markers: true}
-		cost := series{Name: name(ser), Color: i, Markers: true}
+		c, l, cost := w, w, w
 		for _, p := range ser.Points {
 			w.Points = append(w.Points, point{X: p.Value, Y: p.WriteThroughput, Tip: fmt.Sprintf("%s: %.1f successful writes/s", at(ser, p), p.WriteThroughput)})
 			c.Points = append(c.Points, point{X: p.Value, Y: 100 * p.ConflictRate, Tip: fmt.Sprintf("%s: %s conflicts", at(ser, p), results.Percent(p.ConflictRate))})
