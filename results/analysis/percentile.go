@@ -174,12 +174,7 @@ func describeDefinition(d string) string {
 // sameDefinition reports whether every result's percentiles were
 // computed the same way.
 func sameDefinition(rs []*results.Result) bool {
-	for _, r := range rs {
-		if r.Summary.Percentiles != rs[0].Summary.Percentiles {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(rs, func(r *results.Result) bool { return r.Summary.Percentiles != rs[0].Summary.Percentiles })
 }
 
 // bySide joins f of each side's results that says something: "A: ...; B: ...".

@@ -328,7 +328,7 @@ func describeCost(r *results.Result) [][2]string {
 		split := fmt.Sprintf("writes took %s of the apiserver's request time", results.Percent(f.WriteShare))
 		if s.Conflicts > 0 {
 			split = fmt.Sprintf("%s of write attempts lost (409): ~%s of the apiserver's write time went to writes that did not land",
-				results.Percent(s.ConflictRate), percentRounded(f.LostShare))
+				results.Percent(s.ConflictRate), fmt.Sprintf("%.0f%%", 100*f.LostShare))
 			if f.ApiserverPerConflict > 0 {
 				split += fmt.Sprintf(", ~%s CPU per 409", results.FormatDuration(f.ApiserverPerConflict))
 			}
@@ -435,9 +435,6 @@ func etcdMean(c *results.ServerCheck, v results.VerbTime) string {
 
 // mebibytes is a memory size in MiB.
 func mebibytes(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
-
-// percentRounded is a share as a whole percentage, for estimates.
-func percentRounded(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
 
 // describeCounts lists request counts by endpoint, the codes of each in
 // parentheses: "PUT configmaps 1839 (200), 7934 (409)".
