@@ -28,10 +28,10 @@ type Server struct {
 	srv    *http.Server
 	served chan error
 
-	mu       sync.Mutex
-	final    bool          // every run added has finished
-	scraped  chan struct{} // closed by the first scrape served after final
-	scrapedN int
+	mu          sync.Mutex
+	final       bool          // every run added has finished
+	scraped     chan struct{} // closed by the first scrape served after final
+	scrapedOnce sync.Once
 }
 
 // Listen listens on addr and serves an empty Exporter there. An address
@@ -76,14 +76,9 @@ func (s *Server) counting(h http.Handler) http.Handler {
 		final := s.final
 		s.mu.Unlock()
 		h.ServeHTTP(w, r)
-		if !final {
-			return
+		if final {
+			s.scrapedOnce.Do(func() { close(s.scraped) })
 		}
-		s.mu.Lock()
-		if s.scrapedN++; s.scrapedN == 1 {
-			close(s.scraped)
-		}
-		s.mu.Unlock()
 	})
 }
 
@@ -97,14 +92,12 @@ func (s *Server) Close(ctx context.Context, wait time.Duration) (scraped bool) {
 	s.final = true
 	s.mu.Unlock()
 	if wait > 0 {
-		t := time.NewTimer(wait)
 		select {
 		case <-s.scraped:
 			scraped = true
-		case <-t.C:
+		case <-time.After(wait):
 		case <-ctx.Done():
 		}
-		t.Stop()
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
