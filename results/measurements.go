@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -138,12 +139,13 @@ func Summarize(m Measurements, seconds float64, checks []Check) (Summary, error)
 		Seconds:       seconds,
 		Ops:           m.Ops,
 		Successes:     m.Outcomes[metrics.Success.String()],
-		Outcomes:      copyCounts(m.Outcomes),
+		Outcomes:      make(map[string]int64, len(m.Outcomes)),
 		WriteAttempts: m.WriteAttempts(),
 		Writes:        m.WriteOutcomes[metrics.Success.String()],
 		GaveUp:        m.GaveUp,
 		Percentiles:   PercentilesNearestRank,
 	}
+	maps.Copy(s.Outcomes, m.Outcomes)
 	version, fieldManager := m.Conflicts()
 	s.Conflicts = version + fieldManager
 	if seconds > 0 {
@@ -219,12 +221,4 @@ func LatencyOf(h *hdrhistogram.Histogram) Latency {
 		Max:  us(h.Max()),
 		Mean: time.Duration(h.Mean() * float64(time.Microsecond)).Round(time.Microsecond),
 	}
-}
-
-func copyCounts(m map[string]int64) map[string]int64 {
-	c := make(map[string]int64, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
 }
