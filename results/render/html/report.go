@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -88,17 +89,13 @@ func newView(p Page) (*view, error) {
 		if len(r.Results) == 0 {
 			return nil, fmt.Errorf("%s holds no results", r.Label)
 		}
-		for j, res := range r.Results {
-			if res == nil {
-				return nil, fmt.Errorf("%s: result %d is missing", r.Label, j+1)
-			}
+		if j := slices.Index(r.Results, nil); j >= 0 {
+			return nil, fmt.Errorf("%s: result %d is missing", r.Label, j+1)
 		}
 		runs[i] = r
 	}
-	for i, s := range p.Sweeps {
-		if s == nil {
-			return nil, fmt.Errorf("sweep %d is missing", i+1)
-		}
+	if i := slices.Index(p.Sweeps, nil); i >= 0 {
+		return nil, fmt.Errorf("sweep %d is missing", i+1)
 	}
 	v := &view{Title: cmp.Or(p.Title, "kb-bench report"), Version: cmp.Or(p.Version, "(version unknown)")}
 	var contents []string

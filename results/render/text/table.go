@@ -215,15 +215,14 @@ func describeServer(c *results.ServerCheck) [][2]string {
 	for _, r := range c.Requests {
 		total += r.Client
 	}
-	rows := [][2]string{}
+	verdict := "MISMATCH: " + c.Mismatch
 	switch {
 	case c.Match && total == 0:
-		rows = append(rows, [2]string{"server", "no requests in the measured window, and the apiserver counted none either"})
+		verdict = "no requests in the measured window, and the apiserver counted none either"
 	case c.Match:
-		rows = append(rows, [2]string{"server", fmt.Sprintf("apiserver counted the same %d requests as kb-bench: %s", total, describeCounts(c.Requests))})
-	default:
-		rows = append(rows, [2]string{"server", "MISMATCH: " + c.Mismatch})
+		verdict = fmt.Sprintf("apiserver counted the same %d requests as kb-bench: %s", total, describeCounts(c.Requests))
 	}
+	rows := [][2]string{{"server", verdict}}
 	if len(c.Internal) > 0 {
 		rows = append(rows, [2]string{"", "apiserver's own requests: " + describeCounts(c.Internal)})
 	}
