@@ -182,13 +182,10 @@ func mergeSeries(all [][]metrics.SeriesPoint, offsets []time.Duration) ([]metric
 	var out []metrics.SeriesPoint
 	for _, k := range slices.Sorted(maps.Keys(bySecond)) {
 		a := bySecond[k]
-		if a.hist != nil && a.hist.TotalCount() > 0 {
-			a.p.SetPercentiles(a.hist)
-			enc, err := metrics.EncodeHistogram(a.hist)
-			if err != nil {
+		if a.hist != nil {
+			if err := a.p.SetHistogram(a.hist); err != nil {
 				return nil, err
 			}
-			a.p.Histogram = enc
 		}
 		out = append(out, a.p)
 	}
