@@ -472,10 +472,7 @@ func (c chart) SVG() template.HTML {
 				if !s.Markers && p.Tip == "" && len(pts) > 1 {
 					continue
 				}
-				tip := p.Tip
-				if tip == "" {
-					tip = c.tip(s, p)
-				}
+				tip := cmp.Or(p.Tip, c.tip(s, p))
 				x, y := at(p)
 				class := "marker"
 				if len(pts) == 1 {
@@ -550,10 +547,10 @@ func formatNumber(v float64) string {
 // trimFloat writes v with sig significant digits (never in exponent form)
 // and no trailing zeros.
 func trimFloat(v float64, sig int) string {
-	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-		if v == 0 {
-			return "0"
-		}
+	switch {
+	case v == 0:
+		return "0"
+	case math.IsNaN(v) || math.IsInf(v, 0):
 		return "–"
 	}
 	decimals := max(sig-1-int(math.Floor(math.Log10(math.Abs(v)))), 0)
