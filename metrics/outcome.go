@@ -48,6 +48,17 @@ func (o Outcome) String() string {
 	return "unknown"
 }
 
+// OutcomeMap names counts indexed by Outcome, leaving zeros out.
+func OutcomeMap(counts []int64) map[string]int64 {
+	m := map[string]int64{}
+	for i, n := range counts {
+		if n != 0 {
+			m[Outcome(i).String()] = n
+		}
+	}
+	return m
+}
+
 // Classify maps a client-go error to its outcome class. A nil error is Success.
 func Classify(err error) Outcome {
 	if err == nil {

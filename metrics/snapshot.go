@@ -103,15 +103,9 @@ func (r *Recorder) Tick(now time.Time) SeriesPoint {
 		s.mu.Unlock()
 	}
 	at := now.Sub(start).Round(time.Millisecond)
-	p := SeriesPoint{At: at, Span: at - last.Sub(start).Round(time.Millisecond), Outcomes: map[string]int64{}, Writes: map[string]int64{}}
-	for i, n := range out {
+	p := SeriesPoint{At: at, Span: at - last.Sub(start).Round(time.Millisecond), Outcomes: OutcomeMap(out[:]), Writes: OutcomeMap(writes[:])}
+	for _, n := range out {
 		p.Ops += n
-		if n > 0 {
-			p.Outcomes[Outcome(i).String()] = n
-		}
-		if writes[i] > 0 {
-			p.Writes[Outcome(i).String()] = writes[i]
-		}
 	}
 	_ = p.SetHistogram(merged) // in range: cannot fail
 	r.mu.Lock()

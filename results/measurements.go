@@ -21,9 +21,9 @@ func FromSnapshot(s metrics.Snapshot, c ClientStats) Measurements {
 	m := Measurements{
 		Ops:           s.Ops,
 		WarmupOps:     s.WarmupOps,
-		Outcomes:      outcomeMap(s.Outcomes[:]),
-		ReadOutcomes:  outcomeMap(s.AttemptOutcomes[metrics.Read][:]),
-		WriteOutcomes: outcomeMap(s.AttemptOutcomes[metrics.Write][:]),
+		Outcomes:      metrics.OutcomeMap(s.Outcomes[:]),
+		ReadOutcomes:  metrics.OutcomeMap(s.AttemptOutcomes[metrics.Read][:]),
+		WriteOutcomes: metrics.OutcomeMap(s.AttemptOutcomes[metrics.Write][:]),
 		Attempts:      trimZeros(append([]int64(nil), s.Attempts...)),
 		GaveUp:        s.GaveUp,
 		Late:          s.Late,
@@ -74,17 +74,6 @@ func (m Measurements) Snapshot() (metrics.Snapshot, error) {
 		}
 	}
 	return s, nil
-}
-
-// outcomeMap names counts indexed by metrics.Outcome, leaving zeros out.
-func outcomeMap(counts []int64) map[string]int64 {
-	m := map[string]int64{}
-	for i, n := range counts {
-		if n != 0 {
-			m[metrics.Outcome(i).String()] = n
-		}
-	}
-	return m
 }
 
 // trimZeros drops trailing zero buckets so equal distributions compare equal.
