@@ -213,11 +213,5 @@ func merged(rs []*results.Result) (results.Measurements, error) {
 
 // joinNonEmpty joins the non-empty parts.
 func joinNonEmpty(sep string, parts ...string) string {
-	var kept []string
-	for _, p := range parts {
-		if p != "" {
-			kept = append(kept, p)
-		}
-	}
-	return strings.Join(kept, sep)
+	return strings.Join(slices.DeleteFunc(parts, func(p string) bool { return p == "" }), sep)
 }
