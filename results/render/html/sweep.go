@@ -51,10 +51,8 @@ func newSweepView(i int, s *results.Sweep) sweepView {
 		head = append(head, cell{Text: h, Class: "num"})
 	}
 	for _, ser := range s.Series {
-		v := sweepSeriesView{Title: ser.Label, Head: head, Summary: ser.Summary + "."}
-		if v.Title == "" {
-			v.Title = "Every point" // the workload is said above
-		}
+		// One series has no label: the workload is said above.
+		v := sweepSeriesView{Title: cmp.Or(ser.Label, "Every point"), Head: head, Summary: ser.Summary + "."}
 		for _, p := range ser.Points {
 			// p99 over the objective, retries given up, lost updates and a
 			// mismatch are marked bad.
