@@ -237,19 +237,15 @@ const maxGateErrors = 10
 func NewGate(lines []string) (*Gate, error) {
 	g := &Gate{}
 	var errs []error
-	bad := 0
 	for _, text := range lines {
 		t, err := ParseThreshold(text)
 		if err != nil {
-			if bad++; bad <= maxGateErrors {
-				errs = append(errs, err)
-			}
-			continue
+			errs = append(errs, err)
 		}
 		g.Thresholds = append(g.Thresholds, t)
 	}
-	if bad > maxGateErrors {
-		errs = append(errs, fmt.Errorf("and %d more bad thresholds", bad-maxGateErrors))
+	if len(errs) > maxGateErrors {
+		errs = append(errs[:maxGateErrors], fmt.Errorf("and %d more bad thresholds", len(errs)-maxGateErrors))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
