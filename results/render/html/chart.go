@@ -345,17 +345,12 @@ func (c chart) SVG() template.HTML {
 			}
 		}
 	}
-	var xr, yr axisRange
-	hasData := len(xs) > 0
-	if hasData {
-		for _, ref := range c.Refs {
-			ys = append(ys, ref.Y)
-		}
-		var okx, oky bool
-		xr, okx = c.X.layout(xs)
-		yr, oky = c.Y.layout(ys)
-		hasData = okx && oky
+	for _, ref := range c.Refs {
+		ys = append(ys, ref.Y)
 	}
+	xr, okx := c.X.layout(xs) // no point shown: no data
+	yr, oky := c.Y.layout(ys)
+	hasData := okx && oky
 
 	// The legend, wrapped in rows under the plot.
 	var legend []legendEntry
@@ -384,11 +379,7 @@ func (c chart) SVG() template.HTML {
 	height := xAxisBottom + rows*legendRow + 10
 
 	var b strings.Builder
-	w := func(parts ...string) {
-		for _, p := range parts {
-			b.WriteString(p)
-		}
-	}
+	w := func(parts ...string) { b.WriteString(strings.Join(parts, "")) }
 	w(`<svg class="chart" viewBox="0 0 `, itoa(chartWidth), " ", itoa(height), `" width="`, itoa(chartWidth), `" height="`, itoa(height),
 		`" role="img" font-size="12">`, "\n")
 	w(`<title>`, esc(c.Title), "</title>\n")
