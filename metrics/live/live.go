@@ -140,7 +140,7 @@ func (r *Run) Figures() Figures {
 	case read != nil:
 		return read()
 	}
-	return Figures{Totals: metrics.Snapshot{Op: metrics.NewHistogram(), Write: metrics.NewHistogram(), Read: metrics.NewHistogram()}}
+	return Figures{}
 }
 
 // FromResult are the figures a Result saved: the same counts, histograms
@@ -162,15 +162,7 @@ func FromResult(res *results.Result) (Figures, error) {
 // fromMeasurements are the figures in m.
 func fromMeasurements(m results.Measurements) (Figures, error) {
 	t, err := m.Snapshot()
-	if err != nil {
-		return Figures{}, err
-	}
-	for _, h := range []**hdrhistogram.Histogram{&t.Op, &t.Write, &t.Read} {
-		if *h == nil {
-			*h = metrics.NewHistogram()
-		}
-	}
-	return Figures{Totals: t, Client: m.Client}, nil
+	return Figures{Totals: t, Client: m.Client}, err
 }
 
 // The descriptions of what a run exports. Every series carries
