@@ -207,7 +207,7 @@ func (a axis) layout(vs []float64) (r axisRange, ok bool) {
 		// Values a float64 cannot span (±1.7e308): nothing to lay out.
 		return r, false
 	}
-	var values []float64 // tick values
+	values := explicit // tick values: those given, else nice ones made below
 	switch a.Scale {
 	case nines:
 		lo, hi = 0, math.Min(math.Max(minNines, math.Ceil(hi-1e-9)), maxNines)
@@ -224,7 +224,6 @@ func (a axis) layout(vs []float64) (r axisRange, ok bool) {
 			lo, hi = lo-1, hi+1
 		}
 		if len(explicit) > 0 {
-			values = explicit
 			break
 		}
 		step := math.Max(1, math.Ceil((hi-lo)/(maxTicks-1)))
@@ -253,7 +252,6 @@ func (a axis) layout(vs []float64) (r axisRange, ok bool) {
 			}
 		}
 		if len(explicit) > 0 {
-			values = explicit
 			break
 		}
 		step := niceStep((hi-lo)/5, a.Integer)
