@@ -376,8 +376,9 @@ func (c chart) SVG() template.HTML {
 	xAxisBottom := plotTop + plotHeight + 44
 	height := xAxisBottom + rows*legendRow + 10
 
+	write := func(b *strings.Builder, parts ...string) { b.WriteString(strings.Join(parts, "")) }
 	var b strings.Builder
-	w := func(parts ...string) { b.WriteString(strings.Join(parts, "")) }
+	w := func(parts ...string) { write(&b, parts...) }
 	w(`<svg class="chart" viewBox="0 0 `, itoa(chartWidth), " ", itoa(height), `" width="`, itoa(chartWidth), `" height="`, itoa(height),
 		`" role="img" font-size="12">`, "\n")
 	w(`<title>`, esc(c.Title), "</title>\n")
@@ -399,26 +400,20 @@ func (c chart) SVG() template.HTML {
 	}
 
 	if hasData {
-		w(`<g class="grid" stroke="`, gridColor, `" stroke-width="1">`, "\n")
+		// Each tick has a grid line and a label, in two groups.
+		var grid, labels strings.Builder
 		for _, t := range xr.ticks {
 			f, _ := xr.frac(t.Value)
-			w(`<line x1="`, px(f), `" x2="`, px(f), `" y1="`, itoa(plotTop), `" y2="`, itoa(plotTop+plotHeight), `"/>`, "\n")
+			write(&grid, `<line x1="`, px(f), `" x2="`, px(f), `" y1="`, itoa(plotTop), `" y2="`, itoa(plotTop+plotHeight), `"/>`, "\n")
+			write(&labels, `<text x="`, px(f), `" y="`, itoa(plotTop+plotHeight+17), `" text-anchor="middle">`, esc(t.Label), "</text>\n")
 		}
 		for _, t := range yr.ticks {
 			f, _ := yr.frac(t.Value)
-			w(`<line x1="`, itoa(plotLeft), `" x2="`, itoa(plotLeft+plotWidth), `" y1="`, py(f), `" y2="`, py(f), `"/>`, "\n")
+			write(&grid, `<line x1="`, itoa(plotLeft), `" x2="`, itoa(plotLeft+plotWidth), `" y1="`, py(f), `" y2="`, py(f), `"/>`, "\n")
+			write(&labels, `<text x="`, itoa(plotLeft-7), `" y="`, coord(plotTop+plotHeight-f*plotHeight+4), `" text-anchor="end">`, esc(t.Label), "</text>\n")
 		}
-		w("</g>\n")
-		w(`<g class="ticks" fill="`, mutedColor, `">`, "\n")
-		for _, t := range xr.ticks {
-			f, _ := xr.frac(t.Value)
-			w(`<text x="`, px(f), `" y="`, itoa(plotTop+plotHeight+17), `" text-anchor="middle">`, esc(t.Label), "</text>\n")
-		}
-		for _, t := range yr.ticks {
-			f, _ := yr.frac(t.Value)
-			w(`<text x="`, itoa(plotLeft-7), `" y="`, coord(plotTop+plotHeight-f*plotHeight+4), `" text-anchor="end">`, esc(t.Label), "</text>\n")
-		}
-		w("</g>\n")
+		w(`<g class="grid" stroke="`, gridColor, `" stroke-width="1">`, "\n", grid.String(), "</g>\n")
+		w(`<g class="ticks" fill="`, mutedColor, `">`, "\n", labels.String(), "</g>\n")
 	}
 	w(`<rect class="frame" x="`, itoa(plotLeft), `" y="`, itoa(plotTop), `" width="`, itoa(plotWidth), `" height="`, itoa(plotHeight),
 		`" fill="none" stroke="`, frameColor, `"/>`, "\n")
