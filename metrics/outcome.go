@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,60 +49,46 @@ func (o Outcome) String() string {
 	return "unknown"
 }
 
+// OutcomeMap names counts indexed by Outcome, leaving zeros out.
+func OutcomeMap(counts []int64) map[string]int64 {
+	m := map[string]int64{}
+	for i, n := range counts {
+		if n != 0 {
+			m[Outcome(i).String()] = n
+		}
+	}
+	return m
+}
+
 // Classify maps a client-go error to its outcome class. A nil error is Success.
 func Classify(err error) Outcome {
 	if err == nil {
 		return Success
 	}
-	if errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
-		return Timeout
-	}
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	if errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || errors.As(err, &ne) && ne.Timeout() {
 		return Timeout
-	}
-	if apierrors.IsConflict(err) {
-		if isFieldManagerConflict(err) {
-			return FieldManagerConflict
-		}
-		return VersionConflict
-	}
-	if apierrors.IsInvalid(err) && !isValidationError(err) {
-		// A JSON patch whose test op fails answers 422 Invalid.
-		return FailedPrecondition
-	}
-	if apierrors.IsTooManyRequests(err) {
-		return Throttled
 	}
 	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Code >= http.StatusInternalServerError {
+	var details metav1.StatusDetails
+	if errors.As(err, &status) && status.Status().Details != nil {
+		details = *status.Status().Details
+	}
+	switch {
+	case apierrors.IsConflict(err) && slices.ContainsFunc(details.Causes, func(c metav1.StatusCause) bool { return c.Type == metav1.CauseTypeFieldManagerConflict }):
+		return FieldManagerConflict
+	case apierrors.IsConflict(err):
+		return VersionConflict
+	case apierrors.IsInvalid(err) && details.Kind == "":
+		// A JSON patch whose test op fails answers 422 Invalid, naming no
+		// kind. A 422 that names one rejects the object's fields: a fault
+		// in the request, never a compare-and-swap that said no, so it
+		// stays "other" with its message kept.
+		return FailedPrecondition
+	case apierrors.IsTooManyRequests(err):
+		return Throttled
+	case status != nil && status.Status().Code >= http.StatusInternalServerError:
 		return ServerError
 	}
 	return Other
-}
-
-func isFieldManagerConflict(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) || status.Status().Details == nil {
-		return false
-	}
-	for _, c := range status.Status().Details.Causes {
-		if c.Type == metav1.CauseTypeFieldManagerConflict {
-			return true
-		}
-	}
-	return false
-}
-
-// isValidationError reports whether a 422 rejects the object itself (a
-// field failed validation: the apiserver names the kind and the fields),
-// as opposed to a patch that could not be applied, which names no kind. A
-// validation error is a fault in the request, never a compare-and-swap
-// that said no, so it stays "other" with its message kept.
-func isValidationError(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) || status.Status().Details == nil {
-		return false
-	}
-	return status.Status().Details.Kind != ""
 }

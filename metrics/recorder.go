@@ -106,11 +106,7 @@ const MaxErrors = 5
 // of histograms: stripes, not writers, bound the recorder's memory, and
 // MaxStripes bounds it on a machine with many CPUs too.
 func DefaultStripes(writers int) int {
-	n := min(4*runtime.GOMAXPROCS(0), MaxStripes)
-	if writers < n {
-		n = writers
-	}
-	return max(n, 1)
+	return max(min(writers, 4*runtime.GOMAXPROCS(0), MaxStripes), 1)
 }
 
 // MaxStripes caps DefaultStripes, so that the recorder stays within about
@@ -123,11 +119,8 @@ const MaxStripes = 32
 // series from start. openLoop records raw latency (from Start) beside the
 // corrected one (from Intended).
 func NewRecorder(start time.Time, stripes int, openLoop bool) *Recorder {
-	if stripes < 1 {
-		stripes = 1
-	}
 	r := &Recorder{start: start, lastTick: start, tickHist: NewHistogram()}
-	for range stripes {
+	for range max(stripes, 1) {
 		s := &Stripe{openLoop: openLoop, measureFrom: start, interval: NewHistogram(),
 			t: Snapshot{Op: NewHistogram(), Write: NewHistogram(), Read: NewHistogram(), Backoff: NewHistogram()}}
 		if openLoop {
@@ -179,13 +172,7 @@ func (r *Recorder) Late() {
 	r.mu.Unlock()
 }
 
-func micros(d time.Duration) int64 {
-	us := d.Microseconds()
-	if us < histMin {
-		return histMin
-	}
-	return us
-}
+func micros(d time.Duration) int64 { return max(d.Microseconds(), histMin) }
 
 // RecordLatency adds d to h, a histogram from NewHistogram, in
 // microseconds clamped to its range.

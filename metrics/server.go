@@ -99,8 +99,8 @@ func (c CountSum) Mean() time.Duration {
 // BucketCount is a cumulative histogram bucket: Count observations at or
 // below UpperBound seconds.
 type BucketCount struct {
-	UpperBound float64
-	Count      int64
+	UpperBound float64 `json:"le"`
+	Count      int64   `json:"count"`
 }
 
 // AddBuckets adds b to a, bucket by bucket (by upper bound).

@@ -32,11 +32,15 @@ type SeriesPoint struct {
 	Histogram string `json:"histogram,omitempty"`
 }
 
-// SetPercentiles sets P50 and P99 from the interval's histogram of
-// microseconds.
-func (p *SeriesPoint) SetPercentiles(h *hdrhistogram.Histogram) {
-	pct := Percentiles(h, 0.5, 0.99)
-	p.P50, p.P99 = time.Duration(pct[0])*time.Microsecond, time.Duration(pct[1])*time.Microsecond
+// SetHistogram sets Histogram, P50 and P99 from the interval's histogram
+// of microseconds; an empty one leaves them unset.
+func (p *SeriesPoint) SetHistogram(h *hdrhistogram.Histogram) (err error) {
+	if h.TotalCount() > 0 {
+		pct := Percentiles(h, 0.5, 0.99)
+		p.P50, p.P99 = time.Duration(pct[0])*time.Microsecond, time.Duration(pct[1])*time.Microsecond
+		p.Histogram, err = EncodeHistogram(h)
+	}
+	return err
 }
 
 // Conflicts are the interval's write attempts answered 409 (a version or
@@ -99,22 +103,11 @@ func (r *Recorder) Tick(now time.Time) SeriesPoint {
 		s.mu.Unlock()
 	}
 	at := now.Sub(start).Round(time.Millisecond)
-	p := SeriesPoint{At: at, Span: at - last.Sub(start).Round(time.Millisecond), Outcomes: map[string]int64{}, Writes: map[string]int64{}}
-	for i, n := range out {
+	p := SeriesPoint{At: at, Span: at - last.Sub(start).Round(time.Millisecond), Outcomes: OutcomeMap(out[:]), Writes: OutcomeMap(writes[:])}
+	for _, n := range out {
 		p.Ops += n
-		if n > 0 {
-			p.Outcomes[Outcome(i).String()] = n
-		}
-		if writes[i] > 0 {
-			p.Writes[Outcome(i).String()] = writes[i]
-		}
 	}
-	if merged.TotalCount() > 0 {
-		p.SetPercentiles(merged)
-		if enc, err := EncodeHistogram(merged); err == nil {
-			p.Histogram = enc
-		}
-	}
+	_ = p.SetHistogram(merged) // in range: cannot fail
 	r.mu.Lock()
 	r.series = append(r.series, p)
 	r.lastTick = now

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -76,12 +77,7 @@ func newerVersion(a, b string) (newer, ok bool) {
 	if !oka || !okb {
 		return false, false
 	}
-	for i := range ka {
-		if ka[i] != kb[i] {
-			return ka[i] > kb[i], true
-		}
-	}
-	return false, true
+	return slices.Compare(ka[:], kb[:]) > 0, true
 }
 
 // versionKey orders "kb-bench.io/vMAJOR[alpha|betaN]" as (major, stage, n)

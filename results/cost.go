@@ -1,6 +1,10 @@
 package results
 
-import "time"
+import (
+	"time"
+
+	"github.com/kb-bench/kb-bench/metrics"
+)
 
 // Cost is what the measured window cost the processes that served it and
 // the one that made it: the CPU time kube-apiserver, etcd and kb-bench
@@ -58,10 +62,7 @@ type VerbTime struct {
 
 // Bucket is a cumulative histogram bucket: Count observations at or below
 // UpperBound seconds.
-type Bucket struct {
-	UpperBound float64 `json:"le"`
-	Count      int64   `json:"count"`
-}
+type Bucket = metrics.BucketCount
 
 // IsWriteVerb says whether an apiserver verb writes.
 func IsWriteVerb(verb string) bool {

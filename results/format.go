@@ -117,25 +117,14 @@ func Describe(s spec.Spec, what string, driven bool) string {
 	if s.Strategy != "" {
 		parts = append(parts, "strategy "+describeStrategy(s))
 	}
-	loop, length := describeLoad(s)
-	if driven {
-		parts = append(parts, loop)
-	}
-	parts = append(parts, length)
-	if s.Shards > 0 {
-		parts = append(parts, fmt.Sprintf("in %s (%s runner)", Plural(s.Shards, "shard"), s.Runner))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func describeLoad(s spec.Spec) (loop, length string) {
-	if s.Rate > 0 {
-		loop = fmt.Sprintf("open loop %g ops/s (max %d in flight)", s.Rate, s.MaxInFlight)
-	} else {
-		loop = "closed loop"
-		if s.ThinkTime.Duration > 0 {
-			loop += ", think time " + s.ThinkTime.String()
-		}
+	switch {
+	case !driven:
+	case s.Rate > 0:
+		parts = append(parts, fmt.Sprintf("open loop %g ops/s (max %d in flight)", s.Rate, s.MaxInFlight))
+	case s.ThinkTime.Duration > 0:
+		parts = append(parts, "closed loop, think time "+s.ThinkTime.String())
+	default:
+		parts = append(parts, "closed loop")
 	}
 	var bounds []string
 	if s.Duration.Duration > 0 {
@@ -144,11 +133,15 @@ func describeLoad(s spec.Spec) (loop, length string) {
 	if s.Operations > 0 {
 		bounds = append(bounds, fmt.Sprintf("%d ops", s.Operations))
 	}
-	length = strings.Join(bounds, " or ")
+	length := strings.Join(bounds, " or ")
 	if s.Warmup.Duration > 0 {
 		length += " after " + s.Warmup.String() + " warm-up"
 	}
-	return loop, length
+	parts = append(parts, length)
+	if s.Shards > 0 {
+		parts = append(parts, fmt.Sprintf("in %s (%s runner)", Plural(s.Shards, "shard"), s.Runner))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func describeStrategy(s spec.Spec) string {

@@ -2,7 +2,9 @@ package results
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -19,9 +21,9 @@ func FromSnapshot(s metrics.Snapshot, c ClientStats) Measurements {
 	m := Measurements{
 		Ops:           s.Ops,
 		WarmupOps:     s.WarmupOps,
-		Outcomes:      outcomeMap(s.Outcomes[:]),
-		ReadOutcomes:  outcomeMap(s.AttemptOutcomes[metrics.Read][:]),
-		WriteOutcomes: outcomeMap(s.AttemptOutcomes[metrics.Write][:]),
+		Outcomes:      metrics.OutcomeMap(s.Outcomes[:]),
+		ReadOutcomes:  metrics.OutcomeMap(s.AttemptOutcomes[metrics.Read][:]),
+		WriteOutcomes: metrics.OutcomeMap(s.AttemptOutcomes[metrics.Write][:]),
 		Attempts:      trimZeros(append([]int64(nil), s.Attempts...)),
 		GaveUp:        s.GaveUp,
 		Late:          s.Late,
@@ -46,15 +48,32 @@ func FromSnapshot(s metrics.Snapshot, c ClientStats) Measurements {
 	return m
 }
 
-// outcomeMap names counts indexed by metrics.Outcome, leaving zeros out.
-func outcomeMap(counts []int64) map[string]int64 {
-	m := map[string]int64{}
-	for i, n := range counts {
-		if n != 0 {
-			m[metrics.Outcome(i).String()] = n
+// Snapshot is the inverse of FromSnapshot: m's counts and histograms as
+// a recorder's merged state, counting from m.SeriesStart (no series; a
+// histogram m does not hold is nil). It fails when a histogram does not
+// decode or holds values outside kb-bench's range.
+func (m Measurements) Snapshot() (metrics.Snapshot, error) {
+	s := metrics.Snapshot{Start: m.SeriesStart, Ops: m.Ops, WarmupOps: m.WarmupOps, GaveUp: m.GaveUp, Late: m.Late, Dropped: m.Dropped,
+		Clamped: m.Clamped, Attempts: slices.Clone(m.Attempts), Errors: slices.Clone(m.Errors)}
+	for o := range metrics.NumOutcomes {
+		s.Outcomes[o] = m.Outcomes[o.String()]
+		s.AttemptOutcomes[metrics.Read][o] = m.ReadOutcomes[o.String()]
+		s.AttemptOutcomes[metrics.Write][o] = m.WriteOutcomes[o.String()]
+	}
+	for name, to := range map[string]**hdrhistogram.Histogram{HistOp: &s.Op, HistOpRaw: &s.OpRaw, HistWrite: &s.Write, HistRead: &s.Read, HistBackoff: &s.Backoff} {
+		h, ok, err := m.Histogram(name)
+		if err != nil {
+			return s, err
+		}
+		if !ok {
+			continue
+		}
+		*to = metrics.NewHistogram()
+		if dropped := (*to).Merge(h); dropped > 0 {
+			return s, fmt.Errorf("histogram %q: %d values fall outside kb-bench's range (1µs to 1h): the result was not written by kb-bench", name, dropped)
 		}
 	}
-	return m
+	return s, nil
 }
 
 // trimZeros drops trailing zero buckets so equal distributions compare equal.
@@ -109,12 +128,13 @@ func Summarize(m Measurements, seconds float64, checks []Check) (Summary, error)
 		Seconds:       seconds,
 		Ops:           m.Ops,
 		Successes:     m.Outcomes[metrics.Success.String()],
-		Outcomes:      copyCounts(m.Outcomes),
+		Outcomes:      make(map[string]int64, len(m.Outcomes)),
 		WriteAttempts: m.WriteAttempts(),
 		Writes:        m.WriteOutcomes[metrics.Success.String()],
 		GaveUp:        m.GaveUp,
 		Percentiles:   PercentilesNearestRank,
 	}
+	maps.Copy(s.Outcomes, m.Outcomes)
 	version, fieldManager := m.Conflicts()
 	s.Conflicts = version + fieldManager
 	if seconds > 0 {
@@ -190,12 +210,4 @@ func LatencyOf(h *hdrhistogram.Histogram) Latency {
 		Max:  us(h.Max()),
 		Mean: time.Duration(h.Mean() * float64(time.Microsecond)).Round(time.Microsecond),
 	}
-}
-
-func copyCounts(m map[string]int64) map[string]int64 {
-	c := make(map[string]int64, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
 }

@@ -192,6 +192,30 @@ type ClientStats struct {
 	Delayed      int64         `json:"delayed,omitempty"`
 }
 
+// Add adds d's counts and waits to c's.
+func (c *ClientStats) Add(d ClientStats) {
+	c.Retries += d.Retries
+	c.AddedLatency += d.AddedLatency
+	c.Delayed += d.Delayed
+	c.RateLimiterWait += d.RateLimiterWait
+	c.RateLimited += d.RateLimited
+	c.StreamWait += d.StreamWait
+	c.StreamWaited += d.StreamWaited
+	c.SentContent = sumCounts(c.SentContent, d.SentContent)
+	c.ReceivedContent = sumCounts(c.ReceivedContent, d.ReceivedContent)
+}
+
+// sumCounts adds src to dst, making dst when there is something to add.
+func sumCounts(dst, src map[string]int64) map[string]int64 {
+	if len(src) > 0 && dst == nil {
+		dst = map[string]int64{}
+	}
+	for k, v := range src {
+		dst[k] += v
+	}
+	return dst
+}
+
 // Summary is the headline figures of a run. It is derived from Measurements
 // and the measured duration (see Summarize) and never edited by hand.
 type Summary struct {

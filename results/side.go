@@ -43,13 +43,10 @@ func Samples(label string, rs []*Result, where []string) ([]*Result, []string, e
 				label, name(i), r.RunID, diff, name(0), rs[0].RunID)
 		}
 		if r.RunID != "" {
-			if seen[r.RunID] == nil {
-				ids = append(ids, r.RunID)
-			}
-			seen[r.RunID] = append(seen[r.RunID], i)
-			if len(seen[r.RunID]) > 1 {
+			if seen[r.RunID] = append(seen[r.RunID], i); len(seen[r.RunID]) > 1 {
 				continue
 			}
+			ids = append(ids, r.RunID)
 		}
 		kept = append(kept, r)
 	}

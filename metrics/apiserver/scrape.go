@@ -116,19 +116,10 @@ func Parse(r io.Reader, at time.Time) (metrics.ServerSample, error) {
 func process(fams map[string]*dto.MetricFamily) metrics.ProcessSample {
 	var p metrics.ProcessSample
 	for _, m := range fams[processCPU].GetMetric() {
-		p.Has = true
-		if c := m.GetCounter(); c != nil {
-			p.CPUSeconds = c.GetValue()
-		} else {
-			p.CPUSeconds = m.GetUntyped().GetValue()
-		}
+		p.Has, p.CPUSeconds = true, value(m)
 	}
 	for _, m := range fams[processMemory].GetMetric() {
-		if g := m.GetGauge(); g != nil {
-			p.ResidentBytes = int64(g.GetValue())
-		} else {
-			p.ResidentBytes = int64(m.GetUntyped().GetValue())
-		}
+		p.ResidentBytes = int64(value(m))
 	}
 	return p
 }
@@ -178,13 +169,19 @@ func etcdKey(l map[string]string) metrics.EtcdKey {
 	return metrics.EtcdKey{Operation: l["operation"], Group: l["group"], Resource: l["resource"]}
 }
 
-// counter reads a counter (or an untyped sample) as a whole number.
-func counter(m *dto.Metric) int64 {
+// value reads a counter, a gauge or an untyped sample.
+func value(m *dto.Metric) float64 {
 	if c := m.GetCounter(); c != nil {
-		return int64(math.Round(c.GetValue()))
+		return c.GetValue()
 	}
-	return int64(math.Round(m.GetUntyped().GetValue()))
+	if g := m.GetGauge(); g != nil {
+		return g.GetValue()
+	}
+	return m.GetUntyped().GetValue()
 }
+
+// counter reads a counter (or an untyped sample) as a whole number.
+func counter(m *dto.Metric) int64 { return int64(math.Round(value(m))) }
 
 // buckets are a histogram's cumulative buckets, +Inf left out (it is the count).
 func buckets(m *dto.Metric) []metrics.BucketCount {

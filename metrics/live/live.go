@@ -140,7 +140,7 @@ func (r *Run) Figures() Figures {
 	case read != nil:
 		return read()
 	}
-	return Figures{Totals: metrics.Snapshot{Op: metrics.NewHistogram(), Write: metrics.NewHistogram(), Read: metrics.NewHistogram()}}
+	return Figures{}
 }
 
 // FromResult are the figures a Result saved: the same counts, histograms
@@ -161,34 +161,8 @@ func FromResult(res *results.Result) (Figures, error) {
 
 // fromMeasurements are the figures in m.
 func fromMeasurements(m results.Measurements) (Figures, error) {
-	f := Figures{
-		Totals: metrics.Snapshot{
-			Ops: m.Ops, WarmupOps: m.WarmupOps, GaveUp: m.GaveUp,
-			Late: m.Late, Dropped: m.Dropped, Clamped: m.Clamped,
-			Attempts: m.Attempts,
-		},
-		Client: m.Client,
-	}
-	for o := range metrics.NumOutcomes {
-		name := o.String()
-		f.Totals.Outcomes[o] = m.Outcomes[name]
-		f.Totals.AttemptOutcomes[metrics.Read][o] = m.ReadOutcomes[name]
-		f.Totals.AttemptOutcomes[metrics.Write][o] = m.WriteOutcomes[name]
-	}
-	for _, h := range []struct {
-		name string
-		to   **hdrhistogram.Histogram
-	}{{results.HistOp, &f.Totals.Op}, {results.HistWrite, &f.Totals.Write}, {results.HistRead, &f.Totals.Read}} {
-		d, ok, err := m.Histogram(h.name)
-		if err != nil {
-			return Figures{}, err
-		}
-		if !ok {
-			d = metrics.NewHistogram()
-		}
-		*h.to = d
-	}
-	return f, nil
+	t, err := m.Snapshot()
+	return Figures{Totals: t, Client: m.Client}, err
 }
 
 // The descriptions of what a run exports. Every series carries

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -28,10 +29,10 @@ type Server struct {
 	srv    *http.Server
 	served chan error
 
-	mu       sync.Mutex
-	final    bool          // every run added has finished
-	scraped  chan struct{} // closed by the first scrape served after final
-	scrapedN int
+	mu          sync.Mutex
+	final       bool          // every run added has finished
+	scraped     chan struct{} // closed by the first scrape served after final
+	scrapedOnce sync.Once
 }
 
 // Listen listens on addr and serves an empty Exporter there. An address
@@ -47,10 +48,7 @@ func Listen(addr string) (*Server, error) {
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("--metrics-addr %q is not HOST:PORT (%w): give, for example, 127.0.0.1:9464, or :9464 for loopback", addr, err))
 	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	ln, err := net.Listen("tcp", net.JoinHostPort(cmp.Or(host, "127.0.0.1"), port))
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("--metrics-addr %s: %w: pick a free port, or stop what listens there", addr, err))
 	}
@@ -76,14 +74,9 @@ func (s *Server) counting(h http.Handler) http.Handler {
 		final := s.final
 		s.mu.Unlock()
 		h.ServeHTTP(w, r)
-		if !final {
-			return
+		if final {
+			s.scrapedOnce.Do(func() { close(s.scraped) })
 		}
-		s.mu.Lock()
-		if s.scrapedN++; s.scrapedN == 1 {
-			close(s.scraped)
-		}
-		s.mu.Unlock()
 	})
 }
 
@@ -97,14 +90,12 @@ func (s *Server) Close(ctx context.Context, wait time.Duration) (scraped bool) {
 	s.final = true
 	s.mu.Unlock()
 	if wait > 0 {
-		t := time.NewTimer(wait)
 		select {
 		case <-s.scraped:
 			scraped = true
-		case <-t.C:
+		case <-time.After(wait):
 		case <-ctx.Done():
 		}
-		t.Stop()
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()

@@ -56,11 +56,6 @@ func FetchShard(ctx context.Context, client *http.Client, url string) (Figures, 
 // shards' of one run: the window is the longest).
 func (f *Figures) Add(g Figures) {
 	f.Totals.Add(g.Totals)
-	c, d := &f.Client, g.Client
-	c.Retries += d.Retries
-	c.RateLimited += d.RateLimited
-	c.RateLimiterWait += d.RateLimiterWait
-	c.StreamWaited += d.StreamWaited
-	c.StreamWait += d.StreamWait
+	f.Client.Add(g.Client)
 	f.Window = max(f.Window, g.Window)
 }

@@ -166,7 +166,6 @@ func Compare(sides []results.Side) (*Comparison, error) {
 		return nil, fmt.Errorf("nothing to compare")
 	}
 	c := &Comparison{}
-	workloads := map[string]bool{}
 	for _, s := range sides {
 		if len(s.Results) == 0 {
 			return nil, fmt.Errorf("%s holds no results", s.Label)
@@ -176,10 +175,7 @@ func Compare(sides []results.Side) (*Comparison, error) {
 			if why := incomplete(r); why != "" {
 				c.Incomplete = append(c.Incomplete, fmt.Sprintf("%s sample %d (%s) %s", s.Label, i+1, r.RunID, why))
 			}
-			if !workloads[r.Workload] {
-				workloads[r.Workload] = true
-				c.Workloads = append(c.Workloads, r.Workload)
-			}
+			c.Workloads = results.AppendNew(c.Workloads, r.Workload)
 		}
 	}
 	if len(c.Workloads) == 1 {

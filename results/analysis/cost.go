@@ -47,14 +47,11 @@ func NewCost(before, after CostEdge, client map[metrics.RequestKey]int64) *resul
 		if !endpoints[k] {
 			continue
 		}
-		v := results.VerbTime{Verb: k.Verb, Resource: resourceName(k), Requests: cs.Count, Seconds: cs.Sum}
+		v := results.VerbTime{Verb: k.Verb, Resource: resourceName(k), Requests: cs.Count, Seconds: cs.Sum, Buckets: delta.DurationBuckets[k]}
 		for rk, n := range delta.Requests {
 			if rk.EndpointKey == k && rk.Code == "409" {
 				v.Conflicts += n
 			}
-		}
-		for _, b := range delta.DurationBuckets[k] {
-			v.Buckets = append(v.Buckets, results.Bucket{UpperBound: b.UpperBound, Count: b.Count})
 		}
 		c.Verbs = append(c.Verbs, v)
 	}

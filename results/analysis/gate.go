@@ -84,7 +84,7 @@ func ParseThreshold(text string) (Threshold, error) {
 	}
 	gm, ok := figureNamed(t.Metric)
 	if !ok {
-		return t, fmt.Errorf("threshold %s: metric %s is not known: use %s", q, shortQuote(t.Metric), gateMetricNames())
+		return t, fmt.Errorf("threshold %s: metric %s is not known: use throughput, writeThroughput, conflictRate, attemptsP99, gaveUp, lostUpdates, p50, p90, p99, p999, serverMatch", q, shortQuote(t.Metric))
 	}
 	t.Unit = gm.unit
 	if gm.unit == UnitBool && t.Op != "==" && t.Op != "!=" {
@@ -116,10 +116,6 @@ func ParseThreshold(text string) (Threshold, error) {
 	}
 	t.Value = v
 	return t, nil
-}
-
-func gateMetricNames() string {
-	return "throughput, writeThroughput, conflictRate, attemptsP99, gaveUp, lostUpdates, p50, p90, p99, p999, serverMatch"
 }
 
 // shortQuote quotes s for a message, cut short when long: an error about
@@ -241,19 +237,15 @@ const maxGateErrors = 10
 func NewGate(lines []string) (*Gate, error) {
 	g := &Gate{}
 	var errs []error
-	bad := 0
 	for _, text := range lines {
 		t, err := ParseThreshold(text)
 		if err != nil {
-			if bad++; bad <= maxGateErrors {
-				errs = append(errs, err)
-			}
-			continue
+			errs = append(errs, err)
 		}
 		g.Thresholds = append(g.Thresholds, t)
 	}
-	if bad > maxGateErrors {
-		errs = append(errs, fmt.Errorf("and %d more bad thresholds", bad-maxGateErrors))
+	if len(errs) > maxGateErrors {
+		errs = append(errs[:maxGateErrors], fmt.Errorf("and %d more bad thresholds", len(errs)-maxGateErrors))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

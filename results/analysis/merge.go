@@ -112,81 +112,20 @@ func Merge(rs ...*results.Result) (*results.Result, error) {
 // MergeMeasurements adds Measurements exactly: counts add, histograms merge
 // losslessly, the first few distinct errors are kept.
 func MergeMeasurements(ms ...results.Measurements) (results.Measurements, error) {
-	out := results.Measurements{
-		Outcomes:      map[string]int64{},
-		ReadOutcomes:  map[string]int64{},
-		WriteOutcomes: map[string]int64{},
-		Attempts:      []int64{},
-		Histograms:    map[string]string{},
-	}
-	hists := map[string]*hdrhistogram.Histogram{}
+	var sum metrics.Snapshot
+	var client results.ClientStats
 	for _, m := range ms {
-		out.Ops += m.Ops
-		out.WarmupOps += m.WarmupOps
-		out.GaveUp += m.GaveUp
-		out.Late += m.Late
-		out.Dropped += m.Dropped
-		out.Clamped += m.Clamped
-		addCounts(out.Outcomes, m.Outcomes)
-		addCounts(out.ReadOutcomes, m.ReadOutcomes)
-		addCounts(out.WriteOutcomes, m.WriteOutcomes)
-		for n, c := range m.Attempts {
-			for len(out.Attempts) <= n {
-				out.Attempts = append(out.Attempts, 0)
-			}
-			out.Attempts[n] += c
-		}
-		for _, e := range m.Errors {
-			if len(out.Errors) < metrics.MaxErrors {
-				out.Errors = results.AppendNew(out.Errors, e)
-			}
-		}
-		out.Client.Retries += m.Client.Retries
-		out.Client.AddedLatency += m.Client.AddedLatency
-		out.Client.Delayed += m.Client.Delayed
-		out.Client.RateLimiterWait += m.Client.RateLimiterWait
-		out.Client.RateLimited += m.Client.RateLimited
-		out.Client.StreamWait += m.Client.StreamWait
-		out.Client.StreamWaited += m.Client.StreamWaited
-		out.Client.SentContent = sumCounts(out.Client.SentContent, m.Client.SentContent)
-		out.Client.ReceivedContent = sumCounts(out.Client.ReceivedContent, m.Client.ReceivedContent)
-		if !m.SeriesStart.IsZero() && (out.SeriesStart.IsZero() || m.SeriesStart.Before(out.SeriesStart)) {
-			out.SeriesStart = m.SeriesStart
-		}
-		for name, enc := range m.Histograms {
-			h, err := metrics.DecodeHistogram(enc)
-			if err != nil {
-				return results.Measurements{}, fmt.Errorf("histogram %q: %w", name, err)
-			}
-			if err := mergeInto(hists, name, h); err != nil {
-				return results.Measurements{}, err
-			}
-		}
-	}
-	for n := len(out.Attempts); n > 0 && out.Attempts[n-1] == 0; n-- {
-		out.Attempts = out.Attempts[:n-1] // equal distributions compare equal
-	}
-	for name, h := range hists {
-		enc, err := metrics.EncodeHistogram(h)
+		s, err := m.Snapshot()
 		if err != nil {
-			return results.Measurements{}, fmt.Errorf("histogram %q: %w", name, err)
+			return results.Measurements{}, err
 		}
-		out.Histograms[name] = enc
+		sum.Add(s)
+		client.Add(m.Client)
+		if !s.Start.IsZero() && (sum.Start.IsZero() || s.Start.Before(sum.Start)) {
+			sum.Start = s.Start
+		}
 	}
-	return out, nil
-}
-
-// mergeInto adds h to hists[name], refusing to lose values.
-func mergeInto(hists map[string]*hdrhistogram.Histogram, name string, h *hdrhistogram.Histogram) error {
-	dst, ok := hists[name]
-	if !ok {
-		dst = metrics.NewHistogram()
-		hists[name] = dst
-	}
-	if dropped := dst.Merge(h); dropped > 0 {
-		return fmt.Errorf("histogram %q: %d values fall outside kb-bench's range (1µs to 1h): the result was not written by kb-bench", name, dropped)
-	}
-	return nil
+	return results.FromSnapshot(sum, client), nil
 }
 
 // MergeSeries adds several series, each counting from the same start,
@@ -243,29 +182,14 @@ func mergeSeries(all [][]metrics.SeriesPoint, offsets []time.Duration) ([]metric
 	var out []metrics.SeriesPoint
 	for _, k := range slices.Sorted(maps.Keys(bySecond)) {
 		a := bySecond[k]
-		if a.hist != nil && a.hist.TotalCount() > 0 {
-			a.p.SetPercentiles(a.hist)
-			enc, err := metrics.EncodeHistogram(a.hist)
-			if err != nil {
+		if a.hist != nil {
+			if err := a.p.SetHistogram(a.hist); err != nil {
 				return nil, err
 			}
-			a.p.Histogram = enc
 		}
 		out = append(out, a.p)
 	}
 	return out, nil
-}
-
-// sumCounts adds src to dst, making dst when there is something to add.
-func sumCounts(dst, src map[string]int64) map[string]int64 {
-	if len(src) == 0 {
-		return dst
-	}
-	if dst == nil {
-		dst = map[string]int64{}
-	}
-	addCounts(dst, src)
-	return dst
 }
 
 func addCounts(dst, src map[string]int64) {

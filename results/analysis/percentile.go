@@ -111,9 +111,7 @@ func weakIn(name string, rs []*results.Result) string {
 	for _, r := range rs {
 		if s := weakWords(name, r); s != "" {
 			weak++
-			if !slices.Contains(which, s) {
-				which = append(which, s)
-			}
+			which = results.AppendNew(which, s)
 		}
 	}
 	switch {
@@ -143,9 +141,7 @@ func definitions(rs []*results.Result) string {
 	var defs []string
 	count := map[string]int{}
 	for _, r := range rs {
-		if count[r.Summary.Percentiles] == 0 {
-			defs = append(defs, r.Summary.Percentiles)
-		}
+		defs = results.AppendNew(defs, r.Summary.Percentiles)
 		count[r.Summary.Percentiles]++
 	}
 	parts := make([]string, len(defs))
@@ -174,12 +170,7 @@ func describeDefinition(d string) string {
 // sameDefinition reports whether every result's percentiles were
 // computed the same way.
 func sameDefinition(rs []*results.Result) bool {
-	for _, r := range rs {
-		if r.Summary.Percentiles != rs[0].Summary.Percentiles {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(rs, func(r *results.Result) bool { return r.Summary.Percentiles != rs[0].Summary.Percentiles })
 }
 
 // bySide joins f of each side's results that says something: "A: ...; B: ...".

@@ -46,9 +46,9 @@ func NewServerCheck(before, after metrics.ServerSample, client map[metrics.Reque
 
 	// The resources (with group) the clients touched, and those watched.
 	type res struct{ group, resource string }
-	touched := map[res]bool{}
+	touched, resources := map[res]bool{}, map[string]bool{}
 	for k := range client {
-		touched[res{k.Group, k.Resource}] = true
+		touched[res{k.Group, k.Resource}], resources[k.Resource] = true, true
 	}
 	endpoints := endpointsOf(client)
 	watched := func(k metrics.EndpointKey) bool {
@@ -95,12 +95,7 @@ func NewServerCheck(before, after metrics.ServerSample, client map[metrics.Reque
 		etcd[[2]string{k.Resource, k.Operation}] = etcd[[2]string{k.Resource, k.Operation}].Add(metrics.CountSum{Sum: cs.Sum})
 	}
 	relevant := func(resource string) bool {
-		for r := range touched {
-			if r.resource == resource {
-				return true
-			}
-		}
-		return slices.Contains(watch, resource) || slices.ContainsFunc(watch, func(w string) bool { return strings.HasPrefix(w, resource+"/") })
+		return resources[resource] || slices.ContainsFunc(watch, func(w string) bool { return w == resource || strings.HasPrefix(w, resource+"/") })
 	}
 	for k, cs := range etcd {
 		if relevant(k[0]) && cs.Count > 0 {

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
+	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize"
 
 	"github.com/kb-bench/kb-bench/results"
@@ -32,10 +34,7 @@ func FitUSL(n, x []float64) (*results.USL, error) {
 		}
 	}
 	// Scale N so that κ's search steps are of the same order as σ's.
-	nMax := 0.0
-	for _, v := range n {
-		nMax = math.Max(nMax, v)
-	}
+	nMax := slices.Max(n)
 	clamp := func(p []float64) (sigma, kappa float64) {
 		return math.Min(math.Max(p[0], 0), 1), math.Max(p[1], 0) / (nMax * nMax)
 	}
@@ -48,17 +47,22 @@ func FitUSL(n, x []float64) (*results.USL, error) {
 		}
 		return num / den
 	}
-	sse := func(p []float64) float64 {
+	// usl is the model at the search's point p, and its squared residuals.
+	usl := func(p []float64) (*results.USL, float64) {
 		sigma, kappa := clamp(p)
-		u := results.USL{Lambda: lambda(sigma, kappa), Sigma: sigma, Kappa: kappa}
+		u := &results.USL{Lambda: lambda(sigma, kappa), Sigma: sigma, Kappa: kappa, Points: len(n)}
 		var s float64
 		for i := range n {
 			d := x[i] - u.At(n[i])
 			s += d * d
 		}
+		return u, s
+	}
+	sse := func(p []float64) float64 {
+		u, s := usl(p)
 		// Outside the bounds the clamped point is the same; a small slope
 		// leads the simplex back in.
-		return s * (1 + math.Abs(p[0]-sigma) + math.Max(-p[1], 0) + math.Max(p[0]-1, 0))
+		return s * (1 + math.Abs(p[0]-u.Sigma) + math.Max(-p[1], 0) + math.Max(p[0]-1, 0))
 	}
 	var best []float64
 	bestSSE := math.Inf(1)
@@ -77,13 +81,7 @@ func FitUSL(n, x []float64) (*results.USL, error) {
 	if best == nil {
 		return nil, errors.New("the USL fit did not converge")
 	}
-	sigma, kappa := clamp(best)
-	u := &results.USL{Lambda: lambda(sigma, kappa), Sigma: sigma, Kappa: kappa, Points: len(n)}
-	var ssRes float64
-	for i := range n {
-		d := x[i] - u.At(n[i])
-		ssRes += d * d
-	}
+	u, ssRes := usl(best)
 	u.R2, u.Poor = r2(x, ssRes)
 	if u.Kappa > 0 {
 		u.PeakN = math.Sqrt((1 - u.Sigma) / u.Kappa)
@@ -152,47 +150,22 @@ func r2(y []float64, sse float64) (float64, bool) {
 	return r, r < results.PoorFit
 }
 
-// leastSquares solves the normal equations for the coefficients idx of
-// basis (the others 0); ok is false when they are singular.
+// leastSquares fits y by the coefficients idx of basis (the others 0);
+// ok is false when they are singular.
 func leastSquares(n, y []float64, idx []int, basis func(float64) [3]float64) (coef [3]float64, ok bool) {
-	k := len(idx)
-	a := make([][]float64, k)
-	for i := range a {
-		a[i] = make([]float64, k+1)
-	}
+	a := mat.NewDense(len(n), len(idx), nil)
 	for p := range n {
 		b := basis(n[p])
-		for i, bi := range idx {
-			for j, bj := range idx {
-				a[i][j] += b[bi] * b[bj]
-			}
-			a[i][k] += b[bi] * y[p]
+		for j, bj := range idx {
+			a.Set(p, j, b[bj])
 		}
 	}
-	// Gauss-Jordan with partial pivoting.
-	for c := range k {
-		piv := c
-		for r := c + 1; r < k; r++ {
-			if math.Abs(a[r][c]) > math.Abs(a[piv][c]) {
-				piv = r
-			}
-		}
-		if math.Abs(a[piv][c]) < 1e-300 {
-			return coef, false
-		}
-		a[c], a[piv] = a[piv], a[c]
-		for r := range k {
-			if r == c {
-				continue
-			}
-			f := a[r][c] / a[c][c]
-			for j := c; j <= k; j++ {
-				a[r][j] -= f * a[c][j]
-			}
-		}
+	var x mat.VecDense
+	if err := x.SolveVec(a, mat.NewVecDense(len(y), y)); err != nil {
+		return coef, false
 	}
-	for i, bi := range idx {
-		coef[bi] = a[i][k] / a[i][i]
+	for j, bj := range idx {
+		coef[bj] = x.AtVec(j)
 	}
 	return coef, true
 }

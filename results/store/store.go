@@ -17,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -77,15 +76,10 @@ func syncDir(dir string) error {
 		return fmt.Errorf("syncing %s: %w", dir, err)
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) && !isUnsupported(err) {
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) && !errors.Is(err, errors.ErrUnsupported) {
 		return fmt.Errorf("syncing %s: %w", dir, err)
 	}
 	return nil
-}
-
-func isUnsupported(err error) bool {
-	var pe *os.PathError
-	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "not supported")
 }
 
 // Read loads a Result from path: a result.json file or a directory holding

@@ -207,7 +207,7 @@ func (a axis) layout(vs []float64) (r axisRange, ok bool) {
 		// Values a float64 cannot span (±1.7e308): nothing to lay out.
 		return r, false
 	}
-	var values []float64 // tick values
+	values := explicit // tick values: those given, else nice ones made below
 	switch a.Scale {
 	case nines:
 		lo, hi = 0, math.Min(math.Max(minNines, math.Ceil(hi-1e-9)), maxNines)
@@ -224,7 +224,6 @@ func (a axis) layout(vs []float64) (r axisRange, ok bool) {
 			lo, hi = lo-1, hi+1
 		}
 		if len(explicit) > 0 {
-			values = explicit
 			break
 		}
 		step := math.Max(1, math.Ceil((hi-lo)/(maxTicks-1)))
@@ -253,7 +252,6 @@ func (a axis) layout(vs []float64) (r axisRange, ok bool) {
 			}
 		}
 		if len(explicit) > 0 {
-			values = explicit
 			break
 		}
 		step := niceStep((hi-lo)/5, a.Integer)
@@ -345,17 +343,12 @@ func (c chart) SVG() template.HTML {
 			}
 		}
 	}
-	var xr, yr axisRange
-	hasData := len(xs) > 0
-	if hasData {
-		for _, ref := range c.Refs {
-			ys = append(ys, ref.Y)
-		}
-		var okx, oky bool
-		xr, okx = c.X.layout(xs)
-		yr, oky = c.Y.layout(ys)
-		hasData = okx && oky
+	for _, ref := range c.Refs {
+		ys = append(ys, ref.Y)
 	}
+	xr, okx := c.X.layout(xs) // no point shown: no data
+	yr, oky := c.Y.layout(ys)
+	hasData := okx && oky
 
 	// The legend, wrapped in rows under the plot.
 	var legend []legendEntry
@@ -383,12 +376,9 @@ func (c chart) SVG() template.HTML {
 	xAxisBottom := plotTop + plotHeight + 44
 	height := xAxisBottom + rows*legendRow + 10
 
+	write := func(b *strings.Builder, parts ...string) { b.WriteString(strings.Join(parts, "")) }
 	var b strings.Builder
-	w := func(parts ...string) {
-		for _, p := range parts {
-			b.WriteString(p)
-		}
-	}
+	w := func(parts ...string) { write(&b, parts...) }
 	w(`<svg class="chart" viewBox="0 0 `, itoa(chartWidth), " ", itoa(height), `" width="`, itoa(chartWidth), `" height="`, itoa(height),
 		`" role="img" font-size="12">`, "\n")
 	w(`<title>`, esc(c.Title), "</title>\n")
@@ -410,26 +400,20 @@ func (c chart) SVG() template.HTML {
 	}
 
 	if hasData {
-		w(`<g class="grid" stroke="`, gridColor, `" stroke-width="1">`, "\n")
+		// Each tick has a grid line and a label, in two groups.
+		var grid, labels strings.Builder
 		for _, t := range xr.ticks {
 			f, _ := xr.frac(t.Value)
-			w(`<line x1="`, px(f), `" x2="`, px(f), `" y1="`, itoa(plotTop), `" y2="`, itoa(plotTop+plotHeight), `"/>`, "\n")
+			write(&grid, `<line x1="`, px(f), `" x2="`, px(f), `" y1="`, itoa(plotTop), `" y2="`, itoa(plotTop+plotHeight), `"/>`, "\n")
+			write(&labels, `<text x="`, px(f), `" y="`, itoa(plotTop+plotHeight+17), `" text-anchor="middle">`, esc(t.Label), "</text>\n")
 		}
 		for _, t := range yr.ticks {
 			f, _ := yr.frac(t.Value)
-			w(`<line x1="`, itoa(plotLeft), `" x2="`, itoa(plotLeft+plotWidth), `" y1="`, py(f), `" y2="`, py(f), `"/>`, "\n")
+			write(&grid, `<line x1="`, itoa(plotLeft), `" x2="`, itoa(plotLeft+plotWidth), `" y1="`, py(f), `" y2="`, py(f), `"/>`, "\n")
+			write(&labels, `<text x="`, itoa(plotLeft-7), `" y="`, coord(plotTop+plotHeight-f*plotHeight+4), `" text-anchor="end">`, esc(t.Label), "</text>\n")
 		}
-		w("</g>\n")
-		w(`<g class="ticks" fill="`, mutedColor, `">`, "\n")
-		for _, t := range xr.ticks {
-			f, _ := xr.frac(t.Value)
-			w(`<text x="`, px(f), `" y="`, itoa(plotTop+plotHeight+17), `" text-anchor="middle">`, esc(t.Label), "</text>\n")
-		}
-		for _, t := range yr.ticks {
-			f, _ := yr.frac(t.Value)
-			w(`<text x="`, itoa(plotLeft-7), `" y="`, coord(plotTop+plotHeight-f*plotHeight+4), `" text-anchor="end">`, esc(t.Label), "</text>\n")
-		}
-		w("</g>\n")
+		w(`<g class="grid" stroke="`, gridColor, `" stroke-width="1">`, "\n", grid.String(), "</g>\n")
+		w(`<g class="ticks" fill="`, mutedColor, `">`, "\n", labels.String(), "</g>\n")
 	}
 	w(`<rect class="frame" x="`, itoa(plotLeft), `" y="`, itoa(plotTop), `" width="`, itoa(plotWidth), `" height="`, itoa(plotHeight),
 		`" fill="none" stroke="`, frameColor, `"/>`, "\n")
@@ -472,10 +456,7 @@ func (c chart) SVG() template.HTML {
 				if !s.Markers && p.Tip == "" && len(pts) > 1 {
 					continue
 				}
-				tip := p.Tip
-				if tip == "" {
-					tip = c.tip(s, p)
-				}
+				tip := cmp.Or(p.Tip, c.tip(s, p))
 				x, y := at(p)
 				class := "marker"
 				if len(pts) == 1 {
@@ -550,10 +531,10 @@ func formatNumber(v float64) string {
 // trimFloat writes v with sig significant digits (never in exponent form)
 // and no trailing zeros.
 func trimFloat(v float64, sig int) string {
-	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-		if v == 0 {
-			return "0"
-		}
+	switch {
+	case v == 0:
+		return "0"
+	case math.IsNaN(v) || math.IsInf(v, 0):
 		return "–"
 	}
 	decimals := max(sig-1-int(math.Floor(math.Log10(math.Abs(v)))), 0)

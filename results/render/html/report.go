@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,11 +22,9 @@ import (
 	"github.com/kb-bench/kb-bench/results/analysis"
 )
 
-// Run is one configuration: one result, or the samples of a set.
-type Run struct {
-	Label   string
-	Results []*results.Result // at least one; all share a spec
-}
+// Run is one configuration: one result, or the samples of a set (at
+// least one; all share a spec).
+type Run = results.Side
 
 // Page is what one report shows.
 type Page struct {
@@ -90,17 +89,13 @@ func newView(p Page) (*view, error) {
 		if len(r.Results) == 0 {
 			return nil, fmt.Errorf("%s holds no results", r.Label)
 		}
-		for j, res := range r.Results {
-			if res == nil {
-				return nil, fmt.Errorf("%s: result %d is missing", r.Label, j+1)
-			}
+		if j := slices.Index(r.Results, nil); j >= 0 {
+			return nil, fmt.Errorf("%s: result %d is missing", r.Label, j+1)
 		}
 		runs[i] = r
 	}
-	for i, s := range p.Sweeps {
-		if s == nil {
-			return nil, fmt.Errorf("sweep %d is missing", i+1)
-		}
+	if i := slices.Index(p.Sweeps, nil); i >= 0 {
+		return nil, fmt.Errorf("sweep %d is missing", i+1)
 	}
 	v := &view{Title: cmp.Or(p.Title, "kb-bench report"), Version: cmp.Or(p.Version, "(version unknown)")}
 	var contents []string
@@ -138,15 +133,6 @@ func newView(p Page) (*view, error) {
 	return v, nil
 }
 
-// sides are the runs as sides of a comparison.
-func sides(runs []Run) []results.Side {
-	s := make([]results.Side, len(runs))
-	for i, r := range runs {
-		s[i] = results.Side{Label: r.Label, Results: r.Results}
-	}
-	return s
-}
-
 // comparisonView is the runs side by side, each against the first.
 type comparisonView struct {
 	Head       []cell
@@ -160,7 +146,7 @@ type comparisonView struct {
 }
 
 func newComparison(runs []Run) (*comparisonView, error) {
-	c, err := analysis.Compare(sides(runs))
+	c, err := analysis.Compare(runs)
 	if err != nil {
 		return nil, err
 	}
@@ -227,11 +213,5 @@ func merged(rs []*results.Result) (results.Measurements, error) {
 
 // joinNonEmpty joins the non-empty parts.
 func joinNonEmpty(sep string, parts ...string) string {
-	var kept []string
-	for _, p := range parts {
-		if p != "" {
-			kept = append(kept, p)
-		}
-	}
-	return strings.Join(kept, sep)
+	return strings.Join(slices.DeleteFunc(parts, func(p string) bool { return p == "" }), sep)
 }

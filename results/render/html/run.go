@@ -66,7 +66,7 @@ func newRunView(i int, r Run) (runView, error) {
 // headline is a run's key figures: a result's own, or a set's medians
 // with their range, and the notes on its percentiles.
 func headline(r Run) ([][]cell, []string, error) {
-	c, err := analysis.Compare(sides([]Run{r}))
+	c, err := analysis.Compare([]Run{r})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -113,48 +113,43 @@ func serverText(rs []*results.Result) (text string, bad bool) {
 		}
 		return "MISMATCH: " + c.Mismatch, true
 	}
-	var match, mismatch, unchecked int
+	count := map[string]int{} // samples by how their check went
 	var reason string
 	for _, r := range rs {
 		switch c := r.Server; {
 		case c == nil || !c.Available:
-			unchecked++
+			count["not checked"]++
 			if c != nil && reason == "" {
 				reason = c.Reason
 			}
 		case c.Match:
-			match++
+			count["match"]++
 		default:
-			mismatch++
+			count["MISMATCH"]++
 		}
 	}
-	if unchecked == len(rs) {
+	if count["not checked"] == len(rs) {
 		return joinNonEmpty(": ", "not checked", reason), false
 	}
 	var parts []string
-	for _, p := range []struct {
-		n    int
-		what string
-	}{{match, "match"}, {mismatch, "MISMATCH"}, {unchecked, "not checked"}} {
-		if p.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+	for _, what := range []string{"match", "MISMATCH", "not checked"} {
+		if n := count[what]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
 		}
 	}
-	text = fmt.Sprintf("%d samples: %s", len(rs), strings.Join(parts, ", "))
-	return text, mismatch > 0
+	return fmt.Sprintf("%d samples: %s", len(rs), strings.Join(parts, ", ")), count["MISMATCH"] > 0
 }
 
 // checks lists a result's checks; a set's failures one by one and its
 // passes in one line.
 func checks(rs []*results.Result) []checkView {
+	var out []checkView
 	if len(rs) == 1 {
-		var out []checkView
 		for _, c := range rs[0].Checks {
 			out = append(out, checkView{Passed: c.Passed, Text: describeCheck(c)})
 		}
 		return out
 	}
-	var out []checkView
 	var passed int
 	var names []string
 	for i, r := range rs {

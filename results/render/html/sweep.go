@@ -51,10 +51,8 @@ func newSweepView(i int, s *results.Sweep) sweepView {
 		head = append(head, cell{Text: h, Class: "num"})
 	}
 	for _, ser := range s.Series {
-		v := sweepSeriesView{Title: ser.Label, Head: head, Summary: ser.Summary + "."}
-		if v.Title == "" {
-			v.Title = "Every point" // the workload is said above
-		}
+		// One series has no label: the workload is said above.
+		v := sweepSeriesView{Title: cmp.Or(ser.Label, "Every point"), Head: head, Summary: ser.Summary + "."}
 		for _, p := range ser.Points {
 			// p99 over the objective, retries given up, lost updates and a
 			// mismatch are marked bad.
@@ -106,9 +104,7 @@ func sweepCharts(s *results.Sweep) []figure {
 	var fits, costFits []series
 	for i, ser := range s.Series {
 		w := series{Name: name(ser), Color: i, Markers: true}
-		c := series{Name: name(ser), Color: i, Markers: true}
-		l := series{Name: name(ser), Color: i, Markers: true}
-		cost := series{Name: name(ser), Color: i, Markers: true}
+		c, l, cost := w, w, w
 		for _, p := range ser.Points {
 			w.Points = append(w.Points, point{X: p.Value, Y: p.WriteThroughput, Tip: fmt.Sprintf("%s: %.1f successful writes/s", at(ser, p), p.WriteThroughput)})
 			c.Points = append(c.Points, point{X: p.Value, Y: 100 * p.ConflictRate, Tip: fmt.Sprintf("%s: %s conflicts", at(ser, p), results.Percent(p.ConflictRate))})

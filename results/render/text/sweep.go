@@ -1,6 +1,7 @@
 package text
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -20,10 +21,7 @@ func WriteSweepTables(w io.Writer, s *results.Sweep, format string) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		title := ser.Label
-		if title == "" {
-			title = s.Workload
-		}
+		title := cmp.Or(ser.Label, s.Workload)
 		if markdown {
 			fmt.Fprintf(w, "### %s\n\n", oneLine.Replace(title))
 		} else {

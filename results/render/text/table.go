@@ -215,15 +215,14 @@ func describeServer(c *results.ServerCheck) [][2]string {
 	for _, r := range c.Requests {
 		total += r.Client
 	}
-	rows := [][2]string{}
+	verdict := "MISMATCH: " + c.Mismatch
 	switch {
 	case c.Match && total == 0:
-		rows = append(rows, [2]string{"server", "no requests in the measured window, and the apiserver counted none either"})
+		verdict = "no requests in the measured window, and the apiserver counted none either"
 	case c.Match:
-		rows = append(rows, [2]string{"server", fmt.Sprintf("apiserver counted the same %d requests as kb-bench: %s", total, describeCounts(c.Requests))})
-	default:
-		rows = append(rows, [2]string{"server", "MISMATCH: " + c.Mismatch})
+		verdict = fmt.Sprintf("apiserver counted the same %d requests as kb-bench: %s", total, describeCounts(c.Requests))
 	}
+	rows := [][2]string{{"server", verdict}}
 	if len(c.Internal) > 0 {
 		rows = append(rows, [2]string{"", "apiserver's own requests: " + describeCounts(c.Internal)})
 	}
@@ -328,7 +327,7 @@ func describeCost(r *results.Result) [][2]string {
 		split := fmt.Sprintf("writes took %s of the apiserver's request time", results.Percent(f.WriteShare))
 		if s.Conflicts > 0 {
 			split = fmt.Sprintf("%s of write attempts lost (409): ~%s of the apiserver's write time went to writes that did not land",
-				results.Percent(s.ConflictRate), percentRounded(f.LostShare))
+				results.Percent(s.ConflictRate), fmt.Sprintf("%.0f%%", 100*f.LostShare))
 			if f.ApiserverPerConflict > 0 {
 				split += fmt.Sprintf(", ~%s CPU per 409", results.FormatDuration(f.ApiserverPerConflict))
 			}
@@ -435,9 +434,6 @@ func etcdMean(c *results.ServerCheck, v results.VerbTime) string {
 
 // mebibytes is a memory size in MiB.
 func mebibytes(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
-
-// percentRounded is a share as a whole percentage, for estimates.
-func percentRounded(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
 
 // describeCounts lists request counts by endpoint, the codes of each in
 // parentheses: "PUT configmaps 1839 (200), 7934 (409)".
