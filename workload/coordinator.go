@@ -228,9 +228,6 @@ func RunShard(ctx context.Context, o ShardOptions) (err error) {
 	if sh.Version != o.Version {
 		e.warn("this shard runs kb-bench %s, the coordinator %s", o.Version, sh.Version)
 	}
-	if e.sc.Sharded == nil {
-		return fmt.Errorf("scenario %s does not run in shards", r.Def.Name)
-	}
 	e.role = &inProcess{e: e, sh: sh, name: o.Name}
 	if o.Live != nil {
 		// Its own figures, raw, for the coordinator to add up.

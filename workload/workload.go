@@ -157,7 +157,7 @@ func (e *engine) warn(format string, a ...any) {
 // that stops answering ends it too, and the Result says TargetLost.
 // Result.Target is left for the caller to fill.
 func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
-	s, def := r.Spec, r.Def
+	s := r.Spec
 	if o.Config == nil {
 		return nil, errors.New("workload.Run needs Options.Config: open the target first (cluster.Open)")
 	}
@@ -173,9 +173,8 @@ func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Resolve refused shards to a scenario that does not run in them.
 	switch {
-	case s.Shards > 0 && e.sc.Sharded == nil:
-		return nil, spec.Input(fmt.Errorf("scenario %s does not run in shards: drop --shards", def.Name))
 	case s.Shards > 0 && o.Runner == nil:
 		return nil, errors.New("a distributed run needs Options.Runner to start its shards (a bug in kb-bench: please report it)")
 	case s.Shards > 0:
@@ -229,6 +228,10 @@ func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
 // cleanUp deletes what the run made on the target, or says what is left.
 func (e *engine) cleanUp(ctx context.Context, rules []rbacv1.PolicyRule) {
 	s, res := e.Spec, e.result
+	// A context of its own, so that the clean-up happens after Ctrl-C too.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	var err error
 	switch {
 	case res.TargetLost != "" && e.opts.Ephemeral:
 		// Its data goes with it.
@@ -241,13 +244,12 @@ func (e *engine) cleanUp(ctx context.Context, rules []rbacv1.PolicyRule) {
 	case s.Keep:
 		fmt.Fprintf(e.log, "note: keeping namespace %s (keep is set)\n", e.env.Namespace)
 	case s.Namespace != "":
-		if err := deleteOwn(ctx, e.admin, e.env.Namespace, e.opts.RunID, cleanupResources(rules)); err != nil {
-			e.warn("%v", err)
-		}
+		err = deleteOwn(ctx, e.admin, e.env.Namespace, e.opts.RunID, cleanupResources(rules))
 	default:
-		if err := deleteNamespace(ctx, e.admin, e.env.Namespace, cleanupResources(rules), e.opts.FinalizeNamespace); err != nil {
-			e.warn("%v", err)
-		}
+		err = deleteNamespace(ctx, e.admin, e.env.Namespace, cleanupResources(rules), e.opts.FinalizeNamespace)
+	}
+	if err != nil {
+		e.warn("%v", err)
 	}
 }
 
