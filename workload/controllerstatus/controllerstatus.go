@@ -37,8 +37,6 @@ const (
 	ConditionPrefix = "kb-bench.io/controller-"
 	// LabelScenario marks the Pods of this scenario (value Name).
 	LabelScenario = "kb-bench.io/scenario"
-	// SchedulingGate keeps the Pods Pending on clusters that have a scheduler.
-	SchedulingGate = "kb-bench.io/never-schedule"
 )
 
 // Definition registers the controller-status scenario.
@@ -211,20 +209,11 @@ func (r *controllers) Setup(ctx context.Context) error {
 	return nil
 }
 
-// newPod is a Pod that never runs: it has a scheduling gate, and the local
-// control plane has no nodes anyway.
+// newPod is a Pod of the scenario.
 func newPod(name, runID string) *corev1.Pod {
 	labels := scenario.Labels(runID)
 	labels[LabelScenario] = Name
-	no := false
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec: corev1.PodSpec{
-			Containers:                   []corev1.Container{{Name: "main", Image: scenario.PauseImage}},
-			SchedulingGates:              []corev1.PodSchedulingGate{{Name: SchedulingGate}},
-			AutomountServiceAccountToken: &no,
-		},
-	}
+	return scenario.Pod(name, labels, corev1.Container{Name: "main"})
 }
 
 // Do reconciles worker w's next Pod: one operation, with the reads and

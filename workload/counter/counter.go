@@ -53,15 +53,7 @@ type counter struct {
 var _ scenario.Sharded = (*counter)(nil)
 
 func newCounter(env *scenario.Env, set *Settings) *counter {
-	n := env.Spec.Writers
-	if env.Spec.Rate > 0 {
-		// In an open loop the workers that take the arrivals are the
-		// writers, so there are MaxInFlight of them.
-		n = env.Spec.MaxInFlight
-		if n != env.Spec.Writers {
-			fmt.Fprintf(env.Log, "note: open loop: the %d workers allowed in flight (max-in-flight) are the writers\n", n)
-		}
-	}
+	n := env.Writers()
 	c := &counter{env: env, set: set, n: n, hi: n, names: objectNames(set.Objects)}
 	if set.Fields == FieldsDisjoint {
 		for w := range n {

@@ -87,10 +87,7 @@ var _ scenario.Driven = (*quota)(nil)
 
 func newQuota(env *scenario.Env, set *Settings) *quota {
 	kind, _ := kindFor(set.Resource) // validated
-	n := workers(&env.Spec)
-	if n != env.Spec.Writers {
-		fmt.Fprintf(env.Log, "note: open loop: the %d workers allowed in flight (max-in-flight) are the writers\n", n)
-	}
+	n := env.Writers()
 	// Do records only measured creates in them: their window is the run's.
 	now := time.Now()
 	return &quota{

@@ -253,5 +253,16 @@ func (e *Env) Ops() context.Context {
 	return e.Gone
 }
 
+// Writers is how many writers a scenario whose writers are its workers
+// runs (Spec.Workers), noting when an open loop makes them other than
+// Spec.Writers.
+func (e *Env) Writers() int {
+	n := e.Spec.Workers()
+	if n != e.Spec.Writers {
+		fmt.Fprintf(e.Log, "note: open loop: the %d workers allowed in flight (max-in-flight) are the writers\n", n)
+	}
+	return n
+}
+
 // Client returns the client worker w uses: the clients round-robin.
 func (e *Env) Client(w int) kubernetes.Interface { return e.Clients[w%len(e.Clients)] }
