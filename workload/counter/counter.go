@@ -107,14 +107,8 @@ func (c *counter) Join(_ context.Context, lo, hi int) error {
 // fields), or per writer and object (disjoint fields), successes and
 // uncertain writes.
 type tally struct {
-	Shared []fieldTallyJSON         `json:"shared,omitempty"`
-	Fields map[int][]fieldTallyJSON `json:"fields,omitempty"`
-}
-
-// fieldTallyJSON is a fieldTally as a shard reports it.
-type fieldTallyJSON struct {
-	Successes int64 `json:"s"`
-	Uncertain int64 `json:"u,omitempty"`
+	Shared []fieldTally         `json:"shared,omitempty"`
+	Fields map[int][]fieldTally `json:"fields,omitempty"`
 }
 
 // Tally reports this shard's writes.
@@ -122,16 +116,12 @@ func (c *counter) Tally() ([]byte, error) {
 	var t tally
 	if c.shared != nil {
 		for i := range c.shared {
-			t.Shared = append(t.Shared, fieldTallyJSON{c.shared[i].successes.Load(), c.shared[i].uncertain.Load()})
+			t.Shared = append(t.Shared, fieldTally{c.shared[i].successes.Load(), c.shared[i].uncertain.Load()})
 		}
 	} else {
-		t.Fields = map[int][]fieldTallyJSON{}
+		t.Fields = map[int][]fieldTally{}
 		for i, w := range c.writers {
-			own := make([]fieldTallyJSON, len(w.own))
-			for j, f := range w.own {
-				own[j] = fieldTallyJSON{f.successes, f.uncertain}
-			}
-			t.Fields[c.lo+i] = own
+			t.Fields[c.lo+i] = w.own
 		}
 	}
 	return json.Marshal(t)
@@ -158,8 +148,8 @@ func (c *counter) AddTally(b []byte) error {
 			return fmt.Errorf("a shard's counter tally names writer %d with %d objects, which the run does not have", w, len(own))
 		}
 		for j, f := range own {
-			c.writers[w].own[j].successes += f.Successes
-			c.writers[w].own[j].uncertain += f.Uncertain
+			c.writers[w].own[j].Successes += f.Successes
+			c.writers[w].own[j].Uncertain += f.Uncertain
 		}
 	}
 	return nil
