@@ -8,6 +8,7 @@
 package distributed
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -331,10 +332,7 @@ func (c *Coordinator) await(ctx context.Context, want State, notBefore, timeout 
 					if st.progress != nil && (lastSeen[i].IsZero() || st.progress.At != lastAt[i]) {
 						lastAt[i], lastSeen[i] = st.progress.At, time.Now()
 					}
-					since := lastSeen[i]
-					if since.IsZero() {
-						since = began
-					}
+					since := cmp.Or(lastSeen[i], began)
 					if st.state != QuietEnd && st.state != stateUploaded && time.Since(since) > c.opTimeout+silence {
 						return nil, fmt.Errorf("shard %d (%s) has reported no progress for %s: it is stopped or hung, or cannot reach the apiserver", i, st.holder, time.Since(since).Round(time.Second))
 					}
