@@ -61,12 +61,8 @@ func waitForRootCA(ctx context.Context, kube kubernetes.Interface, ns string) er
 		if err == nil {
 			return nil
 		}
-		t := time.NewTimer(50 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !scenario.Sleep(ctx, 50*time.Millisecond) {
 			return fmt.Errorf("kube-controller-manager did not put kube-root-ca.crt in namespace %s within %s (last: %v): its write may land in the measured window", ns, rootCAWait, err)
-		case <-t.C:
 		}
 	}
 }

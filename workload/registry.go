@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -45,9 +46,7 @@ type Resolved struct {
 // the result records what ran. The errors carry the path of each field as
 // a profile's spec names it.
 func Resolve(s spec.Spec) (*Resolved, field.ErrorList) {
-	if s.Scenario == "" {
-		s.Scenario = DefaultScenario
-	}
+	s.Scenario = cmp.Or(s.Scenario, DefaultScenario)
 	r := &Resolved{Spec: s}
 	registry := Scenarios()
 	i := slices.IndexFunc(registry, func(d scenario.Definition) bool { return d.Name == s.Scenario })

@@ -13,6 +13,7 @@
 package workload
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -256,10 +257,7 @@ func (e *engine) cleanUp(ctx context.Context, rules []rbacv1.PolicyRule) {
 // newEngine builds a run of s with n measured clients, and its scenario.
 func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 	s := r.Spec
-	e := &engine{Resolved: r, opts: o, log: o.Log, hold: transport.NewHold(), health: transport.NewHealth()}
-	if e.log == nil {
-		e.log = io.Discard
-	}
+	e := &engine{Resolved: r, opts: o, log: cmp.Or(o.Log, io.Discard), hold: transport.NewHold(), health: transport.NewHealth()}
 	e.result = &results.Result{
 		APIVersion: results.APIVersion,
 		Kind:       results.KindResult,
