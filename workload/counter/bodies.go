@@ -1,9 +1,6 @@
 package counter
 
-import (
-	"strconv"
-	"strings"
-)
+import "strconv"
 
 // The patch bodies are built by appending into a writer's own buffer, so a
 // patch costs no allocation beyond what client-go makes of it. Data values
@@ -48,10 +45,25 @@ func appendJSONPatch(b []byte, key string, old, new int64) []byte {
 // appendDataPointer appends the JSON pointer /data/<key> as a JSON string,
 // escaping "~" and "/" in key as RFC 6901 asks.
 func appendDataPointer(b []byte, key string) []byte {
-	return appendJSONString(b, "/data/"+pointerEscaper.Replace(key))
+	b = append(b, `"/data/`...)
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; c {
+		case '~':
+			b = append(b, "~0"...)
+		case '/':
+			b = append(b, "~1"...)
+		case '"', '\\':
+			b = append(b, '\\', c)
+		default:
+			if c < 0x20 {
+				b = appendControl(b, c)
+			} else {
+				b = append(b, c)
+			}
+		}
+	}
+	return append(b, '"')
 }
-
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 // appendJSONString appends s as a JSON string.
 func appendJSONString(b []byte, s string) []byte {
