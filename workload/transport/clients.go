@@ -445,7 +445,8 @@ func (h *Hold) Release() {
 }
 
 // timedLimiter is a client-side rate limiter that adds up the time requests
-// wait in it and counts those held back.
+// wait in it (client-go's requests take a token with Wait) and counts those
+// held back.
 type timedLimiter struct {
 	flowcontrol.RateLimiter
 	waited  atomic.Int64 // nanoseconds
@@ -463,24 +464,15 @@ const minLimiterWait = time.Millisecond
 func (l *timedLimiter) Wait(ctx context.Context) error {
 	start := time.Now()
 	err := l.RateLimiter.Wait(ctx)
-	l.observe(time.Since(start))
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%w: %w", scenario.ErrNotSent, context.DeadlineExceeded)
-	}
-	return err
-}
-
-func (l *timedLimiter) Accept() {
-	start := time.Now()
-	l.RateLimiter.Accept()
-	l.observe(time.Since(start))
-}
-
-func (l *timedLimiter) observe(d time.Duration) {
+	d := time.Since(start)
 	l.waited.Add(int64(d))
 	if d >= minLimiterWait {
 		l.limited.Add(1)
 	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%w: %w", scenario.ErrNotSent, context.DeadlineExceeded)
+	}
+	return err
 }
 
 // streamSlots keeps a client's requests within what its one HTTP/2
