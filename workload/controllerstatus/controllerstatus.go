@@ -11,7 +11,6 @@ package controllerstatus
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -24,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
@@ -61,18 +59,11 @@ const (
 // Finish compares each Pod's conditions with what every controller last
 // wrote successfully.
 var Definition = scenario.Definition{
-	Name:        Name,
-	Description: "controllers keep a status condition of their own on the Pods they own and on Pods they share; 409s and lost status updates are counted",
-	Strategies:  true,
-	NewSettings: func() scenario.Settings { return &Settings{} },
-	// The report is its figures and its checks, which the Result keeps.
-	DecodeReport: func(details json.RawMessage, checks []results.Check) (scenario.Report, error) {
-		r, err := scenario.DecodeJSON[Report](details, nil)
-		if err == nil {
-			r.(*Report).checks = checks
-		}
-		return r, err
-	},
+	Name:         Name,
+	Description:  "controllers keep a status condition of their own on the Pods they own and on Pods they share; 409s and lost status updates are counted",
+	Strategies:   true,
+	NewSettings:  func() scenario.Settings { return &Settings{} },
+	DecodeReport: scenario.DecodeJSON[Report],
 	Driven: func(env *scenario.Env, settings scenario.Settings) scenario.Driven {
 		return newControllers(env, settings.(*Settings))
 	},

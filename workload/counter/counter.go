@@ -31,10 +31,7 @@ var Definition = scenario.Definition{
 	Rules: func(scenario.Settings) []rbacv1.PolicyRule {
 		return []rbacv1.PolicyRule{scenario.Rule("", []string{"configmaps"}, "get", "list", "create", "update", "patch")}
 	},
-	// The report is its checks, which the Result keeps.
-	DecodeReport: func(_ json.RawMessage, checks []results.Check) (scenario.Report, error) {
-		return &Report{checks: checks}, nil
-	},
+	DecodeReport: scenario.DecodeJSON[Report],
 }
 
 // counter is one run of the scenario: its objects, writers and the
@@ -187,13 +184,11 @@ func (c *counter) newWriters(seed uint64) []*writer {
 	return writers
 }
 
-// Report is the counter scenario's report: its lost-update checks.
+// Report is the counter scenario's report: its lost-update checks, one
+// per object (or per object and writer).
 type Report struct {
-	checks []results.Check
+	scenario.Checked `json:"-"`
 }
-
-// Checks are one lost-update check per object (or per object and writer).
-func (r *Report) Checks() []results.Check { return r.checks }
 
 // Rows adds nothing: the engine prints the lost updates from the checks.
 func (r *Report) Rows() [][2]string { return nil }
@@ -204,14 +199,14 @@ func (c *counter) Finish(ctx context.Context) (scenario.Report, error) {
 	objects, err := readObjects(ctx, env.Admin.CoreV1().ConfigMaps(env.Namespace), env.RunID, c.keys)
 	if err != nil {
 		env.Warn("%v", err)
-		return &Report{checks: []results.Check{{Name: "objects read back", Detail: err.Error()}}}, nil
+		return &Report{Checked: []results.Check{{Name: "objects read back", Detail: err.Error()}}}, nil
 	}
 	if c.shared != nil {
-		return &Report{checks: sharedChecks(c.names, objects, counterKey, c.shared)}, nil
+		return &Report{Checked: sharedChecks(c.names, objects, counterKey, c.shared)}, nil
 	}
 	own := make([][]fieldTally, len(c.writers))
 	for i, w := range c.writers {
 		own[i] = w.own
 	}
-	return &Report{checks: disjointChecks(c.names, objects, c.keys, own)}, nil
+	return &Report{Checked: disjointChecks(c.names, objects, c.keys, own)}, nil
 }

@@ -153,10 +153,7 @@ func (c *Coordinator) LiveURLs() []string {
 // o.Runner and waits until every shard has joined. Once the shards are
 // started it returns a Coordinator also with an error: Close it.
 func Coordinate(ctx context.Context, o CoordinatorOptions) (*Coordinator, error) {
-	length := o.Length
-	if o.Length == 0 {
-		length = time.Hour // bounded by operations: a generous bound
-	}
+	length := cmp.Or(o.Length, time.Hour) // zero: bounded by operations, a generous bound
 	deadline := time.Now().Add(o.JoinTimeout + length + 2*o.OpTimeout + 3*slack)
 	p := protocol{kube: o.Kube, namespace: o.Namespace, runID: o.RunID}
 	if err := p.createRun(ctx, o.Spec, o.Shards, o.Version, deadline); err != nil {

@@ -82,12 +82,15 @@ type Definition struct {
 }
 
 // DecodeJSON decodes a Report whose figures are all in its JSON (a *R),
-// its checks among them.
+// its checks among them or kept apart (Checked).
 func DecodeJSON[R any, P interface {
 	*R
 	Report
-}](details json.RawMessage, _ []results.Check) (Report, error) {
+}](details json.RawMessage, checks []results.Check) (Report, error) {
 	p := P(new(R))
+	if c, ok := any(p).(interface{ keep([]results.Check) }); ok {
+		c.keep(checks)
+	}
 	if len(details) == 0 {
 		return p, nil
 	}
@@ -96,6 +99,15 @@ func DecodeJSON[R any, P interface {
 	}
 	return p, nil
 }
+
+// Checked is the checks of a Report that keeps them apart from its JSON,
+// as the Result does: embed it, tagged `json:"-"`.
+type Checked []results.Check
+
+// Checks are the report's checks.
+func (c Checked) Checks() []results.Check { return c }
+
+func (c *Checked) keep(checks []results.Check) { *c = checks }
 
 // Traits are the shared settings the scenario takes, which follow from
 // how it runs.
