@@ -3,7 +3,7 @@
 // target apiserver through one phase sequence (sequence.go): ready,
 // warm-up, the measured window between two edges, finish. A local run, a
 // distributed run's coordinator and each of its shards are roles of that
-// one sequence (roles.go); they differ only in who makes the load and
+// one sequence (sequence.go); they differ only in who makes the load and
 // where the figures come from. The engine owns everything scenarios
 // share: the run's namespace, the clients and the count of every request
 // they send (package transport), the recorder and its per-second series,
