@@ -31,6 +31,7 @@
 package scenario
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -258,12 +259,7 @@ type Env struct {
 // from: an interrupt does not cancel it, so an operation in flight
 // finishes and is counted, but a target declared lost does, so nothing
 // waits out its timeout on a dead apiserver.
-func (e *Env) Ops() context.Context {
-	if e.Gone == nil {
-		return context.Background()
-	}
-	return e.Gone
-}
+func (e *Env) Ops() context.Context { return cmp.Or(e.Gone, context.Background()) }
 
 // Writers is how many writers a scenario whose writers are its workers
 // runs (Spec.Workers), noting when an open loop makes them other than
