@@ -126,8 +126,8 @@ func (s *Spec) validateShards(t Traits) field.ErrorList {
 		errs = append(errs, field.Forbidden(field.NewPath("shards"), "this scenario runs in one process only: drop --shards (the counter scenario shards)"))
 	case s.Shards < 0 || s.Shards > MaxShards:
 		errs = append(errs, field.Invalid(field.NewPath("shards"), s.Shards, fmt.Sprintf("use 1 to %d shard processes, or 0 for none (--shards)", MaxShards)))
-	case s.Shards > s.workers():
-		errs = append(errs, field.Invalid(field.NewPath("shards"), s.Shards, fmt.Sprintf("more shards than the %d writers to spread over them: use at most %d shards, or more writers", s.workers(), s.workers())))
+	case s.Shards > s.Workers():
+		errs = append(errs, field.Invalid(field.NewPath("shards"), s.Shards, fmt.Sprintf("more shards than the %d writers to spread over them: use at most %d shards, or more writers", s.Workers(), s.Workers())))
 	case s.Target.APIServerCount() > 1:
 		errs = append(errs, field.Forbidden(field.NewPath("shards"), "a distributed run does not spread its shards over several apiservers yet: drop --shards or --apiservers"))
 	case s.Shards > s.Clients && s.Clients > 1:
@@ -139,9 +139,10 @@ func (s *Spec) validateShards(t Traits) field.ErrorList {
 	return errs
 }
 
-// workers is the number of the run's workers the shards split: the
-// writers, or in an open loop the operations allowed in flight.
-func (s *Spec) workers() int {
+// Workers is the number of workers a Driven scenario's writers run on,
+// and the shards split: the writers, or in an open loop the operations
+// allowed in flight.
+func (s *Spec) Workers() int {
 	if s.Rate > 0 && s.MaxInFlight > 0 {
 		return s.MaxInFlight
 	}

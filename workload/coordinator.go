@@ -124,6 +124,8 @@ func (r *coordinator) figures(ctx context.Context, _ window) (figures, error) {
 	if err != nil {
 		return figures{}, err
 	}
+	f := figures{requests: map[metrics.RequestKey]int64{}}
+	var late []time.Duration
 	for _, sh := range shards {
 		for k, w := range sh.Warnings {
 			sh.Warnings[k] = fmt.Sprintf("shard %d: %s", sh.Shard.Index, w)
@@ -131,15 +133,6 @@ func (r *coordinator) figures(ctx context.Context, _ window) (figures, error) {
 		if err := r.e.sc.Sharded.AddTally(sh.Shard.Tally); err != nil {
 			return figures{}, fmt.Errorf("shard %d: %w", sh.Shard.Index, err)
 		}
-	}
-	merged, err := analysis.Merge(shards...)
-	if err != nil {
-		return figures{}, fmt.Errorf("merging the shards' results: %w", err)
-	}
-	f := figures{started: merged.Started, ended: merged.Ended, measurements: merged.Measurements, series: merged.Series,
-		requests: map[metrics.RequestKey]int64{}, warnings: merged.Warnings}
-	var late []time.Duration
-	for _, sh := range shards {
 		info := *sh.Shard
 		for _, c := range info.Requests {
 			f.requests[metrics.RequestKey{EndpointKey: metrics.EndpointKey{Verb: c.Verb, Group: c.Group, Resource: c.Resource, Subresource: c.Subresource}, Code: c.Code}] += c.Count
@@ -148,6 +141,11 @@ func (r *coordinator) figures(ctx context.Context, _ window) (figures, error) {
 		f.shards = append(f.shards, info)
 		late = append(late, info.StartLate)
 	}
+	merged, err := analysis.Merge(shards...)
+	if err != nil {
+		return figures{}, fmt.Errorf("merging the shards' results: %w", err)
+	}
+	f.started, f.ended, f.measurements, f.series, f.warnings = merged.Started, merged.Ended, merged.Measurements, merged.Series, merged.Warnings
 	if skew := slices.Max(late) - slices.Min(late); skew > 100*time.Millisecond {
 		r.e.warn("the shards started %s apart (each shard's start, by its own clock): the window's edges are that much blurred", skew.Round(time.Millisecond))
 	}
@@ -227,9 +225,6 @@ func RunShard(ctx context.Context, o ShardOptions) (err error) {
 	e.result.Namespace, e.env.Namespace = o.Namespace, o.Namespace
 	if sh.Version != o.Version {
 		e.warn("this shard runs kb-bench %s, the coordinator %s", o.Version, sh.Version)
-	}
-	if e.sc.Sharded == nil {
-		return fmt.Errorf("scenario %s does not run in shards", r.Def.Name)
 	}
 	e.role = &inProcess{e: e, sh: sh, name: o.Name}
 	if o.Live != nil {

@@ -23,10 +23,6 @@ type driver struct {
 	finished chan struct{} // a Continuous scenario's operations are done
 }
 
-func newDriver(e *engine, workers int, rate float64) *driver {
-	return &driver{e: e, workers: workers, rate: rate, finished: make(chan struct{})}
-}
-
 // run makes the load of p (a phase) until its deadline or operations, or
 // until ctx is done.
 func (d *driver) run(ctx context.Context, p plan) {

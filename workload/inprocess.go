@@ -38,7 +38,7 @@ func (r *inProcess) ready(ctx context.Context) error {
 		workers, rate = r.hi-r.lo, s.Rate*float64(r.hi-r.lo)/float64(workers) // its share of an open loop's rate
 	}
 	e.record(workers)
-	r.driver = newDriver(e, workers, rate)
+	r.driver = &driver{e: e, workers: workers, rate: rate, finished: make(chan struct{})}
 	if r.sh == nil {
 		if err := e.sc.Setup(ctx); err != nil {
 			return err

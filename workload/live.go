@@ -14,21 +14,14 @@ import (
 // the edges, as the Result's are, so they stop growing with the window
 // (the checks and the clean-up after it send requests too).
 type liveWindow struct {
-	mu            sync.Mutex
-	start, ended  time.Time
-	before, after *reading
+	mu sync.Mutex
+	w  window
 }
 
-func (w *liveWindow) opened(start time.Time, before *reading) {
-	w.mu.Lock()
-	w.start, w.before = start, before
-	w.mu.Unlock()
-}
-
-func (w *liveWindow) closed(ended time.Time, after *reading) {
-	w.mu.Lock()
-	w.ended, w.after = ended, after
-	w.mu.Unlock()
+func (l *liveWindow) set(w window) {
+	l.mu.Lock()
+	l.w = w
+	l.mu.Unlock()
 }
 
 // liveFigures are the run's figures now, for a scrape of the live
@@ -48,18 +41,17 @@ func (e *engine) liveFigures() live.Figures {
 		return f
 	}
 	f := live.Figures{Totals: e.rec.Totals(), Gauges: gauges}
-	w := &e.window
-	w.mu.Lock()
-	start, ended, before, after := w.start, w.ended, w.before, w.after
-	w.mu.Unlock()
-	if before == nil {
+	e.window.mu.Lock()
+	w := e.window.w
+	e.window.mu.Unlock()
+	if w.before == nil {
 		return f
 	}
-	if after == nil {
+	if w.after == nil {
 		now := e.readClients()
-		after, ended = &now, time.Now()
+		w.after, w.ended = &now, time.Now()
 	}
-	f.Client, _ = since(before, after)
-	f.Window = ended.Sub(start)
+	f.Client, _ = since(w.before, w.after)
+	f.Window = w.ended.Sub(w.start)
 	return f
 }

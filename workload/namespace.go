@@ -61,12 +61,8 @@ func waitForRootCA(ctx context.Context, kube kubernetes.Interface, ns string) er
 		if err == nil {
 			return nil
 		}
-		t := time.NewTimer(50 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !scenario.Sleep(ctx, 50*time.Millisecond) {
 			return fmt.Errorf("kube-controller-manager did not put kube-root-ca.crt in namespace %s within %s (last: %v): its write may land in the measured window", ns, rootCAWait, err)
-		case <-t.C:
 		}
 	}
 }
@@ -116,11 +112,8 @@ func deleteCollections(ctx context.Context, kube kubernetes.Interface, ns, selec
 }
 
 // deleteOwn deletes the run's labelled objects of the kinds it creates from
-// an existing namespace, with a fresh context so it happens after Ctrl-C
-// too; the namespace and everything else in it stay.
+// an existing namespace; the namespace and everything else in it stay.
 func deleteOwn(ctx context.Context, kube kubernetes.Interface, ns, runID string, kinds []groupResource) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
 	selector := scenario.LabelRunID + "=" + runID
 	if err := deleteCollections(ctx, kube, ns, selector, kinds); err != nil {
 		return fmt.Errorf("deleting the run's objects from namespace %s: %w (delete them by hand: kubectl delete -n %s %s -l %s)", ns, err, ns, OwnKinds, selector)
@@ -128,17 +121,14 @@ func deleteOwn(ctx context.Context, kube kubernetes.Interface, ns, runID string,
 	return nil
 }
 
-// deleteNamespace deletes the run's namespace with a fresh context, so it
-// happens after Ctrl-C too. The kinds of object the run's scenario creates
-// there are deleted first, one call each: a namespace's contents are
+// deleteNamespace deletes the run's namespace. The kinds of object the
+// run's scenario creates there are deleted first, one call each: a namespace's contents are
 // removed by the namespace controller, which a bare local control plane
 // does not run. With finalize set (the target runs no namespace
 // controller), the namespace's finalizer is then removed as that
 // controller would, so the namespace is really gone instead of staying
 // Terminating. Everything in the namespace is the run's own.
 func deleteNamespace(ctx context.Context, kube kubernetes.Interface, name string, kinds []groupResource, finalize bool) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
 	errs := []error{deleteCollections(ctx, kube, name, "", kinds)}
 	if err := kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		errs = append(errs, err)

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -45,21 +46,8 @@ type Resolved struct {
 // the result records what ran. The errors carry the path of each field as
 // a profile's spec names it.
 func Resolve(s spec.Spec) (*Resolved, field.ErrorList) {
+	s.Scenario = cmp.Or(s.Scenario, DefaultScenario)
 	r := &Resolved{Spec: s}
-	errs := r.resolve()
-	return r, errs
-}
-
-// Workload is the resolved spec in words, as its Result says it.
-func (r *Resolved) Workload() string {
-	return results.Describe(r.Spec, r.Settings.Describe(&r.Spec), r.Def.Traits().Driven)
-}
-
-func (r *Resolved) resolve() field.ErrorList {
-	s := &r.Spec
-	if s.Scenario == "" {
-		s.Scenario = DefaultScenario
-	}
 	registry := Scenarios()
 	i := slices.IndexFunc(registry, func(d scenario.Definition) bool { return d.Name == s.Scenario })
 	if i < 0 {
@@ -67,22 +55,28 @@ func (r *Resolved) resolve() field.ErrorList {
 		for _, d := range registry {
 			names = append(names, d.Name)
 		}
-		return spec.OneOf(field.NewPath("scenario"), s.Scenario, names, "scenario")
+		return r, spec.OneOf(field.NewPath("scenario"), s.Scenario, names, "scenario")
 	}
 	r.Def = registry[i]
-	s.Defaults(r.Def.Traits())
-	errs := s.Validate(r.Def.Traits())
+	rs := &r.Spec
+	rs.Defaults(r.Def.Traits())
+	errs := rs.Validate(r.Def.Traits())
 	settings := r.Def.NewSettings()
 	p := field.NewPath("settings")
-	if derrs := scenario.Decode(s.Settings, settings, p); len(derrs) > 0 {
-		return append(errs, derrs...)
+	if derrs := scenario.Decode(rs.Settings, settings, p); len(derrs) > 0 {
+		return r, append(errs, derrs...)
 	}
-	settings.Default(s)
-	errs = append(errs, settings.Validate(s, p)...)
+	settings.Default(rs)
+	errs = append(errs, settings.Validate(rs, p)...)
 	m, err := scenario.Encode(settings)
 	if err != nil {
-		return append(errs, field.InternalError(p, fmt.Errorf("%w (a bug in kb-bench: please report it)", err)))
+		return r, append(errs, field.InternalError(p, fmt.Errorf("%w (a bug in kb-bench: please report it)", err)))
 	}
-	s.Settings, r.Settings = m, settings
-	return errs
+	rs.Settings, r.Settings = m, settings
+	return r, errs
+}
+
+// Workload is the resolved spec in words, as its Result says it.
+func (r *Resolved) Workload() string {
+	return results.Describe(r.Spec, r.Settings.Describe(&r.Spec), r.Def.Traits().Driven)
 }

@@ -105,7 +105,7 @@ func (e *engine) run(ctx context.Context) (scenario.Report, error) {
 		return nil, err
 	}
 	e.rec.MeasureFrom(start)
-	e.window.opened(start, &before)
+	e.window.set(window{start: start, before: &before})
 	e.hold.Release()
 	ended, stopped, err := e.role.load(ctx, start, end)
 	if err != nil {
@@ -113,9 +113,10 @@ func (e *engine) run(ctx context.Context) (scenario.Report, error) {
 	}
 	e.result.Interrupted = ctx.Err() != nil || stopped
 	after := e.edge(ctx, 2)
-	e.window.closed(ended, &after)
+	w := window{start: start, ended: ended, before: &before, after: &after}
+	e.window.set(w)
 	e.hold.Release()
-	return e.finish(ctx, window{start: start, ended: ended, before: &before, after: &after})
+	return e.finish(ctx, w)
 }
 
 // reading is what the engine reads at each edge of the measured window.

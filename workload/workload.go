@@ -3,7 +3,7 @@
 // target apiserver through one phase sequence (sequence.go): ready,
 // warm-up, the measured window between two edges, finish. A local run, a
 // distributed run's coordinator and each of its shards are roles of that
-// one sequence (roles.go); they differ only in who makes the load and
+// one sequence (sequence.go); they differ only in who makes the load and
 // where the figures come from. The engine owns everything scenarios
 // share: the run's namespace, the clients and the count of every request
 // they send (package transport), the recorder and its per-second series,
@@ -13,6 +13,7 @@
 package workload
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -157,7 +158,7 @@ func (e *engine) warn(format string, a ...any) {
 // that stops answering ends it too, and the Result says TargetLost.
 // Result.Target is left for the caller to fill.
 func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
-	s, def := r.Spec, r.Def
+	s := r.Spec
 	if o.Config == nil {
 		return nil, errors.New("workload.Run needs Options.Config: open the target first (cluster.Open)")
 	}
@@ -173,9 +174,8 @@ func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Resolve refused shards to a scenario that does not run in them.
 	switch {
-	case s.Shards > 0 && e.sc.Sharded == nil:
-		return nil, spec.Input(fmt.Errorf("scenario %s does not run in shards: drop --shards", def.Name))
 	case s.Shards > 0 && o.Runner == nil:
 		return nil, errors.New("a distributed run needs Options.Runner to start its shards (a bug in kb-bench: please report it)")
 	case s.Shards > 0:
@@ -229,6 +229,10 @@ func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
 // cleanUp deletes what the run made on the target, or says what is left.
 func (e *engine) cleanUp(ctx context.Context, rules []rbacv1.PolicyRule) {
 	s, res := e.Spec, e.result
+	// A context of its own, so that the clean-up happens after Ctrl-C too.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	var err error
 	switch {
 	case res.TargetLost != "" && e.opts.Ephemeral:
 		// Its data goes with it.
@@ -241,23 +245,19 @@ func (e *engine) cleanUp(ctx context.Context, rules []rbacv1.PolicyRule) {
 	case s.Keep:
 		fmt.Fprintf(e.log, "note: keeping namespace %s (keep is set)\n", e.env.Namespace)
 	case s.Namespace != "":
-		if err := deleteOwn(ctx, e.admin, e.env.Namespace, e.opts.RunID, cleanupResources(rules)); err != nil {
-			e.warn("%v", err)
-		}
+		err = deleteOwn(ctx, e.admin, e.env.Namespace, e.opts.RunID, cleanupResources(rules))
 	default:
-		if err := deleteNamespace(ctx, e.admin, e.env.Namespace, cleanupResources(rules), e.opts.FinalizeNamespace); err != nil {
-			e.warn("%v", err)
-		}
+		err = deleteNamespace(ctx, e.admin, e.env.Namespace, cleanupResources(rules), e.opts.FinalizeNamespace)
+	}
+	if err != nil {
+		e.warn("%v", err)
 	}
 }
 
 // newEngine builds a run of s with n measured clients, and its scenario.
 func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 	s := r.Spec
-	e := &engine{Resolved: r, opts: o, log: o.Log, hold: transport.NewHold(), health: transport.NewHealth()}
-	if e.log == nil {
-		e.log = io.Discard
-	}
+	e := &engine{Resolved: r, opts: o, log: cmp.Or(o.Log, io.Discard), hold: transport.NewHold(), health: transport.NewHealth()}
 	e.result = &results.Result{
 		APIVersion: results.APIVersion,
 		Kind:       results.KindResult,

@@ -11,7 +11,6 @@ package controllerstatus
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -24,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
@@ -37,8 +35,6 @@ const (
 	ConditionPrefix = "kb-bench.io/controller-"
 	// LabelScenario marks the Pods of this scenario (value Name).
 	LabelScenario = "kb-bench.io/scenario"
-	// SchedulingGate keeps the Pods Pending on clusters that have a scheduler.
-	SchedulingGate = "kb-bench.io/never-schedule"
 )
 
 // Definition registers the controller-status scenario.
@@ -63,18 +59,11 @@ const (
 // Finish compares each Pod's conditions with what every controller last
 // wrote successfully.
 var Definition = scenario.Definition{
-	Name:        Name,
-	Description: "controllers keep a status condition of their own on the Pods they own and on Pods they share; 409s and lost status updates are counted",
-	Strategies:  true,
-	NewSettings: func() scenario.Settings { return &Settings{} },
-	// The report is its figures and its checks, which the Result keeps.
-	DecodeReport: func(details json.RawMessage, checks []results.Check) (scenario.Report, error) {
-		r, err := scenario.DecodeJSON[Report](details, nil)
-		if err == nil {
-			r.(*Report).checks = checks
-		}
-		return r, err
-	},
+	Name:         Name,
+	Description:  "controllers keep a status condition of their own on the Pods they own and on Pods they share; 409s and lost status updates are counted",
+	Strategies:   true,
+	NewSettings:  func() scenario.Settings { return &Settings{} },
+	DecodeReport: scenario.DecodeJSON[Report],
 	Driven: func(env *scenario.Env, settings scenario.Settings) scenario.Driven {
 		return newControllers(env, settings.(*Settings))
 	},
@@ -211,20 +200,11 @@ func (r *controllers) Setup(ctx context.Context) error {
 	return nil
 }
 
-// newPod is a Pod that never runs: it has a scheduling gate, and the local
-// control plane has no nodes anyway.
+// newPod is a Pod of the scenario.
 func newPod(name, runID string) *corev1.Pod {
 	labels := scenario.Labels(runID)
 	labels[LabelScenario] = Name
-	no := false
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec: corev1.PodSpec{
-			Containers:                   []corev1.Container{{Name: "main", Image: scenario.PauseImage}},
-			SchedulingGates:              []corev1.PodSchedulingGate{{Name: SchedulingGate}},
-			AutomountServiceAccountToken: &no,
-		},
-	}
+	return scenario.Pod(name, labels, corev1.Container{Name: "main"})
 }
 
 // Do reconciles worker w's next Pod: one operation, with the reads and

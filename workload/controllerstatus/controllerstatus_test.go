@@ -473,7 +473,7 @@ func TestJudge(t *testing.T) {
 // the result's details and decoded with the result's checks, has the live
 // report's rows and checks.
 func TestReportDecodes(t *testing.T) {
-	live := &Report{OwnedWrites: 120, OwnedConflicts: 0, SharedWrites: 80, SharedConflicts: 31, checks: []results.Check{
+	live := &Report{OwnedWrites: 120, OwnedConflicts: 0, SharedWrites: 80, SharedConflicts: 31, Checked: scenario.Checked{
 		{Name: "controller status: controller-0's own Pods hold its last status", Expected: 4, Observed: 4, Passed: true},
 		{Name: "controller status: shared Pod shared-0 holds every controller's last status", Expected: 2, Observed: 1, Lost: 1,
 			Detail: `1 of 2 controllers lost their last status update; e.g. controller-1's condition on Pod shared-0 is missing, but its last accepted write was "write 3"`},

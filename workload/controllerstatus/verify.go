@@ -13,7 +13,9 @@ import (
 )
 
 // Report is the controller-status scenario's report: the measured write
-// attempts and 409s on owned and on shared Pods, and the lost-update checks.
+// attempts and 409s on owned and on shared Pods, and the lost-update
+// checks: one per controller over the Pods it owns, and one per shared
+// Pod over every controller.
 type Report struct {
 	// OwnedWrites and OwnedConflicts count the measured write attempts on
 	// the Pods one controller owns, and the 409s among them.
@@ -23,12 +25,8 @@ type Report struct {
 	SharedWrites    int64 `json:"sharedWrites"`
 	SharedConflicts int64 `json:"sharedConflicts"`
 
-	checks []results.Check
+	scenario.Checked `json:"-"`
 }
-
-// Checks are one check per controller over the Pods it owns, and one per
-// shared Pod over every controller.
-func (r *Report) Checks() []results.Check { return r.checks }
 
 // Rows are the writes and conflicts on owned and on shared Pods.
 func (r *Report) Rows() [][2]string {
@@ -57,7 +55,7 @@ func (r *controllers) Finish(ctx context.Context) (scenario.Report, error) {
 	for i := range list.Items {
 		pods[list.Items[i].Name] = &list.Items[i]
 	}
-	report.checks = judge(r.views, pods)
+	report.Checked = judge(r.views, pods)
 	return report, nil
 }
 

@@ -31,10 +31,7 @@ var Definition = scenario.Definition{
 	Rules: func(scenario.Settings) []rbacv1.PolicyRule {
 		return []rbacv1.PolicyRule{scenario.Rule("", []string{"configmaps"}, "get", "list", "create", "update", "patch")}
 	},
-	// The report is its checks, which the Result keeps.
-	DecodeReport: func(_ json.RawMessage, checks []results.Check) (scenario.Report, error) {
-		return &Report{checks: checks}, nil
-	},
+	DecodeReport: scenario.DecodeJSON[Report],
 }
 
 // counter is one run of the scenario: its objects, writers and the
@@ -53,15 +50,7 @@ type counter struct {
 var _ scenario.Sharded = (*counter)(nil)
 
 func newCounter(env *scenario.Env, set *Settings) *counter {
-	n := env.Spec.Writers
-	if env.Spec.Rate > 0 {
-		// In an open loop the workers that take the arrivals are the
-		// writers, so there are MaxInFlight of them.
-		n = env.Spec.MaxInFlight
-		if n != env.Spec.Writers {
-			fmt.Fprintf(env.Log, "note: open loop: the %d workers allowed in flight (max-in-flight) are the writers\n", n)
-		}
-	}
+	n := env.Writers()
 	c := &counter{env: env, set: set, n: n, hi: n, names: objectNames(set.Objects)}
 	if set.Fields == FieldsDisjoint {
 		for w := range n {
@@ -115,14 +104,8 @@ func (c *counter) Join(_ context.Context, lo, hi int) error {
 // fields), or per writer and object (disjoint fields), successes and
 // uncertain writes.
 type tally struct {
-	Shared []fieldTallyJSON         `json:"shared,omitempty"`
-	Fields map[int][]fieldTallyJSON `json:"fields,omitempty"`
-}
-
-// fieldTallyJSON is a fieldTally as a shard reports it.
-type fieldTallyJSON struct {
-	Successes int64 `json:"s"`
-	Uncertain int64 `json:"u,omitempty"`
+	Shared []fieldTally         `json:"shared,omitempty"`
+	Fields map[int][]fieldTally `json:"fields,omitempty"`
 }
 
 // Tally reports this shard's writes.
@@ -130,16 +113,12 @@ func (c *counter) Tally() ([]byte, error) {
 	var t tally
 	if c.shared != nil {
 		for i := range c.shared {
-			t.Shared = append(t.Shared, fieldTallyJSON{c.shared[i].successes.Load(), c.shared[i].uncertain.Load()})
+			t.Shared = append(t.Shared, fieldTally{c.shared[i].successes.Load(), c.shared[i].uncertain.Load()})
 		}
 	} else {
-		t.Fields = map[int][]fieldTallyJSON{}
+		t.Fields = map[int][]fieldTally{}
 		for i, w := range c.writers {
-			own := make([]fieldTallyJSON, len(w.own))
-			for j, f := range w.own {
-				own[j] = fieldTallyJSON{f.successes, f.uncertain}
-			}
-			t.Fields[c.lo+i] = own
+			t.Fields[c.lo+i] = w.own
 		}
 	}
 	return json.Marshal(t)
@@ -166,8 +145,8 @@ func (c *counter) AddTally(b []byte) error {
 			return fmt.Errorf("a shard's counter tally names writer %d with %d objects, which the run does not have", w, len(own))
 		}
 		for j, f := range own {
-			c.writers[w].own[j].successes += f.Successes
-			c.writers[w].own[j].uncertain += f.Uncertain
+			c.writers[w].own[j].Successes += f.Successes
+			c.writers[w].own[j].Uncertain += f.Uncertain
 		}
 	}
 	return nil
@@ -205,13 +184,11 @@ func (c *counter) newWriters(seed uint64) []*writer {
 	return writers
 }
 
-// Report is the counter scenario's report: its lost-update checks.
+// Report is the counter scenario's report: its lost-update checks, one
+// per object (or per object and writer).
 type Report struct {
-	checks []results.Check
+	scenario.Checked `json:"-"`
 }
-
-// Checks are one lost-update check per object (or per object and writer).
-func (r *Report) Checks() []results.Check { return r.checks }
 
 // Rows adds nothing: the engine prints the lost updates from the checks.
 func (r *Report) Rows() [][2]string { return nil }
@@ -222,14 +199,14 @@ func (c *counter) Finish(ctx context.Context) (scenario.Report, error) {
 	objects, err := readObjects(ctx, env.Admin.CoreV1().ConfigMaps(env.Namespace), env.RunID, c.keys)
 	if err != nil {
 		env.Warn("%v", err)
-		return &Report{checks: []results.Check{{Name: "objects read back", Detail: err.Error()}}}, nil
+		return &Report{Checked: []results.Check{{Name: "objects read back", Detail: err.Error()}}}, nil
 	}
 	if c.shared != nil {
-		return &Report{checks: sharedChecks(c.names, objects, counterKey, c.shared)}, nil
+		return &Report{Checked: sharedChecks(c.names, objects, counterKey, c.shared)}, nil
 	}
 	own := make([][]fieldTally, len(c.writers))
 	for i, w := range c.writers {
 		own[i] = w.own
 	}
-	return &Report{checks: disjointChecks(c.names, objects, c.keys, own)}, nil
+	return &Report{Checked: disjointChecks(c.names, objects, c.keys, own)}, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // Distribution picks which object an operation hits.
@@ -28,10 +29,6 @@ const (
 	FieldsShared   Fields = "shared"   // all writers increment the same counter field
 	FieldsDisjoint Fields = "disjoint" // each writer owns its own field
 )
-
-// maxObjectSize leaves room under etcd's and the apiserver's 1.5 MiB
-// request limit and a ConfigMap's 1 MiB data limit.
-const maxObjectSize = 900 * 1024
 
 // maxObjects bounds the objects created before the run.
 const maxObjects = 10_000
@@ -87,9 +84,7 @@ func (c *Settings) Validate(_ *spec.Spec, p *field.Path) field.ErrorList {
 	if c.Objects < 1 || c.Objects > maxObjects {
 		errs = append(errs, field.Invalid(p.Child("objects"), c.Objects, fmt.Sprintf("use 1 to %d (--objects)", maxObjects)))
 	}
-	if c.ObjectSize < 0 || c.ObjectSize > maxObjectSize {
-		errs = append(errs, field.Invalid(p.Child("objectSize"), c.ObjectSize, fmt.Sprintf("use 0 to %d bytes (--object-size): a ConfigMap holds at most 1 MiB", maxObjectSize)))
-	}
+	errs = append(errs, scenario.ValidObjectSize(p.Child("objectSize"), c.ObjectSize)...)
 	errs = append(errs, spec.OneOf(p.Child("distribution"), c.Distribution, []Distribution{DistUniform, DistZipf, DistHotspot}, "distribution")...)
 	numbers := []struct {
 		name string

@@ -37,8 +37,8 @@ func TestShardsTallyAddsUp(t *testing.T) {
 						c.shared[1].successes.Add(n)
 						c.shared[1].uncertain.Add(1)
 					} else {
-						w.own[1].successes += n
-						w.own[1].uncertain++
+						w.own[1].Successes += n
+						w.own[1].Uncertain++
 					}
 				}
 				tally, err := c.Tally()
@@ -54,11 +54,11 @@ func TestShardsTallyAddsUp(t *testing.T) {
 				succ, unc = coord.shared[1].successes.Load(), coord.shared[1].uncertain.Load()
 			} else {
 				for w, wr := range coord.writers {
-					if wr.own[1].successes != int64(w+1) || wr.own[0].successes != 0 {
+					if wr.own[1].Successes != int64(w+1) || wr.own[0].Successes != 0 {
 						t.Errorf("writer %d: %+v, want %d increments of object 1", w, wr.own, w+1)
 					}
-					succ += wr.own[1].successes
-					unc += wr.own[1].uncertain
+					succ += wr.own[1].Successes
+					unc += wr.own[1].Uncertain
 				}
 			}
 			if succ != 1+2+3+4+5 || unc != 5 {

@@ -30,10 +30,10 @@ type sharedTally struct {
 }
 
 // fieldTally counts one writer's writes to its own field of one object; only
-// that writer touches it.
+// that writer touches it. A shard reports its tallies as JSON.
 type fieldTally struct {
-	successes int64
-	uncertain int64
+	Successes int64 `json:"s"`
+	Uncertain int64 `json:"u,omitempty"`
 }
 
 // readBack is one field's final state as read back from the apiserver.
@@ -142,10 +142,10 @@ func disjointChecks(names []string, objects map[string]map[string]string, keys [
 			data, found := objects[name]
 			f := readField(data, found, key)
 			t := tallies[w][i]
-			j := judge(f, t.successes, t.uncertain)
-			c.Expected += t.successes
+			j := judge(f, t.Successes, t.Uncertain)
+			c.Expected += t.Successes
 			c.Observed += f.value
-			uncertain += t.uncertain
+			uncertain += t.Uncertain
 			landed += j.landed
 			if j.passed {
 				continue

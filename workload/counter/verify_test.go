@@ -144,7 +144,7 @@ func assertCheck(t *testing.T, c results.Check, passed bool, lost int64, detail 
 // A saved result shows what the run showed: the counter's report is its
 // checks, which the result keeps, and it decodes with them.
 func TestReportDecodes(t *testing.T) {
-	live := &Report{checks: sharedChecks([]string{"kb-bench-0"}, map[string]map[string]string{"kb-bench-0": {counterKey: "7"}}, counterKey, shared([2]int64{9, 0}))}
+	live := &Report{Checked: sharedChecks([]string{"kb-bench-0"}, map[string]map[string]string{"kb-bench-0": {counterKey: "7"}}, counterKey, shared([2]int64{9, 0}))}
 	details, err := json.Marshal(live)
 	if err != nil {
 		t.Fatal(err)

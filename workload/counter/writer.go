@@ -127,9 +127,9 @@ func (w *writer) count(obj int, outcome metrics.Outcome, err error) {
 	case w.shared != nil && unsure:
 		w.shared[obj].uncertain.Add(1)
 	case w.own != nil && success:
-		w.own[obj].successes++
+		w.own[obj].Successes++
 	case w.own != nil && unsure:
-		w.own[obj].uncertain++
+		w.own[obj].Uncertain++
 	}
 }
 

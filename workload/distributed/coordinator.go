@@ -8,6 +8,7 @@
 package distributed
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -152,10 +153,7 @@ func (c *Coordinator) LiveURLs() []string {
 // o.Runner and waits until every shard has joined. Once the shards are
 // started it returns a Coordinator also with an error: Close it.
 func Coordinate(ctx context.Context, o CoordinatorOptions) (*Coordinator, error) {
-	length := o.Length
-	if o.Length == 0 {
-		length = time.Hour // bounded by operations: a generous bound
-	}
+	length := cmp.Or(o.Length, time.Hour) // zero: bounded by operations, a generous bound
 	deadline := time.Now().Add(o.JoinTimeout + length + 2*o.OpTimeout + 3*slack)
 	p := protocol{kube: o.Kube, namespace: o.Namespace, runID: o.RunID}
 	if err := p.createRun(ctx, o.Spec, o.Shards, o.Version, deadline); err != nil {
@@ -331,10 +329,7 @@ func (c *Coordinator) await(ctx context.Context, want State, notBefore, timeout 
 					if st.progress != nil && (lastSeen[i].IsZero() || st.progress.At != lastAt[i]) {
 						lastAt[i], lastSeen[i] = st.progress.At, time.Now()
 					}
-					since := lastSeen[i]
-					if since.IsZero() {
-						since = began
-					}
+					since := cmp.Or(lastSeen[i], began)
 					if st.state != QuietEnd && st.state != stateUploaded && time.Since(since) > c.opTimeout+silence {
 						return nil, fmt.Errorf("shard %d (%s) has reported no progress for %s: it is stopped or hung, or cannot reach the apiserver", i, st.holder, time.Since(since).Round(time.Second))
 					}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -243,9 +244,7 @@ func (p protocol) join(ctx context.Context, i int, name string) error {
 func (p protocol) setState(ctx context.Context, i int, state State, more map[string]string) error {
 	return p.update(ctx, p.shardLease(i), func(ann map[string]string) {
 		ann[annState] = string(state)
-		for k, v := range more {
-			ann[k] = v
-		}
+		maps.Copy(ann, more)
 	})
 }
 

@@ -15,10 +15,6 @@ import (
 // gpu is the extended resource each Pod requests.
 const gpu corev1.ResourceName = "nvidia.com/gpu"
 
-// schedulingGate keeps the Pods Pending on clusters that have a scheduler
-// and GPU nodes: they are there to be counted, not run.
-const schedulingGate = "kb-bench.io/never-schedule"
-
 // objectKind is what the writers create for a quota'd resource.
 type objectKind struct {
 	plural string
@@ -68,23 +64,8 @@ func configMapUsage(ctx context.Context, c kubernetes.Interface, ns string) (int
 }
 
 func createPod(ctx context.Context, c kubernetes.Interface, ns, name string, _ int, dryRun bool) error {
-	one := resource.MustParse("1")
-	automount := false
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PodSpec{
-			AutomountServiceAccountToken: &automount,
-			SchedulingGates:              []corev1.PodSchedulingGate{{Name: schedulingGate}},
-			Containers: []corev1.Container{{
-				Name:  "gpu",
-				Image: scenario.PauseImage,
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{gpu: one},
-					Limits:   corev1.ResourceList{gpu: one},
-				},
-			}},
-		},
-	}
+	one := corev1.ResourceList{gpu: resource.MustParse("1")}
+	pod := scenario.Pod(name, nil, corev1.Container{Name: "gpu", Resources: corev1.ResourceRequirements{Requests: one, Limits: one}})
 	_, err := c.CoreV1().Pods(ns).Create(ctx, pod, createOptions(dryRun))
 	return err
 }

@@ -29,12 +29,9 @@ const QuotaName = "kb-bench-quota"
 // enforced before the clock starts (initialising it itself when no quota
 // controller does). Each operation is one create by one writer, named
 // w<writer>-<n>, through the writer's client: one write attempt. The
-// writers go on after the quota is full, so rejections are measured too. A
-// quota rejection (403 "exceeded quota") is recorded as
-// metrics.FailedPrecondition: like a failed JSON patch test, it is the
-// server's compare-and-swap on the quota's status saying no. Conflicts
-// (409) that reach the client and every other failure keep their own
-// classes.
+// writers go on after the quota is full, so rejections are measured too,
+// as failed preconditions (classify); conflicts (409) that reach the
+// client and every other failure keep their own classes.
 //
 // The server cross-check also reports the apiserver's own writes of the
 // ResourceQuota's status (quota admission's compare-and-swap, its 409s
@@ -87,10 +84,7 @@ var _ scenario.Driven = (*quota)(nil)
 
 func newQuota(env *scenario.Env, set *Settings) *quota {
 	kind, _ := kindFor(set.Resource) // validated
-	n := workers(&env.Spec)
-	if n != env.Spec.Writers {
-		fmt.Fprintf(env.Log, "note: open loop: the %d workers allowed in flight (max-in-flight) are the writers\n", n)
-	}
+	n := env.Writers()
 	// Do records only measured creates in them: their window is the run's.
 	now := time.Now()
 	return &quota{

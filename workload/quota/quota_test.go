@@ -44,13 +44,13 @@ func TestSettingsValidate(t *testing.T) {
 		set  Settings
 		want map[string]string // field path -> part of the message
 	}{
-		{"configmaps", Settings{Resource: ResourceConfigMaps, Hard: 1, ObjectSize: maxObjectSize}, nil},
+		{"configmaps", Settings{Resource: ResourceConfigMaps, Hard: 1, ObjectSize: scenario.MaxObjectSize}, nil},
 		{"gpu", Settings{Resource: ResourceGPU, Hard: 50}, nil},
 		{"unsupported resource", Settings{Resource: "count/secrets", Hard: 50},
 			map[string]string{"settings.resource": "--quota-resource"}},
 		{"negative hard", Settings{Resource: ResourceConfigMaps, Hard: -1},
 			map[string]string{"settings.hard": "use at least 1 (--quota-hard)"}},
-		{"object too big", Settings{Resource: ResourceConfigMaps, Hard: 50, ObjectSize: maxObjectSize + 1},
+		{"object too big", Settings{Resource: ResourceConfigMaps, Hard: 50, ObjectSize: scenario.MaxObjectSize + 1},
 			map[string]string{"settings.objectSize": "use 0 to 921600 bytes (--object-size)"}},
 		{"filler on Pods", Settings{Resource: ResourceGPU, Hard: 50, ObjectSize: 10},
 			map[string]string{"settings.objectSize": "drop --object-size"}},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // The quota'd resources the scenario supports.
@@ -17,10 +18,6 @@ const (
 	// for one. Without nodes the Pods stay Pending, which is fine here.
 	ResourceGPU = "requests.nvidia.com/gpu"
 )
-
-// maxObjectSize leaves room under etcd's and the apiserver's 1.5 MiB
-// request limit and a ConfigMap's 1 MiB data limit (as the counter's).
-const maxObjectSize = 900 * 1024
 
 // Settings are the quota scenario's own settings.
 type Settings struct {
@@ -48,10 +45,9 @@ func (c *Settings) Validate(_ *spec.Spec, p *field.Path) field.ErrorList {
 	if c.Hard < 1 {
 		errs = append(errs, field.Invalid(p.Child("hard"), c.Hard, "use at least 1 (--quota-hard)"))
 	}
-	switch {
-	case c.ObjectSize < 0 || c.ObjectSize > maxObjectSize:
-		errs = append(errs, field.Invalid(p.Child("objectSize"), c.ObjectSize, fmt.Sprintf("use 0 to %d bytes (--object-size): a ConfigMap holds at most 1 MiB", maxObjectSize)))
-	case c.ObjectSize > 0 && c.Resource != ResourceConfigMaps:
+	if bad := scenario.ValidObjectSize(p.Child("objectSize"), c.ObjectSize); bad != nil {
+		errs = append(errs, bad...)
+	} else if c.ObjectSize > 0 && c.Resource != ResourceConfigMaps {
 		errs = append(errs, field.Forbidden(p.Child("objectSize"), "is the filler of the ConfigMaps created under count/configmaps; the Pods have none: drop --object-size"))
 	}
 	return errs
@@ -61,18 +57,9 @@ func (c *Settings) Validate(_ *spec.Spec, p *field.Path) field.ErrorList {
 // under a ResourceQuota of count/configmaps=50".
 func (c *Settings) Describe(s *spec.Spec) string {
 	kind, _ := kindFor(c.Resource)
-	d := fmt.Sprintf("%s creating %s under a ResourceQuota of %s=%d", results.Plural(workers(s), "writer"), kind.plural, c.Resource, c.Hard)
+	d := fmt.Sprintf("%s creating %s under a ResourceQuota of %s=%d", results.Plural(s.Workers(), "writer"), kind.plural, c.Resource, c.Hard)
 	if c.ObjectSize > 0 {
 		d += fmt.Sprintf(", %d B filler", c.ObjectSize)
 	}
 	return d
-}
-
-// workers is how many writers create: Spec.Writers, or in an open loop
-// the MaxInFlight workers that take the arrivals.
-func workers(s *spec.Spec) int {
-	if s.Rate > 0 {
-		return s.MaxInFlight
-	}
-	return s.Writers
 }

@@ -159,9 +159,6 @@ func (r *quota) probeUntil(ctx context.Context, want string, done func(error) bo
 
 // usedOf is what rq's status says is used of name.
 func usedOf(rq *corev1.ResourceQuota, name corev1.ResourceName) int64 {
-	q, ok := rq.Status.Used[name]
-	if !ok {
-		return 0
-	}
+	q := rq.Status.Used[name] // zero when absent
 	return q.Value()
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kb-bench/kb-bench/metrics"
@@ -25,7 +26,37 @@ const (
 	// PauseImage is the image of the Pods scenarios create; no node runs
 	// them, so it is never pulled.
 	PauseImage = "registry.k8s.io/pause:3.10"
+	// SchedulingGate keeps those Pods Pending on clusters that have a
+	// scheduler: they are there to be written, not run.
+	SchedulingGate = "kb-bench.io/never-schedule"
+	// MaxObjectSize bounds a scenario's filler (--object-size): room
+	// under etcd's and the apiserver's 1.5 MiB request limit and a
+	// ConfigMap's 1 MiB data limit.
+	MaxObjectSize = 900 * 1024
 )
+
+// ValidObjectSize checks a filler of size bytes, at p.
+func ValidObjectSize(p *field.Path, size int) field.ErrorList {
+	if size < 0 || size > MaxObjectSize {
+		return field.ErrorList{field.Invalid(p, size, fmt.Sprintf("use 0 to %d bytes (--object-size): a ConfigMap holds at most 1 MiB", MaxObjectSize))}
+	}
+	return nil
+}
+
+// Pod is a Pod that never runs, for a scenario to write: its one
+// container ctr runs PauseImage, behind SchedulingGate, with no service
+// account token.
+func Pod(name string, labels map[string]string, ctr corev1.Container) *corev1.Pod {
+	ctr.Image = PauseImage
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: corev1.PodSpec{
+			Containers:                   []corev1.Container{ctr},
+			SchedulingGates:              []corev1.PodSchedulingGate{{Name: SchedulingGate}},
+			AutomountServiceAccountToken: new(false),
+		},
+	}
+}
 
 // Labels are the labels of the run's namespace and objects.
 func Labels(runID string) map[string]string {

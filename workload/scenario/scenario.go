@@ -31,6 +31,7 @@
 package scenario
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -82,12 +83,15 @@ type Definition struct {
 }
 
 // DecodeJSON decodes a Report whose figures are all in its JSON (a *R),
-// its checks among them.
+// its checks among them or kept apart (Checked).
 func DecodeJSON[R any, P interface {
 	*R
 	Report
-}](details json.RawMessage, _ []results.Check) (Report, error) {
+}](details json.RawMessage, checks []results.Check) (Report, error) {
 	p := P(new(R))
+	if c, ok := any(p).(interface{ keep([]results.Check) }); ok {
+		c.keep(checks)
+	}
 	if len(details) == 0 {
 		return p, nil
 	}
@@ -96,6 +100,15 @@ func DecodeJSON[R any, P interface {
 	}
 	return p, nil
 }
+
+// Checked is the checks of a Report that keeps them apart from its JSON,
+// as the Result does: embed it, tagged `json:"-"`.
+type Checked []results.Check
+
+// Checks are the report's checks.
+func (c Checked) Checks() []results.Check { return c }
+
+func (c *Checked) keep(checks []results.Check) { *c = checks }
 
 // Traits are the shared settings the scenario takes, which follow from
 // how it runs.
@@ -246,11 +259,17 @@ type Env struct {
 // from: an interrupt does not cancel it, so an operation in flight
 // finishes and is counted, but a target declared lost does, so nothing
 // waits out its timeout on a dead apiserver.
-func (e *Env) Ops() context.Context {
-	if e.Gone == nil {
-		return context.Background()
+func (e *Env) Ops() context.Context { return cmp.Or(e.Gone, context.Background()) }
+
+// Writers is how many writers a scenario whose writers are its workers
+// runs (Spec.Workers), noting when an open loop makes them other than
+// Spec.Writers.
+func (e *Env) Writers() int {
+	n := e.Spec.Workers()
+	if n != e.Spec.Writers {
+		fmt.Fprintf(e.Log, "note: open loop: the %d workers allowed in flight (max-in-flight) are the writers\n", n)
 	}
-	return e.Gone
+	return n
 }
 
 // Client returns the client worker w uses: the clients round-robin.

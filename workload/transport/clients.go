@@ -7,6 +7,7 @@
 package transport
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"crypto/tls"
@@ -118,19 +119,8 @@ func httpTransport(rt http.RoundTripper) *http.Transport {
 type Reading struct {
 	// Requests counts requests by endpoint and code.
 	Requests map[metrics.RequestKey]int64
-	sent     map[string]int64 // request bodies by content type
-	received map[string]int64 // responses by content type
-	waited   time.Duration
-	limited  int64
-	// streamWait is the total time requests waited for a free HTTP/2
-	// stream on their client's connection, streamWaits the requests
-	// that waited (see streamSlots).
-	streamWait  time.Duration
-	streamWaits int64
-	// delay is the round trip time Options.Latency added, over delayed
-	// requests.
-	delay   time.Duration
-	delayed int64
+	// stats are the clients' figures but client-go's hidden retries.
+	stats results.ClientStats
 }
 
 // Read sums the clients' counters now.
@@ -139,15 +129,15 @@ func Read(clients []*Client) Reading {
 	for _, c := range clients {
 		c.meter.addTo(&r)
 		if c.limiter != nil {
-			r.waited += time.Duration(c.limiter.waited.Load())
-			r.limited += c.limiter.limited.Load()
+			r.stats.RateLimiterWait += time.Duration(c.limiter.waited.Load())
+			r.stats.RateLimited += c.limiter.limited.Load()
 		}
 	}
 	return r
 }
 
 func newReading() Reading {
-	return Reading{Requests: map[metrics.RequestKey]int64{}, sent: map[string]int64{}, received: map[string]int64{}}
+	return Reading{Requests: map[metrics.RequestKey]int64{}, stats: results.ClientStats{SentContent: map[string]int64{}, ReceivedContent: map[string]int64{}}}
 }
 
 // Since returns what the clients did between before and r.
@@ -155,12 +145,13 @@ func (r Reading) Since(before Reading) Reading { return r.plus(before, -1) }
 
 // plus is r + sign*o, without the keys that add up to nothing.
 func (r Reading) plus(o Reading, sign int64) Reading {
-	return Reading{
-		Requests: plus(r.Requests, o.Requests, sign), sent: plus(r.sent, o.sent, sign), received: plus(r.received, o.received, sign),
-		waited: r.waited + time.Duration(sign)*o.waited, limited: r.limited + sign*o.limited,
-		streamWait: r.streamWait + time.Duration(sign)*o.streamWait, streamWaits: r.streamWaits + sign*o.streamWaits,
-		delay: r.delay + time.Duration(sign)*o.delay, delayed: r.delayed + sign*o.delayed,
-	}
+	a, b, d := r.stats, o.stats, time.Duration(sign)
+	return Reading{Requests: plus(r.Requests, o.Requests, sign), stats: results.ClientStats{
+		RateLimiterWait: a.RateLimiterWait + d*b.RateLimiterWait, RateLimited: a.RateLimited + sign*b.RateLimited,
+		StreamWait: a.StreamWait + d*b.StreamWait, StreamWaited: a.StreamWaited + sign*b.StreamWaited,
+		SentContent: plus(a.SentContent, b.SentContent, sign), ReceivedContent: plus(a.ReceivedContent, b.ReceivedContent, sign),
+		AddedLatency: a.AddedLatency + d*b.AddedLatency, Delayed: a.Delayed + sign*b.Delayed,
+	}}
 }
 
 func plus[K comparable](a, b map[K]int64, sign int64) map[K]int64 {
@@ -179,17 +170,9 @@ func plus[K comparable](a, b map[K]int64, sign int64) map[K]int64 {
 // Stats are the client figures of the result; retries are client-go's
 // hidden ones (package clientgo).
 func (r Reading) Stats(retries int64) results.ClientStats {
-	return results.ClientStats{
-		Retries:         retries,
-		RateLimiterWait: r.waited,
-		RateLimited:     r.limited,
-		StreamWait:      r.streamWait,
-		StreamWaited:    r.streamWaits,
-		SentContent:     r.sent,
-		ReceivedContent: r.received,
-		AddedLatency:    r.delay,
-		Delayed:         r.delayed,
-	}
+	s := r.stats
+	s.Retries = retries
+	return s
 }
 
 // meter counts one client's requests by endpoint and response code, the
@@ -211,16 +194,17 @@ func newMeter(hold *Hold, h *Health) *meter {
 func (m *meter) count(k metrics.RequestKey, sent, received string, added time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	c := &m.counts.stats
 	m.counts.Requests[k]++
 	if sent != "" {
-		m.counts.sent[sent]++
+		c.SentContent[sent]++
 	}
 	if received != "" {
-		m.counts.received[received]++
+		c.ReceivedContent[received]++
 	}
 	if !m.latency.Zero() {
-		m.counts.delay += added
-		m.counts.delayed++
+		c.AddedLatency += added
+		c.Delayed++
 	}
 }
 
@@ -228,8 +212,8 @@ func (m *meter) addTo(r *Reading) {
 	m.mu.Lock()
 	*r = r.plus(m.counts, 1)
 	m.mu.Unlock()
-	r.streamWait += time.Duration(m.streams.waited.Load())
-	r.streamWaits += m.streams.queued.Load()
+	r.stats.StreamWait += time.Duration(m.streams.waited.Load())
+	r.stats.StreamWaited += m.streams.queued.Load()
 }
 
 // meteredTransport counts every request of a client (client-go's own
@@ -461,7 +445,8 @@ func (h *Hold) Release() {
 }
 
 // timedLimiter is a client-side rate limiter that adds up the time requests
-// wait in it and counts those held back.
+// wait in it (client-go's requests take a token with Wait) and counts those
+// held back.
 type timedLimiter struct {
 	flowcontrol.RateLimiter
 	waited  atomic.Int64 // nanoseconds
@@ -479,24 +464,15 @@ const minLimiterWait = time.Millisecond
 func (l *timedLimiter) Wait(ctx context.Context) error {
 	start := time.Now()
 	err := l.RateLimiter.Wait(ctx)
-	l.observe(time.Since(start))
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%w: %w", scenario.ErrNotSent, context.DeadlineExceeded)
-	}
-	return err
-}
-
-func (l *timedLimiter) Accept() {
-	start := time.Now()
-	l.RateLimiter.Accept()
-	l.observe(time.Since(start))
-}
-
-func (l *timedLimiter) observe(d time.Duration) {
+	d := time.Since(start)
 	l.waited.Add(int64(d))
 	if d >= minLimiterWait {
 		l.limited.Add(1)
 	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%w: %w", scenario.ErrNotSent, context.DeadlineExceeded)
+	}
+	return err
 }
 
 // streamSlots keeps a client's requests within what its one HTTP/2
@@ -637,9 +613,7 @@ func streamLimit(ctx context.Context, t *http.Transport, u *url.URL) int {
 		cfg = t.TLSClientConfig.Clone()
 	}
 	cfg.NextProtos = []string{http2.NextProtoTLS, "http/1.1"}
-	if cfg.ServerName == "" {
-		cfg.ServerName = u.Hostname()
-	}
+	cfg.ServerName = cmp.Or(cfg.ServerName, u.Hostname())
 	conn := tls.Client(raw, cfg)
 	if err := conn.HandshakeContext(ctx); err != nil {
 		return defaultStreams

@@ -146,8 +146,8 @@ func TestRateLimiterWaitIsMeasured(t *testing.T) {
 		get(t, clients[0].Kube)
 	}
 	n := Read(clients).Since(before)
-	if n.waited < 300*time.Millisecond || n.limited != 2 {
-		t.Errorf("limiter wait = %v over %d requests for 2 requests at 5 QPS burst 1 after the burst, want about 400ms over 2", n.waited, n.limited)
+	if n.stats.RateLimiterWait < 300*time.Millisecond || n.stats.RateLimited != 2 {
+		t.Errorf("limiter wait = %v over %d requests for 2 requests at 5 QPS burst 1 after the burst, want about 400ms over 2", n.stats.RateLimiterWait, n.stats.RateLimited)
 	}
 	if got := n.Requests[metrics.RequestKey{EndpointKey: metrics.EndpointKey{Verb: "GET", Resource: "configmaps"}, Code: "200"}]; got != 2 {
 		t.Errorf("%d requests in the window, want the 2 after the first reading", got)
@@ -242,9 +242,7 @@ func TestHoldRefusesARequestWhoseDeadlinePassesWhileHeld(t *testing.T) {
 	if !errors.Is(err, scenario.ErrNotSent) || !errors.Is(err, context.Canceled) || sent != 0 {
 		t.Fatalf("held request: err %v, sent %d; want a never-sent cancellation", err, sent)
 	}
-	var r Reading
-	r.Requests = map[metrics.RequestKey]int64{}
-	r.sent, r.received = map[string]int64{}, map[string]int64{}
+	r := newReading()
 	m.addTo(&r)
 	if len(r.Requests) != 0 {
 		t.Errorf("a request that was never sent was counted: %v", r.Requests)

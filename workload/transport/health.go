@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // Target health: a dead apiserver answers nothing (connection refused or
@@ -74,14 +76,8 @@ const failingBackoff = 50 * time.Millisecond
 // backoff waits failingBackoff (or until ctx ends) when the target is
 // failing, and not at all otherwise.
 func (h *Health) backoff(ctx context.Context) {
-	if h.failures.Load() < targetFailures {
-		return
-	}
-	t := time.NewTimer(failingBackoff)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
+	if h.failures.Load() >= targetFailures {
+		scenario.Sleep(ctx, failingBackoff)
 	}
 }
 

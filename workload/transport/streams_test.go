@@ -136,10 +136,10 @@ func TestMeteredTransportKeepsToOneConnection(t *testing.T) {
 				if got != 2 {
 					t.Errorf("%d dials, want 2 (the probe's and the one connection)", got)
 				}
-				r := Reading{Requests: map[metrics.RequestKey]int64{}, sent: map[string]int64{}, received: map[string]int64{}}
+				r := newReading()
 				m.addTo(&r)
-				if r.streamWaits == 0 || r.streamWait <= 0 {
-					t.Errorf("stream waits %d (%v), want the requests past %d streams counted", r.streamWaits, r.streamWait, streams)
+				if r.stats.StreamWaited == 0 || r.stats.StreamWait <= 0 {
+					t.Errorf("stream waits %d (%v), want the requests past %d streams counted", r.stats.StreamWaited, r.stats.StreamWait, streams)
 				}
 				if n := r.Requests[metrics.RequestKey{EndpointKey: metrics.EndpointKey{Verb: "GET", Resource: "configmaps"}, Code: "200"}]; n != requests {
 					t.Errorf("%d requests counted, want %d", n, requests)

@@ -7,6 +7,7 @@
 package job
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -131,9 +132,7 @@ func (o Objects) YAML() ([]byte, error) {
 // the shards. An invalid o is an input error (spec.IsInput) listing every
 // problem.
 func Build(o Options) (Objects, error) {
-	if o.ImagePullPolicy == "" {
-		o.ImagePullPolicy = corev1.PullIfNotPresent
-	}
+	o.ImagePullPolicy = cmp.Or(o.ImagePullPolicy, corev1.PullIfNotPresent)
 	if errs := o.validate(); len(errs) > 0 {
 		return Objects{}, spec.Input(fmt.Errorf("the shard Job cannot be built: %w", errs.ToAggregate()))
 	}
@@ -146,8 +145,9 @@ func Build(o Options) (Objects, error) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 		ObjectMeta: meta(rights),
 	}
-	role := scenario.Role(rights, o.Name, maps.Clone(labels), deepCopyRules(o.Rules))
-	binding := scenario.RoleBinding(rights, o.Name, maps.Clone(labels), rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: o.Name, Namespace: rights})
+	// Copies: the objects share no map or slice with o, nor with each other.
+	role := scenario.Role(rights, o.Name, labels, o.Rules).DeepCopy()
+	binding := scenario.RoleBinding(rights, o.Name, labels, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: o.Name, Namespace: rights}).DeepCopy()
 	return Objects{ServiceAccount: sa, Role: role, RoleBinding: binding, Job: o.job(meta(o.Namespace), labels)}, nil
 }
 
@@ -329,12 +329,4 @@ func (o Options) validate() field.ErrorList {
 		}
 	}
 	return errs
-}
-
-func deepCopyRules(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
-	out := make([]rbacv1.PolicyRule, len(rules))
-	for i := range rules {
-		rules[i].DeepCopyInto(&out[i])
-	}
-	return out
 }
