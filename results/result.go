@@ -192,28 +192,40 @@ type ClientStats struct {
 	Delayed      int64         `json:"delayed,omitempty"`
 }
 
-// Add adds d's counts and waits to c's.
-func (c *ClientStats) Add(d ClientStats) {
-	c.Retries += d.Retries
-	c.AddedLatency += d.AddedLatency
-	c.Delayed += d.Delayed
-	c.RateLimiterWait += d.RateLimiterWait
-	c.RateLimited += d.RateLimited
-	c.StreamWait += d.StreamWait
-	c.StreamWaited += d.StreamWaited
-	c.SentContent = sumCounts(c.SentContent, d.SentContent)
-	c.ReceivedContent = sumCounts(c.ReceivedContent, d.ReceivedContent)
+// Plus returns c plus k times d (k = -1 takes d away); a count that
+// comes to nothing is left out. c's maps are not changed.
+func (c ClientStats) Plus(d ClientStats, k int64) ClientStats {
+	kd := time.Duration(k)
+	return ClientStats{
+		Retries:         c.Retries + k*d.Retries,
+		RateLimiterWait: c.RateLimiterWait + kd*d.RateLimiterWait, RateLimited: c.RateLimited + k*d.RateLimited,
+		StreamWait: c.StreamWait + kd*d.StreamWait, StreamWaited: c.StreamWaited + k*d.StreamWaited,
+		SentContent: AddCounts(c.SentContent, d.SentContent, k), ReceivedContent: AddCounts(c.ReceivedContent, d.ReceivedContent, k),
+		AddedLatency: c.AddedLatency + kd*d.AddedLatency, Delayed: c.Delayed + k*d.Delayed,
+	}
 }
 
-// sumCounts adds src to dst, making dst when there is something to add.
-func sumCounts(dst, src map[string]int64) map[string]int64 {
-	if len(src) > 0 && dst == nil {
-		dst = map[string]int64{}
+// AddCounts returns a copy of a plus k times b, without the keys that come
+// to nothing; nil when nothing is left.
+func AddCounts[K comparable](a, b map[K]int64, k int64) map[K]int64 {
+	var sum map[K]int64
+	for key, n := range a {
+		if n != 0 {
+			if sum == nil {
+				sum = map[K]int64{}
+			}
+			sum[key] = n
+		}
 	}
-	for k, v := range src {
-		dst[k] += v
+	for key, n := range b {
+		if sum == nil {
+			sum = map[K]int64{}
+		}
+		if sum[key] += k * n; sum[key] == 0 {
+			delete(sum, key)
+		}
 	}
-	return dst
+	return sum
 }
 
 // Summary is the headline figures of a run. It is derived from Measurements

@@ -56,6 +56,6 @@ func FetchShard(ctx context.Context, client *http.Client, url string) (Figures, 
 // shards' of one run: the window is the longest).
 func (f *Figures) Add(g Figures) {
 	f.Totals.Add(g.Totals)
-	f.Client.Add(g.Client)
+	f.Client = f.Client.Plus(g.Client, 1)
 	f.Window = max(f.Window, g.Window)
 }

@@ -120,7 +120,7 @@ func MergeMeasurements(ms ...results.Measurements) (results.Measurements, error)
 			return results.Measurements{}, err
 		}
 		sum.Add(s)
-		client.Add(m.Client)
+		client = client.Plus(m.Client, 1)
 		if !s.Start.IsZero() && (sum.Start.IsZero() || s.Start.Before(sum.Start)) {
 			sum.Start = s.Start
 		}

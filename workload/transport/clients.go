@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -145,26 +144,7 @@ func (r Reading) Since(before Reading) Reading { return r.plus(before, -1) }
 
 // plus is r + sign*o, without the keys that add up to nothing.
 func (r Reading) plus(o Reading, sign int64) Reading {
-	a, b, d := r.stats, o.stats, time.Duration(sign)
-	return Reading{Requests: plus(r.Requests, o.Requests, sign), stats: results.ClientStats{
-		RateLimiterWait: a.RateLimiterWait + d*b.RateLimiterWait, RateLimited: a.RateLimited + sign*b.RateLimited,
-		StreamWait: a.StreamWait + d*b.StreamWait, StreamWaited: a.StreamWaited + sign*b.StreamWaited,
-		SentContent: plus(a.SentContent, b.SentContent, sign), ReceivedContent: plus(a.ReceivedContent, b.ReceivedContent, sign),
-		AddedLatency: a.AddedLatency + d*b.AddedLatency, Delayed: a.Delayed + sign*b.Delayed,
-	}}
-}
-
-func plus[K comparable](a, b map[K]int64, sign int64) map[K]int64 {
-	d := maps.Clone(a)
-	if d == nil {
-		d = map[K]int64{}
-	}
-	for k, n := range b {
-		if d[k] += sign * n; d[k] == 0 {
-			delete(d, k)
-		}
-	}
-	return d
+	return Reading{Requests: results.AddCounts(r.Requests, o.Requests, sign), stats: r.stats.Plus(o.stats, sign)}
 }
 
 // Stats are the client figures of the result; retries are client-go's
