@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,13 +32,19 @@ func main() {
 	namespace := flag.String("namespace", "default", "namespace of the ConfigMap it creates, writes and deletes")
 	warmup := flag.Duration("warmup", time.Second, "run this long before the measured window")
 	duration := flag.Duration("duration", 8*time.Second, "the measured window")
+	labels := flag.String("labels", "", "labels of the ConfigMap, KEY=VALUE,... (kb-bench puts two on its objects)")
 	opsLog := flag.String("ops-log", "", "also write when each operation ended (Unix nanoseconds, one a line) to this file, to count another program's window")
 	flag.Parse()
 	if *kubeconfig == "" || *duration <= 0 || *warmup < 0 {
 		fmt.Fprintln(os.Stderr, "bareloop: give --kubeconfig, a --duration above 0 and a --warmup of 0 or more")
 		os.Exit(2)
 	}
-	ops, ended, err := run(*kubeconfig, *namespace, *warmup, *duration)
+	labelSet, err := parseLabels(*labels)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bareloop: --labels:", err)
+		os.Exit(2)
+	}
+	ops, ended, err := run(*kubeconfig, *namespace, labelSet, *warmup, *duration)
 	if err == nil && *opsLog != "" {
 		err = writeOpsLog(*opsLog, ended)
 	}
@@ -52,7 +59,7 @@ func main() {
 // then duration, checks that every increment landed, deletes it, and
 // returns the operations of the measured window and when each operation
 // ended.
-func run(kubeconfig, namespace string, warmup, duration time.Duration) (ops int64, ended []int64, err error) {
+func run(kubeconfig, namespace string, labels map[string]string, warmup, duration time.Duration) (ops int64, ended []int64, err error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return 0, nil, err
@@ -67,7 +74,7 @@ func run(kubeconfig, namespace string, warmup, duration time.Duration) (ops int6
 	_, _ = rand.Read(b)
 	cms := c.CoreV1().ConfigMaps(namespace)
 	cm, err := cms.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "bareloop-" + hex.EncodeToString(b)},
+		ObjectMeta: metav1.ObjectMeta{Name: "bareloop-" + hex.EncodeToString(b), Labels: labels},
 		Data:       map[string]string{"n": "0"},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -106,6 +113,22 @@ func run(kubeconfig, namespace string, warmup, duration time.Duration) (ops int6
 }
 
 // writeOpsLog writes the operations' end times, one a line.
+// parseLabels reads KEY=VALUE,KEY=VALUE; "" is no labels.
+func parseLabels(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	labels := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not KEY=VALUE", kv)
+		}
+		labels[k] = v
+	}
+	return labels, nil
+}
+
 func writeOpsLog(path string, ended []int64) error {
 	b := make([]byte, 0, 20*len(ended))
 	for _, t := range ended {
