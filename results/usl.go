@@ -39,6 +39,11 @@ func (u USL) At(n float64) float64 {
 // String says the fit in one line.
 func (u USL) String() string {
 	s := fmt.Sprintf("λ=%.4g/s σ=%.3g κ=%.3g R²=%.3f", u.Lambda, u.Sigma, u.Kappa, u.R2)
+	if u.Sigma >= 1 {
+		// The fit keeps σ in [0, 1]: at 1 the writers are fully
+		// serialised, as writes to one object are.
+		s += " (σ at its bound of 1: more writers add no throughput, they take turns)"
+	}
 	if u.Poor {
 		s += " (poor fit: not to be trusted)"
 	}
