@@ -150,14 +150,24 @@ func (e *engine) edge(ctx context.Context, n int) reading {
 	rd := e.readClients()
 	rd.self, rd.selfErr = metrics.ReadSelf()
 	if e.scrapes {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scrapeTimeout)
-		defer cancel()
-		rd.server, rd.servers, rd.err = e.scrape(sctx)
+		// Each scrape has its whole timeout: on a loaded machine a slow
+		// apiserver scrape must not leave etcd's none.
+		bounded(ctx, func(ctx context.Context) { rd.server, rd.servers, rd.err = e.scrape(ctx) })
 		if e.opts.EtcdMetrics != "" {
-			rd.etcd, rd.etcdErr = apiserver.ScrapeProcess(sctx, http.DefaultClient, e.opts.EtcdMetrics)
+			bounded(ctx, func(ctx context.Context) {
+				rd.etcd, rd.etcdErr = apiserver.ScrapeProcess(ctx, http.DefaultClient, e.opts.EtcdMetrics)
+			})
 		}
 	}
 	return rd
+}
+
+// bounded runs read with scrapeTimeout from now, whether or not ctx has
+// ended: an edge is read after Ctrl-C too.
+func bounded(ctx context.Context, read func(context.Context)) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scrapeTimeout)
+	defer cancel()
+	read(ctx)
 }
 
 // readClients reads the clients' counters and client-go's.
