@@ -127,19 +127,10 @@ type CellResults struct {
 	set *results.ResultSet
 }
 
-// newCellResults are the results, none yet, of a cell whose samples go to
-// dir as run runID: in dir itself, or as a set of samples (set), which a
-// matrix run's cell labels with its label and place.
-func newCellResults(dir, runID string, set bool, label string, place int) CellResults {
-	c := CellResults{Dir: dir, runID: runID, point: label}
-	if set {
-		c.set = &results.ResultSet{RunID: runID, Label: label, Cell: place}
-	}
-	return c
-}
-
-// run runs the cell's next sample of sp and saves it: its result, the
-// scenario's own rows of its summary and where it is.
+// run runs the cell's next sample and saves it: its result, the
+// scenario's own rows of its summary and where it is. Without conn (sides
+// of different control planes) the sample runs on a fresh target of its
+// own.
 func (c *CellResults) run(ctx context.Context, cell Cell, o Options, conn *cluster.Connection) (*results.Result, [][2]string, string, error) {
 	id, dir := c.runID, c.Dir
 	if c.set != nil {
@@ -156,7 +147,6 @@ func (c *CellResults) run(ctx context.Context, cell Cell, o Options, conn *clust
 	if conn != nil {
 		err = sample(ctx, conn)
 	} else {
-		// Sides of different control planes: a fresh one for the sample.
 		err = open(ctx, cell.Spec.Target, true, o, dir, sample)
 	}
 	if err != nil {
@@ -237,7 +227,11 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 		if p.Matrix() {
 			dir = filepath.Join(out.Dir, store.DirName(c.Label))
 		}
-		out.Cells = append(out.Cells, newCellResults(dir, id, sets, c.Label, k+1))
+		cell := CellResults{Dir: dir, runID: id, point: c.Label}
+		if sets {
+			cell.set = &results.ResultSet{RunID: id, Label: c.Label, Cell: k + 1}
+		}
+		out.Cells = append(out.Cells, cell)
 	}
 	var failed error
 	for _, smp := range p.Samples() {
@@ -340,7 +334,7 @@ func checkFailed(r *results.Result, dir string) error {
 // live figures are labelled point. It returns the result and the
 // scenario's own rows of its summary.
 func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connection, runID, point, dir string) (*results.Result, [][2]string, error) {
-	resolved, err := cell.resolve()
+	resolved, err := cell.resolve("(" + cmp.Or(cell.Label, "the run") + ")")
 	if err != nil {
 		return nil, nil, err
 	}
