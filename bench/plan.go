@@ -166,15 +166,6 @@ func (p *Plan) FreshTargets() bool {
 // Matrix reports whether the plan has several cells.
 func (p *Plan) Matrix() bool { return len(p.Cells) > 1 }
 
-// Labels are the cells' labels, for a line that lists them.
-func (p *Plan) Labels() string {
-	l := make([]string, len(p.Cells))
-	for i, c := range p.Cells {
-		l[i] = c.Label
-	}
-	return strings.Join(l, "; ")
-}
-
 // maxCount bounds the samples of a cell.
 const maxCount = 1000
 

@@ -215,7 +215,11 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 	case p.Sides:
 		fmt.Fprintf(o.Log, "A/B: baseline (%s) and candidate (%s), %s each, interleaved A B B A ...\n", sideWords(p, 0), sideWords(p, 1), results.Plural(p.Count, "sample"))
 	case p.Matrix():
-		fmt.Fprintf(o.Log, "matrix of %d configurations x %s, interleaved (every other round in reverse order): %s\n", len(p.Cells), results.Plural(p.Count, "sample"), p.Labels())
+		labels := make([]string, len(p.Cells))
+		for i, c := range p.Cells {
+			labels[i] = c.Label
+		}
+		fmt.Fprintf(o.Log, "matrix of %d configurations x %s, interleaved (every other round in reverse order): %s\n", len(p.Cells), results.Plural(p.Count, "sample"), strings.Join(labels, "; "))
 	}
 	sets := p.Matrix() || p.Count > 1
 	v := newView(o, sets)
@@ -253,7 +257,11 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 			failed = checkFailed(r, dir)
 		}
 	}
-	if err := v.end(cellSides(p, out)); err != nil {
+	sides := make([]results.Side, len(p.Cells))
+	for k, c := range p.Cells {
+		sides[k] = results.Side{Label: cmp.Or(c.Label, filepath.Base(out.Cells[k].Dir)), Results: out.Cells[k].Results}
+	}
+	if err := v.end(sides); err != nil {
 		return err
 	}
 	if err := o.saved("result", out.Dir); err != nil {
@@ -294,16 +302,6 @@ func sideWords(p *Plan, k int) string {
 			cmp.Or(c.Spec.Target.ControlPlaneBin, "kb-bench's pinned build"), cmp.Or(string(c.Spec.Target.Storage), "disk"))
 	}
 	return w
-}
-
-// cellSides are the sides a run's end compares: each cell's samples,
-// named by its label (the directory's name for a run of one cell).
-func cellSides(p *Plan, out *Outcome) []results.Side {
-	sides := make([]results.Side, len(p.Cells))
-	for k, c := range p.Cells {
-		sides[k] = results.Side{Label: cmp.Or(c.Label, filepath.Base(out.Cells[k].Dir)), Results: out.Cells[k].Results}
-	}
-	return sides
 }
 
 // ended says how a sample ended when it did not measure its whole run:
