@@ -250,8 +250,12 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 		if err := v.sample(c.Label, smp.Index, r, rows); err != nil {
 			return err
 		}
-		if err := ended(r, out.Dir, dir, o.Log); err != nil {
-			return err
+		switch { // a sample that did not measure its whole run ends the run
+		case r.Interrupted:
+			fmt.Fprintf(o.Log, "result saved in %s\n", out.Dir)
+			return ErrInterrupted
+		case r.TargetLost != "":
+			return fmt.Errorf("%w: %s; the result is in %s", ErrTargetLost, r.TargetLost, dir)
 		}
 		if failed == nil {
 			failed = checkFailed(r, dir)
@@ -302,19 +306,6 @@ func sideWords(p *Plan, k int) string {
 			cmp.Or(c.Spec.Target.ControlPlaneBin, "kb-bench's pinned build"), cmp.Or(string(c.Spec.Target.Storage), "disk"))
 	}
 	return w
-}
-
-// ended says how a sample ended when it did not measure its whole run:
-// ErrInterrupted or ErrTargetLost, after saying where its result is.
-func ended(r *results.Result, runDir, dir string, log io.Writer) error {
-	switch {
-	case r.Interrupted:
-		fmt.Fprintf(log, "result saved in %s\n", runDir)
-		return ErrInterrupted
-	case r.TargetLost != "":
-		return fmt.Errorf("%w: %s; the result is in %s", ErrTargetLost, r.TargetLost, dir)
-	}
-	return nil
 }
 
 // checkFailed says which check of r failed, other than lost updates
