@@ -110,14 +110,14 @@ type Cell struct {
 }
 
 // resolve is the cell's spec resolved: by Resolve, or now for a cell made
-// or changed by hand.
-func (c Cell) resolve() (*workload.Resolved, error) {
+// or changed by hand. where says whose settings they are, for errors.
+func (c Cell) resolve(where string) (*workload.Resolved, error) {
 	if c.resolved != nil && reflect.DeepEqual(c.resolved.Spec, c.Spec) {
 		return c.resolved, nil
 	}
 	r, errs := workload.Resolve(c.Spec)
 	if len(errs) > 0 {
-		return nil, spec.Input(fmt.Errorf("invalid settings (%s):\n%s", cmp.Or(c.Label, "the run"), spec.Describe(errs)))
+		return nil, spec.Input(fmt.Errorf("invalid settings %s:\n%s", where, spec.Describe(errs)))
 	}
 	return r, nil
 }
@@ -165,15 +165,6 @@ func (p *Plan) FreshTargets() bool {
 
 // Matrix reports whether the plan has several cells.
 func (p *Plan) Matrix() bool { return len(p.Cells) > 1 }
-
-// Labels are the cells' labels, for a line that lists them.
-func (p *Plan) Labels() string {
-	l := make([]string, len(p.Cells))
-	for i, c := range p.Cells {
-		l[i] = c.Label
-	}
-	return strings.Join(l, "; ")
-}
 
 // maxCount bounds the samples of a cell.
 const maxCount = 1000
@@ -236,13 +227,13 @@ func Resolve(r Request) (*Plan, error) {
 	}
 	for i := range p.Cells {
 		c := &p.Cells[i]
-		res, errs := workload.Resolve(c.Spec)
-		if len(errs) > 0 {
-			where := p.Source
-			if c.Label != "" {
-				where += " (" + c.Label + ")"
-			}
-			return nil, spec.Input(fmt.Errorf("invalid settings from %s:\n%s", where, spec.Describe(errs)))
+		where := "from " + p.Source
+		if c.Label != "" {
+			where += " (" + c.Label + ")"
+		}
+		res, err := c.resolve(where)
+		if err != nil {
+			return nil, err
 		}
 		c.Spec, c.resolved, c.Workload = res.Spec, res, res.Workload()
 		if err := zeroOverridden(r.Overrides, given, *c); err != nil {

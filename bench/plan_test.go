@@ -195,12 +195,12 @@ func TestOverrideValues(t *testing.T) {
 // afterwards runs what it says now.
 func TestCellResolvedOnce(t *testing.T) {
 	p := resolve(t, Request{})
-	r, err := p.Cells[0].resolve()
+	r, err := p.Cells[0].resolve("")
 	if err != nil || r != p.Cells[0].resolved {
 		t.Fatalf("the plan's cell resolved again: %v", err)
 	}
 	p.Cells[0].Spec.Writers = 3
-	r, err = p.Cells[0].resolve()
+	r, err = p.Cells[0].resolve("")
 	if err != nil || r.Spec.Writers != 3 {
 		t.Errorf("a cell changed by hand runs %+v (%v), want 3 writers", r, err)
 	}

@@ -127,19 +127,10 @@ type CellResults struct {
 	set *results.ResultSet
 }
 
-// newCellResults are the results, none yet, of a cell whose samples go to
-// dir as run runID: in dir itself, or as a set of samples (set), which a
-// matrix run's cell labels with its label and place.
-func newCellResults(dir, runID string, set bool, label string, place int) CellResults {
-	c := CellResults{Dir: dir, runID: runID, point: label}
-	if set {
-		c.set = &results.ResultSet{RunID: runID, Label: label, Cell: place}
-	}
-	return c
-}
-
-// run runs the cell's next sample of sp and saves it: its result, the
-// scenario's own rows of its summary and where it is.
+// run runs the cell's next sample and saves it: its result, the
+// scenario's own rows of its summary and where it is. Without conn (sides
+// of different control planes) the sample runs on a fresh target of its
+// own.
 func (c *CellResults) run(ctx context.Context, cell Cell, o Options, conn *cluster.Connection) (*results.Result, [][2]string, string, error) {
 	id, dir := c.runID, c.Dir
 	if c.set != nil {
@@ -156,7 +147,6 @@ func (c *CellResults) run(ctx context.Context, cell Cell, o Options, conn *clust
 	if conn != nil {
 		err = sample(ctx, conn)
 	} else {
-		// Sides of different control planes: a fresh one for the sample.
 		err = open(ctx, cell.Spec.Target, true, o, dir, sample)
 	}
 	if err != nil {
@@ -225,7 +215,11 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 	case p.Sides:
 		fmt.Fprintf(o.Log, "A/B: baseline (%s) and candidate (%s), %s each, interleaved A B B A ...\n", sideWords(p, 0), sideWords(p, 1), results.Plural(p.Count, "sample"))
 	case p.Matrix():
-		fmt.Fprintf(o.Log, "matrix of %d configurations x %s, interleaved (every other round in reverse order): %s\n", len(p.Cells), results.Plural(p.Count, "sample"), p.Labels())
+		labels := make([]string, len(p.Cells))
+		for i, c := range p.Cells {
+			labels[i] = c.Label
+		}
+		fmt.Fprintf(o.Log, "matrix of %d configurations x %s, interleaved (every other round in reverse order): %s\n", len(p.Cells), results.Plural(p.Count, "sample"), strings.Join(labels, "; "))
 	}
 	sets := p.Matrix() || p.Count > 1
 	v := newView(o, sets)
@@ -237,7 +231,11 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 		if p.Matrix() {
 			dir = filepath.Join(out.Dir, store.DirName(c.Label))
 		}
-		out.Cells = append(out.Cells, newCellResults(dir, id, sets, c.Label, k+1))
+		cell := CellResults{Dir: dir, runID: id, point: c.Label}
+		if sets {
+			cell.set = &results.ResultSet{RunID: id, Label: c.Label, Cell: k + 1}
+		}
+		out.Cells = append(out.Cells, cell)
 	}
 	var failed error
 	for _, smp := range p.Samples() {
@@ -252,14 +250,22 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 		if err := v.sample(c.Label, smp.Index, r, rows); err != nil {
 			return err
 		}
-		if err := ended(r, out.Dir, dir, o.Log); err != nil {
-			return err
+		switch { // a sample that did not measure its whole run ends the run
+		case r.Interrupted:
+			fmt.Fprintf(o.Log, "result saved in %s\n", out.Dir)
+			return ErrInterrupted
+		case r.TargetLost != "":
+			return fmt.Errorf("%w: %s; the result is in %s", ErrTargetLost, r.TargetLost, dir)
 		}
 		if failed == nil {
 			failed = checkFailed(r, dir)
 		}
 	}
-	if err := v.end(cellSides(p, out)); err != nil {
+	sides := make([]results.Side, len(p.Cells))
+	for k, c := range p.Cells {
+		sides[k] = results.Side{Label: cmp.Or(c.Label, filepath.Base(out.Cells[k].Dir)), Results: out.Cells[k].Results}
+	}
+	if err := v.end(sides); err != nil {
 		return err
 	}
 	if err := o.saved("result", out.Dir); err != nil {
@@ -302,29 +308,6 @@ func sideWords(p *Plan, k int) string {
 	return w
 }
 
-// cellSides are the sides a run's end compares: each cell's samples,
-// named by its label (the directory's name for a run of one cell).
-func cellSides(p *Plan, out *Outcome) []results.Side {
-	sides := make([]results.Side, len(p.Cells))
-	for k, c := range p.Cells {
-		sides[k] = results.Side{Label: cmp.Or(c.Label, filepath.Base(out.Cells[k].Dir)), Results: out.Cells[k].Results}
-	}
-	return sides
-}
-
-// ended says how a sample ended when it did not measure its whole run:
-// ErrInterrupted or ErrTargetLost, after saying where its result is.
-func ended(r *results.Result, runDir, dir string, log io.Writer) error {
-	switch {
-	case r.Interrupted:
-		fmt.Fprintf(log, "result saved in %s\n", runDir)
-		return ErrInterrupted
-	case r.TargetLost != "":
-		return fmt.Errorf("%w: %s; the result is in %s", ErrTargetLost, r.TargetLost, dir)
-	}
-	return nil
-}
-
 // checkFailed says which check of r failed, other than lost updates
 // (which the summary shows as the figure they are); nil when none did.
 func checkFailed(r *results.Result, dir string) error {
@@ -340,7 +323,7 @@ func checkFailed(r *results.Result, dir string) error {
 // live figures are labelled point. It returns the result and the
 // scenario's own rows of its summary.
 func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connection, runID, point, dir string) (*results.Result, [][2]string, error) {
-	resolved, err := cell.resolve()
+	resolved, err := cell.resolve("(" + cmp.Or(cell.Label, "the run") + ")")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -14,9 +14,6 @@ import (
 	"github.com/kb-bench/kb-bench/workload"
 )
 
-// ShowFormats are the formats Show writes.
-var ShowFormats = []string{"text", "json"}
-
 // Show writes on w what the run that saved path showed on its standard
 // output, from the saved documents alone: a result's summary with its
 // scenario's own rows; a set's or a matrix run's samples, one line each

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -126,10 +127,11 @@ func runSweep(ctx context.Context, p *Plan, o SweepOptions, conn *cluster.Connec
 		points := make([]*CellResults, len(all))
 		for k, ser := range all {
 			if sw.Series[k].Stopped == "" {
-				c := ser.cells[xi]
-				cell := newCellResults(store.PointDir(outDir, ser.label, sw.Axis, x), fmt.Sprintf("%s-c%d", sw.RunID, c+1), p.Count > 1, "", 0)
-				cell.point = pointLabel(ser.label, sw.Axis, x, 1, 1)
-				points[k] = &cell
+				id := fmt.Sprintf("%s-c%d", sw.RunID, ser.cells[xi]+1)
+				points[k] = &CellResults{Dir: store.PointDir(outDir, ser.label, sw.Axis, x), runID: id, point: pointLabel(ser.label, sw.Axis, x, 1, 1)}
+				if p.Count > 1 {
+					points[k].set = &results.ResultSet{RunID: id}
+				}
 			}
 		}
 		if !slices.ContainsFunc(points, func(c *CellResults) bool { return c != nil }) {
@@ -219,19 +221,20 @@ func addPoints(sw *results.Sweep, outDir string, points []*CellResults, x string
 }
 
 // splitSweep groups cells into series (the cells that differ only in the
-// axis), each in the order of the axis values, which must go up.
+// axis), each in the order of the axis values, which must go up; the
+// values are written as the sweep's document shows them
+// (results.Sweep.AxisValue): "8", "2.5", "1000000".
 func splitSweep(cells []Cell, axis string) ([]series, []string, error) {
 	var all []series
 	var xs []string
-	var prev reflect.Value
-	down := false
+	prev, down := math.Inf(-1), false
 	index := map[string]int{}
 	for c, cl := range cells {
 		var rest []string
-		var x any
+		var x float64
 		for _, v := range cl.Values {
 			if v.Name == axis {
-				x = v.Value
+				x = reflect.ValueOf(v.Value).Convert(reflect.TypeFor[float64]()).Float()
 				continue
 			}
 			rest = append(rest, v.Name+"="+fmt.Sprint(v.Value))
@@ -245,33 +248,14 @@ func splitSweep(cells []Cell, axis string) ([]series, []string, error) {
 		}
 		all[k].cells = append(all[k].cells, c)
 		if k == 0 {
-			cur := reflect.ValueOf(x)
-			down = down || prev.IsValid() && !less(prev, cur)
-			prev = cur
-			xs = append(xs, axisText(x))
+			down, prev = down || x <= prev, x
+			xs = append(xs, strconv.FormatFloat(x, 'f', -1, 64))
 		}
 	}
 	if down {
 		return nil, nil, spec.Input(fmt.Errorf("--%s %s: a sweep goes up; give the values in increasing order, each once", axis, strings.Join(xs, ",")))
 	}
 	return all, xs, nil
-}
-
-// axisText writes a value of a sweep's axis as the sweep's document
-// shows it (results.Sweep.AxisValue): "8", "2.5", "1000000".
-func axisText(v any) string {
-	rv := reflect.ValueOf(v)
-	if rv.CanInt() {
-		return strconv.FormatInt(rv.Int(), 10)
-	}
-	return strconv.FormatFloat(rv.Float(), 'f', -1, 64)
-}
-
-func less(a, b reflect.Value) bool {
-	if a.CanInt() {
-		return a.Int() < b.Int()
-	}
-	return a.Float() < b.Float()
 }
 
 // parseStops reads the stop conditions: absolute gate thresholds, or

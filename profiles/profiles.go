@@ -117,7 +117,7 @@ func parse(source string, data []byte) (*Profile, error) {
 		return nil, err
 	}
 	if _, errs := workload.Resolve(check.Spec); len(errs) > 0 {
-		return nil, locate(source, specNode(root), errs)
+		return nil, locate(source, lookup(root, "spec"), errs)
 	}
 	for i, text := range doc.Thresholds {
 		if _, err := analysis.ParseThreshold(text); err != nil {
@@ -224,9 +224,6 @@ func lookupKey(m *yaml.Node, key string) (k, v *yaml.Node) {
 	}
 	return nil, nil
 }
-
-// specNode returns the spec mapping of a profile, or nil.
-func specNode(root *yaml.Node) *yaml.Node { return lookup(root, "spec") }
 
 // locate prefixes each validation error with the profile's file and the
 // line of the field it names (spec.writers, spec.settings.hard, ...).

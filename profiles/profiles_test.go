@@ -303,7 +303,7 @@ spec:
 	}
 	for _, tt := range tests {
 		t.Run(tt.err.Field, func(t *testing.T) {
-			if got := locate("p.yaml", specNode(root), field.ErrorList{tt.err}).Error(); got != tt.want {
+			if got := locate("p.yaml", lookup(root, "spec"), field.ErrorList{tt.err}).Error(); got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})

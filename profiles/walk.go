@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -66,12 +67,12 @@ func (w *walker) mapping(m *yaml.Node, t reflect.Type, path string) {
 			continue
 		}
 		seen[k.Value] = k.Line
-		f, ok := find(fields, k.Value)
-		if !ok {
+		i := slices.IndexFunc(fields, func(f yamlField) bool { return f.name == k.Value })
+		if i < 0 {
 			w.fail(k, "unknown field %q %s %s", k.Value, where(path), hint(k.Value, fields))
 			continue
 		}
-		w.value(k, v, f.typ, join(path, f.name))
+		w.value(k, v, fields[i].typ, strings.TrimPrefix(path+"."+fields[i].name, "."))
 	}
 }
 
@@ -140,22 +141,6 @@ func expects(t reflect.Type) string {
 		return "a number"
 	}
 	return "a single value"
-}
-
-func find(fields []yamlField, name string) (yamlField, bool) {
-	for _, f := range fields {
-		if f.name == name {
-			return f, true
-		}
-	}
-	return yamlField{}, false
-}
-
-func join(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
 }
 
 func where(path string) string {

@@ -165,34 +165,33 @@ func (s *Spec) validateWriters() field.ErrorList {
 
 func (s *Spec) validateStrategy(t Traits) field.ErrorList {
 	var errs field.ErrorList
+	// The strategy, then each of its options with the strategy it is for.
+	options := []struct {
+		name string
+		set  bool
+		only Strategy
+	}{
+		{"strategy", s.Strategy != "", ""}, {"unconditional", s.Unconditional, StrategyUpdate}, {"backoff", s.Backoff != nil, StrategyRetry},
+		{"patchType", s.PatchType != "", StrategyPatch}, {"patchPrecondition", s.PatchPrecondition, StrategyPatch},
+		{"fieldManager", s.FieldManager != "", StrategySSA}, {"force", s.Force, StrategySSA},
+	}
 	if !t.Strategies {
-		set := map[string]bool{
-			"strategy": s.Strategy != "", "unconditional": s.Unconditional, "backoff": s.Backoff != nil,
-			"patchType": s.PatchType != "", "patchPrecondition": s.PatchPrecondition,
-			"fieldManager": s.FieldManager != "", "force": s.Force,
-		}
-		for _, name := range []string{"strategy", "unconditional", "backoff", "patchType", "patchPrecondition", "fieldManager", "force"} {
-			if set[name] {
-				errs = append(errs, field.Forbidden(field.NewPath(name), "this scenario has no write strategies: drop it"))
+		for _, o := range options {
+			if o.set {
+				errs = append(errs, field.Forbidden(field.NewPath(o.name), "this scenario has no write strategies: drop it"))
 			}
 		}
 		return errs
 	}
 	errs = append(errs, OneOf(field.NewPath("strategy"), s.Strategy, Strategies, "strategy")...)
-	only := func(name string, set bool, want Strategy) {
-		if set && s.Strategy != want {
-			errs = append(errs, field.Forbidden(field.NewPath(name), fmt.Sprintf("applies only to strategy %s, not %s: drop it", want, s.Strategy)))
-		}
-	}
 	if b := s.Backoff; s.Strategy == StrategyRetry && b != nil && (b.Steps < 1 || b.Duration < 0 || !(b.Factor >= 0) || !(b.Jitter >= 0)) {
 		errs = append(errs, field.Invalid(field.NewPath("backoff"), b.String(), "needs at least 1 step and no negative duration, factor or jitter (--backoff)"))
 	}
-	only("unconditional", s.Unconditional, StrategyUpdate)
-	only("backoff", s.Backoff != nil, StrategyRetry)
-	only("patchType", s.PatchType != "", StrategyPatch)
-	only("patchPrecondition", s.PatchPrecondition, StrategyPatch)
-	only("fieldManager", s.FieldManager != "", StrategySSA)
-	only("force", s.Force, StrategySSA)
+	for _, o := range options[1:] {
+		if o.set && s.Strategy != o.only {
+			errs = append(errs, field.Forbidden(field.NewPath(o.name), fmt.Sprintf("applies only to strategy %s, not %s: drop it", o.only, s.Strategy)))
+		}
+	}
 	if s.Strategy == StrategyPatch {
 		errs = append(errs, OneOf(field.NewPath("patchType"), s.PatchType, PatchTypes, "patch-type")...)
 		if s.PatchPrecondition && s.PatchType == PatchJSON {

@@ -135,8 +135,7 @@ type Spec struct {
 	Scenario string `json:"scenario" yaml:"scenario" flag:"scenario" help:"what the writers do: counter (the default), leader-election, quota, controller-status (see 'kb-bench scenarios')"`
 	// Writers is the number of concurrent writers.
 	Writers int `json:"writers" yaml:"writers" flag:"writers" help:"concurrent writers"`
-	// Clients is the number of separate client-go clients (connections);
-	// writers are spread over them round-robin.
+	// Clients is the number of client-go clients the writers share, round-robin.
 	Clients int `json:"clients" yaml:"clients" flag:"clients" help:"separate client-go clients (connections) the writers are spread over"`
 
 	// Strategy is how writers write, for scenarios that have strategies.
@@ -154,8 +153,7 @@ type Spec struct {
 	// Force takes field ownership on apply conflicts.
 	Force bool `json:"force,omitempty" yaml:"force" flag:"force" help:"ssa: force field ownership on conflicts"`
 
-	// Rate, when > 0, runs an open loop at this many operations per second
-	// in total; 0 is a closed loop.
+	// Rate, when > 0, runs an open loop at this many operations per second.
 	Rate float64 `json:"rate,omitempty" yaml:"rate" flag:"rate" help:"open loop: operations per second in total (0: closed loop)"`
 	// MaxInFlight bounds concurrent operations in an open loop (default: Writers).
 	MaxInFlight int `json:"maxInFlight,omitempty" yaml:"maxInFlight" flag:"max-in-flight" help:"open loop: most operations in flight (default: writers)"`
@@ -171,9 +169,7 @@ type Spec struct {
 	OpTimeout Duration `json:"opTimeout" yaml:"opTimeout" flag:"op-timeout" help:"bound on one operation, retries included"`
 
 	// Shards, when > 0, spreads the writers (and an open loop's rate)
-	// over this many shard processes started by Runner, coordinated
-	// through the apiserver under test; their results merge into one,
-	// exactly. 0 runs every writer in kb-bench's own process.
+	// over this many shard processes started by Runner.
 	Shards int `json:"shards,omitempty" yaml:"shards" flag:"shards" help:"spread the writers over this many shard processes (kb-bench shard) started by --runner and merge their results exactly (0: all in this process)"`
 	// Runner starts the shards (default process).
 	Runner Runner `json:"runner,omitempty" yaml:"runner" flag:"runner" help:"with --shards: process (local processes, the default) or job (an Indexed Job in the run's namespace)"`
@@ -184,9 +180,7 @@ type Spec struct {
 	Target Target `json:"target" yaml:"target"`
 	// Keep leaves the run's namespace in place at the end.
 	Keep bool `json:"keep,omitempty" yaml:"keep" flag:"keep" help:"keep the run's namespace (or, with --namespace, its objects) instead of deleting it"`
-	// Namespace is an existing namespace to run in: kb-bench then creates
-	// and deletes only its own labelled objects there, and never the
-	// namespace. Empty: a namespace of the run's own, kb-bench-<run id>.
+	// Namespace is an existing namespace to run in ("": one of the run's own).
 	Namespace string `json:"namespace,omitempty" yaml:"namespace" flag:"namespace" help:"run in this existing namespace, with only the permissions 'kb-bench rbac' lists: kb-bench creates and deletes only its own labelled objects there, never the namespace (default: a namespace of its own, kb-bench-<run-id>)"`
 
 	// Settings are the scenario's own settings as plain data (JSON
@@ -204,10 +198,8 @@ type Client struct {
 	ContentType ContentType `json:"contentType" yaml:"contentType" flag:"content-type" help:"default (client-go's own: protobuf for built-in types, JSON for apply patches), json, protobuf or cbor; the result records what was negotiated"`
 	// UserAgent sent with every request (default kb-bench/<version>).
 	UserAgent string `json:"userAgent,omitempty" yaml:"userAgent" flag:"user-agent" help:"user agent (default kb-bench/<version>)"`
-	// Latency is a round trip added to every request between kb-bench's
-	// clients and the apiserver, in kb-bench's own transport: half before
-	// the request is sent, half after its answer arrives, as a network
-	// would. Jitter varies each half by up to plus or minus half of it.
+	// Latency is a round trip added to every request in kb-bench's own
+	// transport, half each way; Jitter varies each half by up to half of it.
 	Latency Duration `json:"latency,omitzero" yaml:"latency" flag:"client-latency" help:"round trip added to every request between the clients and the apiserver (half each way, in kb-bench's transport), e.g. 1ms for a controller in the same region (default none)"`
 	Jitter  Duration `json:"jitter,omitzero" yaml:"jitter" flag:"client-jitter" help:"with --client-latency: each request's round trip varies uniformly by up to this much either way"`
 }
@@ -222,29 +214,23 @@ type Target struct {
 	Context string `json:"context,omitempty" yaml:"context" flag:"context" help:"kubeconfig context to use; alone, a context of $KUBECONFIG or ~/.kube/config"`
 	// KindCluster names the kind cluster, for TargetKindCluster.
 	KindCluster string `json:"kindCluster,omitempty" yaml:"kindCluster" flag:"kind-cluster" help:"kind cluster name for --target kind (default kind); created for the run when it does not exist"`
-	// KindNodeImage is the node image of a kind cluster kb-bench creates
-	// for the run; KeepCluster keeps that cluster after it.
-	KindNodeImage string `json:"kindNodeImage,omitempty" yaml:"kindNodeImage" flag:"node-image" help:"kind target: node image of a cluster created for the run (default: kind's own, kindest/node pinned by the kind kb-bench links)"`
-	// KindPull says when the node image of a cluster created for the run
-	// is pulled: missing (the default, as kind does), never or always.
-	KindPull    PullPolicy `json:"kindPull,omitempty" yaml:"kindPull" flag:"pull" help:"kind target: pull the node image of a cluster created for the run when it is missing (as kind does), never (air-gapped: load it first) or always"`
-	KeepCluster bool       `json:"keepCluster,omitempty" yaml:"keepCluster" flag:"keep-cluster" help:"kind target: keep a cluster created for the run (see 'kb-bench kind down')"`
+	// KindNodeImage, KindPull and KeepCluster are for a kind cluster
+	// created for the run: its node image, when to pull it, and keeping it.
+	KindNodeImage string     `json:"kindNodeImage,omitempty" yaml:"kindNodeImage" flag:"node-image" help:"kind target: node image of a cluster created for the run (default: kind's own, kindest/node pinned by the kind kb-bench links)"`
+	KindPull      PullPolicy `json:"kindPull,omitempty" yaml:"kindPull" flag:"pull" help:"kind target: pull the node image of a cluster created for the run when it is missing (as kind does), never (air-gapped: load it first) or always"`
+	KeepCluster   bool       `json:"keepCluster,omitempty" yaml:"keepCluster" flag:"keep-cluster" help:"kind target: keep a cluster created for the run (see 'kb-bench kind down')"`
 	// Storage is where the local control plane keeps etcd's data.
 	Storage Storage `json:"storage,omitempty" yaml:"storage" flag:"storage" help:"local control plane etcd storage: disk or memory (/dev/shm)"`
 	// ControlPlaneBin is a directory holding kube-apiserver and etcd.
 	ControlPlaneBin string `json:"controlPlaneBin,omitempty" yaml:"controlPlaneBin" flag:"control-plane-bin" help:"directory holding kube-apiserver and etcd"`
 	// ControllerManager adds upstream kube-controller-manager to the local
-	// control plane: namespace deletion, quota status, garbage collection
-	// and service accounts done by the real controllers.
+	// control plane.
 	ControllerManager bool `json:"controllerManager,omitempty" yaml:"controllerManager" flag:"controller-manager" help:"local target: also run upstream kube-controller-manager, so the real controllers delete namespaces, fill quota status and collect garbage"`
 	// APIServers is how many kube-apiservers the local control plane runs
-	// on its one etcd (0 means 1). Client i talks to apiserver i mod N
-	// for the whole run, as a client behind a load balancer keeps its
-	// connection.
+	// on its one etcd (0 means 1); client i talks to apiserver i mod N.
 	APIServers int `json:"apiservers,omitempty" yaml:"apiservers" flag:"apiservers" help:"local target: run this many kube-apiservers on one etcd; client i sticks to apiserver i mod N (default 1; --clients defaults to N)"`
-	// EtcdLatency is a round trip added between the local apiservers and
-	// etcd by a delaying TCP proxy kb-bench runs in front of etcd (half
-	// each way); EtcdJitter varies it as Client.Jitter does.
+	// EtcdLatency and EtcdJitter delay the local apiservers' etcd, as
+	// Client's delay its requests, through a TCP proxy.
 	EtcdLatency Duration `json:"etcdLatency,omitzero" yaml:"etcdLatency" flag:"etcd-latency" help:"local target: round trip added between the apiservers and etcd by a delaying TCP proxy (half each way), e.g. 2ms for etcd across zones, 10ms for slow disks (default none)"`
 	EtcdJitter  Duration `json:"etcdJitter,omitzero" yaml:"etcdJitter" flag:"etcd-jitter" help:"with --etcd-latency: each round trip varies uniformly by up to this much either way"`
 }
