@@ -70,8 +70,11 @@ func TestClientsHaveTheirOwnConnections(t *testing.T) {
 			}
 			get(t, kube)
 		}
-		if got := conns.Load(); got != 1 {
-			t.Fatalf("3 clientsets from equal configs made %d connections; this test expects client-go's transport cache to share 1", got)
+		// Shared, they make fewer connections than clientsets: one, or
+		// two when net/http had to dial again (seen once on a loaded
+		// machine).
+		if got := conns.Load(); got >= 3 {
+			t.Fatalf("3 clientsets from equal configs made %d connections; this test expects client-go's transport cache to share them", got)
 		}
 	})
 	for _, n := range []int{1, 3} {
@@ -89,8 +92,13 @@ func TestClientsHaveTheirOwnConnections(t *testing.T) {
 					get(t, c.Kube)
 				}
 			}
-			if got := conns.Load(); got != int64(n) {
-				t.Errorf("%d clients made %d connections, want %d", n, got, n)
+			// A connection each: shared ones would be fewer. net/http may
+			// dial again when one is lost, so more is logged, not failed.
+			switch got := conns.Load(); {
+			case got < int64(n):
+				t.Errorf("%d clients made %d connections, want one each", n, got)
+			case got > int64(n):
+				t.Logf("%d clients made %d connections: net/http dialed again", n, got)
 			}
 			get := metrics.RequestKey{EndpointKey: metrics.EndpointKey{Verb: "GET", Resource: "configmaps"}, Code: "200"}
 			for _, c := range clients {
