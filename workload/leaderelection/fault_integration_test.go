@@ -171,7 +171,16 @@ func TestPauseOnLocalControlPlane(t *testing.T) {
 				t.Errorf("the pause lasted %s, want %s", f.Duration, pause)
 			}
 			if f.StoppedAfter < f.Duration {
-				t.Errorf("the victim stepped down %s into a %s pause: a frozen process cannot", f.StoppedAfter, f.Duration)
+				// The fault's time is taken before SIGSTOP is sent, so a
+				// leader whose renewal failed on its own just then (a
+				// loaded machine) steps down before it freezes: before
+				// anyone took the Lease. Stepping down after the taking,
+				// within the pause, only a process still running can do.
+				if f.Taken && f.Detection < 0 {
+					t.Logf("the victim stepped down %s after the pause was ordered, %s before the Lease was taken: it lost the Lease on its own before it froze, so there is no frozen leader to measure", f.StoppedAfter, -f.Detection)
+					return
+				}
+				t.Errorf("the victim stepped down %s into a %s pause, after the Lease was taken: a frozen process cannot", f.StoppedAfter, f.Duration)
 			}
 			if lock == leaderelection.LockWatch {
 				if after := f.StoppedAfter - f.Duration; after >= slowRetry {
