@@ -28,7 +28,7 @@ func TestShowPrintsWhatTheRunPrinted(t *testing.T) {
 		{"counter as json", []string{"run", "--writers", "4", "--duration", "1s", "-o", "json"}},
 		{"quota", []string{"run", "--scenario", "quota", "--duration", "2s"}},
 		{"controller-status", []string{"run", "--scenario", "controller-status", "--duration", "2s"}},
-		{"leader election with a fault", append([]string{"run"}, append(pauseArgs, "--duration", "5s")...)},
+		{"leader election with a fault", append([]string{"run"}, append(pauseArgs, "--duration", "6s")...)},
 		{"shards", []string{"run", "--shards", "2", "--writers", "4", "--duration", "2s"}},
 		{"a set", []string{"run", "--count", "2", "--duration", "1s"}},
 		{"a matrix", []string{"run", "--strategy", "update,ssa", "--count", "2", "--duration", "1s"}},

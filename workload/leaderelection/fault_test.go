@@ -278,3 +278,20 @@ func TestFaultRows(t *testing.T) {
 		t.Errorf("Rows() =\n%q\nwant\n%q", got, want)
 	}
 }
+
+// A fault asked for too late to be seen is refused up front: the run
+// would skip it (failoverLoop) and report no injection.
+func TestSettingsValidateFaultFitsTheWindow(t *testing.T) {
+	set := Settings{Fault: FaultPause, FaultAt: spec.D(2 * time.Second), FaultDuration: spec.D(5 * time.Second)}
+	set.Default(&spec.Spec{})
+	for _, tt := range []struct {
+		window      time.Duration
+		field, says string
+	}{
+		{11 * time.Second, "", ""},
+		{10 * time.Second, "settings.faultAt", "use --duration 11s or more"},
+	} {
+		s := &spec.Spec{Writers: 3, Duration: spec.D(tt.window)}
+		wantOneError(t, set.Validate(s, field.NewPath("settings")), tt.field, tt.says)
+	}
+}

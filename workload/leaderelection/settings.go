@@ -172,6 +172,17 @@ func (c *Settings) validateFault(s *spec.Spec, p *field.Path) field.ErrorList {
 	if fault != FaultSkew && c.FaultAt.Duration == 0 && c.FailoverEvery.Duration == 0 {
 		errs = append(errs, field.Required(p.Child("faultAt"), "say when to inject the fault: --fault-at (once) or --failover-every (repeatedly)"))
 	}
+	// A fault is injected only when its end and the Lease changing hands
+	// after it fall in the measured window (failoverLoop): one asked for
+	// at a time that leaves no room would silently not happen.
+	if need := c.FaultAt.Duration + c.FaultDuration.Duration + c.LeaseDuration.Duration; fault != FaultSkew && c.FaultAt.Duration > 0 && s != nil && s.Duration.Duration > 0 && need > s.Duration.Duration {
+		what := fmt.Sprintf("the %s at %s", fault, c.FaultAt)
+		if c.FaultDuration.Duration > 0 {
+			what += ", its " + c.FaultDuration.String()
+		}
+		errs = append(errs, field.Invalid(p.Child("faultAt"), c.FaultAt.String(),
+			fmt.Sprintf("%s and a lease of %s after it must fit in the %s measured window, or it is not injected: use --duration %s or more, or an earlier --fault-at", what, c.LeaseDuration, s.Duration, need)))
+	}
 	if (fault == FaultPartition || fault == FaultPause) && c.FaultAt.Duration == 0 && c.FailoverEvery.Duration > 0 && c.FailoverEvery.Duration <= c.FaultDuration.Duration {
 		errs = append(errs, field.Invalid(p.Child("failoverEvery"), c.FailoverEvery.String(),
 			fmt.Sprintf("a %s repeats only after the previous one ended: use more than --fault-duration %s", fault, c.FaultDuration)))
