@@ -1055,3 +1055,34 @@ func TestShardStoppedFailsRun(t *testing.T) {
 	failsNamingShard(t, cmd, lines, stderr, "has reported no progress for")
 	waitClean(t, tmp)
 }
+
+// Output to a pipe nobody reads any more (kb-bench run 2>&1 | head) does
+// not kill the run: it still measures, saves its result and leaves
+// nothing behind; what it could not print makes it exit 1, not die of
+// SIGPIPE.
+func TestClosedOutputPipeStillSavesAndCleansUp(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // every write to the pipe now fails
+	cmd := exec.Command(bin, "run", "--control-plane-bin", cpBin, "--out", out, "--writers", "2", "--duration", "1s")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "HOME="+tmp, "XDG_STATE_HOME="+tmp)
+	cmd.Stdout, cmd.Stderr = w, w
+	err = cmd.Run()
+	w.Close()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("kb-bench with its output pipe closed: %v, want exit status 1 (its summary could not be written), not death by SIGPIPE", err)
+	}
+	res, err := store.Read(out)
+	if err != nil {
+		t.Fatalf("no result saved: %v", err)
+	}
+	if res.Interrupted || res.Summary.Ops == 0 {
+		t.Errorf("result interrupted=%v ops=%d, want the whole run measured", res.Interrupted, res.Summary.Ops)
+	}
+	waitClean(t, tmp)
+}

@@ -57,6 +57,11 @@ func Main(version string) int {
 	if status, ok := leaderelection.CandidateMain(); ok {
 		return status
 	}
+	// Output to a pipe that closed (kb-bench run 2>&1 | head) fails to
+	// write instead of killing the process (Go's default for stdout and
+	// stderr), so that the run still saves its result and deletes what it
+	// made on the target.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), interruptSignals...)
 	defer stop()
 	go onInterrupt(ctx, stop, os.Stderr, os.Exit)
