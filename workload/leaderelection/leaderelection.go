@@ -258,7 +258,7 @@ func (r *election) failoverLoop(ctx context.Context) {
 			if slot, l, ok := r.currentLeader(); ok && l.id == armedFor {
 				end := r.warmupEnd.Add(r.env.Spec.Duration.Duration)
 				switch {
-				case fault != "" && time.Until(end) < r.set.FaultDuration.Duration+r.set.LeaseDuration.Duration:
+				case fault != "" && time.Until(end) < r.set.seenAfterFault():
 					// Too close to the end of the measured window for
 					// what follows it to be seen: the fault's end, and
 					// the Lease changing hands after it.

@@ -175,7 +175,7 @@ func (c *Settings) validateFault(s *spec.Spec, p *field.Path) field.ErrorList {
 	// A fault is injected only when its end and the Lease changing hands
 	// after it fall in the measured window (failoverLoop): one asked for
 	// at a time that leaves no room would silently not happen.
-	if need := c.FaultAt.Duration + c.FaultDuration.Duration + c.LeaseDuration.Duration; fault != FaultSkew && c.FaultAt.Duration > 0 && s != nil && s.Duration.Duration > 0 && need > s.Duration.Duration {
+	if need := c.FaultAt.Duration + c.seenAfterFault(); fault != FaultSkew && c.FaultAt.Duration > 0 && s != nil && s.Duration.Duration > 0 && need > s.Duration.Duration {
 		what := fmt.Sprintf("the %s at %s", fault, c.FaultAt)
 		if c.FaultDuration.Duration > 0 {
 			what += ", its " + c.FaultDuration.String()
@@ -188,6 +188,14 @@ func (c *Settings) validateFault(s *spec.Spec, p *field.Path) field.ErrorList {
 			fmt.Sprintf("a %s repeats only after the previous one ended: use more than --fault-duration %s", fault, c.FaultDuration)))
 	}
 	return errs
+}
+
+// seenAfterFault is how much of the measured window a fault needs after
+// it starts for what follows it to be seen: its own end, and the Lease
+// changing hands a lease later. failoverLoop injects no fault with less
+// left; Validate refuses a --fault-at that leaves less.
+func (c *Settings) seenAfterFault() time.Duration {
+	return c.FaultDuration.Duration + c.LeaseDuration.Duration
 }
 
 // Describe is the run in a few words, e.g. "3 candidates on one Lease,
