@@ -35,15 +35,15 @@ func Samples(label string, rs []*Result, where []string) ([]*Result, []string, e
 		return fmt.Sprintf("sample %d", i+1)
 	}
 	var kept []*Result
-	var ids []string           // run ids, in the order first seen
-	seen := map[string][]int{} // run id -> indices in rs
+	var ids []string              // run ids, in the order first seen
+	seen := map[string][]string{} // run id -> where each copy was
 	for i, r := range rs {
 		if diff := workloadDiff(rs[0], r); diff != "" {
 			return nil, nil, fmt.Errorf("%s: its samples are not of one workload: %s (run %s) %s %s (run %s): a side's samples repeat one workload; pass each workload as a side of its own",
 				label, name(i), r.RunID, diff, name(0), rs[0].RunID)
 		}
 		if r.RunID != "" {
-			if seen[r.RunID] = append(seen[r.RunID], i); len(seen[r.RunID]) > 1 {
+			if seen[r.RunID] = append(seen[r.RunID], name(i)); len(seen[r.RunID]) > 1 {
 				continue
 			}
 			ids = append(ids, r.RunID)
@@ -53,11 +53,7 @@ func Samples(label string, rs []*Result, where []string) ([]*Result, []string, e
 	var notes []string
 	for _, id := range ids {
 		if at := seen[id]; len(at) > 1 {
-			var paths []string
-			for _, i := range at {
-				paths = append(paths, name(i))
-			}
-			notes = append(notes, fmt.Sprintf("%s: run %s is there %d times (%s): it counts as one sample, not %d", label, id, len(at), strings.Join(paths, ", "), len(at)))
+			notes = append(notes, fmt.Sprintf("%s: run %s is there %d times (%s): it counts as one sample, not %d", label, id, len(at), strings.Join(at, ", "), len(at)))
 		}
 	}
 	return kept, notes, nil

@@ -44,12 +44,7 @@ func ReadSide(path string) (side results.Side, notes []string, err error) {
 	case exists(filepath.Join(dir, SweepFile)):
 		return side, nil, sweepNotASide(dir)
 	case exists(filepath.Join(dir, ResultFile)) && fi.IsDir():
-		r, err := Read(dir)
-		if err != nil {
-			return side, nil, err
-		}
-		side.Results, side.Files = []*results.Result{r}, []string{filepath.Join(dir, ResultFile)}
-		return side, nil, nil
+		side.Results, where, err = readResults([]string{dir})
 	case exists(filepath.Join(dir, SetFile)):
 		side.Files = []string{filepath.Join(dir, SetFile)}
 		side.Results, where, err = readSet(dir)
@@ -70,7 +65,6 @@ func ReadSide(path string) (side results.Side, notes []string, err error) {
 	return side, notes, err
 }
 
-// exists reports whether path names something.
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
@@ -104,22 +98,27 @@ func readResultDirs(dir string) ([]*results.Result, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var rs []*results.Result
 	var where []string
 	for _, e := range entries {
-		sub := filepath.Join(dir, e.Name())
-		if !e.IsDir() || !exists(filepath.Join(sub, ResultFile)) {
-			continue
+		if sub := filepath.Join(dir, e.Name()); e.IsDir() && exists(filepath.Join(sub, ResultFile)) {
+			where = append(where, sub)
 		}
-		r, err := Read(sub)
+	}
+	if len(where) == 0 {
+		return nil, nil, errors.New(dir + " holds no result: pass a result directory, its result.json, a set of samples, or a directory of result directories")
+	}
+	return readResults(where)
+}
+
+// readResults reads the result in each directory of where.
+func readResults(where []string) ([]*results.Result, []string, error) {
+	rs := make([]*results.Result, len(where))
+	for i, dir := range where {
+		r, err := Read(dir)
 		if err != nil {
 			return nil, nil, err
 		}
-		rs = append(rs, r)
-		where = append(where, sub)
-	}
-	if len(rs) == 0 {
-		return nil, nil, errors.New(dir + " holds no result: pass a result directory, its result.json, a set of samples, or a directory of result directories")
+		rs[i] = r
 	}
 	return rs, where, nil
 }
