@@ -45,7 +45,7 @@ func Decode(rd io.Reader) (*Result, error) {
 		return nil, fmt.Errorf("kind is %q, not %q: this is not a kb-bench result document", head.Kind, KindResult)
 	}
 	if head.APIVersion != APIVersion && head.APIVersion != OlderAPIVersion {
-		if newer, ok := newerVersion(head.APIVersion, APIVersion); ok && newer {
+		if newer, _ := newerVersion(head.APIVersion); newer {
 			return nil, fmt.Errorf("apiVersion %s is newer than this kb-bench reads (%s): upgrade kb-bench to read it", head.APIVersion, APIVersion)
 		}
 		return nil, fmt.Errorf("apiVersion %q is not supported: this kb-bench reads %s and %s", head.APIVersion, APIVersion, OlderAPIVersion)
@@ -68,24 +68,21 @@ func Decode(rd io.Reader) (*Result, error) {
 	return &r, nil
 }
 
-// newerVersion reports whether apiVersion a ("kb-bench.io/v1beta2") is
-// newer than b in Kubernetes version order (v1alpha1 < v1beta1 < v1 < v2alpha1);
-// ok is false when either is not a kb-bench.io version.
-func newerVersion(a, b string) (newer, ok bool) {
-	ka, oka := versionKey(a)
-	kb, okb := versionKey(b)
-	if !oka || !okb {
-		return false, false
-	}
-	return slices.Compare(ka[:], kb[:]) > 0, true
+// newerVersion reports whether apiVersion v ("kb-bench.io/v1beta2") is
+// newer than APIVersion in Kubernetes version order (v1alpha1 < v1beta1 <
+// v1 < v2alpha1); ok is false when v is not a kb-bench.io version.
+func newerVersion(v string) (newer, ok bool) {
+	key, ok := versionKey(v)
+	current, _ := versionKey(APIVersion)
+	return ok && slices.Compare(key, current) > 0, ok
 }
 
 // versionKey orders "kb-bench.io/vMAJOR[alpha|betaN]" as (major, stage, n)
 // with stage alpha=0, beta=1, GA=2.
-func versionKey(apiVersion string) ([3]int, bool) {
+func versionKey(apiVersion string) ([]int, bool) {
 	group, v, found := strings.Cut(apiVersion, "/")
 	if !found || group != strings.Split(APIVersion, "/")[0] || !strings.HasPrefix(v, "v") {
-		return [3]int{}, false
+		return nil, false
 	}
 	major, stage, n := v[1:], 2, "0"
 	for i, name := range []string{"alpha", "beta"} {
@@ -97,15 +94,15 @@ func versionKey(apiVersion string) ([3]int, bool) {
 	mj, err1 := strconv.Atoi(major)
 	nn, err2 := strconv.Atoi(n)
 	if err1 != nil || err2 != nil {
-		return [3]int{}, false
+		return nil, false
 	}
-	return [3]int{mj, stage, nn}, true
+	return []int{mj, stage, nn}, true
 }
 
 // readableVersion says why a document of apiVersion v (a set's or a
 // sweep's) cannot be read; nil when it can (this version or an older one).
 func readableVersion(v string) error {
-	if newer, ok := newerVersion(v, APIVersion); !ok || newer {
+	if newer, ok := newerVersion(v); !ok || newer {
 		return fmt.Errorf("apiVersion %q, which this kb-bench (%s) cannot read: use a newer kb-bench", v, APIVersion)
 	}
 	return nil
