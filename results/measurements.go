@@ -24,7 +24,7 @@ func FromSnapshot(s metrics.Snapshot, c ClientStats) Measurements {
 		Outcomes:      metrics.OutcomeMap(s.Outcomes[:]),
 		ReadOutcomes:  metrics.OutcomeMap(s.AttemptOutcomes[metrics.Read][:]),
 		WriteOutcomes: metrics.OutcomeMap(s.AttemptOutcomes[metrics.Write][:]),
-		Attempts:      trimZeros(append([]int64(nil), s.Attempts...)),
+		Attempts:      trimZeros(s.Attempts),
 		GaveUp:        s.GaveUp,
 		Late:          s.Late,
 		Dropped:       s.Dropped,
@@ -76,15 +76,14 @@ func (m Measurements) Snapshot() (metrics.Snapshot, error) {
 	return s, nil
 }
 
-// trimZeros drops trailing zero buckets so equal distributions compare equal.
+// trimZeros is a copy of a (never nil) without its trailing zero buckets,
+// so equal distributions compare equal.
 func trimZeros(a []int64) []int64 {
-	for len(a) > 0 && a[len(a)-1] == 0 {
-		a = a[:len(a)-1]
+	n := len(a)
+	for n > 0 && a[n-1] == 0 {
+		n--
 	}
-	if a == nil {
-		return []int64{}
-	}
-	return a
+	return append([]int64{}, a[:n]...)
 }
 
 // Histogram decodes the named Hist* histogram; ok is false when the run did
