@@ -78,13 +78,11 @@ func WeakPercentile(name string, q float64, n int64) string {
 func WeakPercentiles(n int64, names ...string) string {
 	var parts []string
 	for _, name := range names {
-		w := WeakPercentile(name, quantiles[name], n)
-		switch {
-		case w == "":
-		case len(parts) == 0:
-			parts = append(parts, w)
-		default:
-			parts = append(parts, name+" = "+tailOp(quantiles[name], n))
+		if op := tailOp(quantiles[name], n); op != "" {
+			if len(parts) == 0 {
+				name = fmt.Sprintf("%s of %d ops", name, n)
+			}
+			parts = append(parts, name+" = "+op)
 		}
 	}
 	return strings.Join(parts, ", ")
