@@ -37,22 +37,23 @@ func NewSweepPoint(value float64, dir string, samples []*results.Result) results
 	return p
 }
 
-// fitCost fits the apiserver's CPU per successful write against writers,
-// when every point measured it.
-func fitCost(points []results.SweepPoint) (*results.CostFit, string) {
-	n := make([]float64, 0, len(points))
-	y := make([]float64, 0, len(points))
+// fit fits a model (FitUSL, FitCost) to the figure y reads of each point
+// against its axis value, when every point measured it (ok); the note
+// says why there is no model.
+func fit[M any](points []results.SweepPoint, y func(results.SweepPoint) (v float64, ok bool), model func(n, y []float64) (*M, error)) (*M, string) {
+	var ns, ys []float64
 	for _, p := range points {
-		if p.Cost == nil {
+		v, ok := y(p)
+		if !ok {
 			return nil, ""
 		}
-		n, y = append(n, p.Value), append(y, p.Cost.ApiserverPerWrite.Seconds())
+		ns, ys = append(ns, p.Value), append(ys, v)
 	}
-	f, err := FitCost(n, y)
+	m, err := model(ns, ys)
 	if err != nil {
 		return nil, err.Error()
 	}
-	return f, ""
+	return m, ""
 }
 
 // pointCost is the medians of the samples' cost (nil unless every sample
@@ -91,16 +92,13 @@ func Analyze(s *results.Sweep) {
 		ser.Model, ser.ModelNote = nil, ""
 		ser.CostModel, ser.CostModelNote = nil, ""
 		if s.Axis == "writers" {
-			n := make([]float64, len(ser.Points))
-			x := make([]float64, len(ser.Points))
-			for j, p := range ser.Points {
-				n[j], x[j] = p.Value, p.WriteThroughput
-			}
-			var err error
-			if ser.Model, err = FitUSL(n, x); err != nil {
-				ser.ModelNote = err.Error()
-			}
-			ser.CostModel, ser.CostModelNote = fitCost(ser.Points)
+			ser.Model, ser.ModelNote = fit(ser.Points, func(p results.SweepPoint) (float64, bool) { return p.WriteThroughput, true }, FitUSL)
+			ser.CostModel, ser.CostModelNote = fit(ser.Points, func(p results.SweepPoint) (float64, bool) {
+				if p.Cost == nil {
+					return 0, false
+				}
+				return p.Cost.ApiserverPerWrite.Seconds(), true
+			}, FitCost)
 		} else {
 			ser.ModelNote = "the USL models throughput against concurrency: fitted for writers sweeps only"
 		}
