@@ -11,6 +11,7 @@ package results
 
 import (
 	"encoding/json"
+	"maps"
 	"time"
 
 	"github.com/kb-bench/kb-bench/metrics"
@@ -208,22 +209,14 @@ func (c ClientStats) Plus(d ClientStats, k int64) ClientStats {
 // AddCounts returns a copy of a plus k times b, without the keys that come
 // to nothing; nil when nothing is left.
 func AddCounts[K comparable](a, b map[K]int64, k int64) map[K]int64 {
-	var sum map[K]int64
-	for key, n := range a {
-		if n != 0 {
-			if sum == nil {
-				sum = map[K]int64{}
-			}
-			sum[key] = n
-		}
-	}
+	sum := map[K]int64{}
+	maps.Copy(sum, a)
 	for key, n := range b {
-		if sum == nil {
-			sum = map[K]int64{}
-		}
-		if sum[key] += k * n; sum[key] == 0 {
-			delete(sum, key)
-		}
+		sum[key] += k * n
+	}
+	maps.DeleteFunc(sum, func(_ K, n int64) bool { return n == 0 })
+	if len(sum) == 0 {
+		return nil
 	}
 	return sum
 }
