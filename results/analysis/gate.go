@@ -159,30 +159,23 @@ func parseGateValue(u Unit, s string) (float64, error) {
 		if !ok {
 			return 0, fmt.Errorf("%s: write a rate as a percentage, e.g. 50%% (a bare number could mean 0.5 or 50)", q)
 		}
-		v, err := finite(p)
-		if err == nil && (v < 0 || v > 100) {
-			err = fmt.Errorf("%s: a rate is 0%% to 100%%", q)
-		}
+		v, err := number(q, p, 100, "a rate is 0% to 100%")
 		return v / 100, err
 	case UnitRate:
-		v, err := finite(strings.TrimSuffix(s, "/s"))
-		if err == nil && v < 0 {
-			err = fmt.Errorf("%s: a throughput is 0/s or more", q)
-		}
-		return v, err
+		return number(q, strings.TrimSuffix(s, "/s"), math.MaxFloat64, "a throughput is 0/s or more")
 	}
-	v, err := finite(s)
-	if err == nil && v < 0 {
-		err = fmt.Errorf("%s: a count is 0 or more", q)
-	}
-	return v, err
+	return number(q, s, math.MaxFloat64, "a count is 0 or more")
 }
 
-// finite reads a number that is neither NaN nor infinite.
-func finite(s string) (float64, error) {
+// number reads s, the number of the value q, as a finite number from 0 to
+// most; outside says what the range is.
+func number(q, s string, most float64, outside string) (float64, error) {
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, fmt.Errorf("%s is not a number", shortQuote(s))
+	}
+	if v < 0 || v > most {
+		return 0, fmt.Errorf("%s: %s", q, outside)
 	}
 	return v, nil
 }
@@ -354,7 +347,7 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 				v.Why = fmt.Sprintf("%s does not hold, and the difference is significant (p=%.3f) and beyond the noise of the samples", holds, d.p)
 			}
 			if d.tested {
-				v.Why += "; " + noiseWords(gm.unit, d, len(base), len(cand))
+				v.Why += "; " + noiseWords(gm.unit, d, base, cand)
 			}
 		}
 		v.Why += percentileNote(gm.percentile, t.Relative, baseline, candidate)
@@ -378,13 +371,10 @@ func missingIn(gm figure, relative bool, baseline, candidate []*results.Result) 
 		}
 		return ""
 	}
-	if why := check("candidate", candidate); why != "" {
+	if why := check("candidate", candidate); why != "" || !relative {
 		return why
 	}
-	if relative {
-		return check("baseline", baseline)
-	}
-	return ""
+	return check("baseline", baseline)
 }
 
 // decision is the statistical decision of a relative threshold that does
@@ -398,9 +388,7 @@ type decision struct {
 	tested bool
 	// noise is how far apart the medians of two identical runs of these
 	// sizes typically fall, in the metric's unit (see medianNoise).
-	// relative is noise as a share of the baseline's median (0 when that
-	// median is 0).
-	noise, relative float64
+	noise float64
 }
 
 // significant is the one place that decides a relative threshold that does
@@ -420,11 +408,7 @@ func significant(base, cand []float64) decision {
 	}
 	d.tested = true
 	d.noise = medianNoise(base, cand)
-	mb := median(base)
-	if mb != 0 {
-		d.relative = d.noise / math.Abs(mb)
-	}
-	d.fails = d.p <= Alpha && math.Abs(median(cand)-mb) > d.noise
+	d.fails = d.p <= Alpha && math.Abs(median(cand)-median(base)) > d.noise
 	return d
 }
 
@@ -451,16 +435,17 @@ func iqr(v []float64) float64 {
 	return s[metrics.Rank(0.75, n)-1] - s[metrics.Rank(0.25, n)-1]
 }
 
-// noiseWords says the change d's samples cannot tell from noise: "with 5
-// samples a side, changes under 6.1% cannot be told from noise here".
-func noiseWords(u Unit, d decision, nBase, nCand int) string {
+// noiseWords says the change d's samples cannot tell from noise, as a
+// share of the baseline's median when it is not 0: "with 5 samples a
+// side, changes under 6.1% cannot be told from noise here".
+func noiseWords(u Unit, d decision, base, cand []float64) string {
 	size := u.Format(d.noise)
-	if d.relative > 0 {
-		size = fmt.Sprintf("%.1f%%", 100*d.relative)
+	if mb := median(base); mb != 0 && d.noise > 0 {
+		size = fmt.Sprintf("%.1f%%", 100*d.noise/math.Abs(mb))
 	}
-	side := fmt.Sprintf("%d samples a side", nBase)
-	if nBase != nCand {
-		side = fmt.Sprintf("%d and %d samples", nBase, nCand)
+	side := fmt.Sprintf("%d samples a side", len(base))
+	if len(base) != len(cand) {
+		side = fmt.Sprintf("%d and %d samples", len(base), len(cand))
 	}
 	return fmt.Sprintf("with %s, changes under %s cannot be told from noise here", side, size)
 }
