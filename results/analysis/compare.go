@@ -65,7 +65,6 @@ var figures = []figure{
 	cpuPerWrite("etcd CPU/write", "etcdCPUPerWrite", "etcd", func(f results.CostFigures) results.PerUnit { return f.Etcd }, func(c *results.Cost) results.ProcessCost { return c.Etcd }),
 }
 
-// figureNamed is the figure a threshold names.
 func figureNamed(metric string) (figure, bool) {
 	i := slices.IndexFunc(figures, func(f figure) bool { return f.metric == metric })
 	if i < 0 {
@@ -93,7 +92,6 @@ func cpuPerWrite(name, metric, what string, per func(results.CostFigures) result
 		}}
 }
 
-// compareUnit is the unit of a compared figure's row.
 func (f figure) compareUnit() string {
 	return map[Unit]string{UnitRate: "/s", UnitPercent: "%", UnitDuration: "ms", UnitBool: "yes/no"}[f.unit]
 }
@@ -182,7 +180,7 @@ func Compare(sides []results.Side) (*Comparison, error) {
 		c.Workloads = nil
 	}
 	for _, m := range figures {
-		if m.name == "" || m.missing != nil && !allHave(sides, m.missing) {
+		if m.name == "" || m.missing != nil && slices.ContainsFunc(allResults(sides), func(r *results.Result) bool { return m.missing(r) != "" }) {
 			continue
 		}
 		row := ComparedRow{Metric: m.name, Unit: m.compareUnit()}
@@ -233,11 +231,6 @@ func (c *Comparison) Table(first string) [][]string {
 		table = append(table, line)
 	}
 	return table
-}
-
-// allHave says whether every sample of every side holds a figure.
-func allHave(sides []results.Side, missing func(*results.Result) string) bool {
-	return !slices.ContainsFunc(allResults(sides), func(r *results.Result) bool { return missing(r) != "" })
 }
 
 func median(v []float64) float64 {

@@ -424,7 +424,6 @@ func medianNoise(a, b []float64) float64 {
 	return 1.2533 * sd * math.Sqrt(1/float64(len(a))+1/float64(len(b)))
 }
 
-// iqr is the interquartile range of v by nearest rank.
 func iqr(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
@@ -503,7 +502,6 @@ func values(rs []*results.Result, f func(*results.Result) float64) []float64 {
 	return v
 }
 
-// compareOp says whether a op b holds, op one of a threshold's comparisons.
 func compareOp(a float64, op string, b float64) bool {
 	return map[string]bool{"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[op]
 }

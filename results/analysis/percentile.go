@@ -152,7 +152,6 @@ func definitions(rs []*results.Result) string {
 	return strings.Join(parts, ", ")
 }
 
-// describeDefinition names a Percentiles* definition in words.
 func describeDefinition(d string) string {
 	switch d {
 	case results.PercentilesNearestRank:
@@ -165,8 +164,6 @@ func describeDefinition(d string) string {
 	return fmt.Sprintf("%q", d)
 }
 
-// sameDefinition reports whether every result's percentiles were
-// computed the same way.
 func sameDefinition(rs []*results.Result) bool {
 	return !slices.ContainsFunc(rs, func(r *results.Result) bool { return r.Summary.Percentiles != rs[0].Summary.Percentiles })
 }
@@ -182,7 +179,6 @@ func bySide(sides []results.Side, f func([]*results.Result) string) string {
 	return strings.Join(parts, "; ")
 }
 
-// allResults are the sides' results, in order.
 func allResults(sides []results.Side) []*results.Result {
 	var all []*results.Result
 	for _, s := range sides {
