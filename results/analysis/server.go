@@ -22,7 +22,6 @@ func resourceName(k metrics.EndpointKey) string {
 	return name
 }
 
-// endpointsOf are the endpoints the clients used.
 func endpointsOf(client map[metrics.RequestKey]int64) map[metrics.EndpointKey]bool {
 	endpoints := map[metrics.EndpointKey]bool{}
 	for k := range client {
@@ -87,19 +86,21 @@ func NewServerCheck(before, after metrics.ServerSample, client map[metrics.Reque
 	}
 
 	// etcd, per resource the clients touched or the scenario watches.
-	etcd := map[[2]string]metrics.CountSum{}
+	etcd := map[metrics.EtcdKey]metrics.CountSum{} // by resource and operation, whatever the group
 	for k, n := range delta.Etcd {
-		etcd[[2]string{k.Resource, k.Operation}] = etcd[[2]string{k.Resource, k.Operation}].Add(metrics.CountSum{Count: n})
+		k.Group = ""
+		etcd[k] = etcd[k].Add(metrics.CountSum{Count: n})
 	}
 	for k, cs := range delta.EtcdDurations {
-		etcd[[2]string{k.Resource, k.Operation}] = etcd[[2]string{k.Resource, k.Operation}].Add(metrics.CountSum{Sum: cs.Sum})
+		k.Group = ""
+		etcd[k] = etcd[k].Add(metrics.CountSum{Sum: cs.Sum})
 	}
 	relevant := func(resource string) bool {
 		return resources[resource] || slices.ContainsFunc(watch, func(w string) bool { return w == resource || strings.HasPrefix(w, resource+"/") })
 	}
 	for k, cs := range etcd {
-		if relevant(k[0]) && cs.Count > 0 {
-			c.Etcd = append(c.Etcd, results.EtcdRequests{Resource: k[0], Operation: k[1], Count: cs.Count, Mean: cs.Mean().Round(time.Microsecond)})
+		if relevant(k.Resource) && cs.Count > 0 {
+			c.Etcd = append(c.Etcd, results.EtcdRequests{Resource: k.Resource, Operation: k.Operation, Count: cs.Count, Mean: cs.Mean().Round(time.Microsecond)})
 		}
 	}
 	slices.SortFunc(c.Etcd, func(a, b results.EtcdRequests) int {
