@@ -7,7 +7,6 @@ import (
 	"math"
 	"reflect"
 	"slices"
-	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
@@ -46,7 +45,6 @@ func Merge(rs ...*results.Result) (*results.Result, error) {
 	warn := func(format string, a ...any) { warnings = append(warnings, fmt.Sprintf(format, a...)) }
 	seconds := 0.0
 	ms := make([]results.Measurements, 0, len(rs))
-	series := make([][]metrics.SeriesPoint, 0, len(rs))
 	for i, r := range rs {
 		if !reflect.DeepEqual(r.Spec, first.Spec) {
 			return nil, fmt.Errorf("result %d (run %s) ran a different spec than result 1 (run %s): only shards of one run merge; compare different runs with 'kb-bench compare' instead", i+1, r.RunID, first.RunID)
@@ -66,7 +64,6 @@ func Merge(rs ...*results.Result) (*results.Result, error) {
 		out.Interrupted = out.Interrupted || r.Interrupted
 		seconds = math.Max(seconds, r.Summary.Seconds)
 		ms = append(ms, r.Measurements)
-		series = append(series, r.Series)
 		out.Checks = append(out.Checks, r.Checks...)
 		warnings = append(warnings, r.Warnings...)
 		if r.Server != nil && r.Server.Available && len(rs) > 1 {
@@ -93,13 +90,16 @@ func Merge(rs ...*results.Result) (*results.Result, error) {
 	out.Measurements = m
 	// Each shard's series counts from its own start: move its points onto
 	// the merged series' clock (the earliest start) before adding them.
-	offsets := make([]time.Duration, len(rs))
+	series := make([][]metrics.SeriesPoint, len(rs))
 	for i, r := range rs {
+		series[i] = slices.Clone(r.Series)
 		if start := r.Measurements.SeriesStart; !start.IsZero() && !m.SeriesStart.IsZero() {
-			offsets[i] = start.Sub(m.SeriesStart)
+			for j := range series[i] {
+				series[i][j].At += start.Sub(m.SeriesStart)
+			}
 		}
 	}
-	if out.Series, err = mergeSeries(series, offsets); err != nil {
+	if out.Series, err = MergeSeries(series); err != nil {
 		return nil, err
 	}
 	out.Warnings = results.AppendNew(nil, warnings...)
@@ -129,26 +129,20 @@ func MergeMeasurements(ms ...results.Measurements) (results.Measurements, error)
 }
 
 // MergeSeries adds several series, each counting from the same start,
-// into one, exactly (see mergeSeries): the progress of a distributed run.
-func MergeSeries(series [][]metrics.SeriesPoint) ([]metrics.SeriesPoint, error) {
-	return mergeSeries(series, make([]time.Duration, len(series)))
-}
-
-// mergeSeries adds series points that fall in the same second, after
-// moving each result's points later by its offset (its series' start minus
-// the merged series' start). Each result's own points are never combined
-// with each other: a point takes the nearest whole second of its At, or the
-// second after its predecessor's.
-func mergeSeries(all [][]metrics.SeriesPoint, offsets []time.Duration) ([]metrics.SeriesPoint, error) {
+// into one, exactly: points that fall in the same second add up (the
+// progress of a distributed run, the series of a merged result). A
+// series' own points are never combined with each other: a point takes
+// the nearest whole second of its At, or the second after its
+// predecessor's.
+func MergeSeries(all [][]metrics.SeriesPoint) ([]metrics.SeriesPoint, error) {
 	type acc struct {
 		p    metrics.SeriesPoint
 		hist *hdrhistogram.Histogram
 	}
 	bySecond := map[int64]*acc{}
-	for i, points := range all {
+	for _, points := range all {
 		prev := int64(math.MinInt64)
 		for _, p := range points {
-			p.At += offsets[i]
 			key := max(int64(math.Round(p.At.Seconds())), prev+1)
 			prev = key
 			a, ok := bySecond[key]
