@@ -57,12 +57,8 @@ type VerbTime struct {
 	Conflicts int64   `json:"conflicts,omitempty"`
 	// Buckets are the request-duration histogram's cumulative bucket counts
 	// in the window, for estimated percentiles.
-	Buckets []Bucket `json:"buckets,omitempty"`
+	Buckets []metrics.BucketCount `json:"buckets,omitempty"`
 }
-
-// Bucket is a cumulative histogram bucket: Count observations at or below
-// UpperBound seconds.
-type Bucket = metrics.BucketCount
 
 // IsWriteVerb says whether an apiserver verb writes.
 func IsWriteVerb(verb string) bool {

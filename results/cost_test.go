@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/kb-bench/kb-bench/metrics"
 )
 
 func TestCostFigures(t *testing.T) {
@@ -46,7 +48,7 @@ func TestCostFigures(t *testing.T) {
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
 
 func TestVerbTimeQuantile(t *testing.T) {
-	v := VerbTime{Requests: 100, Buckets: []Bucket{{UpperBound: 0.005, Count: 40}, {UpperBound: 0.025, Count: 90}, {UpperBound: 0.05, Count: 95}}}
+	v := VerbTime{Requests: 100, Buckets: []metrics.BucketCount{{UpperBound: 0.005, Count: 40}, {UpperBound: 0.025, Count: 90}, {UpperBound: 0.05, Count: 95}}}
 	for _, tc := range []struct {
 		q     float64
 		want  time.Duration

@@ -121,7 +121,7 @@ func TestWriteTable(t *testing.T) {
 				Verbs: []results.VerbTime{
 					{Verb: "GET", Resource: "configmaps", Requests: r.Summary.Ops, Seconds: 6.69},
 					{Verb: "PUT", Resource: "configmaps", Requests: r.Summary.WriteAttempts, Seconds: 10.09, Conflicts: r.Summary.Conflicts,
-						Buckets: []results.Bucket{{UpperBound: 0.005, Count: r.Summary.WriteAttempts / 2}, {UpperBound: 0.025, Count: r.Summary.WriteAttempts * 98 / 100}, {UpperBound: 0.05, Count: r.Summary.WriteAttempts}}},
+						Buckets: []metrics.BucketCount{{UpperBound: 0.005, Count: r.Summary.WriteAttempts / 2}, {UpperBound: 0.025, Count: r.Summary.WriteAttempts * 98 / 100}, {UpperBound: 0.05, Count: r.Summary.WriteAttempts}}},
 				},
 				RequestSeconds: 16.79,
 			}
