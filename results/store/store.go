@@ -161,22 +161,16 @@ func WriteHlog(w io.Writer, r *results.Result) error {
 	return nil
 }
 
-// seriesOutcomes are the outcome columns of series.csv, in Outcome order.
-func seriesOutcomes() []string {
-	names := make([]string, metrics.NumOutcomes)
-	for i := range names {
-		names[i] = metrics.Outcome(i).String()
-	}
-	return names
-}
-
 // WriteSeriesCSV writes the per-second series as CSV: the interval's end and
 // length in seconds, operations in total and by final outcome, write
 // attempts and those answered 409 (retried ones included), and p50/p99 of
 // operation latency in ms.
 func WriteSeriesCSV(w io.Writer, r *results.Result) error {
 	cw := csv.NewWriter(w)
-	outcomes := seriesOutcomes()
+	outcomes := make([]string, metrics.NumOutcomes) // in Outcome order
+	for o := range metrics.NumOutcomes {
+		outcomes[o] = o.String()
+	}
 	header := append([]string{"at_s", "span_s", "ops"}, outcomes...)
 	header = append(header, "write_attempts", "write_conflicts", "p50_ms", "p99_ms")
 	if err := cw.Write(header); err != nil {
