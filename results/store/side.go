@@ -146,22 +146,22 @@ func MatrixConfigurations(dir string) []string {
 // sweepNotASide says why a sweep's directory is not a side, and what to
 // pass instead.
 func sweepNotASide(dir string) error {
-	msg := fmt.Sprintf("%s is a sweep: its points ran different workloads (one value of the swept setting each), not samples of one", dir)
+	var points []string
 	if sw, err := ReadSweep(dir); err == nil {
-		var points []string
 		for _, ser := range sw.Series {
 			for _, p := range ser.Points {
 				points = append(points, filepath.Join(dir, filepath.FromSlash(p.Dir)))
 			}
 		}
-		if len(points) > 0 {
-			if len(points) > 3 {
-				points = append(points[:3], "...")
-			}
-			return fmt.Errorf("%s; pass one point's directory (%s), or show the sweep with 'kb-bench report %s'", msg, strings.Join(points, ", "), dir)
-		}
 	}
-	return fmt.Errorf("%s; pass one point's directory, or show the sweep with 'kb-bench report %s'", msg, dir)
+	if len(points) > 3 {
+		points = append(points[:3], "...")
+	}
+	example := ""
+	if len(points) > 0 {
+		example = " (" + strings.Join(points, ", ") + ")"
+	}
+	return fmt.Errorf("%s is a sweep: its points ran different workloads (one value of the swept setting each), not samples of one; pass one point's directory%s, or show the sweep with 'kb-bench report %s'", dir, example, dir)
 }
 
 // MatrixCell is one configuration of a matrix run: its set of samples.
