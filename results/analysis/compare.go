@@ -33,8 +33,7 @@ type figure struct {
 	higherIsBetter bool
 	// percentile is its latencyPercentiles name when it is one.
 	percentile string
-	// value reads it in its unit: nanoseconds for a duration, a fraction
-	// for a percentage, 1 or 0 for true or false.
+	// value reads it in its unit, as Threshold.Value holds it.
 	value func(r *results.Result) float64
 	// missing, when set, says why r does not hold the figure ("" when it
 	// does: results from before it was measured, or a process not read,

@@ -66,9 +66,7 @@ var thresholdRE = regexp.MustCompile(`^\s*([A-Za-z0-9]+)\s*(<=|>=|==|!=|<|>)\s*(
 var relativeRE = regexp.MustCompile(`^baseline\s*(?:([+-])\s*([0-9.]+)\s*%)?$`)
 
 // ParseThreshold reads one threshold, its value in the metric's unit and
-// range: a rate 0% to 100%, a latency above 0, a count or a throughput 0
-// or more, true or false compared with == or != only; never NaN or
-// infinite.
+// that unit's range (see the Unit constants); never NaN or infinite.
 func ParseThreshold(text string) (Threshold, error) {
 	q := shortQuote(text)
 	if len(text) > maxThresholdLen {
@@ -249,10 +247,8 @@ func NewGate(lines []string) (*Gate, error) {
 // NeedsBaseline says, when g holds a threshold relative to a baseline,
 // which one and that a baseline must be given; nil when none is.
 func (g *Gate) NeedsBaseline() error {
-	for _, t := range g.Thresholds {
-		if t.Relative {
-			return fmt.Errorf("threshold %q is relative to a baseline: pass --baseline (the result, or directory of samples, to compare with)", t.Text)
-		}
+	if i := slices.IndexFunc(g.Thresholds, func(t Threshold) bool { return t.Relative }); i >= 0 {
+		return fmt.Errorf("threshold %q is relative to a baseline: pass --baseline (the result, or directory of samples, to compare with)", g.Thresholds[i].Text)
 	}
 	return nil
 }
@@ -289,10 +285,9 @@ type Verdict struct {
 // Judge evaluates g on the candidate's samples (their median), against
 // the baseline's when given (nil: relative thresholds are bad input).
 //
-// A relative threshold that does not hold on the medians fails when the
-// difference is significant (see significant); with too few samples for
-// that test, the medians alone decide and the verdict says so: a gate
-// never passes a regression only because it cannot test it.
+// A relative threshold that does not hold on the medians is decided by
+// significant: a gate never passes a regression only because it cannot
+// test it.
 //
 // A candidate sample that did not measure what it was asked to (it was
 // interrupted, its target stopped answering, or a check could not be
