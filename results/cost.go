@@ -109,17 +109,8 @@ func (c *Cost) Figures(s Summary) CostFigures {
 		if !p.Available {
 			return PerUnit{}
 		}
-		u := PerUnit{Has: true, CPU: seconds(p.CPUSeconds)}
-		if s.Seconds > 0 {
-			u.Cores = p.CPUSeconds / s.Seconds
-		}
-		if s.Ops > 0 {
-			u.PerOp = seconds(p.CPUSeconds / float64(s.Ops))
-		}
-		if s.Writes > 0 {
-			u.PerWrite = seconds(p.CPUSeconds / float64(s.Writes))
-		}
-		return u
+		return PerUnit{Has: true, CPU: seconds(p.CPUSeconds), Cores: ratio(p.CPUSeconds, s.Seconds),
+			PerOp: seconds(ratio(p.CPUSeconds, float64(s.Ops))), PerWrite: seconds(ratio(p.CPUSeconds, float64(s.Writes)))}
 	}
 	f.Apiserver, f.Etcd, f.Client = per(c.Apiserver), per(c.Etcd), per(c.Client)
 	var write, lost float64
@@ -129,9 +120,7 @@ func (c *Cost) Figures(s Summary) CostFigures {
 			continue
 		}
 		write += v.Seconds
-		if v.Requests > 0 {
-			lost += v.Seconds * float64(min(v.Conflicts, v.Requests)) / float64(v.Requests)
-		}
+		lost += ratio(v.Seconds*float64(min(v.Conflicts, v.Requests)), float64(v.Requests))
 		conflicts += v.Conflicts
 	}
 	if c.RequestSeconds > 0 && write > 0 {

@@ -136,16 +136,9 @@ func Summarize(m Measurements, seconds float64, checks []Check) (Summary, error)
 	maps.Copy(s.Outcomes, m.Outcomes)
 	version, fieldManager := m.Conflicts()
 	s.Conflicts = version + fieldManager
-	if seconds > 0 {
-		s.Throughput = float64(s.Ops) / seconds
-		s.WriteThroughput = float64(s.Writes) / seconds
-	}
-	if s.Ops > 0 {
-		s.SuccessRatio = float64(s.Successes) / float64(s.Ops)
-	}
-	if s.WriteAttempts > 0 {
-		s.ConflictRate = float64(s.Conflicts) / float64(s.WriteAttempts)
-	}
+	s.Throughput, s.WriteThroughput = ratio(float64(s.Ops), seconds), ratio(float64(s.Writes), seconds)
+	s.SuccessRatio = ratio(float64(s.Successes), float64(s.Ops))
+	s.ConflictRate = ratio(float64(s.Conflicts), float64(s.WriteAttempts))
 	s.AttemptsP50 = attemptsAt(m.Attempts, 0.50)
 	s.AttemptsP99 = attemptsAt(m.Attempts, 0.99)
 	s.AttemptsMax = attemptsAt(m.Attempts, 1)
@@ -169,6 +162,14 @@ func Summarize(m Measurements, seconds float64, checks []Check) (Summary, error)
 		s.LostUpdates += c.Lost
 	}
 	return s, nil
+}
+
+// ratio is a/b, or 0 when there is nothing to divide by (b is 0).
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
 }
 
 // attemptsAt returns the smallest attempt count n such that at least a
