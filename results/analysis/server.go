@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -53,33 +54,22 @@ func NewServerCheck(before, after metrics.ServerSample, client map[metrics.Reque
 	watched := func(k metrics.EndpointKey) bool {
 		return slices.Contains(watch, k.Resource) || slices.Contains(watch, k.Resource+"/"+k.Subresource)
 	}
-	counts := map[metrics.RequestKey]*results.RequestCount{}
-	row := func(k metrics.RequestKey) *results.RequestCount {
-		r, ok := counts[k]
-		if !ok {
-			r = &results.RequestCount{Verb: k.Verb, Resource: resourceName(k.EndpointKey), Code: k.Code}
-			counts[k] = r
-		}
-		return r
-	}
-	for k, n := range client {
-		row(k).Client += n
-	}
-	var internal []results.RequestCount
+	server := map[metrics.RequestKey]int64{}
 	for k, n := range delta.Requests {
 		switch {
 		case endpoints[k.EndpointKey] || (k.Verb != "WATCH" && touched[res{k.Group, k.Resource}] && k.Subresource == "" && results.IsWriteVerb(k.Verb)):
-			row(k).Server += n
+			server[k] += n
 		case watched(k.EndpointKey) && k.Verb != "WATCH":
-			internal = append(internal, results.RequestCount{Verb: k.Verb, Resource: resourceName(k.EndpointKey), Code: k.Code, Server: n})
+			c.Internal = append(c.Internal, results.RequestCount{Verb: k.Verb, Resource: resourceName(k.EndpointKey), Code: k.Code, Server: n})
 		}
 	}
-	for _, r := range counts {
-		c.Requests = append(c.Requests, *r)
+	rows := maps.Clone(server) // every request either side counted
+	maps.Copy(rows, client)
+	for k := range rows {
+		c.Requests = append(c.Requests, results.RequestCount{Verb: k.Verb, Resource: resourceName(k.EndpointKey), Code: k.Code, Client: client[k], Server: server[k]})
 	}
 	sortCounts(c.Requests)
-	sortCounts(internal)
-	c.Internal = internal
+	sortCounts(c.Internal)
 	c.Match = !slices.ContainsFunc(c.Requests, func(r results.RequestCount) bool { return r.Client != r.Server })
 	if !c.Match {
 		c.Mismatch = mismatch(c.Requests, m)
