@@ -47,13 +47,8 @@ func NewCost(before, after CostEdge, client map[metrics.RequestKey]int64) *resul
 		if !endpoints[k] {
 			continue
 		}
-		v := results.VerbTime{Verb: k.Verb, Resource: resourceName(k), Requests: cs.Count, Seconds: cs.Sum, Buckets: delta.DurationBuckets[k]}
-		for rk, n := range delta.Requests {
-			if rk.EndpointKey == k && rk.Code == "409" {
-				v.Conflicts += n
-			}
-		}
-		c.Verbs = append(c.Verbs, v)
+		c.Verbs = append(c.Verbs, results.VerbTime{Verb: k.Verb, Resource: resourceName(k), Requests: cs.Count, Seconds: cs.Sum,
+			Conflicts: delta.Requests[metrics.RequestKey{EndpointKey: k, Code: "409"}], Buckets: delta.DurationBuckets[k]})
 	}
 	slices.SortFunc(c.Verbs, func(a, b results.VerbTime) int {
 		return strings.Compare(a.Resource+" "+a.Verb, b.Resource+" "+b.Verb)
