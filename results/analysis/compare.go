@@ -183,21 +183,19 @@ func Compare(sides []results.Side) (*Comparison, error) {
 			continue
 		}
 		row := ComparedRow{Metric: m.name, Unit: m.compareUnit()}
-		var base []float64
+		base := values(sides[0].Results, m.compareValue)
 		for i, s := range sides {
 			values := values(s.Results, m.compareValue)
 			cell := ComparedCell{Median: median(values), Min: slices.Min(values), Max: slices.Max(values)}
-			if i == 0 {
-				base = values
-			} else {
-				if b := median(base); b != 0 {
+			if i > 0 {
+				b := median(base)
+				if b != 0 {
 					d := cell.Median/b - 1
 					cell.Delta = &d
 				}
 				p := MannWhitney(base, values)
-				cell.P = &p
-				cell.Significant = p <= Alpha
-				cell.Better = cell.Significant && (cell.Median > median(base)) == m.higherIsBetter
+				cell.P, cell.Significant = &p, p <= Alpha
+				cell.Better = cell.Significant && (cell.Median > b) == m.higherIsBetter
 			}
 			row.Cells = append(row.Cells, cell)
 		}
