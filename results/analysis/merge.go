@@ -41,8 +41,9 @@ func Merge(rs ...*results.Result) (*results.Result, error) {
 		Started:    first.Started,
 		Ended:      first.Ended,
 	}
-	var warnings []string
-	warn := func(format string, a ...any) { warnings = append(warnings, fmt.Sprintf(format, a...)) }
+	warn := func(format string, a ...any) {
+		out.Warnings = results.AppendNew(out.Warnings, fmt.Sprintf(format, a...))
+	}
 	seconds := 0.0
 	ms := make([]results.Measurements, 0, len(rs))
 	for i, r := range rs {
@@ -65,7 +66,7 @@ func Merge(rs ...*results.Result) (*results.Result, error) {
 		seconds = math.Max(seconds, r.Summary.Seconds)
 		ms = append(ms, r.Measurements)
 		out.Checks = append(out.Checks, r.Checks...)
-		warnings = append(warnings, r.Warnings...)
+		out.Warnings = results.AppendNew(out.Warnings, r.Warnings...)
 		if r.Server != nil && r.Server.Available && len(rs) > 1 {
 			warn("server cross-check of shard %d dropped: each shard's /metrics scrape counted every shard's requests, so the per-shard checks do not add up", i+1)
 		}
@@ -102,7 +103,6 @@ func Merge(rs ...*results.Result) (*results.Result, error) {
 	if out.Series, err = MergeSeries(series); err != nil {
 		return nil, err
 	}
-	out.Warnings = results.AppendNew(nil, warnings...)
 	if out.Summary, err = results.Summarize(m, seconds, out.Checks); err != nil {
 		return nil, err
 	}
