@@ -1,16 +1,16 @@
 package results
 
 import (
+	"slices"
 	"time"
 
 	"github.com/kb-bench/kb-bench/metrics"
 )
 
 // Cost is what the measured window cost the processes that served it and
-// the one that made it: the CPU time kube-apiserver, etcd and kb-bench
-// burned between the window's two edges, their memory at the edges, and
-// the apiserver's own request time by verb, which splits its CPU between
-// the requests that did something and those that did not (see Split).
+// the one that made it, and the apiserver's own request time by verb,
+// which splits its CPU between the requests that did something and those
+// that did not (see CostFigures).
 type Cost struct {
 	// Apiserver is kube-apiserver (process_cpu_seconds_total and
 	// process_resident_memory_bytes of its /metrics, scraped at the edges).
@@ -62,11 +62,7 @@ type VerbTime struct {
 
 // IsWriteVerb says whether an apiserver verb writes.
 func IsWriteVerb(verb string) bool {
-	switch verb {
-	case "PUT", "PATCH", "APPLY", "POST", "DELETE", "DELETECOLLECTION":
-		return true
-	}
-	return false
+	return slices.Contains([]string{"PUT", "PATCH", "APPLY", "POST", "DELETE", "DELETECOLLECTION"}, verb)
 }
 
 // CostFigures are a Cost divided by what the run did: the figures the
