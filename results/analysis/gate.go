@@ -18,11 +18,11 @@ import (
 	"github.com/kb-bench/kb-bench/results"
 )
 
-// KindGate is the kind of a thresholds file.
-const KindGate = "Gate"
-
-// GateAPIVersion is the apiVersion of a thresholds file.
-const GateAPIVersion = "kb-bench.io/v1alpha1"
+// The apiVersion and kind of a thresholds file.
+const (
+	GateAPIVersion = "kb-bench.io/v1alpha1"
+	KindGate       = "Gate"
+)
 
 // Unit is what a gate metric measures: it decides how a threshold's value
 // is written and which values make sense.
