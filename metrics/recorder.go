@@ -216,11 +216,17 @@ func (s *Stripe) RecordOp(op Op) {
 	if op.Attempts > 1 || op.Backoff > 0 {
 		RecordLatency(s.t.Backoff, op.Backoff)
 	}
-	if op.Outcome == Other && op.Err != nil && len(s.t.Errors) < MaxErrors {
-		if msg := op.Err.Error(); !slices.Contains(s.t.Errors, msg) {
-			s.t.Errors = append(s.t.Errors, msg)
-		}
+	if op.Outcome == Other && op.Err != nil {
+		s.t.Errors = appendError(s.t.Errors, op.Err.Error())
 	}
+}
+
+// appendError appends msg to errs unless errs has it or holds MaxErrors.
+func appendError(errs []string, msg string) []string {
+	if len(errs) < MaxErrors && !slices.Contains(errs, msg) {
+		errs = append(errs, msg)
+	}
+	return errs
 }
 
 // RecordAttempt records one request inside an operation that was due at

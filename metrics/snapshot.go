@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -173,9 +172,7 @@ func (s *Snapshot) Add(u Snapshot) {
 		s.Attempts[n] += c
 	}
 	for _, e := range u.Errors {
-		if len(s.Errors) < MaxErrors && !slices.Contains(s.Errors, e) {
-			s.Errors = append(s.Errors, e)
-		}
+		s.Errors = appendError(s.Errors, e)
 	}
 	for _, h := range []struct{ to, from **hdrhistogram.Histogram }{
 		{&s.Op, &u.Op}, {&s.OpRaw, &u.OpRaw}, {&s.Write, &u.Write}, {&s.Read, &u.Read}, {&s.Backoff, &u.Backoff},
