@@ -263,10 +263,8 @@ func collect(ch chan<- prometheus.Metric, lv []string, f Figures) {
 // attempts[n] = operations that made n attempts.
 func Retries(attempts []int64) int64 {
 	var n int64
-	for k, c := range attempts {
-		if k > 1 {
-			n += int64(k-1) * c
-		}
+	for k, c := range attempts[min(2, len(attempts)):] {
+		n += int64(k+1) * c
 	}
 	return n
 }
@@ -290,7 +288,7 @@ func Histogram(d *prometheus.Desc, h *hdrhistogram.Histogram, labelValues ...str
 	native := map[int]int64{}
 	var sum float64
 	var count uint64
-	if h != nil && h.TotalCount() > 0 {
+	if h != nil {
 		for _, b := range h.Distribution() {
 			if b.Count == 0 {
 				continue
