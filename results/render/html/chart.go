@@ -121,19 +121,12 @@ func (s scale) transform(v float64) (t float64, ok bool) {
 		return 0, false
 	}
 	switch s {
-	case log10, log2:
-		if v <= 0 {
-			return 0, false
-		}
-		if s == log2 {
-			return math.Log2(v), true
-		}
-		return math.Log10(v), true
+	case log10:
+		return math.Log10(v), v > 0
+	case log2:
+		return math.Log2(v), v > 0
 	case nines:
-		if v < 0 || v >= 1 {
-			return 0, false
-		}
-		return -math.Log10(1 - v), true
+		return -math.Log10(1 - v), v >= 0 && v < 1
 	}
 	return v, true
 }
@@ -268,16 +261,9 @@ func (a axis) layout(vs []float64) (r axisRange, ok bool) {
 	r.lo, r.hi = lo, hi
 	slices.Sort(values)
 	values = slices.Compact(values)
-	if n := len(values); n > maxTicks {
-		every := (n + maxTicks - 1) / maxTicks
-		var kept []float64
-		for i := 0; i < n; i += every {
-			kept = append(kept, values[i])
-		}
-		values = kept
-	}
-	for _, v := range values {
-		if f, ok := r.frac(v); ok && f >= -1e-9 && f <= 1+1e-9 {
+	every := max((len(values)+maxTicks-1)/maxTicks, 1) // at most maxTicks of them
+	for i, v := range values {
+		if f, ok := r.frac(v); ok && i%every == 0 && f >= -1e-9 && f <= 1+1e-9 {
 			r.ticks = append(r.ticks, tick{Value: v, Label: a.label(v)})
 		}
 	}
