@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -70,11 +71,11 @@ type Recorder struct {
 	tickMu   sync.Mutex              // serialises Tick, so series points stay in order
 	tickHist *hdrhistogram.Histogram // Tick's scratch histogram (under tickMu)
 
-	mu       sync.Mutex // guards the fields below (not the hot path)
+	mu       sync.Mutex // guards start and the fields below (not the hot path)
 	series   []SeriesPoint
 	lastTick time.Time
-	dropped  int64
-	late     int64
+
+	dropped, late atomic.Int64
 }
 
 // Stripe is one writer's (or a group of writers') part of a Recorder. Its
@@ -158,19 +159,11 @@ func (s *Stripe) Measured(intended time.Time) bool {
 }
 
 // Dropped counts an open-loop arrival that found no free slot and was not run.
-func (r *Recorder) Dropped() {
-	r.mu.Lock()
-	r.dropped++
-	r.mu.Unlock()
-}
+func (r *Recorder) Dropped() { r.dropped.Add(1) }
 
 // Late counts an open-loop arrival that started after its schedule because
 // no slot was free; its latency is still measured from the schedule.
-func (r *Recorder) Late() {
-	r.mu.Lock()
-	r.late++
-	r.mu.Unlock()
-}
+func (r *Recorder) Late() { r.late.Add(1) }
 
 func micros(d time.Duration) int64 { return max(d.Microseconds(), histMin) }
 

@@ -137,17 +137,14 @@ func (r *Recorder) Snapshot(now time.Time) Snapshot {
 // between scrapes.
 func (r *Recorder) Totals() Snapshot {
 	r.mu.Lock()
-	start := r.start
+	snap := Snapshot{Start: r.start}
 	r.mu.Unlock()
-	snap := Snapshot{Start: start}
 	for _, s := range r.stripes {
 		s.mu.Lock()
 		snap.Add(s.t)
 		s.mu.Unlock()
 	}
-	r.mu.Lock()
-	snap.Late, snap.Dropped = r.late, r.dropped
-	r.mu.Unlock()
+	snap.Late, snap.Dropped = r.late.Load(), r.dropped.Load()
 	return snap
 }
 
