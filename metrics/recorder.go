@@ -36,10 +36,9 @@ type Op struct {
 	// Intended is when the operation was due: its schedule in an open loop,
 	// its start in a closed loop. Latency is measured from here.
 	Intended time.Time
-	// Start is when a writer actually began it (after Intended when late).
-	Start time.Time
-	// End is when it finished.
-	End time.Time
+	// Start is when a writer actually began it (after Intended when late),
+	// End when it finished.
+	Start, End time.Time
 	// Outcome is the final outcome.
 	Outcome Outcome
 	// Err is kept (first few distinct messages) when Outcome is Other.
@@ -83,11 +82,10 @@ type Recorder struct {
 // that share the stripe, never by a global lock.
 type Stripe struct {
 	mu          sync.Mutex
-	openLoop    bool
 	measureFrom time.Time
 
 	// t holds the stripe's totals: Op from Intended (corrected in an open
-	// loop), OpRaw from Start (open loop only).
+	// loop), OpRaw from Start (open loop only: it is nil in a closed one).
 	t Snapshot
 
 	// interval is reset every tick and feeds the per-second series.
@@ -122,7 +120,7 @@ const MaxStripes = 32
 func NewRecorder(start time.Time, stripes int, openLoop bool) *Recorder {
 	r := &Recorder{start: start, lastTick: start, tickHist: NewHistogram()}
 	for range max(stripes, 1) {
-		s := &Stripe{openLoop: openLoop, measureFrom: start, interval: NewHistogram(),
+		s := &Stripe{measureFrom: start, interval: NewHistogram(),
 			t: Snapshot{Op: NewHistogram(), Write: NewHistogram(), Read: NewHistogram(), Backoff: NewHistogram()}}
 		if openLoop {
 			s.t.OpRaw = NewHistogram()
