@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -35,10 +36,9 @@ type Op struct {
 	// Intended is when the operation was due: its schedule in an open loop,
 	// its start in a closed loop. Latency is measured from here.
 	Intended time.Time
-	// Start is when a writer actually began it (after Intended when late).
-	Start time.Time
-	// End is when it finished.
-	End time.Time
+	// Start is when a writer actually began it (after Intended when late),
+	// End when it finished.
+	Start, End time.Time
 	// Outcome is the final outcome.
 	Outcome Outcome
 	// Err is kept (first few distinct messages) when Outcome is Other.
@@ -70,11 +70,11 @@ type Recorder struct {
 	tickMu   sync.Mutex              // serialises Tick, so series points stay in order
 	tickHist *hdrhistogram.Histogram // Tick's scratch histogram (under tickMu)
 
-	mu       sync.Mutex // guards the fields below (not the hot path)
+	mu       sync.Mutex // guards start and the fields below (not the hot path)
 	series   []SeriesPoint
 	lastTick time.Time
-	dropped  int64
-	late     int64
+
+	dropped, late atomic.Int64
 }
 
 // Stripe is one writer's (or a group of writers') part of a Recorder. Its
@@ -82,11 +82,10 @@ type Recorder struct {
 // that share the stripe, never by a global lock.
 type Stripe struct {
 	mu          sync.Mutex
-	openLoop    bool
 	measureFrom time.Time
 
 	// t holds the stripe's totals: Op from Intended (corrected in an open
-	// loop), OpRaw from Start (open loop only).
+	// loop), OpRaw from Start (open loop only: it is nil in a closed one).
 	t Snapshot
 
 	// interval is reset every tick and feeds the per-second series.
@@ -121,7 +120,7 @@ const MaxStripes = 32
 func NewRecorder(start time.Time, stripes int, openLoop bool) *Recorder {
 	r := &Recorder{start: start, lastTick: start, tickHist: NewHistogram()}
 	for range max(stripes, 1) {
-		s := &Stripe{openLoop: openLoop, measureFrom: start, interval: NewHistogram(),
+		s := &Stripe{measureFrom: start, interval: NewHistogram(),
 			t: Snapshot{Op: NewHistogram(), Write: NewHistogram(), Read: NewHistogram(), Backoff: NewHistogram()}}
 		if openLoop {
 			s.t.OpRaw = NewHistogram()
@@ -158,19 +157,11 @@ func (s *Stripe) Measured(intended time.Time) bool {
 }
 
 // Dropped counts an open-loop arrival that found no free slot and was not run.
-func (r *Recorder) Dropped() {
-	r.mu.Lock()
-	r.dropped++
-	r.mu.Unlock()
-}
+func (r *Recorder) Dropped() { r.dropped.Add(1) }
 
 // Late counts an open-loop arrival that started after its schedule because
 // no slot was free; its latency is still measured from the schedule.
-func (r *Recorder) Late() {
-	r.mu.Lock()
-	r.late++
-	r.mu.Unlock()
-}
+func (r *Recorder) Late() { r.late.Add(1) }
 
 func micros(d time.Duration) int64 { return max(d.Microseconds(), histMin) }
 
@@ -216,11 +207,17 @@ func (s *Stripe) RecordOp(op Op) {
 	if op.Attempts > 1 || op.Backoff > 0 {
 		RecordLatency(s.t.Backoff, op.Backoff)
 	}
-	if op.Outcome == Other && op.Err != nil && len(s.t.Errors) < MaxErrors {
-		if msg := op.Err.Error(); !slices.Contains(s.t.Errors, msg) {
-			s.t.Errors = append(s.t.Errors, msg)
-		}
+	if op.Outcome == Other && op.Err != nil {
+		s.t.Errors = appendError(s.t.Errors, op.Err.Error())
 	}
+}
+
+// appendError appends msg to errs unless errs has it or holds MaxErrors.
+func appendError(errs []string, msg string) []string {
+	if len(errs) < MaxErrors && !slices.Contains(errs, msg) {
+		errs = append(errs, msg)
+	}
+	return errs
 }
 
 // RecordAttempt records one request inside an operation that was due at

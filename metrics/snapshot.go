@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -138,17 +137,14 @@ func (r *Recorder) Snapshot(now time.Time) Snapshot {
 // between scrapes.
 func (r *Recorder) Totals() Snapshot {
 	r.mu.Lock()
-	start := r.start
+	snap := Snapshot{Start: r.start}
 	r.mu.Unlock()
-	snap := Snapshot{Start: start}
 	for _, s := range r.stripes {
 		s.mu.Lock()
 		snap.Add(s.t)
 		s.mu.Unlock()
 	}
-	r.mu.Lock()
-	snap.Late, snap.Dropped = r.late, r.dropped
-	r.mu.Unlock()
+	snap.Late, snap.Dropped = r.late.Load(), r.dropped.Load()
 	return snap
 }
 
@@ -173,9 +169,7 @@ func (s *Snapshot) Add(u Snapshot) {
 		s.Attempts[n] += c
 	}
 	for _, e := range u.Errors {
-		if len(s.Errors) < MaxErrors && !slices.Contains(s.Errors, e) {
-			s.Errors = append(s.Errors, e)
-		}
+		s.Errors = appendError(s.Errors, e)
 	}
 	for _, h := range []struct{ to, from **hdrhistogram.Histogram }{
 		{&s.Op, &u.Op}, {&s.OpRaw, &u.OpRaw}, {&s.Write, &u.Write}, {&s.Read, &u.Read}, {&s.Backoff, &u.Backoff},

@@ -122,7 +122,7 @@ func (e *engine) run(ctx context.Context) (scenario.Report, error) {
 // reading is what the engine reads at each edge of the measured window.
 type reading struct {
 	clients transport.Reading
-	hooks   clientgo.Stats
+	hooks   int64 // client-go's hidden retries so far
 	hookErr error
 	server  metrics.ServerSample   // every apiserver's, added
 	servers []metrics.ServerSample // each apiserver's, when there are several
@@ -175,7 +175,7 @@ func (e *engine) readClients() reading {
 	rd := reading{clients: transport.Read(e.clients)}
 	var hooks *clientgo.Counters
 	if hooks, rd.hookErr = clientgo.Install(); rd.hookErr == nil {
-		rd.hooks = hooks.Read()
+		rd.hooks = hooks.Retries()
 	}
 	return rd
 }
@@ -185,7 +185,7 @@ func (e *engine) readClients() reading {
 func since(before, now *reading) (results.ClientStats, map[metrics.RequestKey]int64) {
 	var retries int64
 	if before.hookErr == nil {
-		retries = now.hooks.Sub(before.hooks).Retries
+		retries = now.hooks - before.hooks
 	}
 	w := now.clients.Since(before.clients)
 	return w.Stats(retries), w.Requests

@@ -24,46 +24,30 @@ type Counters struct {
 	retries atomic.Int64
 }
 
-// Stats is a reading of Counters; subtract two readings for one run.
-type Stats struct {
-	// Retries counts requests client-go sent again on its own.
-	Retries int64
-}
-
-// Sub returns s minus before.
-func (s Stats) Sub(before Stats) Stats { return Stats{Retries: s.Retries - before.Retries} }
-
-// Read returns the counts so far.
-func (c *Counters) Read() Stats { return Stats{Retries: c.retries.Load()} }
+// Retries returns the requests client-go sent again on its own so far;
+// subtract two readings for one run.
+func (c *Counters) Retries() int64 { return c.retries.Load() }
 
 // retryAdapter implements clientmetrics.RetryMetric.
 type retryAdapter struct{ c *Counters }
 
 func (a retryAdapter) IncrementRetry(context.Context, string, string, string) { a.c.retries.Add(1) }
 
-// installation is the process-wide registration (see the package comment
-// for why this one piece of state cannot be per run).
-var installation struct {
-	once     sync.Once
-	counters *Counters
-	err      error
-}
-
 // Install registers kb-bench's adapter with client-go's metrics hooks, once
 // per process, and returns the process's Counters. Every call returns the
 // same Counters. It fails when something else in the process registered
 // client-go metrics first: client-go keeps only the first registration, so
 // these counts would stay zero.
-func Install() (*Counters, error) {
-	installation.once.Do(func() {
-		c := &Counters{}
-		retry := retryAdapter{c}
-		clientmetrics.Register(clientmetrics.RegisterOpts{RequestRetry: retry})
-		if clientmetrics.RequestRetry != clientmetrics.RetryMetric(retry) {
-			installation.err = errors.New("client-go metrics were registered by another component first, so client-go's own retries cannot be counted")
-			return
-		}
-		installation.counters = c
-	})
-	return installation.counters, installation.err
-}
+func Install() (*Counters, error) { return install() }
+
+// install is the process-wide registration (see the package comment for
+// why this one piece of state cannot be per run).
+var install = sync.OnceValues(func() (*Counters, error) {
+	c := &Counters{}
+	retry := retryAdapter{c}
+	clientmetrics.Register(clientmetrics.RegisterOpts{RequestRetry: retry})
+	if clientmetrics.RequestRetry != clientmetrics.RetryMetric(retry) {
+		return nil, errors.New("client-go metrics were registered by another component first, so client-go's own retries cannot be counted")
+	}
+	return c, nil
+})

@@ -8,6 +8,7 @@ package live
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -188,7 +189,7 @@ var (
 )
 
 func desc(name, help string, extra ...string) *prometheus.Desc {
-	return prometheus.NewDesc("kb_bench_"+name, help, append(append([]string(nil), labelNames...), extra...), nil)
+	return prometheus.NewDesc("kb_bench_"+name, help, slices.Concat(labelNames, extra), nil)
 }
 
 // Describe sends the descriptions of every figure but the scenarios' own,
@@ -203,7 +204,7 @@ func (x *Exporter) Describe(ch chan<- *prometheus.Desc) {
 // Collect reads every run's figures now and sends them.
 func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 	x.mu.Lock()
-	runs := append([]*Run(nil), x.runs...)
+	runs := slices.Clone(x.runs)
 	x.mu.Unlock()
 	for _, r := range runs {
 		collect(ch, r.labels, r.Figures())
@@ -212,7 +213,7 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 
 // collect sends the figures f of the run labelled lv.
 func collect(ch chan<- prometheus.Metric, lv []string, f Figures) {
-	with := func(extra ...string) []string { return append(append([]string(nil), lv...), extra...) }
+	with := func(extra ...string) []string { return slices.Concat(lv, extra) }
 	counter := func(d *prometheus.Desc, v float64, extra ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, with(extra...)...)
 	}
@@ -263,10 +264,8 @@ func collect(ch chan<- prometheus.Metric, lv []string, f Figures) {
 // attempts[n] = operations that made n attempts.
 func Retries(attempts []int64) int64 {
 	var n int64
-	for k, c := range attempts {
-		if k > 1 {
-			n += int64(k-1) * c
-		}
+	for k, c := range attempts[min(2, len(attempts)):] {
+		n += int64(k+1) * c
 	}
 	return n
 }
@@ -290,7 +289,7 @@ func Histogram(d *prometheus.Desc, h *hdrhistogram.Histogram, labelValues ...str
 	native := map[int]int64{}
 	var sum float64
 	var count uint64
-	if h != nil && h.TotalCount() > 0 {
+	if h != nil {
 		for _, b := range h.Distribution() {
 			if b.Count == 0 {
 				continue

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,8 +30,7 @@ type Server struct {
 	srv    *http.Server
 	served chan error
 
-	mu          sync.Mutex
-	final       bool          // every run added has finished
+	final       atomic.Bool   // every run added has finished
 	scraped     chan struct{} // closed by the first scrape served after final
 	scrapedOnce sync.Once
 }
@@ -70,9 +70,7 @@ func Listen(addr string) (*Server, error) {
 // counting notes each scrape served once every run finished.
 func (s *Server) counting(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		final := s.final
-		s.mu.Unlock()
+		final := s.final.Load()
 		h.ServeHTTP(w, r)
 		if final {
 			s.scrapedOnce.Do(func() { close(s.scraped) })
@@ -86,9 +84,7 @@ func (s *Server) counting(h http.Handler) http.Handler {
 // scraper that polls every so often still gets the run's last figures. It
 // says whether one came.
 func (s *Server) Close(ctx context.Context, wait time.Duration) (scraped bool) {
-	s.mu.Lock()
-	s.final = true
-	s.mu.Unlock()
+	s.final.Store(true)
 	if wait > 0 {
 		select {
 		case <-s.scraped:

@@ -55,7 +55,7 @@ type point struct {
 type series struct {
 	Name   string
 	Points []point
-	// Color is an index in palette.
+	// Color is an index in palette, wrapping around.
 	Color int
 	// Dashed draws a dashed line: a model rather than a measurement.
 	Dashed bool
@@ -81,12 +81,6 @@ type chart struct {
 // palette is the Okabe-Ito palette, safe for colour-blind readers, ordered
 // for a white background. series take colours by index.
 var palette = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"}
-
-// color is the palette colour of index i, wrapping around.
-func color(i int) string {
-	n := len(palette)
-	return palette[(i%n+n)%n]
-}
 
 // chart geometry, in SVG user units.
 const (
@@ -121,19 +115,12 @@ func (s scale) transform(v float64) (t float64, ok bool) {
 		return 0, false
 	}
 	switch s {
-	case log10, log2:
-		if v <= 0 {
-			return 0, false
-		}
-		if s == log2 {
-			return math.Log2(v), true
-		}
-		return math.Log10(v), true
+	case log10:
+		return math.Log10(v), v > 0
+	case log2:
+		return math.Log2(v), v > 0
 	case nines:
-		if v < 0 || v >= 1 {
-			return 0, false
-		}
-		return -math.Log10(1 - v), true
+		return -math.Log10(1 - v), v >= 0 && v < 1
 	}
 	return v, true
 }
@@ -268,16 +255,9 @@ func (a axis) layout(vs []float64) (r axisRange, ok bool) {
 	r.lo, r.hi = lo, hi
 	slices.Sort(values)
 	values = slices.Compact(values)
-	if n := len(values); n > maxTicks {
-		every := (n + maxTicks - 1) / maxTicks
-		var kept []float64
-		for i := 0; i < n; i += every {
-			kept = append(kept, values[i])
-		}
-		values = kept
-	}
-	for _, v := range values {
-		if f, ok := r.frac(v); ok && f >= -1e-9 && f <= 1+1e-9 {
+	every := max((len(values)+maxTicks-1)/maxTicks, 1) // at most maxTicks of them
+	for i, v := range values {
+		if f, ok := r.frac(v); ok && i%every == 0 && f >= -1e-9 && f <= 1+1e-9 {
 			r.ticks = append(r.ticks, tick{Value: v, Label: a.label(v)})
 		}
 	}
@@ -435,7 +415,7 @@ func (c chart) SVG() template.HTML {
 			if len(pts) == 0 {
 				continue
 			}
-			col := color(s.Color)
+			col := palette[s.Color%len(palette)]
 			w(`<g class="series-group">`, "\n")
 			if len(pts) > 1 {
 				w(`<polyline class="series" fill="none" stroke="`, col, `" stroke-width="2" stroke-linejoin="round" stroke-linecap="round"`)
@@ -473,7 +453,7 @@ func (c chart) SVG() template.HTML {
 		for _, e := range legend {
 			x0 := 12 + e.x
 			y := xAxisBottom + e.row*legendRow + 14
-			col := color(e.s.Color)
+			col := palette[e.s.Color%len(palette)]
 			w(`<line x1="`, itoa(x0), `" x2="`, itoa(x0+28), `" y1="`, itoa(y-4), `" y2="`, itoa(y-4), `" stroke="`, col, `" stroke-width="2"`)
 			if e.s.Dashed {
 				w(` stroke-dasharray="7 5"`)

@@ -302,8 +302,7 @@ func timeChart(r Run) figure {
 		if p.Span <= 0 {
 			continue
 		}
-		c := p.Writes[metrics.VersionConflict.String()] + p.Writes[metrics.FieldManagerConflict.String()]
-		for i, n := range []int64{p.Ops, p.Writes[metrics.Success.String()], c} {
+		for i, n := range []int64{p.Ops, p.Writes[metrics.Success.String()], p.Conflicts()} {
 			ch.Series[i].Points = append(ch.Series[i].Points, point{X: p.At.Seconds(), Y: float64(n) / p.Span.Seconds()})
 		}
 	}

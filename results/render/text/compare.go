@@ -50,18 +50,16 @@ func WriteComparison(w io.Writer, c *analysis.Comparison, format string) error {
 		if err := writeRows(w, c.Table("metric"), md); err != nil {
 			return err
 		}
-		if len(c.Incomplete) > 0 {
-			fmt.Fprintf(w, "\nWARNING: not every sample measured what it was asked to; their figures are in the medians:\n")
-			for _, in := range c.Incomplete {
-				fmt.Fprintf(w, "  %s\n", in)
+		list := func(heading string, items []string) {
+			if len(items) > 0 {
+				fmt.Fprintf(w, "\n%s:\n", heading)
+				for _, it := range items {
+					fmt.Fprintf(w, "  %s\n", it)
+				}
 			}
 		}
-		if len(c.Workloads) > 0 {
-			fmt.Fprintf(w, "\nnote: the sides ran different workloads:\n")
-			for _, wl := range c.Workloads {
-				fmt.Fprintf(w, "  %s\n", wl)
-			}
-		}
+		list("WARNING: not every sample measured what it was asked to; their figures are in the medians", c.Incomplete)
+		list("note: the sides ran different workloads", c.Workloads)
 		for _, n := range c.Notes {
 			fmt.Fprintf(w, "\nnote: %s\n", n)
 		}

@@ -187,7 +187,7 @@ func describeLost(checks []results.Check) string {
 		if c.Lost > 0 {
 			lost += c.Lost
 			where = append(where, fmt.Sprintf("%s: expected %d, found %d", c.Name, c.Expected, c.Observed))
-		} else if !c.Passed && c.Lost == 0 {
+		} else if !c.Passed {
 			failed++
 		}
 	}
@@ -361,7 +361,7 @@ func describeTime(r *results.Result) [][2]string {
 		case results.IsWriteVerb(v.Verb) && writeVerbs == 1:
 			hist = results.HistWrite
 		}
-		rows = append(rows, [2]string{"", fmt.Sprintf("%s %s %s", v.Verb, v.Resource, describeVerbTime(r, v, m, hist))})
+		rows = append(rows, [2]string{"", fmt.Sprintf("%s %s %s", v.Verb, v.Resource, describeVerbTime(r, v, hist))})
 	}
 	rows[0][0] = "time"
 	var waits []string
@@ -380,17 +380,17 @@ func describeTime(r *results.Result) [][2]string {
 
 // describeVerbTime is one verb's "p50: client 7.4ms = apiserver ~5.9ms
 // (etcd update mean 2.1ms) + network/client ~1.5ms; p99: ...".
-func describeVerbTime(r *results.Result, v results.VerbTime, m results.Measurements, hist string) string {
+func describeVerbTime(r *results.Result, v results.VerbTime, hist string) string {
 	var client []int64
 	if hist != "" {
-		if h, ok, err := m.Histogram(hist); ok && err == nil && h.TotalCount() > 0 {
+		if h, ok, err := r.Measurements.Histogram(hist); ok && err == nil && h.TotalCount() > 0 {
 			client = metrics.Percentiles(h, 0.5, 0.99)
 		}
 	}
 	etcd := etcdMean(r.Server, v)
 	var parts []string
 	for i, q := range []float64{0.5, 0.99} {
-		name := map[int]string{0: "p50", 1: "p99"}[i]
+		name := []string{"p50", "p99"}[i]
 		est, above, ok := v.Quantile(q)
 		server := "-"
 		if ok {
