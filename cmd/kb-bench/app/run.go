@@ -208,11 +208,8 @@ type progress struct {
 
 // newProgress shows progress on w, live when it is a terminal.
 func newProgress(w io.Writer) *progress {
-	live := false
-	if f, ok := w.(*os.File); ok {
-		live = term.IsTerminal(int(f.Fd()))
-	}
-	return &progress{w: w, live: live}
+	f, ok := w.(*os.File)
+	return &progress{w: w, live: ok && term.IsTerminal(int(f.Fd()))}
 }
 
 const plainProgressEvery = 5 * time.Second
