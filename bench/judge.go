@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
+	"slices"
 
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
@@ -22,11 +22,10 @@ import (
 func Compare(paths []string, notes io.Writer) (*analysis.Comparison, error) {
 	sides := make([]results.Side, len(paths))
 	for i, p := range paths {
-		side, err := readSide(notes, p)
-		if err != nil {
+		var err error
+		if sides[i], err = readSide(notes, p); err != nil {
 			return nil, spec.Input(err)
 		}
-		sides[i] = side
 	}
 	c, err := analysis.Compare(sides)
 	return c, spec.Input(err)
@@ -97,20 +96,14 @@ func abDirs(dir string) (base, cand string, ok bool) {
 // interleaved reports whether two sides' samples ran interleaved: neither
 // side's all began before the other's.
 func interleaved(a, b []*results.Result) bool {
-	first := func(rs []*results.Result) (lo, hi time.Time) {
-		for i, r := range rs {
-			if i == 0 || r.Started.Before(lo) {
-				lo = r.Started
-			}
-			if r.Started.After(hi) {
-				hi = r.Started
-			}
-		}
-		return lo, hi
+	if len(a) == 0 || len(b) == 0 {
+		return false
 	}
-	aLo, aHi := first(a)
-	bLo, bHi := first(b)
-	return aLo.Before(bHi) && bLo.Before(aHi)
+	began := func(x, y *results.Result) int { return x.Started.Compare(y.Started) }
+	startsBeforeEnd := func(x, y []*results.Result) bool {
+		return slices.MinFunc(x, began).Started.Before(slices.MaxFunc(y, began).Started)
+	}
+	return startsBeforeEnd(a, b) && startsBeforeEnd(b, a)
 }
 
 // ReadGate reads a Gate file of thresholds.

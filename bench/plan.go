@@ -365,10 +365,8 @@ func zeroOverridden(overrides []Override, given map[string]*Setting, c Cell) err
 			continue
 		}
 		value := o.Values[0]
-		for _, v := range c.Values {
-			if v.Name == o.Name {
-				value = v.Value
-			}
+		if i := slices.IndexFunc(c.Values, func(v CellValue) bool { return v.Name == o.Name }); i >= 0 {
+			value = c.Values[i].Value
 		}
 		if !reflect.ValueOf(value).IsZero() {
 			continue

@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -54,7 +55,6 @@ func RBAC(p *Plan, o RBACOptions) ([]runtime.Object, error) {
 	case o.WithMetrics:
 		return nil, spec.Input(errors.New("--with-metrics binds a ClusterRole: name whom with --service-account or --user"))
 	}
-	seen := map[string]bool{}
 	var rules []rbacv1.PolicyRule
 	for _, c := range p.Cells {
 		var runner distributed.ShardRunner
@@ -71,8 +71,7 @@ func RBAC(p *Plan, o RBACOptions) ([]runtime.Object, error) {
 			return nil, err
 		}
 		for _, rule := range r {
-			if key := fmt.Sprint(rule); !seen[key] {
-				seen[key] = true
+			if !slices.ContainsFunc(rules, func(had rbacv1.PolicyRule) bool { return fmt.Sprint(had) == fmt.Sprint(rule) }) {
 				rules = append(rules, rule)
 			}
 		}

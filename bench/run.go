@@ -397,11 +397,9 @@ func shardRunner(conn *cluster.Connection, sp spec.Spec, o Options) (distributed
 }
 
 // session is what every run of a plan does around its samples: it checks
-// the result directory can be made, opens the target the plan's first
-// cell names, calls body, and stops what it started. A local control
-// plane that dies during body fails it. A plan whose cells need fresh
-// targets (FreshTargets) opens none: body gets nil, and each sample opens
-// its own.
+// the result directory can be made and opens (see open) the target the
+// plan's first cell names. A plan whose cells need fresh targets
+// (FreshTargets) opens none: body gets nil, and each sample opens its own.
 func session(ctx context.Context, p *Plan, o Options, outDir string, body func(context.Context, *cluster.Connection) error) (err error) {
 	sp := p.Cells[0].Spec
 	if sp.Shards > 0 && sp.Runner == spec.RunnerJob && sp.Target.Kind == spec.TargetLocal {

@@ -29,10 +29,8 @@ var DefaultSweep = Set("writers", 1, 2, 4, 8, 16, 32, 64)
 // SweepDefault adds DefaultSweep to r when it gives no sweep axis, and
 // reports whether it did.
 func SweepDefault(r *Request) bool {
-	for _, o := range r.Overrides {
-		if slices.Contains(SweepAxes, o.Name) {
-			return false
-		}
+	if slices.ContainsFunc(r.Overrides, func(o Override) bool { return slices.Contains(SweepAxes, o.Name) }) {
+		return false
 	}
 	r.Overrides = append(r.Overrides, DefaultSweep)
 	return true
@@ -52,7 +50,7 @@ type SweepOptions struct {
 }
 
 // series is one series of a sweep: the cells that differ only in the
-// axis, in axis order, and its label and directory.
+// axis, in axis order, and its label.
 type series struct {
 	cells []int
 	label string

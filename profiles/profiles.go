@@ -130,11 +130,8 @@ func parse(source string, data []byte) (*Profile, error) {
 // parseNode parses data into a node tree and returns the top-level mapping.
 func parseNode(source string, data []byte) (*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: the profile is empty: it begins with \"apiVersion: %s\" and \"kind: %s\"", source, APIVersion, Kind)
-		}
+	var doc yaml.Node // left empty (no document) by an empty file
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, yamlError(source, err)
 	}
 	var next yaml.Node

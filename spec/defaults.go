@@ -101,13 +101,8 @@ func def[T ~string](p *T, v T) {
 // every problem found, each with the path of the field (as in a profile's
 // spec) and what to change. Each part of the Spec validates itself.
 func (s *Spec) Validate(t Traits) field.ErrorList {
-	var errs field.ErrorList
-	errs = append(errs, s.validateWriters()...)
-	errs = append(errs, s.validateStrategy(t)...)
-	errs = append(errs, s.validateLoad(t)...)
-	errs = append(errs, s.validateShards(t)...)
-	errs = append(errs, s.Client.validate(field.NewPath("client"))...)
-	errs = append(errs, s.Target.validate(field.NewPath("target"))...)
+	errs := slices.Concat(s.validateWriters(), s.validateStrategy(t), s.validateLoad(t), s.validateShards(t),
+		s.Client.validate(field.NewPath("client")), s.Target.validate(field.NewPath("target")))
 	if s.Namespace != "" {
 		for _, msg := range validation.IsDNS1123Label(s.Namespace) {
 			errs = append(errs, field.Invalid(field.NewPath("namespace"), s.Namespace, msg+" (--namespace names an existing namespace)"))

@@ -152,21 +152,18 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	if err != nil {
 		return err
 	}
-	stop, err := f.start(ctx, s, version, getenv)
-	if err != nil {
+	return f.start(ctx, s, version, getenv, func() error {
+		_, err := bench.Run(ctx, p, *o)
 		return err
-	}
-	defer stop()
-	_, err = bench.Run(ctx, p, *o)
-	return err
+	})
 }
 
 // start completes the options the flags bound (where the run shows and
-// tells, its progress, client-go's log) and starts the live metrics
-// endpoint --metrics-addr asks for, before anything else starts (a port
-// in use is bad input). stop ends it, after waiting
-// --metrics-final-scrape for a scrape of the final figures.
-func (f *runFlags) start(ctx context.Context, s Streams, version string, getenv func(string) string) (stop func(), err error) {
+// tells, its progress, client-go's log), starts the live metrics endpoint
+// --metrics-addr asks for before anything else starts (a port in use is
+// bad input), and runs body. It ends the endpoint after body, once it has
+// waited --metrics-final-scrape for a scrape of the final figures.
+func (f *runFlags) start(ctx context.Context, s Streams, version string, getenv func(string) string, body func() error) error {
 	o := &f.opt
 	o.Stdout, o.Log, o.Version, o.Getenv = s.Out, s.Err, version, getenv
 	if o.Quiet {
@@ -178,22 +175,23 @@ func (f *runFlags) start(ctx context.Context, s Streams, version string, getenv 
 		o.ClientLog = s.ClientLog.Drain
 	}
 	if f.metricsAddr == "" {
-		return func() {}, nil
+		return body()
 	}
 	srv, err := live.Listen(f.metricsAddr)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	o.Live = srv.Exporter
 	fmt.Fprintf(o.Log, "metrics: serving the run's live figures at %s\n", srv.URL)
-	return func() {
+	defer func() {
 		if f.metricsWait > 0 {
 			fmt.Fprintf(o.Log, "metrics: waiting up to %s for a scrape of the final figures\n", f.metricsWait)
 		}
 		if !srv.Close(ctx, f.metricsWait) && f.metricsWait > 0 {
 			fmt.Fprintf(o.Log, "metrics: no scrape of the final figures came within %s\n", f.metricsWait)
 		}
-	}, nil
+	}()
+	return body()
 }
 
 // progress shows a live line on a terminal (about once a second) and plain
@@ -208,11 +206,8 @@ type progress struct {
 
 // newProgress shows progress on w, live when it is a terminal.
 func newProgress(w io.Writer) *progress {
-	live := false
-	if f, ok := w.(*os.File); ok {
-		live = term.IsTerminal(int(f.Fd()))
-	}
-	return &progress{w: w, live: live}
+	f, ok := w.(*os.File)
+	return &progress{w: w, live: ok && term.IsTerminal(int(f.Fd()))}
 }
 
 const plainProgressEvery = 5 * time.Second

@@ -63,11 +63,8 @@ func (f *sweepFlags) sweep(ctx context.Context, fs *pflag.FlagSet, s Streams, ve
 	if defaulted && !f.run.opt.Quiet {
 		fmt.Fprintf(s.Err, "sweeping %s (the default: choose the values with --writers, or sweep --objects, --rate or --clients)\n", bench.DefaultSweep)
 	}
-	stop, err := f.run.start(ctx, s, version, getenv)
-	if err != nil {
+	return f.run.start(ctx, s, version, getenv, func() error {
+		_, err := bench.Sweep(ctx, p, bench.SweepOptions{Options: f.run.opt, StopAt: f.stopAt, SLO: f.slo})
 		return err
-	}
-	defer stop()
-	_, err = bench.Sweep(ctx, p, bench.SweepOptions{Options: f.run.opt, StopAt: f.stopAt, SLO: f.slo})
-	return err
+	})
 }
