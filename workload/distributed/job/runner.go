@@ -61,14 +61,6 @@ type Remote struct {
 
 var _ distributed.ShardRunner = Runner{}
 
-// jobKube is the cluster the Job runs in.
-func (r Runner) jobKube() kubernetes.Interface {
-	if r.Remote != nil {
-		return r.Remote.Kube
-	}
-	return r.Kube
-}
-
 // ObjectName names a run's shard objects: the ServiceAccount, Role,
 // RoleBinding and Job in the run's namespace (and, on a runner cluster,
 // the Secret ObjectName+"-target"). It is the same in every run (a
@@ -132,8 +124,11 @@ func (r Runner) Start(ctx context.Context, run distributed.ShardRun) (distribute
 	if err != nil {
 		return nil, err
 	}
-	g := &group{target: r.Kube, kube: r.jobKube(), objs: objs, remote: r.Remote != nil,
+	g := &group{target: r.Kube, kube: r.Kube, objs: objs, remote: r.Remote != nil,
 		failed: make(chan error, 1), done: make(chan struct{}), finished: make(chan struct{})}
+	if g.remote {
+		g.kube = r.Remote.Kube
+	}
 	if err := g.create(ctx, r.Remote, run); err != nil {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
