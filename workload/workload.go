@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -126,18 +127,12 @@ type engine struct {
 	// scrapers read each apiserver's /metrics when there are several
 	// (Options.Servers); empty: admin's.
 	scrapers []rest.Interface
-	// window is the measured window as the live figures see it.
-	window liveWindow
-}
-
-// warnClientLog makes what client-go logged during the run warnings.
-func (e *engine) warnClientLog() {
-	if e.opts.ClientLog == nil {
-		return
-	}
-	for _, line := range e.opts.ClientLog() {
-		e.warn("%s", line)
-	}
+	// window is the measured window as the live figures see it: its
+	// start and the first edge's reading once it opened, its end and the
+	// second edge's once it closed. The clients' figures are counted
+	// between the edges, as the Result's are, so they stop growing with
+	// the window (the checks and the clean-up after it send requests too).
+	window atomic.Pointer[window]
 }
 
 // warn writes a warning to the log and keeps it in the result.
