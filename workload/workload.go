@@ -259,7 +259,7 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 		RunID:      o.RunID,
 		Version:    o.Version,
 		Spec:       s,
-		Namespace:  namespaceOf(s, o.RunID),
+		Namespace:  cmp.Or(s.Namespace, "kb-bench-"+o.RunID), // the existing one, or the run's own
 		Workload:   r.Workload(),
 	}
 	cfg := scenario.ClientConfig(o.Config, s.Client, o.Version)
