@@ -135,7 +135,6 @@ type Coordinator struct {
 	n         int
 	opTimeout time.Duration
 	group     ShardGroup
-	failed    <-chan error
 	log       io.Writer
 	warn      func(format string, a ...any)
 }
@@ -163,7 +162,7 @@ func Coordinate(ctx context.Context, o CoordinatorOptions) (*Coordinator, error)
 	if err != nil {
 		return nil, fmt.Errorf("starting the %d shards: %w", o.Shards, err)
 	}
-	c := &Coordinator{p: p, n: o.Shards, opTimeout: o.OpTimeout, group: group, failed: group.Failed(), log: o.Log, warn: o.Warn}
+	c := &Coordinator{p: p, n: o.Shards, opTimeout: o.OpTimeout, group: group, log: o.Log, warn: o.Warn}
 	began := time.Now()
 	if _, err := c.await(ctx, Joined, time.Time{}, began.Add(o.JoinTimeout), nil, nil); err != nil {
 		if time.Since(began) >= o.JoinTimeout {
@@ -343,7 +342,7 @@ func (c *Coordinator) await(ctx context.Context, want State, notBefore, timeout 
 		t := time.NewTimer(poll)
 		select {
 		case <-t.C:
-		case err := <-c.failed:
+		case err := <-c.group.Failed():
 			t.Stop()
 			return nil, err
 		case <-ctx.Done():

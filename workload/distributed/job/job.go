@@ -163,7 +163,6 @@ func Build(o Options) (Objects, error) {
 func (o Options) job(meta metav1.ObjectMeta, labels map[string]string, ns string) *batchv1.Job {
 	podLabels := maps.Clone(labels)
 	podLabels[LabelComponent] = ComponentShard
-	indexed := batchv1.IndexedCompletion
 	shards := int32(o.Shards)
 	args := []string{"shard", "--namespace", ns, "--run-id", o.RunID}
 	if o.TargetSecret != "" {
@@ -239,7 +238,7 @@ func (o Options) job(meta metav1.ObjectMeta, labels map[string]string, ns string
 		ObjectMeta: meta,
 		Spec: batchv1.JobSpec{
 			ActiveDeadlineSeconds: deadline,
-			CompletionMode:        &indexed,
+			CompletionMode:        new(batchv1.IndexedCompletion),
 			Completions:           new(shards),
 			Parallelism:           new(shards),
 			// A failed shard fails the run: it is never retried behind the
