@@ -7,6 +7,7 @@
 package job
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"maps"
@@ -114,18 +115,15 @@ func (o Objects) List() []runtime.Object {
 // YAML renders the objects as one multi-document YAML stream, in List's
 // order, for kubectl apply -f.
 func (o Objects) YAML() ([]byte, error) {
-	var out []byte
-	for i, obj := range o.List() {
+	var docs [][]byte
+	for _, obj := range o.List() {
 		b, err := yaml.Marshal(obj)
 		if err != nil {
 			return nil, fmt.Errorf("rendering %T as YAML: %w", obj, err)
 		}
-		if i > 0 {
-			out = append(out, "---\n"...)
-		}
-		out = append(out, b...)
+		docs = append(docs, b)
 	}
-	return out, nil
+	return bytes.Join(docs, []byte("---\n")), nil
 }
 
 // Build validates o, applies its defaults and returns the objects that run
