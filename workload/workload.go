@@ -87,16 +87,13 @@ type Options struct {
 	OnEdge func(edge int, done bool)
 }
 
-// DefaultShardTimeout bounds how long the coordinator waits for every
-// shard to join (start, find the run, connect).
+// DefaultShardTimeout is distributed.DefaultShardTimeout.
 const DefaultShardTimeout = distributed.DefaultShardTimeout
 
-// ErrTargetLost is the cause of a run ended because its apiserver stopped
-// answering.
+// ErrTargetLost is transport.ErrTargetLost.
 var ErrTargetLost = transport.ErrTargetLost
 
-// ExitTargetLost is the exit status of kb-bench, and of a shard, whose run
-// ended with ErrTargetLost.
+// ExitTargetLost is distributed.ExitTargetLost.
 const ExitTargetLost = distributed.ExitTargetLost
 
 // Outcome is a finished run: its Result, and the scenario's live Report,

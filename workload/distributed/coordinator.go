@@ -27,8 +27,7 @@ import (
 	"github.com/kb-bench/kb-bench/workload/transport"
 )
 
-// ShardRunner starts the shards of a distributed run (Spec.Shards): local
-// processes (package process) or an Indexed Job (package job).
+// ShardRunner starts the shards of a distributed run (Spec.Shards).
 type ShardRunner interface {
 	// Start starts shards 0..run.Shards-1, each running
 	// 'kb-bench shard --namespace NS --run-id ID --index I', and returns
