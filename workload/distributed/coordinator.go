@@ -410,5 +410,14 @@ func describeStates(states map[int]shardState, n int) string {
 }
 
 // ExitTargetLost is the exit status of a shard, and of kb-bench, whose run
-// ended with transport.ErrTargetLost; the runners map it back to the error.
+// ended with transport.ErrTargetLost; ShardExited maps it back to the error.
 const ExitTargetLost = 3
+
+// ShardExited is the error err of a shard that exited with code, marked
+// transport.ErrTargetLost when code says so, for the runners.
+func ShardExited(code int, err error) error {
+	if code == ExitTargetLost {
+		return fmt.Errorf("%w: %w", transport.ErrTargetLost, err)
+	}
+	return err
+}

@@ -21,7 +21,6 @@ import (
 	"github.com/kb-bench/kb-bench/cluster"
 	"github.com/kb-bench/kb-bench/workload/distributed"
 	"github.com/kb-bench/kb-bench/workload/scenario"
-	"github.com/kb-bench/kb-bench/workload/transport"
 )
 
 // Runner starts a run's shards as an Indexed Job in the run's namespace
@@ -290,10 +289,7 @@ func judgePods(completions *int32, pods []corev1.Pod) (string, error) {
 				if msg := strings.TrimSpace(term.Message); msg != "" {
 					err = fmt.Errorf("%w: %s", err, msg)
 				}
-				if term.ExitCode == distributed.ExitTargetLost {
-					err = fmt.Errorf("%w: %w", transport.ErrTargetLost, err)
-				}
-				return "", err
+				return "", distributed.ShardExited(int(term.ExitCode), err)
 			}
 		}
 		if p.Status.Phase == corev1.PodFailed {
