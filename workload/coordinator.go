@@ -32,11 +32,16 @@ type coordinator struct {
 	e *engine
 	c *distributed.Coordinator
 
-	// The shards' live figures: where they serve them (set once they
-	// joined), and each one's last read.
-	liveURLs atomic.Pointer[[]string]
-	liveMu   sync.Mutex
-	liveLast map[string]live.Figures
+	// The shards' live figures, set once they joined.
+	live atomic.Pointer[shardsLive]
+}
+
+// shardsLive are where the shards serve their live figures, and each
+// one's last read.
+type shardsLive struct {
+	urls []string
+	mu   sync.Mutex
+	last []live.Figures
 }
 
 func (r *coordinator) ready(ctx context.Context) error {
@@ -61,7 +66,7 @@ func (r *coordinator) ready(ctx context.Context) error {
 	})
 	if err == nil {
 		urls := r.c.LiveURLs()
-		r.liveURLs.Store(&urls)
+		r.live.Store(&shardsLive{urls: urls, last: make([]live.Figures, len(urls))})
 	}
 	return err
 }
@@ -72,29 +77,27 @@ func (r *coordinator) ready(ctx context.Context) error {
 // never goes down. Once the run is saved its Result replaces them.
 func (r *coordinator) liveFigures() live.Figures {
 	var sum live.Figures
-	urls := r.liveURLs.Load()
-	if urls == nil {
+	l := r.live.Load()
+	if l == nil {
 		return sum
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), liveShardTimeout)
 	defer cancel()
-	got := make([]live.Figures, len(*urls))
-	errs := make([]error, len(*urls))
 	var wg sync.WaitGroup
-	for i, u := range *urls {
-		wg.Go(func() { got[i], errs[i] = live.FetchShard(ctx, http.DefaultClient, u+"live") })
+	for i, u := range l.urls {
+		wg.Go(func() {
+			if f, err := live.FetchShard(ctx, http.DefaultClient, u+"live"); err == nil {
+				l.mu.Lock()
+				l.last[i] = f
+				l.mu.Unlock()
+			}
+		})
 	}
 	wg.Wait()
-	r.liveMu.Lock()
-	defer r.liveMu.Unlock()
-	if r.liveLast == nil {
-		r.liveLast = map[string]live.Figures{}
-	}
-	for i, u := range *urls {
-		if errs[i] == nil {
-			r.liveLast[u] = got[i]
-		}
-		sum.Add(r.liveLast[u])
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, f := range l.last {
+		sum.Add(f)
 	}
 	return sum
 }

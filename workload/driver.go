@@ -152,7 +152,7 @@ func closedLoop(ctx context.Context, p plan, n int, do opFunc) {
 // as workers free up, each still measured from its own schedule. Arrivals
 // that were due but never reached a worker when the run stopped are counted
 // Dropped. Only measured (post-warm-up) arrivals are counted.
-func openLoop(ctx context.Context, p plan, n int, pace pacer, rec arrivals, do opFunc) {
+func openLoop(ctx context.Context, p plan, n int, pace constantPacer, rec arrivals, do opFunc) {
 	stop, release := stopSignal(ctx, p.deadline)
 	defer release()
 	ticks := make(chan time.Time)
@@ -254,7 +254,7 @@ func openLoop(ctx context.Context, p plan, n int, pace pacer, rec arrivals, do o
 
 // dueIn counts the arrivals from number hits on that are due in [from, to)
 // (times since the start), at most limit of them.
-func dueIn(p pacer, hits uint64, from, to time.Duration, limit uint64) uint64 {
+func dueIn(p constantPacer, hits uint64, from, to time.Duration, limit uint64) uint64 {
 	var n uint64
 	for h := hits; n < limit; h++ {
 		wait, stop := p.pace(to, h)

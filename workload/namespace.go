@@ -38,15 +38,6 @@ func createNamespace(ctx context.Context, kube kubernetes.Interface, name, runID
 	return err
 }
 
-// namespaceOf is the namespace a run of s writes in: the existing one it
-// names, or one of the run's own.
-func namespaceOf(s spec.Spec, runID string) string {
-	if s.Namespace != "" {
-		return s.Namespace
-	}
-	return "kb-bench-" + runID
-}
-
 // rootCAWait bounds the wait for kube-controller-manager's ConfigMap in a
 // new namespace.
 const rootCAWait = 30 * time.Second

@@ -2,26 +2,19 @@ package workload
 
 import "time"
 
-// pacer decides when open-loop arrivals are due. It is a pure function of
-// time since the start and the number of arrivals already sent, so it can be
-// tested without a clock.
-type pacer interface {
-	// pace returns how long after elapsed arrival number hits (counting
-	// from 0) is due. A negative wait means the arrival is overdue by that
-	// much, so the caller still knows when it was scheduled. stop reports
-	// that no more arrivals will come.
-	pace(elapsed time.Duration, hits uint64) (wait time.Duration, stop bool)
-}
-
-// constantPacer schedules rate arrivals per second, evenly spaced: arrival n
-// is due at n/rate seconds.
+// constantPacer decides when open-loop arrivals are due: rate arrivals per
+// second, evenly spaced, arrival n at n/rate seconds. It is a pure function
+// of time since the start and the number of arrivals already sent, so it
+// can be tested without a clock.
 type constantPacer struct {
 	rate float64
 }
 
-var _ pacer = constantPacer{}
-
-func (p constantPacer) pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+// pace returns how long after elapsed arrival number hits (counting from
+// 0) is due. A negative wait means the arrival is overdue by that much, so
+// the caller still knows when it was scheduled. stop reports that no more
+// arrivals will come.
+func (p constantPacer) pace(elapsed time.Duration, hits uint64) (wait time.Duration, stop bool) {
 	if p.rate <= 0 {
 		return 0, true
 	}

@@ -105,7 +105,7 @@ func (e *engine) run(ctx context.Context) (scenario.Report, error) {
 		return nil, err
 	}
 	e.rec.MeasureFrom(start)
-	e.window.set(window{start: start, before: &before})
+	e.window.Store(&window{start: start, before: &before})
 	e.hold.Release()
 	ended, stopped, err := e.role.load(ctx, start, end)
 	if err != nil {
@@ -114,7 +114,7 @@ func (e *engine) run(ctx context.Context) (scenario.Report, error) {
 	e.result.Interrupted = ctx.Err() != nil || stopped
 	after := e.edge(ctx, 2)
 	w := window{start: start, ended: ended, before: &before, after: &after}
-	e.window.set(w)
+	e.window.Store(&w)
 	e.hold.Release()
 	return e.finish(ctx, w)
 }
@@ -248,7 +248,11 @@ func (e *engine) finish(ctx context.Context, w window) (scenario.Report, error) 
 			return nil, err
 		}
 	}
-	e.warnClientLog()
+	if e.opts.ClientLog != nil {
+		for _, line := range e.opts.ClientLog() {
+			e.warn("%s", line) // what client-go logged during the run
+		}
+	}
 	if res.Summary, err = results.Summarize(res.Measurements, res.Ended.Sub(res.Started).Seconds(), res.Checks); err != nil {
 		return nil, fmt.Errorf("summarizing the run: %w", err)
 	}

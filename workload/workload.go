@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -86,16 +87,13 @@ type Options struct {
 	OnEdge func(edge int, done bool)
 }
 
-// DefaultShardTimeout bounds how long the coordinator waits for every
-// shard to join (start, find the run, connect).
+// DefaultShardTimeout is distributed.DefaultShardTimeout.
 const DefaultShardTimeout = distributed.DefaultShardTimeout
 
-// ErrTargetLost is the cause of a run ended because its apiserver stopped
-// answering.
+// ErrTargetLost is transport.ErrTargetLost.
 var ErrTargetLost = transport.ErrTargetLost
 
-// ExitTargetLost is the exit status of kb-bench, and of a shard, whose run
-// ended with ErrTargetLost.
+// ExitTargetLost is distributed.ExitTargetLost.
 const ExitTargetLost = distributed.ExitTargetLost
 
 // Outcome is a finished run: its Result, and the scenario's live Report,
@@ -126,18 +124,12 @@ type engine struct {
 	// scrapers read each apiserver's /metrics when there are several
 	// (Options.Servers); empty: admin's.
 	scrapers []rest.Interface
-	// window is the measured window as the live figures see it.
-	window liveWindow
-}
-
-// warnClientLog makes what client-go logged during the run warnings.
-func (e *engine) warnClientLog() {
-	if e.opts.ClientLog == nil {
-		return
-	}
-	for _, line := range e.opts.ClientLog() {
-		e.warn("%s", line)
-	}
+	// window is the measured window as the live figures see it: its
+	// start and the first edge's reading once it opened, its end and the
+	// second edge's once it closed. The clients' figures are counted
+	// between the edges, as the Result's are, so they stop growing with
+	// the window (the checks and the clean-up after it send requests too).
+	window atomic.Pointer[window]
 }
 
 // warn writes a warning to the log and keeps it in the result.
@@ -264,7 +256,7 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 		RunID:      o.RunID,
 		Version:    o.Version,
 		Spec:       s,
-		Namespace:  namespaceOf(s, o.RunID),
+		Namespace:  cmp.Or(s.Namespace, "kb-bench-"+o.RunID), // the existing one, or the run's own
 		Workload:   r.Workload(),
 	}
 	cfg := scenario.ClientConfig(o.Config, s.Client, o.Version)

@@ -27,8 +27,7 @@ import (
 	"github.com/kb-bench/kb-bench/workload/transport"
 )
 
-// ShardRunner starts the shards of a distributed run (Spec.Shards): local
-// processes (package process) or an Indexed Job (package job).
+// ShardRunner starts the shards of a distributed run (Spec.Shards).
 type ShardRunner interface {
 	// Start starts shards 0..run.Shards-1, each running
 	// 'kb-bench shard --namespace NS --run-id ID --index I', and returns
@@ -135,7 +134,6 @@ type Coordinator struct {
 	n         int
 	opTimeout time.Duration
 	group     ShardGroup
-	failed    <-chan error
 	log       io.Writer
 	warn      func(format string, a ...any)
 }
@@ -163,7 +161,7 @@ func Coordinate(ctx context.Context, o CoordinatorOptions) (*Coordinator, error)
 	if err != nil {
 		return nil, fmt.Errorf("starting the %d shards: %w", o.Shards, err)
 	}
-	c := &Coordinator{p: p, n: o.Shards, opTimeout: o.OpTimeout, group: group, failed: group.Failed(), log: o.Log, warn: o.Warn}
+	c := &Coordinator{p: p, n: o.Shards, opTimeout: o.OpTimeout, group: group, log: o.Log, warn: o.Warn}
 	began := time.Now()
 	if _, err := c.await(ctx, Joined, time.Time{}, began.Add(o.JoinTimeout), nil, nil); err != nil {
 		if time.Since(began) >= o.JoinTimeout {
@@ -343,7 +341,7 @@ func (c *Coordinator) await(ctx context.Context, want State, notBefore, timeout 
 		t := time.NewTimer(poll)
 		select {
 		case <-t.C:
-		case err := <-c.failed:
+		case err := <-c.group.Failed():
 			t.Stop()
 			return nil, err
 		case <-ctx.Done():
@@ -412,5 +410,14 @@ func describeStates(states map[int]shardState, n int) string {
 }
 
 // ExitTargetLost is the exit status of a shard, and of kb-bench, whose run
-// ended with transport.ErrTargetLost; the runners map it back to the error.
+// ended with transport.ErrTargetLost; ShardExited maps it back to the error.
 const ExitTargetLost = 3
+
+// ShardExited is the error err of a shard that exited with code, marked
+// transport.ErrTargetLost when code says so, for the runners.
+func ShardExited(code int, err error) error {
+	if code == ExitTargetLost {
+		return fmt.Errorf("%w: %w", transport.ErrTargetLost, err)
+	}
+	return err
+}

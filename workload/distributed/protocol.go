@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -308,10 +309,8 @@ func (p protocol) upload(ctx context.Context, i int, r *results.Result) (int, er
 	if err := zw.Close(); err != nil {
 		return 0, err
 	}
-	data := buf.Bytes()
-	chunks := 0
-	for off := 0; off < len(data) || chunks == 0; off += resultChunk {
-		part := data[off:min(off+resultChunk, len(data))]
+	chunks := 0 // gzip's header alone makes at least one
+	for part := range slices.Chunk(buf.Bytes(), resultChunk) {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: p.resultName(i, chunks), Labels: p.labels("result")},
 			BinaryData: map[string][]byte{"result.json.gz": part},

@@ -333,26 +333,20 @@ func endpointOf(r *http.Request) (k metrics.RequestKey, watch bool) {
 // whose requests never pause (leader election).
 type Hold struct {
 	mu       sync.Mutex
-	cond     *sync.Cond // signalled when inflight reaches 0 or a hold expires
 	inflight int
-	held     bool
-	released chan struct{} // closed when a hold ends
-	expired  bool
+	released chan struct{} // while engaged; closed when the hold ends
+	drained  chan struct{} // while Engage waits; closed when inflight reaches 0
 }
 
 // NewHold returns a hold that is not engaged.
-func NewHold() *Hold {
-	h := &Hold{}
-	h.cond = sync.NewCond(&h.mu)
-	return h
-}
+func NewHold() *Hold { return &Hold{} }
 
 // enter waits while the hold is engaged and counts the request in flight. A
 // request whose context ends while it waits is refused (notSentError): it
 // was never sent, so it is neither counted nor may it have landed.
 func (h *Hold) enter(ctx context.Context) error {
 	h.mu.Lock()
-	for h.held {
+	for h.released != nil {
 		released := h.released
 		h.mu.Unlock()
 		select {
@@ -385,8 +379,9 @@ func (e *notSentError) Unwrap() error { return e.ctx }
 func (h *Hold) leave() {
 	h.mu.Lock()
 	h.inflight--
-	if h.inflight == 0 {
-		h.cond.Broadcast()
+	if h.inflight == 0 && h.drained != nil {
+		close(h.drained)
+		h.drained = nil
 	}
 	h.mu.Unlock()
 }
@@ -396,31 +391,35 @@ func (h *Hold) leave() {
 // after.
 func (h *Hold) Engage(timeout time.Duration) (inflight int) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.held {
+	if h.released == nil {
 		h.released = make(chan struct{})
 	}
-	h.held, h.expired = true, false
-	t := time.AfterFunc(timeout, func() {
-		h.mu.Lock()
-		h.expired = true
-		h.cond.Broadcast()
-		h.mu.Unlock()
-	})
-	defer t.Stop()
-	for h.inflight > 0 && !h.expired {
-		h.cond.Wait()
+	drained := make(chan struct{})
+	if h.inflight == 0 {
+		close(drained)
+	} else {
+		h.drained = drained
 	}
+	h.mu.Unlock()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-drained:
+	case <-t.C:
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.drained = nil
 	return h.inflight
 }
 
 // Release lets held requests go on.
 func (h *Hold) Release() {
 	h.mu.Lock()
-	if h.held {
+	if h.released != nil {
 		close(h.released)
+		h.released = nil
 	}
-	h.held = false
 	h.mu.Unlock()
 }
 

@@ -266,7 +266,7 @@ func TestHoldRefusesARequestWhoseDeadlinePassesWhileHeld(t *testing.T) {
 func isHeld(g *Hold) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.held
+	return g.released != nil
 }
 
 // BenchmarkMeteredTransport is what counting a request and passing the

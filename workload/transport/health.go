@@ -97,12 +97,10 @@ func (h *Health) lost(now time.Time) string {
 		quiet.Round(100*time.Millisecond), last.UTC().Format("15:04:05.000"), h.failures.Load(), why)
 }
 
-// Watch cancels the run with ErrTargetLost (and records why) as soon as
-// the target is lost. The returned func stops watching and returns why
-// the target was lost ("" when it was not).
-func (h *Health) Watch(cancel context.CancelCauseFunc) (stop func() string) {
+// Watch cancels the run with ErrTargetLost (and says why) as soon as
+// the target is lost. The returned func stops watching.
+func (h *Health) Watch(cancel context.CancelCauseFunc) (stop func()) {
 	done, finished := make(chan struct{}), make(chan struct{})
-	var reason string
 	go func() {
 		defer close(finished)
 		t := time.NewTicker(healthEvery)
@@ -112,7 +110,7 @@ func (h *Health) Watch(cancel context.CancelCauseFunc) (stop func() string) {
 			case <-done:
 				return
 			case now := <-t.C:
-				if reason = h.lost(now); reason != "" {
+				if reason := h.lost(now); reason != "" {
 					cancel(fmt.Errorf("%w: %s", ErrTargetLost, reason))
 					h.Abandon()
 					return
@@ -120,10 +118,9 @@ func (h *Health) Watch(cancel context.CancelCauseFunc) (stop func() string) {
 			}
 		}
 	}()
-	return func() string {
+	return func() {
 		close(done)
 		<-finished
-		return reason
 	}
 }
 

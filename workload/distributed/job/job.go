@@ -7,6 +7,7 @@
 package job
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"maps"
@@ -114,18 +115,15 @@ func (o Objects) List() []runtime.Object {
 // YAML renders the objects as one multi-document YAML stream, in List's
 // order, for kubectl apply -f.
 func (o Objects) YAML() ([]byte, error) {
-	var out []byte
-	for i, obj := range o.List() {
+	var docs [][]byte
+	for _, obj := range o.List() {
 		b, err := yaml.Marshal(obj)
 		if err != nil {
 			return nil, fmt.Errorf("rendering %T as YAML: %w", obj, err)
 		}
-		if i > 0 {
-			out = append(out, "---\n"...)
-		}
-		out = append(out, b...)
+		docs = append(docs, b)
 	}
-	return out, nil
+	return bytes.Join(docs, []byte("---\n")), nil
 }
 
 // Build validates o, applies its defaults and returns the objects that run
@@ -136,11 +134,18 @@ func Build(o Options) (Objects, error) {
 	if errs := o.validate(); len(errs) > 0 {
 		return Objects{}, spec.Input(fmt.Errorf("the shard Job cannot be built: %w", errs.ToAggregate()))
 	}
-	labels := o.labels()
+	// kb-bench's labels for the run over the caller's.
+	labels := maps.Clone(o.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, scenario.Labels(o.RunID))
 	meta := func(namespace string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: o.Name, Namespace: namespace, Labels: maps.Clone(labels)}
 	}
-	rights := o.runNamespace()
+	// The run's namespace on the target: where the shards join the run
+	// and their rights are.
+	rights := cmp.Or(o.TargetNamespace, o.Namespace)
 	sa := &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 		ObjectMeta: meta(rights),
@@ -148,25 +153,16 @@ func Build(o Options) (Objects, error) {
 	// Copies: the objects share no map or slice with o, nor with each other.
 	role := scenario.Role(rights, o.Name, labels, o.Rules).DeepCopy()
 	binding := scenario.RoleBinding(rights, o.Name, labels, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: o.Name, Namespace: rights}).DeepCopy()
-	return Objects{ServiceAccount: sa, Role: role, RoleBinding: binding, Job: o.job(meta(o.Namespace), labels)}, nil
+	return Objects{ServiceAccount: sa, Role: role, RoleBinding: binding, Job: o.job(meta(o.Namespace), labels, rights)}, nil
 }
 
-// runNamespace is the run's namespace on the target: where the shards
-// join the run and their rights are.
-func (o Options) runNamespace() string {
-	if o.TargetNamespace != "" {
-		return o.TargetNamespace
-	}
-	return o.Namespace
-}
-
-// job is the Indexed Job: one pod per shard, none retried.
-func (o Options) job(meta metav1.ObjectMeta, labels map[string]string) *batchv1.Job {
+// job is the Indexed Job in the run's namespace ns: one pod per shard,
+// none retried.
+func (o Options) job(meta metav1.ObjectMeta, labels map[string]string, ns string) *batchv1.Job {
 	podLabels := maps.Clone(labels)
 	podLabels[LabelComponent] = ComponentShard
-	indexed := batchv1.IndexedCompletion
 	shards := int32(o.Shards)
-	args := []string{"shard", "--namespace", o.runNamespace(), "--run-id", o.RunID}
+	args := []string{"shard", "--namespace", ns, "--run-id", o.RunID}
 	if o.TargetSecret != "" {
 		args = append(args, "--kubeconfig", targetDir+"/"+TargetKubeconfigKey)
 	}
@@ -240,7 +236,7 @@ func (o Options) job(meta metav1.ObjectMeta, labels map[string]string) *batchv1.
 		ObjectMeta: meta,
 		Spec: batchv1.JobSpec{
 			ActiveDeadlineSeconds: deadline,
-			CompletionMode:        &indexed,
+			CompletionMode:        new(batchv1.IndexedCompletion),
 			Completions:           new(shards),
 			Parallelism:           new(shards),
 			// A failed shard fails the run: it is never retried behind the
@@ -252,16 +248,6 @@ func (o Options) job(meta metav1.ObjectMeta, labels map[string]string) *batchv1.
 			},
 		},
 	}
-}
-
-// labels are kb-bench's labels for the run over the caller's.
-func (o Options) labels() map[string]string {
-	l := maps.Clone(o.Labels)
-	if l == nil {
-		l = map[string]string{}
-	}
-	maps.Copy(l, scenario.Labels(o.RunID))
-	return l
 }
 
 // validate returns every problem with o, each saying what to change.

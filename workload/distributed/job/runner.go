@@ -21,7 +21,6 @@ import (
 	"github.com/kb-bench/kb-bench/cluster"
 	"github.com/kb-bench/kb-bench/workload/distributed"
 	"github.com/kb-bench/kb-bench/workload/scenario"
-	"github.com/kb-bench/kb-bench/workload/transport"
 )
 
 // Runner starts a run's shards as an Indexed Job in the run's namespace
@@ -60,14 +59,6 @@ type Remote struct {
 }
 
 var _ distributed.ShardRunner = Runner{}
-
-// jobKube is the cluster the Job runs in.
-func (r Runner) jobKube() kubernetes.Interface {
-	if r.Remote != nil {
-		return r.Remote.Kube
-	}
-	return r.Kube
-}
 
 // ObjectName names a run's shard objects: the ServiceAccount, Role,
 // RoleBinding and Job in the run's namespace (and, on a runner cluster,
@@ -132,8 +123,11 @@ func (r Runner) Start(ctx context.Context, run distributed.ShardRun) (distribute
 	if err != nil {
 		return nil, err
 	}
-	g := &group{target: r.Kube, kube: r.jobKube(), objs: objs, remote: r.Remote != nil,
+	g := &group{target: r.Kube, kube: r.Kube, objs: objs, remote: r.Remote != nil,
 		failed: make(chan error, 1), done: make(chan struct{}), finished: make(chan struct{})}
+	if g.remote {
+		g.kube = r.Remote.Kube
+	}
 	if err := g.create(ctx, r.Remote, run); err != nil {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
@@ -295,10 +289,7 @@ func judgePods(completions *int32, pods []corev1.Pod) (string, error) {
 				if msg := strings.TrimSpace(term.Message); msg != "" {
 					err = fmt.Errorf("%w: %s", err, msg)
 				}
-				if term.ExitCode == distributed.ExitTargetLost {
-					err = fmt.Errorf("%w: %w", transport.ErrTargetLost, err)
-				}
-				return "", err
+				return "", distributed.ShardExited(int(term.ExitCode), err)
 			}
 		}
 		if p.Status.Phase == corev1.PodFailed {

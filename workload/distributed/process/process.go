@@ -23,7 +23,6 @@ import (
 	"github.com/kb-bench/kb-bench/cluster"
 	"github.com/kb-bench/kb-bench/internal/proc"
 	"github.com/kb-bench/kb-bench/workload/distributed"
-	"github.com/kb-bench/kb-bench/workload/transport"
 )
 
 // Runner starts shards as child processes of Executable.
@@ -77,10 +76,7 @@ func (r Runner) Start(ctx context.Context, run distributed.ShardRun) (distribute
 			}
 			if err := p.Err(); err != nil {
 				err = fmt.Errorf("shard %d (pid %d) exited before the run ended (%v)%s", i, p.Pid, err, p.Last())
-				if p.ExitCode() == distributed.ExitTargetLost {
-					err = fmt.Errorf("%w: %w", transport.ErrTargetLost, err)
-				}
-				g.failed <- err
+				g.failed <- distributed.ShardExited(p.ExitCode(), err)
 			}
 		})
 		g.procs = append(g.procs, p)
