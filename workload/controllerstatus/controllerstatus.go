@@ -163,8 +163,10 @@ func (r *controllers) Setup(ctx context.Context) error {
 	for i, o := range r.objects {
 		names[i] = o.name
 	}
-	err := scenario.CreateAll(ctx, names, func(ctx context.Context, name string) error {
-		pod, err := pods.Create(ctx, newPod(name, env.RunID), metav1.CreateOptions{FieldManager: scenario.SetupManager})
+	labels := scenario.Labels(env.RunID)
+	labels[LabelScenario] = Name
+	err := scenario.CreateAll(ctx, "Pods", names, func(ctx context.Context, name string) error {
+		pod, err := pods.Create(ctx, scenario.Pod(name, labels, corev1.Container{Name: "main"}), metav1.CreateOptions{FieldManager: scenario.SetupManager})
 		if err != nil {
 			return fmt.Errorf("creating Pod %s/%s: %w", env.Namespace, name, err)
 		}
@@ -174,7 +176,7 @@ func (r *controllers) Setup(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("%w (the Pods are created before the run; check the credentials and the apiserver)", err)
+		return err
 	}
 	for _, views := range r.views {
 		for _, v := range views {
@@ -183,13 +185,6 @@ func (r *controllers) Setup(ctx context.Context) error {
 	}
 	r.measures = env.Measurers(r.Workers(), nil)
 	return nil
-}
-
-// newPod is a Pod of the scenario.
-func newPod(name, runID string) *corev1.Pod {
-	labels := scenario.Labels(runID)
-	labels[LabelScenario] = Name
-	return scenario.Pod(name, labels, corev1.Container{Name: "main"})
 }
 
 // Do reconciles worker w's next Pod: one operation, with the reads and
