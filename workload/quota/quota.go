@@ -76,12 +76,11 @@ type quota struct {
 var _ scenario.Driven = (*quota)(nil)
 
 func newQuota(env *scenario.Env, set *Settings) *quota {
-	kind, _ := kindFor(set.Resource) // validated
 	n := env.Writers()
 	// Do records only measured creates in them: their window is the run's.
 	now := time.Now()
 	return &quota{
-		env: env, set: set, kind: kind, next: make([]int, n),
+		env: env, set: set, kind: kindFor(set.Resource), next: make([]int, n),
 		report:          &Report{Resource: set.Resource, Hard: set.Hard, Writers: n},
 		admittedLatency: metrics.NewRecorder(now, 1, false), rejectedLatency: metrics.NewRecorder(now, 1, false),
 	}
