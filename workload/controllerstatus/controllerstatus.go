@@ -37,27 +37,12 @@ const (
 	LabelScenario = "kb-bench.io/scenario"
 )
 
-// Definition registers the controller-status scenario.
-//
-// Setup creates a `default` ServiceAccount (as kube-controller-manager
-// would; Pod admission needs it) and Controllers x ObjectsPerController
-// owned Pods plus SharedObjects shared ones. Each controller runs
-// Spec.Writers workers, among which its Pods are split so that, as with a
-// client-go work queue, no two workers of one controller handle the same
-// Pod at once. An operation is one reconcile: write the controller's
-// condition with a new message on the worker's next Pod.
-//
-// How a write is made follows Spec.Strategy: update PUTs /status from the
-// controller's last view of the Pod (its "cache"), and after a 409 re-reads
-// it the next time round; retry re-reads and retries at once inside
-// client-go's retry.RetryOnConflict with Spec.Backoff; patch sends a merge
-// or strategic patch of the condition (with PatchPrecondition, carrying the
-// resourceVersion); ssa applies the condition with a field manager per
-// controller (or one shared manager). Controller c sends its requests
-// through client c (the Spec.Clients clients round-robin).
-//
-// Finish compares each Pod's conditions with what every controller last
-// wrote successfully.
+// Definition registers the controller-status scenario. Each controller
+// runs Spec.Writers workers, among which its Pods are split so that, as
+// with a client-go work queue, no two workers of one controller handle the
+// same Pod at once. An operation is one reconcile: write the controller's
+// condition with a new message on the worker's next Pod, the way
+// Spec.Strategy says (write), through client c for controller c.
 var Definition = scenario.Definition{
 	Name:         Name,
 	Description:  "controllers keep a status condition of their own on the Pods they own and on Pods they share; 409s and lost status updates are counted",
@@ -178,8 +163,10 @@ func (r *controllers) Setup(ctx context.Context) error {
 	for i, o := range r.objects {
 		names[i] = o.name
 	}
-	err := scenario.CreateAll(ctx, names, func(ctx context.Context, name string) error {
-		pod, err := pods.Create(ctx, newPod(name, env.RunID), metav1.CreateOptions{FieldManager: scenario.SetupManager})
+	labels := scenario.Labels(env.RunID)
+	labels[LabelScenario] = Name
+	err := scenario.CreateAll(ctx, "Pods", names, func(ctx context.Context, name string) error {
+		pod, err := pods.Create(ctx, scenario.Pod(name, labels, corev1.Container{Name: "main"}), metav1.CreateOptions{FieldManager: scenario.SetupManager})
 		if err != nil {
 			return fmt.Errorf("creating Pod %s/%s: %w", env.Namespace, name, err)
 		}
@@ -189,7 +176,7 @@ func (r *controllers) Setup(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("%w (the Pods are created before the run; check the credentials and the apiserver)", err)
+		return err
 	}
 	for _, views := range r.views {
 		for _, v := range views {
@@ -198,13 +185,6 @@ func (r *controllers) Setup(ctx context.Context) error {
 	}
 	r.measures = env.Measurers(r.Workers(), nil)
 	return nil
-}
-
-// newPod is a Pod of the scenario.
-func newPod(name, runID string) *corev1.Pod {
-	labels := scenario.Labels(runID)
-	labels[LabelScenario] = Name
-	return scenario.Pod(name, labels, corev1.Container{Name: "main"})
 }
 
 // Do reconciles worker w's next Pod: one operation, with the reads and
@@ -276,14 +256,13 @@ func message(seq int64) string { return "write " + strconv.FormatInt(seq, 10) }
 // seqOf reads back the sequence number controller c last wrote on pod (0
 // when its condition is missing or unreadable).
 func seqOf(pod *corev1.Pod, c int) int64 {
-	for _, cond := range pod.Status.Conditions {
-		if cond.Type == conditionType(c) {
-			n, err := strconv.ParseInt(strings.TrimPrefix(cond.Message, "write "), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return n
-		}
+	i := conditionIndex(&pod.Status, conditionType(c))
+	if i < 0 {
+		return 0
 	}
-	return 0
+	n, err := strconv.ParseInt(strings.TrimPrefix(pod.Status.Conditions[i].Message, "write "), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
 }

@@ -11,8 +11,7 @@ import (
 
 // Settings are the controller-status scenario's own settings.
 type Settings struct {
-	// Controllers is the number of controllers, each writing a condition
-	// of its own.
+	// Controllers is the number of controllers.
 	Controllers int `json:"controllers" flag:"controllers" help:"controllers, each keeping a status condition of its own"`
 	// ObjectsPerController is how many Pods each controller owns alone.
 	ObjectsPerController int `json:"objectsPerController" flag:"objects-per-controller" help:"Pods each controller owns alone"`

@@ -59,12 +59,6 @@ func (r *controllers) Finish(ctx context.Context) (scenario.Report, error) {
 	return report, nil
 }
 
-// holds reports whether the Pod shows what v's controller last wrote: the
-// last accepted write, or one whose fate is unknown and came after it.
-func holds(v *view, observed int64) bool {
-	return observed == v.lastOK || slices.Contains(v.unsure, observed)
-}
-
 // judge compares each controller's views with the Pods as read back. Each
 // controller gets one check over the Pods it owns; each shared Pod gets one
 // check over all controllers. A status write the Pod no longer shows (a
@@ -84,17 +78,16 @@ func judge(views [][]*view, pods map[string]*corev1.Pod) []results.Check {
 		return fmt.Sprintf("controller-%d's condition on Pod %s %s, but its last accepted write was %q",
 			c, v.obj.name, found, message(v.lastOK))
 	}
-	observe := func(c int, v *view) int64 {
-		if pod := pods[v.obj.name]; pod != nil {
-			return seqOf(pod, c)
-		}
-		return -1
-	}
-	// tally counts one (controller, Pod) pair into check.
+	// tally counts one (controller, Pod) pair into check: the Pod holds
+	// what the controller last wrote when it shows the last accepted
+	// write, or one whose fate is unknown and came after it.
 	tally := func(check *results.Check, c int, v *view) {
 		check.Expected++
-		observed := observe(c, v)
-		if holds(v, observed) {
+		observed := int64(-1) // the Pod is gone
+		if pod := pods[v.obj.name]; pod != nil {
+			observed = seqOf(pod, c)
+		}
+		if observed == v.lastOK || slices.Contains(v.unsure, observed) {
 			check.Observed++
 		} else if check.Detail == "" {
 			check.Detail = mismatch(c, v, observed)

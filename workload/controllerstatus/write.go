@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,13 +64,16 @@ func (r *controllers) write(ctx context.Context, pods corev1client.PodInterface,
 
 // setCondition replaces the condition of cond's type, or appends it.
 func setCondition(status *corev1.PodStatus, cond corev1.PodCondition) {
-	for i := range status.Conditions {
-		if status.Conditions[i].Type == cond.Type {
-			status.Conditions[i] = cond
-			return
-		}
+	if i := conditionIndex(status, cond.Type); i >= 0 {
+		status.Conditions[i] = cond
+		return
 	}
 	status.Conditions = append(status.Conditions, cond)
+}
+
+// conditionIndex is the index of status's condition of type t, -1 for none.
+func conditionIndex(status *corev1.PodStatus, t corev1.PodConditionType) int {
+	return slices.IndexFunc(status.Conditions, func(c corev1.PodCondition) bool { return c.Type == t })
 }
 
 // conditionPatch is a merge or strategic patch of status.conditions holding

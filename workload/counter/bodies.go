@@ -45,43 +45,32 @@ func appendJSONPatch(b []byte, key string, old, new int64) []byte {
 // appendDataPointer appends the JSON pointer /data/<key> as a JSON string,
 // escaping "~" and "/" in key as RFC 6901 asks.
 func appendDataPointer(b []byte, key string) []byte {
-	b = append(b, `"/data/`...)
-	for i := 0; i < len(key); i++ {
-		switch c := key[i]; c {
-		case '~':
-			b = append(b, "~0"...)
-		case '/':
-			b = append(b, "~1"...)
-		case '"', '\\':
-			b = append(b, '\\', c)
-		default:
-			if c < 0x20 {
-				b = appendControl(b, c)
-			} else {
-				b = append(b, c)
-			}
-		}
-	}
-	return append(b, '"')
+	return appendEscaped(append(b, `"/data/`...), key, true)
 }
 
 // appendJSONString appends s as a JSON string.
 func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
+	return appendEscaped(append(b, '"'), s, false)
+}
+
+// appendEscaped appends s escaped for a JSON string, and as a JSON
+// pointer's reference token too when pointer is set, then the closing
+// quote.
+func appendEscaped(b []byte, s string, pointer bool) []byte {
+	const hex = "0123456789abcdef"
+	for i := range len(s) {
 		switch c := s[i]; {
+		case pointer && c == '~':
+			b = append(b, "~0"...)
+		case pointer && c == '/':
+			b = append(b, "~1"...)
 		case c == '"' || c == '\\':
 			b = append(b, '\\', c)
 		case c < 0x20:
-			b = appendControl(b, c)
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		default:
 			b = append(b, c)
 		}
 	}
 	return append(b, '"')
-}
-
-func appendControl(b []byte, c byte) []byte {
-	const hex = "0123456789abcdef"
-	return append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 }

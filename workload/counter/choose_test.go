@@ -13,7 +13,7 @@ func draw(t *testing.T, s *Settings, writer, n int) []float64 {
 	c := newChooser(s, writer, rand.New(rand.NewPCG(1, uint64(writer))))
 	freq := make([]float64, s.Objects)
 	for range n {
-		k := c.next()
+		k := c()
 		if k < 0 || k >= s.Objects {
 			t.Fatalf("picked object %d, outside [0, %d)", k, s.Objects)
 		}
@@ -119,7 +119,7 @@ func TestFixedGroupsPinWritersToObjects(t *testing.T) {
 			for w, want := range tt.want {
 				c := newChooser(s, w, rand.New(rand.NewPCG(1, 2)))
 				for range 10 {
-					if got := c.next(); got != want {
+					if got := c(); got != want {
 						t.Fatalf("writer %d picked object %d, want always %d", w, got, want)
 					}
 				}
@@ -134,7 +134,7 @@ func TestChoosersAreIndependentPerWriter(t *testing.T) {
 	b := newChooser(s, 1, rand.New(rand.NewPCG(7, 2)))
 	same := 0
 	for range 1000 {
-		if a.next() == b.next() {
+		if a() == b() {
 			same++
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
@@ -80,7 +81,21 @@ func (c *counter) Setup(ctx context.Context) error {
 	seed := scenario.Seed(env.RunID)
 	filler := makeFiller(c.set.ObjectSize, rand.New(rand.NewPCG(seed, 0)))
 	cms := env.Admin.CoreV1().ConfigMaps(env.Namespace)
-	if err := createObjects(ctx, cms, c.names, scenario.Labels(env.RunID), initialData(&env.Spec, c.keys, filler)); err != nil {
+	labels, data := scenario.Labels(env.RunID), initialData(&env.Spec, c.keys, filler)
+	err := scenario.CreateAll(ctx, "objects", c.names, func(ctx context.Context, name string) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Data: data}
+		// No field manager of its own: the apiserver names the creator
+		// after the user agent, as it names the writers' updates, so the
+		// object's managedFields hold one entry, as an object one
+		// controller creates and updates does. A second manager's entry
+		// costs the apiserver about 5% of every update's time (measured
+		// against a bare client-go loop).
+		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating ConfigMap %s: %w", name, err)
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	c.writers = c.newWriters(seed)

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
@@ -51,27 +50,6 @@ func makeFiller(n int, r *rand.Rand) string {
 		b[i] = alphabet[r.IntN(len(alphabet))]
 	}
 	return string(b)
-}
-
-// createObjects creates the benchmark ConfigMaps, a few at a time.
-func createObjects(ctx context.Context, cms corev1client.ConfigMapInterface, names []string, labels, data map[string]string) error {
-	err := scenario.CreateAll(ctx, names, func(ctx context.Context, name string) error {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Data: data}
-		// No field manager of its own: the apiserver names the creator
-		// after the user agent, as it names the writers' updates, so the
-		// object's managedFields hold one entry, as an object one
-		// controller creates and updates does. A second manager's entry
-		// costs the apiserver about 5% of every update's time (measured
-		// against a bare client-go loop).
-		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating ConfigMap %s: %w", name, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("%w (the objects are created before the run; check the credentials and the apiserver)", err)
-	}
-	return nil
 }
 
 // readObjects lists the run's objects and keeps, for each, only the data

@@ -47,8 +47,7 @@ type Settings struct {
 	HotFraction float64 `json:"hotFraction,omitempty" flag:"hot-fraction" help:"hotspot: fraction of objects that are hot (default 0.1)"`
 	// HotShare of the traffic that goes to hot objects, for DistHotspot.
 	HotShare float64 `json:"hotShare,omitempty" flag:"hot-share" help:"hotspot: share of traffic to hot objects (default 0.9)"`
-	// WritersPerObject, when > 0, pins fixed groups of K writers to each
-	// object instead of choosing by Distribution.
+	// WritersPerObject, when > 0, pins groups of K writers to each object.
 	WritersPerObject int `json:"writersPerObject,omitempty" flag:"writers-per-object" help:"pin fixed groups of K writers to each object instead of a distribution"`
 	// Fields is FieldsShared or FieldsDisjoint.
 	Fields Fields `json:"fields" flag:"fields" help:"shared (all writers increment one counter) or disjoint (each writer owns a field)"`

@@ -44,24 +44,21 @@ type readBack struct {
 	notCount bool   // raw is not a number
 }
 
-// readField returns data[key] of an object as a field. A nil data map with
-// found set means an object without data.
-func readField(data map[string]string, found bool, key string) readBack {
-	f := readBack{found: found}
-	if !found {
-		return f
-	}
+// readField returns data[key] of the object called name as a field; an
+// object that is in objects without data has no fields.
+func readField(objects map[string]map[string]string, name, key string) readBack {
+	data, found := objects[name]
 	raw, ok := data[key]
 	if !ok {
-		return f
+		return readBack{found: found}
 	}
-	f.raw = raw
+	f := readBack{found: true, raw: raw}
 	v, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil {
 		f.notCount = true
-		return f
+	} else {
+		f.value = v
 	}
-	f.value = v
 	return f
 }
 
@@ -93,8 +90,7 @@ func judge(f readBack, successes, uncertain int64) judgement {
 func sharedChecks(names []string, objects map[string]map[string]string, key string, tallies []sharedTally) []results.Check {
 	checks := make([]results.Check, 0, len(names))
 	for i, name := range names {
-		data, found := objects[name]
-		f := readField(data, found, key)
+		f := readField(objects, name, key)
 		succ, unc := tallies[i].successes.Load(), tallies[i].uncertain.Load()
 		j := judge(f, succ, unc)
 		c := results.Check{
@@ -139,8 +135,7 @@ func disjointChecks(names []string, objects map[string]map[string]string, keys [
 		var lostIn, gone, overIn int
 		var bad string
 		for i, name := range names {
-			data, found := objects[name]
-			f := readField(data, found, key)
+			f := readField(objects, name, key)
 			t := tallies[w][i]
 			j := judge(f, t.Successes, t.Uncertain)
 			c.Expected += t.Successes

@@ -45,9 +45,9 @@ type writer struct {
 	write   scenario.Write
 	cms     corev1client.ConfigMapInterface
 	measure *scenario.Measurer
-	choose  chooser
-	names   []string // object names (shared, read-only)
-	key     string   // the data key this writer increments
+	choose  func() int // picks the object of the next operation
+	names   []string   // object names (shared, read-only)
+	key     string     // the data key this writer increments
 
 	applyOpts metav1.ApplyOptions
 	apply     *applycorev1.ConfigMapApplyConfiguration
@@ -58,7 +58,7 @@ type writer struct {
 
 // do runs one operation that was due at intended and records it.
 func (w *writer) do(intended time.Time) {
-	obj := w.choose.next()
+	obj := w.choose()
 	w.measure.Measure(intended, func(o *scenario.Op) error { return w.readModifyWrite(o, obj) })
 }
 

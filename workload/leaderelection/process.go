@@ -26,13 +26,9 @@ import (
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
-// With the pause fault every candidate is a process of its own, so that
-// SIGSTOP freezes all of a leader at once (its renewals, watch, leader-only
-// writes and timers), as a long GC or VM pause does: the kb-bench
-// executable with CandidateEnv set. It reaches the apiserver through the
-// run's proxy over the run's own clients, so its requests are measured like
-// a candidate goroutine's; it writes its events as lines of JSON on its
-// stdout; closing its stdin stops it.
+// With the pause fault every candidate is a process of its own (RunCandidate),
+// so that SIGSTOP freezes all of a leader at once (its renewals, watch,
+// leader-only writes and timers), as a long GC or VM pause does.
 
 // processStartTimeout bounds how long a candidate process may take to say
 // hello. It only turns a process that never starts into an error.

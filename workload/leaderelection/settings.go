@@ -15,38 +15,27 @@ import (
 // Settings are the leader-election scenario's own settings: client-go's
 // LeaderElectionConfig timings, and how the scenario stops leaders.
 type Settings struct {
-	// LeaseDuration is how long a Lease is valid without renewal. The
-	// Lease records it in whole seconds, and followers wait that long.
+	// LeaseDuration is how long a Lease is valid without renewal.
 	LeaseDuration spec.Duration `json:"leaseDuration" flag:"lease-duration" help:"how long the Lease is valid without a renewal (the Lease records whole seconds)"`
-	// RenewDeadline is how long the leader retries a renewal before it
-	// gives up leading.
+	// RenewDeadline is how long the leader retries a renewal.
 	RenewDeadline spec.Duration `json:"renewDeadline" flag:"renew-deadline" help:"how long the leader retries a renewal before it gives up leading"`
 	// RetryPeriod is how often candidates try to acquire or renew.
 	RetryPeriod spec.Duration `json:"retryPeriod" flag:"retry-period" help:"how often candidates try to acquire or renew the Lease"`
-	// FailoverEvery, when set, stops the leader this often after the
-	// warm-up (it rejoins as a new candidate), or with a Fault injects the
-	// fault this often. Zero never stops it.
+	// FailoverEvery is how often the leader is stopped, or faulted, after
+	// the warm-up; a stopped leader rejoins as a new candidate.
 	FailoverEvery spec.Duration `json:"failoverEvery,omitzero" flag:"failover-every" help:"stop the leader this often and restart it as a candidate, or inject --fault this often (0: never)"`
 	// ReleaseOnCancel makes a stopped leader release the Lease.
 	ReleaseOnCancel bool `json:"releaseOnCancel,omitempty" flag:"release-on-cancel" help:"a stopped leader releases the Lease, so a follower takes over at once"`
 
-	// Lock is the lock implementation every candidate runs: client-go's
-	// tools/leaderelection, or kb-bench's raw Lease lock that also
-	// watches the Lease and steps down as soon as another holder appears.
+	// Lock is the lock implementation every candidate runs.
 	Lock string `json:"lock,omitempty" flag:"lock" help:"the lock implementation: client-go (tools/leaderelection) or watch (a raw Lease lock that watches the Lease and steps down when another holder appears)"`
-	// Fault is what is done to the leader at each fault time instead of
-	// stopping it: none, pause, partition, skew, delete or edit.
+	// Fault is what is done to the leader instead of stopping it.
 	Fault string `json:"fault,omitempty" flag:"fault" help:"the fault injected instead of stopping the leader: none, pause (SIGSTOP of the leader's process), partition (its requests held), skew, delete, edit"`
-	// FaultAt injects the fault once, this long after the warm-up, on
-	// whoever leads then. Zero: every FailoverEvery instead.
+	// FaultAt injects the fault once, this long after the warm-up.
 	FaultAt spec.Duration `json:"faultAt,omitzero" flag:"fault-at" help:"inject the fault once, this long after the warm-up (0: every --failover-every)"`
-	// FaultDuration is how long a pause freezes the leader or a partition
-	// holds its requests, or, for skew, the lease duration the skewed
-	// candidate runs with.
+	// FaultDuration is how long a pause or partition lasts, or skew's lease.
 	FaultDuration spec.Duration `json:"faultDuration,omitzero" flag:"fault-duration" help:"pause: how long the leader is frozen; partition: how long its requests are held; skew: the skewed candidate's lease duration"`
-	// LeaderWrites is how often a candidate that believes it leads writes
-	// the fenced ConfigMap, carrying its fencing token. Zero: never;
-	// defaults to 100ms with a fault.
+	// LeaderWrites is how often a leader writes the fenced ConfigMap.
 	LeaderWrites spec.Duration `json:"leaderWrites,omitzero" flag:"leader-writes" help:"how often a leader writes the fenced ConfigMap kb-bench-fenced with its fencing token (0: never; 100ms with a fault)"`
 }
 

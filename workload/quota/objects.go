@@ -24,16 +24,16 @@ type objectKind struct {
 	usage func(ctx context.Context, c kubernetes.Interface, ns string) (int64, error)
 }
 
-// kindFor returns the objects that use res; ok is false for a resource the
-// scenario does not support.
-func kindFor(res string) (kind objectKind, ok bool) {
+// kindFor returns the objects that use res: mere "objects", that cannot be
+// created, for a resource the scenario does not support.
+func kindFor(res string) objectKind {
 	switch res {
 	case ResourceConfigMaps:
-		return objectKind{plural: "ConfigMaps", create: createConfigMap, usage: configMapUsage}, true
+		return objectKind{plural: "ConfigMaps", create: createConfigMap, usage: configMapUsage}
 	case ResourceGPU:
-		return objectKind{plural: "Pods", create: createPod, usage: podUsage}, true
+		return objectKind{plural: "Pods", create: createPod, usage: podUsage}
 	}
-	return objectKind{plural: "objects"}, false
+	return objectKind{plural: "objects"}
 }
 
 func createOptions(dryRun bool) metav1.CreateOptions {

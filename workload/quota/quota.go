@@ -23,19 +23,12 @@ import (
 // QuotaName is the ResourceQuota the scenario creates in the run's namespace.
 const QuotaName = "kb-bench-quota"
 
-// Definition registers the quota scenario.
-//
-// Setup creates the ResourceQuota and makes sure its status is filled and
-// enforced before the clock starts (initialising it itself when no quota
-// controller does). Each operation is one create by one writer, named
-// w<writer>-<n>, through the writer's client: one write attempt. The
-// writers go on after the quota is full, so rejections are measured too,
-// as failed preconditions (classify); conflicts (409) that reach the
-// client and every other failure keep their own classes.
-//
-// The server cross-check also reports the apiserver's own writes of the
-// ResourceQuota's status (quota admission's compare-and-swap, its 409s
-// retried inside the apiserver).
+// Definition registers the quota scenario. Each operation is one create by
+// one writer, named w<writer>-<n>, through the writer's client: one write
+// attempt. The writers go on after the quota is full, so rejections are
+// measured too. The server cross-check also reports the apiserver's own
+// writes of the ResourceQuota's status (quota admission's compare-and-swap,
+// its 409s retried inside the apiserver).
 var Definition = scenario.Definition{
 	Name:        "quota",
 	Description: "writers create objects under a ResourceQuota until it is full and beyond; admission must never let more than the hard limit in",
@@ -83,12 +76,11 @@ type quota struct {
 var _ scenario.Driven = (*quota)(nil)
 
 func newQuota(env *scenario.Env, set *Settings) *quota {
-	kind, _ := kindFor(set.Resource) // validated
 	n := env.Writers()
 	// Do records only measured creates in them: their window is the run's.
 	now := time.Now()
 	return &quota{
-		env: env, set: set, kind: kind, next: make([]int, n),
+		env: env, set: set, kind: kindFor(set.Resource), next: make([]int, n),
 		report:          &Report{Resource: set.Resource, Hard: set.Hard, Writers: n},
 		admittedLatency: metrics.NewRecorder(now, 1, false), rejectedLatency: metrics.NewRecorder(now, 1, false),
 	}

@@ -56,8 +56,7 @@ func (c *Settings) Validate(_ *spec.Spec, p *field.Path) field.ErrorList {
 // Describe is the run in a few words, e.g. "8 writers creating ConfigMaps
 // under a ResourceQuota of count/configmaps=50".
 func (c *Settings) Describe(s *spec.Spec) string {
-	kind, _ := kindFor(c.Resource)
-	d := fmt.Sprintf("%s creating %s under a ResourceQuota of %s=%d", results.Plural(s.Workers(), "writer"), kind.plural, c.Resource, c.Hard)
+	d := fmt.Sprintf("%s creating %s under a ResourceQuota of %s=%d", results.Plural(s.Workers(), "writer"), kindFor(c.Resource).plural, c.Resource, c.Hard)
 	if c.ObjectSize > 0 {
 		d += fmt.Sprintf(", %d B filler", c.ObjectSize)
 	}

@@ -63,9 +63,10 @@ func Labels(runID string) map[string]string {
 	return map[string]string{LabelManagedBy: "kb-bench", LabelRunID: runID}
 }
 
-// CreateAll calls create for every name, a few at a time, and stops at the
-// first error (returning every error seen).
-func CreateAll(ctx context.Context, names []string, create func(ctx context.Context, name string) error) error {
+// CreateAll creates what (e.g. "Pods") before the run, calling create for
+// every name, a few at a time, and stops at the first error (returning
+// every error seen).
+func CreateAll(ctx context.Context, what string, names []string, create func(ctx context.Context, name string) error) error {
 	const parallel = 8
 	next := make(chan string)
 	errs := make(chan error, parallel)
@@ -95,7 +96,10 @@ feed:
 	for e := range errs {
 		err = errors.Join(err, e)
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("%w (the %s are created before the run; check the credentials and the apiserver)", err, what)
+	}
+	return nil
 }
 
 // EnsureDefaultServiceAccount creates the namespace's default

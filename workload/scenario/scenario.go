@@ -14,16 +14,13 @@
 //     whose fields carry `json`, `flag` and `help` tags; flags and profile
 //     fields follow from those tags), and its constructor, which says how
 //     it runs: Driven, Sharded or Continuous.
-//  2. Implement Scenario: Setup creates the objects; Driven scenarios run
-//     one operation per Do call in the engine's driver loop (closed or open
-//     loop, warm-up, stop), Sharded ones also over shard processes,
-//     Continuous ones run their own goroutines between Start and Stop;
-//     Finish reads back what the run left and returns a Report, which
+//  2. Implement Scenario and the interface its constructor returns
+//     (Driven, Sharded or Continuous); Finish returns a Report, which
 //     DecodeReport reads back from a saved Result.
 //  3. Measure every operation with its worker's Measurer (Env.Measurer),
-//     or record the requests the scenario times itself (RecordRequest).
-//     Send the load only through Env.Clients: the engine counts their
-//     requests for the server cross-check.
+//     or record the requests the scenario times itself (RecordRequest),
+//     and send the load only through Env.Clients, whose requests the
+//     server cross-check counts.
 //
 // The registry test runs every registered scenario briefly on the local
 // control plane and checks its server cross-check, so a new scenario is
