@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -82,9 +81,7 @@ type Connection struct {
 // Unreachable targets and missing binaries are spec.Input errors.
 func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
 	o.Log = cmp.Or(o.Log, io.Discard)
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
-	}
+	o.Getenv = getenvOr(o.Getenv)
 	switch t.Kind {
 	case spec.TargetLocal, "":
 		return openLocal(ctx, t, o)

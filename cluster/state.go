@@ -98,6 +98,14 @@ func userDir(getenv func(string) string, env, xdg, home string) string {
 	return cmp.Or(getenv(env), filepath.Join(cmp.Or(getenv(xdg), getenv("HOME")+home), "kb-bench"))
 }
 
+// getenvOr is getenv, or os.Getenv when getenv is nil.
+func getenvOr(getenv func(string) string) func(string) string {
+	if getenv == nil {
+		return os.Getenv
+	}
+	return getenv
+}
+
 // UpOptions configures Up.
 type UpOptions struct {
 	// Binaries are the kube-apiserver and etcd to run.
