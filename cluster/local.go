@@ -81,8 +81,7 @@ type LocalOptions struct {
 // ControlPlane is a running local etcd and one or more kube-apiservers on
 // 127.0.0.1. Stop it with Stop.
 type ControlPlane struct {
-	// st is what `local up` records of it (but Kubeconfig), with every
-	// apiserver in APIServers and Servers, even a single one.
+	// st is what `local up` records of it (but Kubeconfig).
 	st         LocalState
 	creds      *credentials
 	etcd       *proc.Process
