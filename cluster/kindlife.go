@@ -315,7 +315,7 @@ func removeKindNetwork(rt string) {
 
 // ReadKindState reads what KindUp recorded about the cluster name.
 func ReadKindState(stateDir, name string, getenv func(string) string) (*KindState, error) {
-	stateDir = cmp.Or(stateDir, DefaultKindStateDir(getenv))
+	stateDir = cmp.Or(stateDir, DefaultKindStateDir(getenvOr(getenv)))
 	path := filepath.Join(stateDir, name+".json")
 	b, err := os.ReadFile(path)
 	if err != nil {
