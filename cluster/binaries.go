@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -57,9 +56,7 @@ func CacheDir(getenv func(string) string) string {
 // error of its own rather than a silent fallback. When nothing is found the
 // spec.Input error lists every place looked and how to get the binaries.
 func FindBinaries(explicitDir string, getenv func(string) string) (Binaries, error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
+	getenv = getenvOr(getenv)
 	if explicitDir != "" {
 		b, err := binariesIn(explicitDir, SourceFlag)
 		if err != nil {
@@ -105,14 +102,11 @@ type InstallOptions struct {
 // the user's Go toolchain into CacheDir, skipping what is there already,
 // and returns the directory.
 func Install(ctx context.Context, o InstallOptions) (string, error) {
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
-	}
 	programs := []string{upstream.Etcd, upstream.APIServer}
 	if o.ControllerManager {
 		programs = append(programs, upstream.ControllerManager)
 	}
-	dir := CacheDir(o.Getenv)
+	dir := CacheDir(getenvOr(o.Getenv))
 	return dir, upstream.Build(ctx, upstream.Options{Dir: dir, Programs: programs, Log: o.Log})
 }
 

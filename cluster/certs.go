@@ -88,20 +88,16 @@ func writeCredentials(dir string) (*credentials, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := []struct {
-		path string
-		data []byte
-	}{
-		{c.caFile, c.caPEM},
-		{c.certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: servingDER})},
-		{c.keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: servingKeyDER})},
-		{c.saKeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: saKeyDER})},
-		{c.saPubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER})},
+	for path, data := range map[string][]byte{
+		c.caFile:    c.caPEM,
+		c.certFile:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: servingDER}),
+		c.keyFile:   pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: servingKeyDER}),
+		c.saKeyFile: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: saKeyDER}),
+		c.saPubFile: pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
 		// token,user,uid,"group1,group2"
-		{c.tokenFile, fmt.Appendf(nil, "%s,%s,%s,\"%s\"\n", c.token, adminUser, adminUser, adminGroup)},
-	}
-	for _, f := range files {
-		if err := os.WriteFile(f.path, f.data, 0o600); err != nil {
+		c.tokenFile: fmt.Appendf(nil, "%s,%s,%s,\"%s\"\n", c.token, adminUser, adminUser, adminGroup),
+	} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return nil, err
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -82,9 +81,7 @@ type Connection struct {
 // Unreachable targets and missing binaries are spec.Input errors.
 func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
 	o.Log = cmp.Or(o.Log, io.Discard)
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
-	}
+	o.Getenv = getenvOr(o.Getenv)
 	switch t.Kind {
 	case spec.TargetLocal, "":
 		return openLocal(ctx, t, o)
@@ -124,9 +121,9 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 		if err == nil {
 			fmt.Fprintf(o.Log, "local control plane: not reusing the one from `kb-bench local up` (storage or binaries were asked for); starting a private one\n")
 		}
-	case err == nil && st.Healthy && len(st.AllServers()) != t.APIServerCount():
+	case err == nil && st.Healthy && len(st.Servers) != t.APIServerCount():
 		fmt.Fprintf(o.Log, "local control plane: not reusing the one from `kb-bench local up`: it runs %s, and %d were asked for; starting a private one\n",
-			results.Plural(len(st.AllServers()), "apiserver"), t.APIServerCount())
+			results.Plural(len(st.Servers), "apiserver"), t.APIServerCount())
 	case err == nil && st.Healthy:
 		version, err := serverVersion(ctx, st.config)
 		if err != nil {

@@ -32,7 +32,6 @@ func kubeconfigNamed(cfg *rest.Config, name string) ([]byte, error) {
 		CertificateAuthorityData: cfg.CAData,
 		InsecureSkipTLSVerify:    cfg.Insecure,
 		TLSServerName:            cfg.ServerName,
-		ProxyURL:                 "",
 	}
 	out.AuthInfos[name] = &clientcmdapi.AuthInfo{
 		ClientCertificate:     cfg.CertFile,

@@ -31,20 +31,18 @@ const kindNeeds = "the kind target needs a running container runtime (docker, po
 // kindProviderFor returns kind's provider on the container runtime the
 // kind CLI picks: $KIND_EXPERIMENTAL_PROVIDER, else the first one found.
 func kindProviderFor(getenv func(string) string) (*kindcluster.Provider, error) {
-	var opt kindcluster.ProviderOption
-	switch p := getenv("KIND_EXPERIMENTAL_PROVIDER"); p {
-	case "docker":
-		opt = kindcluster.ProviderWithDocker()
-	case "podman":
-		opt = kindcluster.ProviderWithPodman()
-	case "nerdctl":
-		opt = kindcluster.ProviderWithNerdctl("")
-	case "":
-		var err error
-		if opt, err = kindcluster.DetectNodeProvider(); err != nil {
+	p := getenv("KIND_EXPERIMENTAL_PROVIDER")
+	if p == "" {
+		opt, err := kindcluster.DetectNodeProvider()
+		if err != nil {
 			return nil, fmt.Errorf("no container runtime found on PATH (%v)", err)
 		}
-	default:
+		return kindcluster.NewProvider(opt), nil
+	}
+	opt, ok := map[string]kindcluster.ProviderOption{
+		"docker": kindcluster.ProviderWithDocker(), "podman": kindcluster.ProviderWithPodman(), "nerdctl": kindcluster.ProviderWithNerdctl(""),
+	}[p]
+	if !ok {
 		return nil, unknownRuntime(p)
 	}
 	return kindcluster.NewProvider(opt), nil

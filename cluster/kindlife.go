@@ -197,9 +197,7 @@ func firstLine(b []byte) string {
 // Retain. created says whether KindUp made the cluster.
 func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState, created bool, err error) {
 	uo.Log = cmp.Or(uo.Log, io.Discard)
-	if uo.Getenv == nil {
-		uo.Getenv = os.Getenv
-	}
+	uo.Getenv = getenvOr(uo.Getenv)
 	uo.StateDir = cmp.Or(uo.StateDir, DefaultKindStateDir(uo.Getenv))
 	if err := o.Defaults(); err != nil {
 		return nil, false, err
@@ -289,9 +287,7 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 // KindDown deletes a kind cluster that KindUp made, and its records; a
 // cluster kb-bench did not make is refused.
 func KindDown(ctx context.Context, name, stateDir string, getenv func(string) string) error {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
+	getenv = getenvOr(getenv)
 	stateDir = cmp.Or(stateDir, DefaultKindStateDir(getenv))
 	st, err := ReadKindState(stateDir, name, getenv)
 	if err != nil {
@@ -319,9 +315,7 @@ func removeKindNetwork(rt string) {
 
 // ReadKindState reads what KindUp recorded about the cluster name.
 func ReadKindState(stateDir, name string, getenv func(string) string) (*KindState, error) {
-	if stateDir == "" {
-		stateDir = DefaultKindStateDir(getenv)
-	}
+	stateDir = cmp.Or(stateDir, DefaultKindStateDir(getenvOr(getenv)))
 	path := filepath.Join(stateDir, name+".json")
 	b, err := os.ReadFile(path)
 	if err != nil {

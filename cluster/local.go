@@ -81,8 +81,7 @@ type LocalOptions struct {
 // ControlPlane is a running local etcd and one or more kube-apiservers on
 // 127.0.0.1. Stop it with Stop.
 type ControlPlane struct {
-	// st is what `local up` records of it (but Kubeconfig), with every
-	// apiserver in APIServers and Servers, even a single one.
+	// st is what `local up` records of it (but Kubeconfig).
 	st         LocalState
 	creds      *credentials
 	etcd       *proc.Process
@@ -137,6 +136,7 @@ func StartLocal(ctx context.Context, o LocalOptions) (*ControlPlane, error) {
 
 func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error) {
 	begin := time.Now()
+	elapsed := func() time.Duration { return time.Since(begin).Round(10 * time.Millisecond) }
 	cp = &ControlPlane{st: LocalState{Storage: o.Storage, Binaries: o.Binaries.Dir, Started: begin}, binaries: o.Binaries}
 	defer func() {
 		if err != nil {
@@ -219,7 +219,7 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 		return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "etcd", err)
 	}
 	fmt.Fprintf(o.Log, "local control plane: etcd %s ready on %s after %s (storage %s, data in %s)\n",
-		cp.st.EtcdVersion, etcdURL, time.Since(begin).Round(10*time.Millisecond), cp.st.Storage, cp.st.EtcdDataDir)
+		cp.st.EtcdVersion, etcdURL, elapsed(), cp.st.Storage, cp.st.EtcdDataDir)
 
 	// The apiservers reach etcd through the delaying proxy, when asked.
 	etcdServers := etcdURL
@@ -249,16 +249,16 @@ func startOnce(ctx context.Context, o LocalOptions) (cp *ControlPlane, err error
 			return cp, cp.startError(ctx, waitCtx, o.StartTimeout, fmt.Sprintf("kube-apiserver %d of %d", i+1, o.APIServers), err)
 		}
 	}
-	if o.APIServers == 1 {
-		fmt.Fprintf(o.Log, "local control plane: kube-apiserver %s ready at %s after %s\n", cp.st.KubeVersion, cp.st.Server, time.Since(begin).Round(10*time.Millisecond))
-	} else {
-		fmt.Fprintf(o.Log, "local control plane: %d kube-apiservers %s ready at %s after %s\n", o.APIServers, cp.st.KubeVersion, strings.Join(cp.st.Servers, ", "), time.Since(begin).Round(10*time.Millisecond))
+	apiservers := "kube-apiserver"
+	if o.APIServers > 1 {
+		apiservers = fmt.Sprintf("%d kube-apiservers", o.APIServers)
 	}
+	fmt.Fprintf(o.Log, "local control plane: %s %s ready at %s after %s\n", apiservers, cp.st.KubeVersion, strings.Join(cp.st.Servers, ", "), elapsed())
 	if o.ControllerManager {
 		if err := cp.startControllerManager(waitCtx, o.Detached); err != nil {
 			return cp, cp.startError(ctx, waitCtx, o.StartTimeout, "kube-controller-manager", err)
 		}
-		fmt.Fprintf(o.Log, "local control plane: kube-controller-manager working after %s\n", time.Since(begin).Round(10*time.Millisecond))
+		fmt.Fprintf(o.Log, "local control plane: kube-controller-manager working after %s\n", elapsed())
 	}
 	cp.st.StartupTime = time.Since(begin)
 	return cp, nil
@@ -274,7 +274,6 @@ var advertiseBase = net.IPv4(192, 0, 2, 0)
 
 // startAPIServer starts apiserver i of o.APIServers on port.
 func (cp *ControlPlane) startAPIServer(i, port int, etcdServers string, o LocalOptions) error {
-	creds := cp.creds
 	name := "kube-apiserver"
 	reconciler := []string{
 		"--advertise-address=127.0.0.1",
@@ -293,13 +292,13 @@ func (cp *ControlPlane) startAPIServer(i, port int, etcdServers string, o LocalO
 		"--secure-port="+strconv.Itoa(port),
 		"--etcd-servers="+etcdServers,
 		"--cert-dir="+cp.st.Dir,
-		"--tls-cert-file="+creds.certFile,
-		"--tls-private-key-file="+creds.keyFile,
-		"--token-auth-file="+creds.tokenFile,
+		"--tls-cert-file="+cp.creds.certFile,
+		"--tls-private-key-file="+cp.creds.keyFile,
+		"--token-auth-file="+cp.creds.tokenFile,
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+creds.saPubFile,
-		"--service-account-signing-key-file="+creds.saKeyFile,
+		"--service-account-key-file="+cp.creds.saPubFile,
+		"--service-account-signing-key-file="+cp.creds.saKeyFile,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		// The apiserver renews a Lease of its own every 10s (its identity):
 		// noise, here, in the server cross-check of scenarios that write
@@ -371,19 +370,22 @@ func (cp *ControlPlane) startError(ctx, waitCtx context.Context, timeout time.Du
 		err = fmt.Errorf("%s was not ready within %s (%v)", what, timeout, err)
 	}
 	var tails string
+	addTail := func(name string, p *proc.Process) {
+		tail := "(not started)"
+		if p != nil {
+			tail = p.LogTail(logTailLines)
+		}
+		tails += fmt.Sprintf("\n--- %s log (last %d lines) ---\n%s", name, logTailLines, tail)
+	}
 	if len(cp.apiservers) == 0 {
-		tails = fmt.Sprintf("\n--- kube-apiserver log (last %d lines) ---\n(not started)", logTailLines)
+		addTail("kube-apiserver", nil)
 	}
 	for _, p := range cp.apiservers {
-		tails += fmt.Sprintf("\n--- %s log (last %d lines) ---\n%s", p.Name, logTailLines, p.LogTail(logTailLines))
+		addTail(p.Name, p)
 	}
-	etcdTail := "(not started)"
-	if cp.etcd != nil {
-		etcdTail = cp.etcd.LogTail(logTailLines)
-	}
-	tails += fmt.Sprintf("\n--- etcd log (last %d lines) ---\n%s", logTailLines, etcdTail)
+	addTail("etcd", cp.etcd)
 	if cp.kcm != nil {
-		tails += fmt.Sprintf("\n--- kube-controller-manager log (last %d lines) ---\n%s", logTailLines, cp.kcm.LogTail(logTailLines))
+		addTail(cp.kcm.Name, cp.kcm)
 	}
 	if strings.Contains(tails, "address already in use") {
 		err = fmt.Errorf("%w: %w", errPortTaken, err)
@@ -524,20 +526,14 @@ func get(ctx context.Context, client *http.Client, url string, v any) error {
 // returned; another process may still take one before we bind it, which
 // StartLocal handles by retrying.
 func freePorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
+	ports := make([]int, n)
+	for i := range ports {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, err
 		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		defer l.Close() // held until all are chosen, so that they differ
+		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
 	return ports, nil
 }
@@ -636,13 +632,11 @@ func (cp *ControlPlane) Stop(ctx context.Context) error {
 // processes of one stage together (nil ones are skipped), then removes
 // the dirs (os.RemoveAll skips empty names), unless a process would not die.
 func stopAndClean(ctx context.Context, stages [][]*proc.Process, dirs []string) error {
-	var (
-		mu   sync.Mutex
-		errs []error
-	)
+	var errs []error
 	for _, stage := range stages {
+		stageErrs := make([]error, len(stage))
 		var wg sync.WaitGroup
-		for _, p := range stage {
+		for i, p := range stage {
 			if p == nil {
 				continue
 			}
@@ -650,18 +644,13 @@ func stopAndClean(ctx context.Context, stages [][]*proc.Process, dirs []string) 
 			if strings.HasPrefix(p.Name, "kube-apiserver") {
 				grace = apiserverGrace
 			}
-			wg.Go(func() {
-				if _, err := p.Stop(ctx, grace, nil); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			})
+			wg.Go(func() { _, stageErrs[i] = p.Stop(ctx, grace, nil) })
 		}
 		wg.Wait()
+		errs = append(errs, stageErrs...)
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	for _, d := range dirs {
 		if err := os.RemoveAll(d); err != nil {

@@ -60,7 +60,8 @@ type LocalState struct {
 	APIServer ProcessState `json:"apiserver"`
 	Etcd      ProcessState `json:"etcd"`
 	// APIServers are every apiserver, the first first, and Servers their
-	// URLs, when there are several (`local up --apiservers N`).
+	// URLs (`local up --apiservers N`). The file holds them only when
+	// there are several, as it did before there could be.
 	APIServers []ProcessState `json:"apiservers,omitempty"`
 	Servers    []string       `json:"servers,omitempty"`
 	// Started is when `local up` started it; StartupTime how long it took.
@@ -98,6 +99,14 @@ func userDir(getenv func(string) string, env, xdg, home string) string {
 	return cmp.Or(getenv(env), filepath.Join(cmp.Or(getenv(xdg), getenv("HOME")+home), "kb-bench"))
 }
 
+// getenvOr is getenv, or os.Getenv when getenv is nil.
+func getenvOr(getenv func(string) string) func(string) string {
+	if getenv == nil {
+		return os.Getenv
+	}
+	return getenv
+}
+
 // UpOptions configures Up.
 type UpOptions struct {
 	// Binaries are the kube-apiserver and etcd to run.
@@ -112,23 +121,6 @@ type UpOptions struct {
 	APIServers int
 }
 
-// allAPIServers are the recorded apiservers (a record written before
-// there could be several has only APIServer).
-func (st *LocalState) allAPIServers() []ProcessState {
-	if len(st.APIServers) > 0 {
-		return st.APIServers
-	}
-	return []ProcessState{st.APIServer}
-}
-
-// AllServers are the recorded apiservers' URLs.
-func (st *LocalState) AllServers() []string {
-	if len(st.Servers) > 0 {
-		return st.Servers
-	}
-	return []string{st.Server}
-}
-
 // gone names the recorded processes that no longer run ("etcd (pid
 // 12)"); someAlive says whether any still does.
 func (st *LocalState) gone() (gone []string, someAlive bool) {
@@ -139,7 +131,7 @@ func (st *LocalState) gone() (gone []string, someAlive bool) {
 			gone = append(gone, fmt.Sprintf("%s (pid %d)", name, ps.PID))
 		}
 	}
-	for _, ps := range st.allAPIServers() {
+	for _, ps := range st.APIServers {
 		check("kube-apiserver", ps)
 	}
 	check("etcd", st.Etcd)
@@ -205,10 +197,6 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 	}
 	st := cp.st
 	st.Kubeconfig = filepath.Join(o.StateDir, kubeconfigFile)
-	if len(st.APIServers) == 1 {
-		// One apiserver is recorded as before there could be several.
-		st.APIServers, st.Servers = nil, nil
-	}
 	err = cp.WriteKubeconfig(st.Kubeconfig)
 	if err == nil {
 		err = writeState(o.StateDir, &st)
@@ -253,9 +241,9 @@ func Status(ctx context.Context, stateDir string) (*LocalState, error) {
 		return st, nil
 	}
 	client.Timeout = 3 * time.Second
-	for i, server := range st.AllServers() {
+	for i, server := range st.Servers {
 		if err := get(ctx, client, strings.TrimSuffix(server, "/")+"/readyz", nil); err != nil {
-			st.Detail = fmt.Sprintf("processes run but the apiserver at %s is not ready: %v (logs: %s, %s)", server, err, st.allAPIServers()[min(i, len(st.allAPIServers())-1)].Log, st.Etcd.Log)
+			st.Detail = fmt.Sprintf("processes run but the apiserver at %s is not ready: %v (logs: %s, %s)", server, err, st.APIServers[min(i, len(st.APIServers)-1)].Log, st.Etcd.Log)
 			return st, nil
 		}
 	}
@@ -291,7 +279,7 @@ func Down(ctx context.Context, stateDir string) error {
 
 func down(ctx context.Context, stateDir string, st *LocalState) error {
 	var apiservers []*proc.Process
-	for _, ps := range st.allAPIServers() {
+	for _, ps := range st.APIServers {
 		apiservers = append(apiservers, ps.process("kube-apiserver"))
 	}
 	if err := stopAndClean(ctx, [][]*proc.Process{apiservers, {st.Etcd.process("etcd")}}, []string{st.Dir, st.EtcdDataDir}); err != nil {
@@ -339,6 +327,12 @@ func readState(stateDir string) (*LocalState, error) {
 		(st.EtcdDataDir != "" && filepath.Dir(st.EtcdDataDir) != st.Dir && !madeByStartLocal(st.EtcdDataDir, "kb-bench-etcd-")) {
 		return nil, fmt.Errorf("the local control plane's state %s is incomplete: remove it with `kb-bench local down`", path)
 	}
+	if len(st.APIServers) == 0 {
+		st.APIServers = []ProcessState{st.APIServer}
+	}
+	if len(st.Servers) == 0 {
+		st.Servers = []string{st.Server}
+	}
 	return &st, nil
 }
 
@@ -347,7 +341,11 @@ func madeByStartLocal(dir, prefix string) bool {
 }
 
 func writeState(stateDir string, st *LocalState) error {
-	return writeJSON(filepath.Join(stateDir, stateFile), st)
+	rec := *st
+	if len(rec.APIServers) == 1 {
+		rec.APIServers, rec.Servers = nil, nil
+	}
+	return writeJSON(filepath.Join(stateDir, stateFile), &rec)
 }
 
 // writeJSON writes v, indented, to path, readable only by the owner.

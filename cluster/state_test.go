@@ -169,6 +169,8 @@ func TestStateFileRoundTripHoldsNoStatus(t *testing.T) {
 	}
 	want := *st
 	want.Healthy, want.Detail = false, ""
+	// readState lists the one apiserver of a record that names only it.
+	want.APIServers, want.Servers = []ProcessState{st.APIServer}, []string{st.Server}
 	if !reflect.DeepEqual(*got, want) {
 		t.Errorf("read back %+v\nwant %+v", *got, want)
 	}

@@ -24,7 +24,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -71,8 +70,6 @@ type Options struct {
 	// Log receives a line per program and the go command's own output
 	// (downloads, errors); nil discards them.
 	Log io.Writer
-	// Env is the go command's environment (os.Environ() when nil).
-	Env []string
 }
 
 // Build builds the programs o names that Dir does not hold yet, each into
@@ -81,9 +78,6 @@ type Options struct {
 // go command on PATH; without it the error is spec.Input.
 func Build(ctx context.Context, o Options) error {
 	o.Log = cmp.Or(o.Log, io.Discard)
-	if o.Env == nil {
-		o.Env = os.Environ()
-	}
 	var missing []string
 	for _, name := range o.Programs {
 		if module, _ := program(name); module == "" {
@@ -147,13 +141,14 @@ func build(ctx context.Context, goCmd, name, dest string, o Options) error {
 	// The pinned go.sum is complete: nothing may change it, and neither a
 	// go.work nor a -mod in the user's GOFLAGS (the last one counts) may
 	// pick other versions.
+	env := os.Environ()
 	goflags := "-mod=readonly"
-	for _, kv := range o.Env {
+	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "GOFLAGS="); ok {
 			goflags = strings.TrimSpace(v + " -mod=readonly")
 		}
 	}
-	cmd.Env = append(slices.Clone(o.Env), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS="+goflags)
+	cmd.Env = append(env, "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS="+goflags)
 	// One writer for both: os/exec then writes from one goroutine.
 	var output bytes.Buffer
 	cmd.Stdout = io.MultiWriter(o.Log, &output)

@@ -55,11 +55,10 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 		created = time.Unix(sec, 0)
 	}
 	labels := map[string]string{"org.opencontainers.image.title": "kb-bench"}
-	if *version != "" {
-		labels["org.opencontainers.image.version"] = *version
-	}
-	if *revision != "" {
-		labels["org.opencontainers.image.revision"] = *revision
+	for k, v := range map[string]string{"org.opencontainers.image.version": *version, "org.opencontainers.image.revision": *revision} {
+		if v != "" {
+			labels[k] = v
+		}
 	}
 	img, err := ociimage.Build(ociimage.Options{Binary: *binary, CACerts: *certs, Arch: *arch, Created: created, Labels: labels})
 	if err != nil {

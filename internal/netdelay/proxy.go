@@ -33,11 +33,9 @@ type Proxy struct {
 	toUp     Meter // per chunk, client to upstream
 	toDown   Meter // per chunk, upstream to client
 
-	ctx       context.Context // ended by Close, which closes every connection
-	cancel    func()
-	wg        sync.WaitGroup
-	closeOnce sync.Once
-	closeErr  error
+	ctx   context.Context // ended by Close, which closes every connection
+	wg    sync.WaitGroup
+	close func() error // once
 }
 
 // Listen starts a proxy on a free loopback port in front of upstream
@@ -48,7 +46,14 @@ func Listen(upstream string, d Delay) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{upstream: upstream, delay: d, ln: ln}
-	p.ctx, p.cancel = context.WithCancel(context.Background())
+	var cancel func()
+	p.ctx, cancel = context.WithCancel(context.Background())
+	p.close = sync.OnceValue(func() error {
+		cancel()
+		err := ln.Close()
+		p.wg.Wait()
+		return err
+	})
 	p.wg.Go(func() {
 		for {
 			down, err := ln.Accept()
@@ -74,14 +79,7 @@ func (p *Proxy) Observed() spec.DelayObserved {
 
 // Close stops accepting, closes every connection and waits for the
 // proxy's goroutines to end.
-func (p *Proxy) Close() error {
-	p.closeOnce.Do(func() {
-		p.cancel()
-		p.closeErr = p.ln.Close()
-		p.wg.Wait()
-	})
-	return p.closeErr
-}
+func (p *Proxy) Close() error { return p.close() }
 
 // serve joins one client connection to a new upstream connection.
 func (p *Proxy) serve(down net.Conn) {

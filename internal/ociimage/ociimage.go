@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -66,18 +67,17 @@ func Build(o Options) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the CA bundle: %w (on Debian or Ubuntu: apt-get install ca-certificates)", err)
 	}
-	created := o.Created
-	if created.IsZero() {
-		created = time.Unix(0, 0)
+	created := o.Created.UTC()
+	if o.Created.IsZero() {
+		created = time.Unix(0, 0).UTC()
 	}
-	created = created.UTC()
 	layerTar, err := layer(created, []file{
-		{name: "etc/", mode: 0o755, dir: true},
-		{name: "etc/ssl/", mode: 0o755, dir: true},
-		{name: "etc/ssl/certs/", mode: 0o755, dir: true},
+		{name: "etc/", mode: 0o755},
+		{name: "etc/ssl/", mode: 0o755},
+		{name: "etc/ssl/certs/", mode: 0o755},
 		{name: CACertsPath[1:], mode: 0o644, data: certs},
 		{name: BinaryPath[1:], mode: 0o755, data: bin},
-		{name: WorkDir[1:] + "/", mode: 0o1777, dir: true},
+		{name: WorkDir[1:] + "/", mode: 0o1777},
 	})
 	if err != nil {
 		return nil, err
@@ -127,11 +127,10 @@ func Write(path, tag string, img v1.Image) error {
 	return atomicfile.WriteFile(path, buf.Bytes(), 0o644)
 }
 
-// file is one entry of the layer.
+// file is one entry of the layer: a directory when its name ends in "/".
 type file struct {
 	name string
 	mode int64
-	dir  bool
 	data []byte
 }
 
@@ -142,7 +141,7 @@ func layer(created time.Time, files []file) ([]byte, error) {
 	tw := tar.NewWriter(&buf)
 	for _, f := range files {
 		h := &tar.Header{Name: f.name, Mode: f.mode, ModTime: created, Format: tar.FormatPAX}
-		if f.dir {
+		if strings.HasSuffix(f.name, "/") {
 			h.Typeflag = tar.TypeDir
 		} else {
 			h.Typeflag, h.Size = tar.TypeReg, int64(len(f.data))

@@ -8,6 +8,7 @@
 package proc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,12 +61,7 @@ func Start(cmd *exec.Cmd, name, log string, detached bool) (*Process, error) {
 		p.tail = &Tail{}
 		out = p.tail
 	}
-	if cmd.Stdout == nil {
-		cmd.Stdout = out
-	}
-	if cmd.Stderr == nil {
-		cmd.Stderr = out
-	}
+	cmd.Stdout, cmd.Stderr = cmp.Or(cmd.Stdout, out), cmp.Or(cmd.Stderr, out)
 	reap := func() {
 		p.waitErr = cmd.Wait()
 		p.state = cmd.ProcessState

@@ -53,9 +53,9 @@ builds the control plane's programs from the pinned upstream source.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(s.Out, "local control plane up at %s (etcd on %s)\nkubeconfig: %s\n", strings.Join(st.AllServers(), ", "), st.Storage, st.Kubeconfig)
-			if len(st.AllServers()) > 1 {
-				fmt.Fprintf(s.Out, "the kubeconfig names the first apiserver; 'kb-bench run --apiservers %d' spreads its clients over all of them\n", len(st.AllServers()))
+			fmt.Fprintf(s.Out, "local control plane up at %s (etcd on %s)\nkubeconfig: %s\n", strings.Join(st.Servers, ", "), st.Storage, st.Kubeconfig)
+			if len(st.Servers) > 1 {
+				fmt.Fprintf(s.Out, "the kubeconfig names the first apiserver; 'kb-bench run --apiservers %d' spreads its clients over all of them\n", len(st.Servers))
 			}
 			return nil
 		},
@@ -78,7 +78,7 @@ builds the control plane's programs from the pinned upstream source.`,
 				health = "NOT healthy: " + st.Detail
 			}
 			fmt.Fprintf(s.Out, "server:     %s (%s)\nstorage:    etcd on %s\nkubeconfig: %s\nstarted:    %s\n",
-				strings.Join(st.AllServers(), ", "), health, st.Storage, st.Kubeconfig, st.Started.Format("2006-01-02 15:04:05"))
+				strings.Join(st.Servers, ", "), health, st.Storage, st.Kubeconfig, st.Started.Format("2006-01-02 15:04:05"))
 			if !st.Healthy {
 				// Scripts check the status: `local status || ...`.
 				return errors.New("the local control plane is not healthy (see above)")
