@@ -129,37 +129,58 @@ const (
 var ContentTypes = []ContentType{ContentDefault, ContentJSON, ContentProtobuf, ContentCBOR}
 
 // Spec is everything that decides what a run does. Zero values mean "use the
-// default"; Defaults fills them in, Validate checks the result. A field's
-// `help` tag says what it is; a comment says only what the tag does not.
+// default"; Defaults fills them in, Validate checks the result.
 type Spec struct {
+	// Scenario names the registered scenario that runs.
 	Scenario string `json:"scenario" yaml:"scenario" flag:"scenario" help:"what the writers do: counter (the default), leader-election, quota, controller-status (see 'kb-bench scenarios')"`
-	Writers  int    `json:"writers" yaml:"writers" flag:"writers" help:"concurrent writers"`
-	Clients  int    `json:"clients" yaml:"clients" flag:"clients" help:"separate client-go clients (connections) the writers are spread over"`
+	// Writers is the number of concurrent writers.
+	Writers int `json:"writers" yaml:"writers" flag:"writers" help:"concurrent writers"`
+	// Clients is the number of client-go clients the writers share, round-robin.
+	Clients int `json:"clients" yaml:"clients" flag:"clients" help:"separate client-go clients (connections) the writers are spread over"`
 
-	Strategy          Strategy         `json:"strategy,omitempty" yaml:"strategy" flag:"strategy" help:"update, retry, patch or ssa (default update, where the scenario has strategies)"`
-	Unconditional     bool             `json:"unconditional,omitempty" yaml:"unconditional" flag:"unconditional" help:"update: PUT without resourceVersion (last write wins; shows lost updates)"`
-	Backoff           *Backoff         `json:"backoff,omitempty" yaml:"backoff" flag:"backoff" help:"retry: default-retry (the default), default-backoff or STEPS,DURATION,FACTOR,JITTER"`
-	PatchType         PatchType        `json:"patchType,omitempty" yaml:"patchType" flag:"patch-type" help:"patch: merge (the default), strategic, or json (a test+replace compare-and-swap)"`
-	PatchPrecondition bool             `json:"patchPrecondition,omitempty" yaml:"patchPrecondition" flag:"patch-precondition" help:"patch: carry metadata.resourceVersion (optimistic lock, 409 on stale)"`
-	FieldManager      FieldManagerMode `json:"fieldManager,omitempty" yaml:"fieldManager" flag:"field-manager" help:"ssa: per-writer (the default) or shared field managers"`
-	Force             bool             `json:"force,omitempty" yaml:"force" flag:"force" help:"ssa: force field ownership on conflicts"`
+	// Strategy is how writers write, for scenarios that have strategies.
+	Strategy Strategy `json:"strategy,omitempty" yaml:"strategy" flag:"strategy" help:"update, retry, patch or ssa (default update, where the scenario has strategies)"`
+	// Unconditional makes StrategyUpdate PUT without a resourceVersion.
+	Unconditional bool `json:"unconditional,omitempty" yaml:"unconditional" flag:"unconditional" help:"update: PUT without resourceVersion (last write wins; shows lost updates)"`
+	// Backoff is StrategyRetry's schedule.
+	Backoff *Backoff `json:"backoff,omitempty" yaml:"backoff" flag:"backoff" help:"retry: default-retry (the default), default-backoff or STEPS,DURATION,FACTOR,JITTER"`
+	// PatchType for StrategyPatch.
+	PatchType PatchType `json:"patchType,omitempty" yaml:"patchType" flag:"patch-type" help:"patch: merge (the default), strategic, or json (a test+replace compare-and-swap)"`
+	// PatchPrecondition adds metadata.resourceVersion to merge/strategic patches.
+	PatchPrecondition bool `json:"patchPrecondition,omitempty" yaml:"patchPrecondition" flag:"patch-precondition" help:"patch: carry metadata.resourceVersion (optimistic lock, 409 on stale)"`
+	// FieldManager for StrategySSA.
+	FieldManager FieldManagerMode `json:"fieldManager,omitempty" yaml:"fieldManager" flag:"field-manager" help:"ssa: per-writer (the default) or shared field managers"`
+	// Force takes field ownership on apply conflicts.
+	Force bool `json:"force,omitempty" yaml:"force" flag:"force" help:"ssa: force field ownership on conflicts"`
 
-	Rate        float64  `json:"rate,omitempty" yaml:"rate" flag:"rate" help:"open loop: operations per second in total (0: closed loop)"`
-	MaxInFlight int      `json:"maxInFlight,omitempty" yaml:"maxInFlight" flag:"max-in-flight" help:"open loop: most operations in flight (default: writers)"`
-	ThinkTime   Duration `json:"thinkTime,omitempty" yaml:"thinkTime" flag:"think-time" help:"closed loop: pause between a writer's operations"`
-	Duration    Duration `json:"duration" yaml:"duration" flag:"duration" help:"measured duration, after the warm-up"`
-	Operations  int64    `json:"operations,omitempty" yaml:"operations" flag:"operations" help:"stop after this many measured operations (0: no bound)"`
-	Warmup      Duration `json:"warmup,omitempty" yaml:"warmup" flag:"warmup" help:"run this long first and leave it out of the figures"`
-	OpTimeout   Duration `json:"opTimeout" yaml:"opTimeout" flag:"op-timeout" help:"bound on one operation, retries included"`
+	// Rate, when > 0, runs an open loop at this many operations per second.
+	Rate float64 `json:"rate,omitempty" yaml:"rate" flag:"rate" help:"open loop: operations per second in total (0: closed loop)"`
+	// MaxInFlight bounds concurrent operations in an open loop (default: Writers).
+	MaxInFlight int `json:"maxInFlight,omitempty" yaml:"maxInFlight" flag:"max-in-flight" help:"open loop: most operations in flight (default: writers)"`
+	// ThinkTime is the pause between a closed-loop writer's operations.
+	ThinkTime Duration `json:"thinkTime,omitempty" yaml:"thinkTime" flag:"think-time" help:"closed loop: pause between a writer's operations"`
+	// Duration bounds the measured part of the run (after Warmup).
+	Duration Duration `json:"duration" yaml:"duration" flag:"duration" help:"measured duration, after the warm-up"`
+	// Operations, when > 0, bounds the number of measured operations.
+	Operations int64 `json:"operations,omitempty" yaml:"operations" flag:"operations" help:"stop after this many measured operations (0: no bound)"`
+	// Warmup runs before the measured part and is excluded from the figures.
+	Warmup Duration `json:"warmup,omitempty" yaml:"warmup" flag:"warmup" help:"run this long first and leave it out of the figures"`
+	// OpTimeout bounds one operation, retries included.
+	OpTimeout Duration `json:"opTimeout" yaml:"opTimeout" flag:"op-timeout" help:"bound on one operation, retries included"`
 
-	Shards int    `json:"shards,omitempty" yaml:"shards" flag:"shards" help:"spread the writers over this many shard processes (kb-bench shard) started by --runner and merge their results exactly (0: all in this process)"`
+	// Shards, when > 0, spreads the writers (and an open loop's rate)
+	// over this many shard processes started by Runner.
+	Shards int `json:"shards,omitempty" yaml:"shards" flag:"shards" help:"spread the writers over this many shard processes (kb-bench shard) started by --runner and merge their results exactly (0: all in this process)"`
+	// Runner starts the shards (default process).
 	Runner Runner `json:"runner,omitempty" yaml:"runner" flag:"runner" help:"with --shards: process (local processes, the default) or job (an Indexed Job in the run's namespace)"`
 
 	// Client holds the client-go settings.
 	Client Client `json:"client" yaml:"client"`
 	// Target says which apiserver to run against.
-	Target    Target `json:"target" yaml:"target"`
-	Keep      bool   `json:"keep,omitempty" yaml:"keep" flag:"keep" help:"keep the run's namespace (or, with --namespace, its objects) instead of deleting it"`
+	Target Target `json:"target" yaml:"target"`
+	// Keep leaves the run's namespace in place at the end.
+	Keep bool `json:"keep,omitempty" yaml:"keep" flag:"keep" help:"keep the run's namespace (or, with --namespace, its objects) instead of deleting it"`
+	// Namespace is an existing namespace to run in ("": one of the run's own).
 	Namespace string `json:"namespace,omitempty" yaml:"namespace" flag:"namespace" help:"run in this existing namespace, with only the permissions 'kb-bench rbac' lists: kb-bench creates and deletes only its own labelled objects there, never the namespace (default: a namespace of its own, kb-bench-<run-id>)"`
 
 	// Settings are the scenario's own settings as plain data (JSON
@@ -170,10 +191,13 @@ type Spec struct {
 // Client holds client-go settings, set on purpose and recorded.
 type Client struct {
 	// QPS is the client-side rate limit; a negative value means no limit.
-	QPS         float32     `json:"qps" yaml:"qps" flag:"qps" help:"client-side QPS limit per client (default: no client-side limit)"`
-	Burst       int         `json:"burst" yaml:"burst" flag:"burst" help:"client-side burst per client"`
+	QPS float32 `json:"qps" yaml:"qps" flag:"qps" help:"client-side QPS limit per client (default: no client-side limit)"`
+	// Burst is the client-side burst.
+	Burst int `json:"burst" yaml:"burst" flag:"burst" help:"client-side burst per client"`
+	// ContentType is what the clients send and ask for.
 	ContentType ContentType `json:"contentType" yaml:"contentType" flag:"content-type" help:"default (client-go's own: protobuf for built-in types, JSON for apply patches), json, protobuf or cbor; the result records what was negotiated"`
-	UserAgent   string      `json:"userAgent,omitempty" yaml:"userAgent" flag:"user-agent" help:"user agent (default kb-bench/<version>)"`
+	// UserAgent sent with every request (default kb-bench/<version>).
+	UserAgent string `json:"userAgent,omitempty" yaml:"userAgent" flag:"user-agent" help:"user agent (default kb-bench/<version>)"`
 	// Latency is a round trip added to every request in kb-bench's own
 	// transport, half each way; Jitter varies each half by up to half of it.
 	Latency Duration `json:"latency,omitzero" yaml:"latency" flag:"client-latency" help:"round trip added to every request between the clients and the apiserver (half each way, in kb-bench's transport), e.g. 1ms for a controller in the same region (default none)"`
@@ -182,19 +206,31 @@ type Client struct {
 
 // Target says which apiserver to run against.
 type Target struct {
-	Kind              TargetKind `json:"kind" yaml:"kind" flag:"target" help:"local (a real local control plane), kubeconfig or kind"`
-	Kubeconfig        string     `json:"kubeconfig,omitempty" yaml:"kubeconfig" flag:"kubeconfig" help:"run against the existing cluster in this kubeconfig (never used unless given)"`
-	Context           string     `json:"context,omitempty" yaml:"context" flag:"context" help:"kubeconfig context to use; alone, a context of $KUBECONFIG or ~/.kube/config"`
-	KindCluster       string     `json:"kindCluster,omitempty" yaml:"kindCluster" flag:"kind-cluster" help:"kind cluster name for --target kind (default kind); created for the run when it does not exist"`
-	KindNodeImage     string     `json:"kindNodeImage,omitempty" yaml:"kindNodeImage" flag:"node-image" help:"kind target: node image of a cluster created for the run (default: kind's own, kindest/node pinned by the kind kb-bench links)"`
-	KindPull          PullPolicy `json:"kindPull,omitempty" yaml:"kindPull" flag:"pull" help:"kind target: pull the node image of a cluster created for the run when it is missing (as kind does), never (air-gapped: load it first) or always"`
-	KeepCluster       bool       `json:"keepCluster,omitempty" yaml:"keepCluster" flag:"keep-cluster" help:"kind target: keep a cluster created for the run (see 'kb-bench kind down')"`
-	Storage           Storage    `json:"storage,omitempty" yaml:"storage" flag:"storage" help:"local control plane etcd storage: disk or memory (/dev/shm)"`
-	ControlPlaneBin   string     `json:"controlPlaneBin,omitempty" yaml:"controlPlaneBin" flag:"control-plane-bin" help:"directory holding kube-apiserver and etcd"`
-	ControllerManager bool       `json:"controllerManager,omitempty" yaml:"controllerManager" flag:"controller-manager" help:"local target: also run upstream kube-controller-manager, so the real controllers delete namespaces, fill quota status and collect garbage"`
+	// Kind is where the apiserver comes from.
+	Kind TargetKind `json:"kind" yaml:"kind" flag:"target" help:"local (a real local control plane), kubeconfig or kind"`
+	// Kubeconfig path, for TargetKubeconfig.
+	Kubeconfig string `json:"kubeconfig,omitempty" yaml:"kubeconfig" flag:"kubeconfig" help:"run against the existing cluster in this kubeconfig (never used unless given)"`
+	// Context in the kubeconfig, for TargetKubeconfig.
+	Context string `json:"context,omitempty" yaml:"context" flag:"context" help:"kubeconfig context to use; alone, a context of $KUBECONFIG or ~/.kube/config"`
+	// KindCluster names the kind cluster, for TargetKindCluster.
+	KindCluster string `json:"kindCluster,omitempty" yaml:"kindCluster" flag:"kind-cluster" help:"kind cluster name for --target kind (default kind); created for the run when it does not exist"`
+	// KindNodeImage, KindPull and KeepCluster are for a kind cluster
+	// created for the run: its node image, when to pull it, and keeping it.
+	KindNodeImage string     `json:"kindNodeImage,omitempty" yaml:"kindNodeImage" flag:"node-image" help:"kind target: node image of a cluster created for the run (default: kind's own, kindest/node pinned by the kind kb-bench links)"`
+	KindPull      PullPolicy `json:"kindPull,omitempty" yaml:"kindPull" flag:"pull" help:"kind target: pull the node image of a cluster created for the run when it is missing (as kind does), never (air-gapped: load it first) or always"`
+	KeepCluster   bool       `json:"keepCluster,omitempty" yaml:"keepCluster" flag:"keep-cluster" help:"kind target: keep a cluster created for the run (see 'kb-bench kind down')"`
+	// Storage is where the local control plane keeps etcd's data.
+	Storage Storage `json:"storage,omitempty" yaml:"storage" flag:"storage" help:"local control plane etcd storage: disk or memory (/dev/shm)"`
+	// ControlPlaneBin is a directory holding kube-apiserver and etcd.
+	ControlPlaneBin string `json:"controlPlaneBin,omitempty" yaml:"controlPlaneBin" flag:"control-plane-bin" help:"directory holding kube-apiserver and etcd"`
+	// ControllerManager adds upstream kube-controller-manager to the local
+	// control plane.
+	ControllerManager bool `json:"controllerManager,omitempty" yaml:"controllerManager" flag:"controller-manager" help:"local target: also run upstream kube-controller-manager, so the real controllers delete namespaces, fill quota status and collect garbage"`
 	// APIServers is how many kube-apiservers the local control plane runs
 	// on its one etcd (0 means 1); client i talks to apiserver i mod N.
-	APIServers  int      `json:"apiservers,omitempty" yaml:"apiservers" flag:"apiservers" help:"local target: run this many kube-apiservers on one etcd; client i sticks to apiserver i mod N (default 1; --clients defaults to N)"`
+	APIServers int `json:"apiservers,omitempty" yaml:"apiservers" flag:"apiservers" help:"local target: run this many kube-apiservers on one etcd; client i sticks to apiserver i mod N (default 1; --clients defaults to N)"`
+	// EtcdLatency and EtcdJitter delay the local apiservers' etcd, as
+	// Client's delay its requests, through a TCP proxy.
 	EtcdLatency Duration `json:"etcdLatency,omitzero" yaml:"etcdLatency" flag:"etcd-latency" help:"local target: round trip added between the apiservers and etcd by a delaying TCP proxy (half each way), e.g. 2ms for etcd across zones, 10ms for slow disks (default none)"`
 	EtcdJitter  Duration `json:"etcdJitter,omitzero" yaml:"etcdJitter" flag:"etcd-jitter" help:"with --etcd-latency: each round trip varies uniformly by up to this much either way"`
 }
