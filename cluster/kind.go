@@ -28,24 +28,17 @@ type kindProvider interface {
 const kindNeeds = "the kind target needs a running container runtime (docker, podman or nerdctl) and an existing cluster (`kind create cluster`); " +
 	"or use --kubeconfig PATH, or the local target (the default)"
 
-// kindProviderFor returns kind's provider on the container runtime the
-// kind CLI picks: $KIND_EXPERIMENTAL_PROVIDER, else the first one found.
+// kindProviderFor returns kind's provider on the container runtime
+// kindRuntime picks, the one kb-bench's own runtime commands (image pulls,
+// the janitor, the network) use too.
 func kindProviderFor(getenv func(string) string) (*kindcluster.Provider, error) {
-	p := getenv("KIND_EXPERIMENTAL_PROVIDER")
-	if p == "" {
-		opt, err := kindcluster.DetectNodeProvider()
-		if err != nil {
-			return nil, fmt.Errorf("no container runtime found on PATH (%v)", err)
-		}
-		return kindcluster.NewProvider(opt), nil
+	rt, err := kindRuntime(getenv)
+	if err != nil {
+		return nil, err
 	}
-	opt, ok := map[string]kindcluster.ProviderOption{
-		"docker": kindcluster.ProviderWithDocker(), "podman": kindcluster.ProviderWithPodman(), "nerdctl": kindcluster.ProviderWithNerdctl(""),
-	}[p]
-	if !ok {
-		return nil, unknownRuntime(p)
-	}
-	return kindcluster.NewProvider(opt), nil
+	return kindcluster.NewProvider(map[string]kindcluster.ProviderOption{
+		"docker": kindcluster.ProviderWithDocker(), "nerdctl": kindcluster.ProviderWithNerdctl(""), "podman": kindcluster.ProviderWithPodman(),
+	}[rt]), nil
 }
 
 // openKind connects to the kind cluster t.KindCluster. When it does not

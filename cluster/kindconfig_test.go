@@ -82,3 +82,24 @@ func TestKindImagesMatchKind(t *testing.T) {
 		t.Errorf("kind's loadbalancer/const.go does not say %s:\n%s", want, src)
 	}
 }
+
+// kb-bench's own runtime commands (image pulls, the janitor, the network)
+// use the runtime kind's provider does: with nerdctl and podman on PATH and
+// no docker, kind picks nerdctl, and so must kb-bench.
+func TestKindRuntimeIsTheOneKindPicks(t *testing.T) {
+	bin := t.TempDir()
+	for _, name := range []string{"podman", "nerdctl"} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin)
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	for _, tt := range []struct{ provider, want string }{{"", "nerdctl"}, {"podman", "podman"}} {
+		env["KIND_EXPERIMENTAL_PROVIDER"] = tt.provider
+		if got, err := kindRuntime(getenv); err != nil || got != tt.want {
+			t.Errorf("KIND_EXPERIMENTAL_PROVIDER=%q: runtime %q (%v), want %q, as kind's DetectNodeProvider", tt.provider, got, err, tt.want)
+		}
+	}
+}

@@ -61,16 +61,17 @@ func DefaultKindStateDir(getenv func(string) string) string {
 }
 
 // kindRuntimes are the container runtimes kind knows, in the order it
-// looks for them.
-var kindRuntimes = []string{"docker", "podman", "nerdctl"}
+// looks for them (kind's DetectNodeProvider).
+var kindRuntimes = []string{"docker", "nerdctl", "podman"}
 
 func unknownRuntime(p string) error {
-	return fmt.Errorf("KIND_EXPERIMENTAL_PROVIDER=%s is not a runtime kind knows (docker, podman, nerdctl)", p)
+	return fmt.Errorf("KIND_EXPERIMENTAL_PROVIDER=%s is not a runtime kind knows (docker, nerdctl, podman)", p)
 }
 
 // kindRuntime is the container runtime command kind uses:
-// $KIND_EXPERIMENTAL_PROVIDER, else the first of docker, podman and
-// nerdctl on PATH.
+// $KIND_EXPERIMENTAL_PROVIDER, else the first of docker, nerdctl and
+// podman on PATH, as kind looks for them: kind's provider and kb-bench's
+// own commands then use the same one.
 func kindRuntime(getenv func(string) string) (string, error) {
 	if p := getenv("KIND_EXPERIMENTAL_PROVIDER"); p != "" {
 		if !slices.Contains(kindRuntimes, p) {
@@ -86,7 +87,7 @@ func kindRuntime(getenv func(string) string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("no container runtime (docker, podman or nerdctl) on PATH")
+	return "", errors.New("no container runtime (docker, nerdctl or podman) on PATH")
 }
 
 // kindRuntimeReady returns the container runtime kind will use, once it
