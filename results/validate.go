@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -58,16 +59,16 @@ func (r *Result) Validate() error {
 	}, false)...)
 	errs = append(errs, checkDuration(p.Child("client", "rateLimiterWait"), m.Client.RateLimiterWait, time.Duration(math.MaxInt64))...)
 	errs = append(errs, checkDuration(p.Child("client", "streamWait"), m.Client.StreamWait, time.Duration(math.MaxInt64))...)
-	for name, c := range map[string]map[string]int64{"outcomes": m.Outcomes, "readOutcomes": m.ReadOutcomes, "writeOutcomes": m.WriteOutcomes} {
-		errs = append(errs, checkCounts(p.Child(name), c, true)...)
-	}
+	errs = append(errs, checkCounts(p.Child("outcomes"), m.Outcomes, true)...)
+	errs = append(errs, checkCounts(p.Child("readOutcomes"), m.ReadOutcomes, true)...)
+	errs = append(errs, checkCounts(p.Child("writeOutcomes"), m.WriteOutcomes, true)...)
 	for i, n := range m.Attempts {
 		if n < 0 {
 			errs = append(errs, field.Invalid(p.Child("attempts").Index(i), n, "a count is 0 or more"))
 		}
 	}
-	for name, h := range m.Histograms {
-		errs = append(errs, checkHistogram(p.Child("histograms").Key(name), h)...)
+	for _, name := range slices.Sorted(maps.Keys(m.Histograms)) {
+		errs = append(errs, checkHistogram(p.Child("histograms").Key(name), m.Histograms[name])...)
 	}
 
 	for i, pt := range r.Series {
@@ -86,9 +87,12 @@ func (r *Result) Validate() error {
 	}
 	if c := r.Cost; c != nil {
 		p := field.NewPath("cost")
-		for name, pc := range map[string]ProcessCost{"apiserver": c.Apiserver, "etcd": c.Etcd, "client": c.Client} {
-			errs = append(errs, checkFloat(p.Child(name, "cpuSeconds"), pc.CPUSeconds, 0, math.MaxFloat64)...)
-			errs = append(errs, checkCounts(p.Child(name), map[string]int64{"memoryBefore": pc.MemoryBefore, "memoryAfter": pc.MemoryAfter}, false)...)
+		for _, pc := range []struct {
+			name string
+			ProcessCost
+		}{{"apiserver", c.Apiserver}, {"etcd", c.Etcd}, {"client", c.Client}} {
+			errs = append(errs, checkFloat(p.Child(pc.name, "cpuSeconds"), pc.CPUSeconds, 0, math.MaxFloat64)...)
+			errs = append(errs, checkCounts(p.Child(pc.name), map[string]int64{"memoryBefore": pc.MemoryBefore, "memoryAfter": pc.MemoryAfter}, false)...)
 		}
 		errs = append(errs, checkFloat(p.Child("requestSeconds"), c.RequestSeconds, 0, math.MaxFloat64)...)
 		for i, v := range c.Verbs {

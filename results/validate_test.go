@@ -58,6 +58,31 @@ func TestReadRefusesImpossibleResults(t *testing.T) {
 	}
 }
 
+// A document with several impossible figures is refused with the same
+// message every time it is read, in the document's order: the first ten
+// problems, not ten picked by map order.
+func TestRefusalNamesTheSameProblemsEachTime(t *testing.T) {
+	r := resultstest.Simulated(t, false, resultstest.All, nil)
+	r.Cost = &results.Cost{Apiserver: results.ProcessCost{CPUSeconds: -1}, Etcd: results.ProcessCost{CPUSeconds: -1}, Client: results.ProcessCost{CPUSeconds: -1}}
+	r.Measurements.ReadOutcomes = map[string]int64{"success": -1}
+	r.Measurements.WriteOutcomes = map[string]int64{"success": -1}
+	for name := range r.Measurements.Histograms {
+		r.Measurements.Histograms[name] = "not base64!"
+	}
+	first := r.Validate()
+	if first == nil {
+		t.Fatal("a result with impossible figures was not refused")
+	}
+	for range 20 {
+		if err := r.Validate(); err.Error() != first.Error() {
+			t.Fatalf("the refusal changed between two reads of one document:\n%v\n---\n%v", first, err)
+		}
+	}
+	if msg := first.Error(); !strings.Contains(msg, "measurements.readOutcomes[success]") || strings.Index(msg, "measurements.readOutcomes") > strings.Index(msg, "measurements.writeOutcomes") {
+		t.Errorf("want read outcomes, then write outcomes, among the first problems:\n%s", msg)
+	}
+}
+
 // A sweep's figures are checked the same way: an axis of ±1.7e308 (which
 // once sent the report's tick loop into an endless loop) is refused.
 func TestReadSweepRefusesImpossibleSweeps(t *testing.T) {
