@@ -57,15 +57,19 @@ func (j JobOptions) check() error {
 // resources are the shard container's requests, equal to its limits.
 func (j JobOptions) resources() (corev1.ResourceRequirements, error) {
 	list := corev1.ResourceList{}
-	for name, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: j.CPU, corev1.ResourceMemory: j.Memory} {
-		if v == "" {
+	// In flag order, so that with both wrong the error names --shard-cpu.
+	for _, r := range []struct {
+		name           corev1.ResourceName
+		value, example string
+	}{{corev1.ResourceCPU, j.CPU, "2 or 500m"}, {corev1.ResourceMemory, j.Memory, "1Gi"}} {
+		if r.value == "" {
 			continue
 		}
-		q, err := resource.ParseQuantity(v)
+		q, err := resource.ParseQuantity(r.value)
 		if err != nil || q.Sign() <= 0 {
-			return corev1.ResourceRequirements{}, spec.Input(fmt.Errorf("--shard-%s %q is not a positive quantity: use e.g. %s", strings.ToLower(string(name)), v, map[corev1.ResourceName]string{corev1.ResourceCPU: "2 or 500m", corev1.ResourceMemory: "1Gi"}[name]))
+			return corev1.ResourceRequirements{}, spec.Input(fmt.Errorf("--shard-%s %q is not a positive quantity: use e.g. %s", strings.ToLower(string(r.name)), r.value, r.example))
 		}
-		list[name] = q
+		list[r.name] = q
 	}
 	if len(list) == 0 {
 		return corev1.ResourceRequirements{}, nil

@@ -142,6 +142,7 @@ spec:
 		{"bad namespace", []string{"run", "--namespace", "Team_A"}, "namespace: Invalid value: \"Team_A\""},
 		{"image without a job", []string{"run", "--shards", "2", "--image", "x"}, "--image is for the shard pods of --shards N --runner job"},
 		{"bad shard cpu", []string{"run", "--shards", "2", "--runner", "job", "--shard-cpu", "lots"}, `--shard-cpu "lots" is not a positive quantity`},
+		{"bad shard cpu and memory", []string{"run", "--shards", "2", "--runner", "job", "--shard-cpu", "lots", "--shard-memory", "plenty"}, `--shard-cpu "lots" is not a positive quantity`},
 		{"bad pull policy", []string{"run", "--shards", "2", "--runner", "job", "--image-pull-policy", "Sometimes"}, "use IfNotPresent, Always or Never"},
 		{"runner kubeconfig without a job", []string{"run", "--shards", "2", "--runner-kubeconfig", "/x"}, "--runner-kubeconfig is for the shard pods of --shards N --runner job"},
 		{"runner context alone", []string{"run", "--shards", "2", "--runner", "job", "--runner-context", "c"}, "--runner-context names a context of --runner-kubeconfig"},
