@@ -205,3 +205,13 @@ func TestCellResolvedOnce(t *testing.T) {
 		t.Errorf("a cell changed by hand runs %+v (%v), want 3 writers", r, err)
 	}
 }
+
+// A library caller who asks for an output the engine does not print is
+// told the two it does, in the library's words, not the CLI's.
+func TestOptionsRefuseAnUnknownFormat(t *testing.T) {
+	o := Options{Format: "table"}
+	err := o.check(&Plan{})
+	if err == nil || !strings.Contains(err.Error(), `Options.Format "table" is not known: use text or json`) {
+		t.Errorf("err = %v, want the format refused with text and json named", err)
+	}
+}

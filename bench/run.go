@@ -196,7 +196,7 @@ func (o *Options) check(p *Plan) error {
 		o.Format = "text"
 	}
 	if o.Format != "text" && o.Format != "json" {
-		return spec.Input(fmt.Errorf("--output %q is not known: use table or json", o.Format))
+		return spec.Input(fmt.Errorf("Options.Format %q is not known: use text or json", o.Format))
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
