@@ -88,6 +88,10 @@ func (c *Settings) Validate(s *spec.Spec, p *field.Path) field.ErrorList {
 	case recorded <= c.RenewDeadline.Duration:
 		errs = append(errs, field.Invalid(p.Child("leaseDuration"), c.LeaseDuration.String(),
 			fmt.Sprintf("is recorded as %s in the Lease, which is not longer than renewDeadline %s: raise --lease-duration or lower --renew-deadline", recorded, c.RenewDeadline)))
+	}
+	// The retry period's rules stand apart from the lease's: a bad one is
+	// named beside a bad lease, not after it is fixed.
+	switch {
 	case c.RetryPeriod.Duration <= 0:
 		errs = append(errs, field.Invalid(p.Child("retryPeriod"), c.RetryPeriod.String(), "use a positive duration, e.g. 500ms (--retry-period)"))
 	case float64(c.RenewDeadline.Duration) <= leaderelection.JitterFactor*float64(c.RetryPeriod.Duration):

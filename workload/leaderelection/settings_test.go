@@ -2,6 +2,7 @@ package leaderelection
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,20 @@ func TestSettingsValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			wantOneError(t, tt.set.Validate(&spec.Spec{}, field.NewPath("settings")), tt.field, tt.says)
 		})
+	}
+}
+
+// A bad lease and a bad retry period are named together, so that a user
+// fixes both at once rather than meeting the second on the next try.
+func TestSettingsValidateNamesLeaseAndRetryTogether(t *testing.T) {
+	set := Settings{LeaseDuration: spec.D(500 * time.Millisecond), RenewDeadline: spec.D(300 * time.Millisecond), RetryPeriod: spec.D(-time.Second)}
+	errs := set.Validate(&spec.Spec{}, field.NewPath("settings"))
+	var fields []string
+	for _, e := range errs {
+		fields = append(fields, e.Field)
+	}
+	if want := []string{"settings.leaseDuration", "settings.retryPeriod"}; !slices.Equal(fields, want) {
+		t.Errorf("errors on %v (%v), want on %v", fields, errs, want)
 	}
 }
 
