@@ -173,9 +173,10 @@ type ShardOptions struct {
 	Index int
 	// Name is the process or pod running the shard, for messages.
 	Name string
-	// Live, when set, is where the shard serves its figures to the
-	// coordinator as the run goes (distributed.ShardRun.Live).
-	Live net.Listener
+	// LiveListener, when set, is where the shard serves its figures to the
+	// coordinator as the run goes (distributed.ShardRun.Live). Named apart
+	// from Options.Live, the exporter the shard serves from it.
+	LiveListener net.Listener
 }
 
 // RunShard runs shard o.Index of the distributed run o.RunID: it reads the
@@ -230,11 +231,11 @@ func RunShard(ctx context.Context, o ShardOptions) (err error) {
 		e.warn("this shard runs kb-bench %s, the coordinator %s", o.Version, sh.Version)
 	}
 	e.role = &inProcess{e: e, sh: sh, name: o.Name}
-	if o.Live != nil {
+	if o.LiveListener != nil {
 		// Its own figures, raw, for the coordinator to add up.
 		e.opts.Live = live.NewExporter().Add(live.Labels{})
 		srv := &http.Server{Handler: live.ShardHandler(e.opts.Live), ReadHeaderTimeout: liveShardTimeout}
-		go func() { _ = srv.Serve(o.Live) }()
+		go func() { _ = srv.Serve(o.LiveListener) }()
 		defer srv.Close()
 	}
 	if _, err = e.execute(ctx); err != nil {

@@ -83,7 +83,7 @@ without --kubeconfig the shard uses the pod's service account.`,
 			}
 			return workload.RunShard(cmd.Context(), workload.ShardOptions{
 				Options:   workload.Options{Config: cfg, RunID: o.runID, Version: version, Log: s.Err, ClientLog: clientLog},
-				Namespace: o.namespace, Index: o.index, Name: name, Live: liveLn,
+				Namespace: o.namespace, Index: o.index, Name: name, LiveListener: liveLn,
 			})
 		},
 	}
