@@ -419,6 +419,8 @@ func medianNoise(a, b []float64) float64 {
 	return 1.2533 * sd * math.Sqrt(1/float64(len(a))+1/float64(len(b)))
 }
 
+// iqr is the interquartile range of v, its quartiles by nearest rank as
+// every percentile kb-bench reports.
 func iqr(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
