@@ -41,7 +41,17 @@ type coordinator struct {
 type shardsLive struct {
 	urls []string
 	mu   sync.Mutex
-	last []live.Figures
+	// scrapes counts the coordinator's scrapes; last[i] is shard i's
+	// reading from the latest scrape that got one.
+	scrapes uint64
+	last    []shardReading
+}
+
+// shardReading is one shard's figures and the number of the scrape that
+// read them.
+type shardReading struct {
+	f      live.Figures
+	scrape uint64
 }
 
 func (r *coordinator) ready(ctx context.Context) error {
@@ -66,7 +76,7 @@ func (r *coordinator) ready(ctx context.Context) error {
 	})
 	if err == nil {
 		urls := r.c.LiveURLs()
-		r.live.Store(&shardsLive{urls: urls, last: make([]live.Figures, len(urls))})
+		r.live.Store(&shardsLive{urls: urls, last: make([]shardReading, len(urls))})
 	}
 	return err
 }
@@ -81,6 +91,13 @@ func (r *coordinator) liveFigures() live.Figures {
 	if l == nil {
 		return sum
 	}
+	// Two scrapes may overlap (two Prometheus replicas): a reading from
+	// an earlier one that comes back later must not replace a later one's,
+	// or a counter would step back, which Prometheus takes for a reset.
+	l.mu.Lock()
+	l.scrapes++
+	scrape := l.scrapes
+	l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), liveShardTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -88,7 +105,9 @@ func (r *coordinator) liveFigures() live.Figures {
 		wg.Go(func() {
 			if f, err := live.FetchShard(ctx, http.DefaultClient, u+"live"); err == nil {
 				l.mu.Lock()
-				l.last[i] = f
+				if scrape > l.last[i].scrape {
+					l.last[i] = shardReading{f: f, scrape: scrape}
+				}
 				l.mu.Unlock()
 			}
 		})
@@ -96,8 +115,8 @@ func (r *coordinator) liveFigures() live.Figures {
 	wg.Wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, f := range l.last {
-		sum.Add(f)
+	for _, r := range l.last {
+		sum.Add(r.f)
 	}
 	return sum
 }
