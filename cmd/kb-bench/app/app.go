@@ -60,8 +60,10 @@ func Main(version string) int {
 	// Output to a pipe that closed (kb-bench run 2>&1 | head) fails to
 	// write instead of killing the process (Go's default for stdout and
 	// stderr), so that the run still saves its result and deletes what it
-	// made on the target.
-	signal.Ignore(syscall.SIGPIPE)
+	// made on the target. Notify, not Ignore: an ignored signal stays
+	// ignored in every program kb-bench starts (etcd, kube-apiserver,
+	// shards), a caught one goes back to its default across exec.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), interruptSignals...)
 	defer stop()
 	go onInterrupt(ctx, stop, os.Stderr, os.Exit)
