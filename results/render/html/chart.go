@@ -55,7 +55,7 @@ type point struct {
 type series struct {
 	Name   string
 	Points []point
-	// Color is an index in palette, wrapping around.
+	// Color is an index in palette, wrapping around (color).
 	Color int
 	// Dashed draws a dashed line: a model rather than a measurement.
 	Dashed bool
@@ -81,6 +81,9 @@ type chart struct {
 // palette is the Okabe-Ito palette, safe for colour-blind readers, ordered
 // for a white background. series take colours by index.
 var palette = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"}
+
+// color is the series' palette colour.
+func (s series) color() string { return palette[s.Color%len(palette)] }
 
 // chart geometry, in SVG user units.
 const (
@@ -415,7 +418,7 @@ func (c chart) SVG() template.HTML {
 			if len(pts) == 0 {
 				continue
 			}
-			col := palette[s.Color%len(palette)]
+			col := s.color()
 			w(`<g class="series-group">`, "\n")
 			if len(pts) > 1 {
 				w(`<polyline class="series" fill="none" stroke="`, col, `" stroke-width="2" stroke-linejoin="round" stroke-linecap="round"`)
@@ -453,7 +456,7 @@ func (c chart) SVG() template.HTML {
 		for _, e := range legend {
 			x0 := 12 + e.x
 			y := xAxisBottom + e.row*legendRow + 14
-			col := palette[e.s.Color%len(palette)]
+			col := e.s.color()
 			w(`<line x1="`, itoa(x0), `" x2="`, itoa(x0+28), `" y1="`, itoa(y-4), `" y2="`, itoa(y-4), `" stroke="`, col, `" stroke-width="2"`)
 			if e.s.Dashed {
 				w(` stroke-dasharray="7 5"`)
