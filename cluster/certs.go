@@ -88,16 +88,20 @@ func writeCredentials(dir string) (*credentials, error) {
 	if err != nil {
 		return nil, err
 	}
-	for path, data := range map[string][]byte{
-		c.caFile:    c.caPEM,
-		c.certFile:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: servingDER}),
-		c.keyFile:   pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: servingKeyDER}),
-		c.saKeyFile: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: saKeyDER}),
-		c.saPubFile: pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
+	// In a fixed order, so that a failed write names the same file each time.
+	for _, f := range []struct {
+		path string
+		data []byte
+	}{
+		{c.caFile, c.caPEM},
+		{c.certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: servingDER})},
+		{c.keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: servingKeyDER})},
+		{c.saKeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: saKeyDER})},
+		{c.saPubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER})},
 		// token,user,uid,"group1,group2"
-		c.tokenFile: fmt.Appendf(nil, "%s,%s,%s,\"%s\"\n", c.token, adminUser, adminUser, adminGroup),
+		{c.tokenFile, fmt.Appendf(nil, "%s,%s,%s,\"%s\"\n", c.token, adminUser, adminUser, adminGroup)},
 	} {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
+		if err := os.WriteFile(f.path, f.data, 0o600); err != nil {
 			return nil, err
 		}
 	}
