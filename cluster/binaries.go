@@ -91,6 +91,9 @@ const howToGet = "run `kb-bench local install` (builds kube-apiserver " + KubeVe
 type InstallOptions struct {
 	// ControllerManager builds kube-controller-manager too.
 	ControllerManager bool
+	// KindNode builds every program the offline kind node image holds
+	// (upstream.NodePrograms), the control plane's among them.
+	KindNode bool
 	// Log receives progress; nil discards it.
 	Log io.Writer
 	// Getenv reads the environment for CacheDir (os.Getenv when nil).
@@ -105,6 +108,9 @@ func Install(ctx context.Context, o InstallOptions) (string, error) {
 	programs := []string{upstream.Etcd, upstream.APIServer}
 	if o.ControllerManager {
 		programs = append(programs, upstream.ControllerManager)
+	}
+	if o.KindNode {
+		programs = upstream.NodePrograms()
 	}
 	dir := CacheDir(getenvOr(o.Getenv))
 	return dir, upstream.Build(ctx, upstream.Options{Dir: dir, Programs: programs, Log: o.Log})

@@ -1,7 +1,9 @@
 // Package upstream pins the upstream programs of kb-bench's local control
 // plane (kube-apiserver and kube-controller-manager from k8s.io/kubernetes,
-// etcd; kubeadm, which the tests use) and builds them from source with the
-// user's Go toolchain, through the Go module proxy.
+// etcd; kubeadm, which the tests use) and of the offline kind node image
+// (those with the kubelet, kube-proxy, kube-scheduler and kubectl), and
+// builds them from source with the user's Go toolchain, through the Go
+// module proxy.
 //
 // The pins are two small Go modules (kube/ and etcd/: go.mod, go.sum and a
 // tools.go naming the commands) kept under .txt names and embedded in the
@@ -43,7 +45,18 @@ const (
 	APIServer         = "kube-apiserver"
 	ControllerManager = "kube-controller-manager"
 	Kubeadm           = "kubeadm"
+	Kubelet           = "kubelet"
+	KubeProxy         = "kube-proxy"
+	Scheduler         = "kube-scheduler"
+	Kubectl           = "kubectl"
 )
+
+// NodePrograms are the programs a kind node image holds, all built from
+// the pins: the kubelet, kubeadm and kubectl on the node, and the control
+// plane's and kube-proxy's component images.
+func NodePrograms() []string {
+	return []string{Etcd, APIServer, ControllerManager, Scheduler, KubeProxy, Kubeadm, Kubelet, Kubectl}
+}
 
 //go:embed kube/*.txt etcd/*.txt
 var modules embed.FS
@@ -54,7 +67,7 @@ func program(name string) (module, pkg string) {
 	switch name {
 	case Etcd:
 		return "etcd", "go.etcd.io/etcd/server/v3"
-	case APIServer, ControllerManager, Kubeadm:
+	case APIServer, ControllerManager, Kubeadm, Kubelet, KubeProxy, Scheduler, Kubectl:
 		return "kube", "k8s.io/kubernetes/cmd/" + name
 	}
 	return "", ""

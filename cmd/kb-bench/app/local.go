@@ -106,7 +106,7 @@ builds the control plane's programs from the pinned upstream source.`,
 			return nil
 		},
 	}
-	var withKCM bool
+	var withKCM, withNode bool
 	install := &cobra.Command{
 		Use:   "install",
 		Short: "Build the pinned local control plane from source with your Go toolchain (once)",
@@ -119,7 +119,7 @@ where 'kb-bench run' finds them. What is there already is kept. It takes about
 the same. It prints the directory.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			dir, err := cluster.Install(c.Context(), cluster.InstallOptions{ControllerManager: withKCM, Log: s.Err, Getenv: getenv})
+			dir, err := cluster.Install(c.Context(), cluster.InstallOptions{ControllerManager: withKCM, KindNode: withNode, Log: s.Err, Getenv: getenv})
 			if err != nil {
 				return err
 			}
@@ -128,6 +128,7 @@ the same. It prints the directory.`,
 		},
 	}
 	install.Flags().BoolVar(&withKCM, "controller-manager", false, "also build kube-controller-manager (for --controller-manager; built on demand otherwise)")
+	install.Flags().BoolVar(&withNode, "kind-node", false, "build every program of the offline kind node image too: kubelet, kubeadm, kubectl, kube-proxy, kube-scheduler, kube-controller-manager (scripts/kind-node-image.sh)")
 	cmd.AddCommand(up, status, down, install)
 	return cmd
 }
