@@ -157,6 +157,7 @@ func (r *coordinator) figures(ctx context.Context, _ window) (figures, error) {
 	if cause := context.Cause(ctx); errors.Is(cause, ErrTargetLost) {
 		var notes []string
 		if shards, notes, err = r.c.Salvage(ctx); err != nil {
+			r.e.warn("%v", err) // the result is saved without figures: say why
 			return figures{}, fmt.Errorf("%w; %w", cause, err)
 		}
 		for _, n := range notes {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -217,6 +218,10 @@ func (e *engine) scrape(ctx context.Context) (metrics.ServerSample, []metrics.Se
 			continue
 		}
 		s, err := apiserver.Scrape(ctx, sc)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			dead[i] = true // died since its clients last sent to it
+			continue
+		}
 		if err != nil {
 			return metrics.ServerSample{}, nil, nil, fmt.Errorf("apiserver %s: %w", e.opts.Servers[i], err)
 		}

@@ -321,6 +321,10 @@ func describeCost(r *results.Result) [][2]string {
 	apiserver := "apiserver"
 	if n := len(r.Target.APIServers); n > 1 {
 		apiserver = fmt.Sprintf("%d apiservers", n) // their figures added
+		if r.Server != nil && len(r.Server.APIServers) > 0 && len(r.Server.APIServers) < n {
+			// One died in the window, its counters with it.
+			apiserver = fmt.Sprintf("%d living apiservers of %d", len(r.Server.APIServers), n)
+		}
 	}
 	add(apiserver, c.Apiserver, f.Apiserver, true)
 	add("etcd", c.Etcd, f.Etcd, true)
