@@ -461,7 +461,7 @@ func open(ctx context.Context, t spec.Target, private bool, o Options, outDir st
 	ctx, lost := watchTarget(ctx, conn)
 	defer func() {
 		if reason := lost(); reason != "" {
-			err = fmt.Errorf("%w: the local control plane died (%s); the figures are not to be trusted; the result is in %s", ErrTargetLost, reason, outDir)
+			err = fmt.Errorf("%w: the local control plane died (%s); the result, in %s, holds the figures up to then", ErrTargetLost, reason, outDir)
 		}
 	}()
 	return body(ctx, conn)
