@@ -240,6 +240,9 @@ func Resolve(r Request) (*Plan, error) {
 			return nil, err
 		}
 	}
+	if base.Target.KillAPIServer > 0 && (r.Count > 1 || len(p.Cells) > 1) {
+		return nil, spec.Input(errors.New("--kill-apiserver kills an apiserver of the run's control plane, which the next sample or point would find dead: run one sample of one configuration (--count 1, one value per setting)"))
+	}
 	return p, nil
 }
 
@@ -349,8 +352,9 @@ func (p *Plan) base(r Request, given map[string]*Setting) (base spec.Spec, err e
 	// Asked-for storage or binaries need a control plane that has them, not
 	// whatever `kb-bench local up` is running (the defaults would hide this).
 	// So does etcd latency: its proxy runs in this process.
+	// And a fault that kills one of its apiservers: never the user's.
 	p.PrivateControlPlane = base.Target.Storage != "" || base.Target.ControlPlaneBin != "" || base.Target.ControllerManager ||
-		base.Target.EtcdLatency.Duration > 0
+		base.Target.EtcdLatency.Duration > 0 || base.Target.KillAPIServer > 0
 	return base, nil
 }
 

@@ -340,6 +340,10 @@ func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connecti
 		o.Progress.Start(sp.Warmup.Duration + sp.Duration.Duration)
 		progress = o.Progress.Update
 	}
+	fault, err := apiserverFault(conn, sp.Target)
+	if err != nil {
+		return nil, nil, err
+	}
 	lr := o.Live.Add(live.Labels{RunID: runID, Scenario: sp.Scenario, Strategy: string(sp.Strategy), Point: point})
 	out, err := workload.Run(ctx, resolved, workload.Options{
 		Live:         lr,
@@ -357,6 +361,7 @@ func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connecti
 		// it runs kube-controller-manager.
 		FinalizeNamespace: conn.Target.Kind == spec.TargetLocal && !conn.Target.ControllerManager,
 		Servers:           conn.Servers,
+		Fault:             fault,
 	})
 	if o.Progress != nil {
 		o.Progress.Done()
@@ -379,6 +384,23 @@ func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connecti
 	// The scenario's live report: Show decodes the same rows from the
 	// saved result (TestShowPrintsWhatTheRunPrinted compares the two).
 	return out.Result, out.Report.Rows(), nil
+}
+
+// apiserverFault is the fault t asks for (spec.Target.KillAPIServer) on
+// conn, for the engine to time; nil when it asks for none.
+func apiserverFault(conn *cluster.Connection, t spec.Target) (*workload.Fault, error) {
+	if t.KillAPIServer == 0 {
+		return nil, nil
+	}
+	i := t.KillAPIServer - 1
+	if conn.KillAPIServer == nil || i >= len(conn.Servers) {
+		return nil, spec.Input(fmt.Errorf("--kill-apiserver %d needs a local control plane of the run's own with that many apiservers (--apiservers)", t.KillAPIServer))
+	}
+	return &workload.Fault{
+		What: fmt.Sprintf("kill -9 of apiserver %d of %d (%s)", t.KillAPIServer, len(conn.Servers), conn.Servers[i]),
+		At:   t.KillAPIServerAt.Duration, Down: i,
+		Do: func() error { return conn.KillAPIServer(i) },
+	}, nil
 }
 
 // shardRunner is what starts sp's shards on conn (nil when it has none).
@@ -439,7 +461,7 @@ func open(ctx context.Context, t spec.Target, private bool, o Options, outDir st
 	ctx, lost := watchTarget(ctx, conn)
 	defer func() {
 		if reason := lost(); reason != "" {
-			err = fmt.Errorf("%w: the local control plane died (%s); the figures are not to be trusted; the result is in %s", ErrTargetLost, reason, outDir)
+			err = fmt.Errorf("%w: the local control plane died (%s); the result, in %s, holds the figures up to then", ErrTargetLost, reason, outDir)
 		}
 	}()
 	return body(ctx, conn)

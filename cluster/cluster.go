@@ -56,6 +56,9 @@ type Connection struct {
 	// itself; LostReason then says how. Nil (never closed) otherwise.
 	Lost       <-chan struct{}
 	LostReason func() string
+	// KillAPIServer kills apiserver i (from 0) of Servers, for the fault
+	// spec.Target.KillAPIServer; nil unless Open started the control plane.
+	KillAPIServer func(i int) error
 	// Servers are the URLs of every apiserver of a local control plane
 	// that runs several, the first (Config's host) first; nil otherwise.
 	// Config reaches each with its host replaced.
@@ -170,6 +173,7 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 	conn.Target.ControllerManager = cp.kcm != nil
 	conn.Close = cp.Stop
 	conn.Lost, conn.LostReason = cp.Lost()
+	conn.KillAPIServer = cp.KillAPIServer
 	if cp.proxy != nil {
 		conn.EtcdDelay = cp.proxy.Observed
 	}

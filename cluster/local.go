@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -566,9 +568,11 @@ func (cp *ControlPlane) WriteKubeconfig(path string) error {
 // kubeconfig): its URLs, storage, versions, processes and dirs.
 func (cp *ControlPlane) State() LocalState { return cp.st }
 
-// Lost returns a channel closed when etcd, kube-apiserver or
-// kube-controller-manager exit by themselves (killed, crashed); why says
-// how. Stop also ends them: stop watching before calling it.
+// Lost returns a channel closed when etcd or kube-controller-manager
+// exit by themselves (killed, crashed), or every kube-apiserver has: of
+// several, the others go on serving (as behind a load balancer), and the
+// run with them. why says how. Stop also ends them: stop watching before
+// calling it.
 func (cp *ControlPlane) Lost() (lost <-chan struct{}, why func() string) {
 	procs := append([]*proc.Process{cp.etcd}, cp.apiservers...)
 	if cp.kcm != nil {
@@ -578,13 +582,20 @@ func (cp *ControlPlane) Lost() (lost <-chan struct{}, why func() string) {
 	var (
 		once   sync.Once
 		reason string
+		dead   atomic.Int32 // apiservers exited
 	)
 	for _, p := range procs {
 		go func() {
 			select {
 			case <-p.Exited():
+				if slices.Contains(cp.apiservers, p) && int(dead.Add(1)) < len(cp.apiservers) {
+					return
+				}
 				once.Do(func() {
 					reason = p.Name + " " + p.ExitStatus()
+					if len(cp.apiservers) > 1 && slices.Contains(cp.apiservers, p) {
+						reason = "the last of its kube-apiservers, " + reason
+					}
 					close(ch)
 				})
 			case <-ch:
@@ -595,6 +606,19 @@ func (cp *ControlPlane) Lost() (lost <-chan struct{}, why func() string) {
 		<-ch
 		return reason
 	}
+}
+
+// KillAPIServer kills (SIGKILL) apiserver i (from 0), as a fault
+// injected into a run (spec.Target.KillAPIServer).
+func (cp *ControlPlane) KillAPIServer(i int) error {
+	if i < 0 || i >= len(cp.apiservers) {
+		return fmt.Errorf("there is no apiserver %d of %d to kill", i+1, len(cp.apiservers))
+	}
+	p := cp.apiservers[i]
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing %s (pid %d): %w", p.Name, p.Pid, err)
+	}
+	return nil
 }
 
 // EtcdMetrics is the URL of etcd's /metrics (its client URL, plain HTTP

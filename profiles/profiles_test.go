@@ -48,7 +48,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"invalid-unknown-nested.yaml", `testdata/invalid-unknown-nested.yaml:6: unknown field "limit" in spec.client (fields here: qps, burst, contentType, userAgent, latency, jitter)`, false},
 		{"invalid-unknown-top.yaml", `testdata/invalid-unknown-top.yaml:3: unknown field "specs" at the top level (did you mean "spec"?)`, false},
 		{"invalid-kebab-case.yaml", `testdata/invalid-kebab-case.yaml:4: unknown field "think-time" in spec (did you mean "thinkTime"?)`, false},
-		{"invalid-no-suggestion.yaml", `testdata/invalid-no-suggestion.yaml:5: unknown field "cluster" in spec.target (fields here: kind, kubeconfig, context, kindCluster, kindNodeImage, kindPull, keepCluster, storage, controlPlaneBin, controllerManager, apiservers, etcdLatency, etcdJitter)`, false},
+		{"invalid-no-suggestion.yaml", `testdata/invalid-no-suggestion.yaml:5: unknown field "cluster" in spec.target (fields here: kind, kubeconfig, context, kindCluster, kindNodeImage, kindPull, keepCluster, storage, controlPlaneBin, controllerManager, apiservers, etcdLatency, etcdJitter, killAPIServer, killAPIServerAt)`, false},
 		{"invalid-duplicate.yaml", `testdata/invalid-duplicate.yaml:6: field "writers" in spec is set twice (first on line 4): keep one`, false},
 		{"invalid-types.yaml", strings.Join([]string{
 			`testdata/invalid-types.yaml:4: spec.writers is "eight": use a whole number`,

@@ -68,6 +68,9 @@ type Result struct {
 	// TargetLost says why the run stopped early because its apiserver
 	// stopped answering (dead or hung); the figures cover what ran.
 	TargetLost string `json:"targetLost,omitempty"`
+	// Faults are the faults injected into the run (spec.Target's
+	// KillAPIServer) and what each cost.
+	Faults []Fault `json:"faults,omitempty"`
 
 	// Target says which apiserver ran it (never credentials).
 	Target spec.TargetInfo `json:"target"`
@@ -286,4 +289,44 @@ type Check struct {
 	Lost int64 `json:"lost,omitempty"`
 	// Detail explains a failure in a sentence.
 	Detail string `json:"detail,omitempty"`
+}
+
+// Fault is a fault injected into the measured window and what it cost,
+// from the clients' side: the requests it left unanswered, the failovers
+// to the living apiservers, and the per-second figures either side of it.
+type Fault struct {
+	// What was done ("kill -9 of apiserver 2 of 3, https://127.0.0.1:P").
+	What string `json:"what"`
+	// At is when, from the window's start; Error says why it could not
+	// be done (then nothing else is set).
+	At    time.Duration `json:"at"`
+	Error string        `json:"error,omitempty"`
+	// Down is when its clients first found the apiserver gone (a refused
+	// connection), from the window's start; zero: they never did.
+	Down time.Duration `json:"down,omitempty"`
+	// Failovers are the requests sent again to a living apiserver after
+	// theirs refused the connection; Moved the clients that failed over,
+	// of Clients homed on it; FailoverTime from the fault to the last of
+	// them moving.
+	Failovers    int64         `json:"failovers"`
+	Moved        int           `json:"moved"`
+	Clients      int           `json:"clients"`
+	FailoverTime time.Duration `json:"failoverTime,omitempty"`
+	// Unanswered are the window's requests that got no answer (broken in
+	// flight when it died, or refused with no apiserver left).
+	Unanswered int64 `json:"unanswered"`
+	// Before and After are the per-second figures of the whole seconds
+	// before the fault, and of the seconds from it to the window's end:
+	// mean throughput and 409s a second, and the highest second's p99
+	// (the spike).
+	Before FaultSpan `json:"before"`
+	After  FaultSpan `json:"after"`
+}
+
+// FaultSpan is a stretch of the window either side of a fault.
+type FaultSpan struct {
+	Seconds      int           `json:"seconds"`
+	OpsPerSec    float64       `json:"opsPerSec"`
+	ConflictsPer float64       `json:"conflictsPerSec"`
+	MaxP99       time.Duration `json:"maxP99"`
 }

@@ -308,6 +308,17 @@ func (t *Target) validate(p *field.Path) field.ErrorList {
 			errs = append(errs, field.Forbidden(p.Child("etcdLatency"), "applies only to the local control plane, whose etcd kb-bench runs: drop --etcd-latency (--client-latency delays kb-bench's own requests to any cluster)"))
 		}
 	}
+	switch n := t.APIServerCount(); {
+	case t.KillAPIServer == 0 && t.KillAPIServerAt.Duration != 0:
+		errs = append(errs, field.Required(p.Child("killAPIServer"), "--kill-apiserver-at needs the apiserver to kill: add --kill-apiserver I"))
+	case t.KillAPIServer == 0:
+	case t.Kind != TargetLocal || n < 2:
+		errs = append(errs, field.Forbidden(p.Child("killAPIServer"), "kills one apiserver of a local control plane of several: add --apiservers 2 or more (and the local target), or drop --kill-apiserver"))
+	case t.KillAPIServer < 1 || t.KillAPIServer > n:
+		errs = append(errs, field.Invalid(p.Child("killAPIServer"), t.KillAPIServer, fmt.Sprintf("use 1 to %d, the apiserver to kill (--kill-apiserver)", n)))
+	case t.KillAPIServerAt.Duration <= 0:
+		errs = append(errs, field.Required(p.Child("killAPIServerAt"), "say when to kill it, from the start of the measured window: --kill-apiserver-at 2s"))
+	}
 	if t.APIServers < 0 || t.APIServers > MaxAPIServers {
 		errs = append(errs, field.Invalid(p.Child("apiservers"), t.APIServers, fmt.Sprintf("use 1 to %d (--apiservers)", MaxAPIServers)))
 	}

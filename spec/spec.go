@@ -233,6 +233,11 @@ type Target struct {
 	// Client's delay its requests, through a TCP proxy.
 	EtcdLatency Duration `json:"etcdLatency,omitzero" yaml:"etcdLatency" flag:"etcd-latency" help:"local target: round trip added between the apiservers and etcd by a delaying TCP proxy (half each way), e.g. 2ms for etcd across zones, 10ms for slow disks (default none)"`
 	EtcdJitter  Duration `json:"etcdJitter,omitzero" yaml:"etcdJitter" flag:"etcd-jitter" help:"with --etcd-latency: each round trip varies uniformly by up to this much either way"`
+	// KillAPIServer is a fault: apiserver KillAPIServer (from 1) of a
+	// local control plane of several is killed (SIGKILL) KillAPIServerAt
+	// into the measured window; its clients fail over to the others.
+	KillAPIServer   int      `json:"killAPIServer,omitempty" yaml:"killAPIServer" flag:"kill-apiserver" help:"fault, local target with --apiservers N >= 2: kill -9 apiserver I (1 to N) at --kill-apiserver-at into the measured window; its clients fail over to the living, as behind a load balancer, and the run goes on (default none)"`
+	KillAPIServerAt Duration `json:"killAPIServerAt,omitzero" yaml:"killAPIServerAt" flag:"kill-apiserver-at" help:"with --kill-apiserver: when, from the start of the measured window, e.g. 2s"`
 }
 
 // MaxAPIServers bounds Target.APIServers: each is a kube-apiserver

@@ -219,6 +219,18 @@ func TestValidate(t *testing.T) {
 			[]fieldErr{{"target.etcdJitter", "would make some round trips negative: use at most --etcd-latency (1ms)"}}},
 		{"negative and huge latency", strategiesDriven, func(s *Spec) { s.Client.Latency, s.Target.EtcdLatency = D(-time.Millisecond), D(time.Minute) },
 			[]fieldErr{{"client.latency", "use 0 (none) to 1s (--client-latency)"}, {"target.etcdLatency", "use 0 (none) to 1s (--etcd-latency)"}}},
+		{"kill one of three apiservers", strategiesDriven, func(s *Spec) {
+			s.Target.APIServers, s.Clients, s.Target.KillAPIServer, s.Target.KillAPIServerAt = 3, 3, 1, D(2*time.Second)
+		}, nil},
+		{"kill the only apiserver", strategiesDriven, func(s *Spec) { s.Target.KillAPIServer, s.Target.KillAPIServerAt = 1, D(time.Second) },
+			[]fieldErr{{"target.killAPIServer", "add --apiservers 2 or more"}}},
+		{"kill an apiserver that is not there", strategiesDriven, func(s *Spec) {
+			s.Target.APIServers, s.Clients, s.Target.KillAPIServer, s.Target.KillAPIServerAt = 2, 2, 3, D(time.Second)
+		}, []fieldErr{{"target.killAPIServer", "use 1 to 2, the apiserver to kill"}}},
+		{"kill an apiserver, never", strategiesDriven, func(s *Spec) { s.Target.APIServers, s.Clients, s.Target.KillAPIServer = 2, 2, 1 },
+			[]fieldErr{{"target.killAPIServerAt", "say when to kill it"}}},
+		{"when, but no apiserver to kill", strategiesDriven, func(s *Spec) { s.Target.KillAPIServerAt = D(time.Second) },
+			[]fieldErr{{"target.killAPIServer", "needs the apiserver to kill"}}},
 		{"shards on several apiservers", sharded, func(s *Spec) { s.Shards, s.Runner, s.Target.APIServers, s.Clients = 2, RunnerProcess, 2, 2 },
 			[]fieldErr{{"shards", "does not spread its shards over several apiservers yet"}}},
 

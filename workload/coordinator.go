@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -133,17 +134,36 @@ func (r *coordinator) open(ctx context.Context) (start, end time.Time, err error
 	return r.c.Window(ctx, r.e.Spec.Duration.Duration)
 }
 
+// load waits for the shards' window. A target lost meanwhile (the
+// shards say so, or the coordinator cannot reach it) ends the window as
+// it ends a run alone: the run goes on to its figures, which the shards
+// hand over without the apiserver when their runner can.
 func (r *coordinator) load(ctx context.Context, _, end time.Time) (time.Time, bool, error) {
 	stopped, err := r.c.AwaitWindow(ctx, end, r.e.opts.Progress)
+	if errors.Is(err, ErrTargetLost) {
+		r.e.lose(err) // a no-op when ctx already ended with the loss
+		return time.Time{}, false, nil
+	}
 	return time.Time{}, stopped, err // the shards' results say when it ended
 }
 
 // figures collects the shards' results and merges them exactly, and adds
 // their tallies to the coordinator's scenario, for its checks over every
-// shard's writes.
+// shard's writes. After a lost target they are what the shards handed
+// over directly, up to the loss.
 func (r *coordinator) figures(ctx context.Context, _ window) (figures, error) {
-	shards, err := r.c.Collect(ctx)
-	if err != nil {
+	var shards []*results.Result
+	var err error
+	if cause := context.Cause(ctx); errors.Is(cause, ErrTargetLost) {
+		var notes []string
+		if shards, notes, err = r.c.Salvage(ctx); err != nil {
+			r.e.warn("%v", err) // the result is saved without figures: say why
+			return figures{}, fmt.Errorf("%w; %w", cause, err)
+		}
+		for _, n := range notes {
+			r.e.warn("%s", n)
+		}
+	} else if shards, err = r.c.Collect(ctx); err != nil {
 		return figures{}, err
 	}
 	f := figures{requests: map[metrics.RequestKey]int64{}}
@@ -196,6 +216,10 @@ type ShardOptions struct {
 	// coordinator as the run goes (distributed.ShardRun.Live). Named apart
 	// from Options.Live, the exporter the shard serves from it.
 	LiveListener net.Listener
+	// ResultOut, when set, receives the shard's result (JSON) however the
+	// run ended, once its figures are made: the way a coordinator that
+	// lost the apiserver gets them (distributed.Handoff).
+	ResultOut io.Writer
 }
 
 // RunShard runs shard o.Index of the distributed run o.RunID: it reads the
@@ -257,7 +281,15 @@ func RunShard(ctx context.Context, o ShardOptions) (err error) {
 		go func() { _ = srv.Serve(o.LiveListener) }()
 		defer srv.Close()
 	}
-	if _, err = e.execute(ctx); err != nil {
+	_, err = e.execute(ctx)
+	if o.ResultOut != nil && e.result.Shard != nil {
+		// Whatever became of the apiserver: the coordinator reads it there
+		// when it cannot download it.
+		if werr := json.NewEncoder(o.ResultOut).Encode(e.result); werr != nil {
+			e.warn("handing the result to the coordinator directly: %v", werr)
+		}
+	}
+	if err != nil {
 		return err
 	}
 	return sh.Upload(ctx, e.result)

@@ -126,17 +126,17 @@ func (r *inProcess) load(ctx context.Context, start, end time.Time) (time.Time, 
 }
 
 // figures are this process's own. A shard's, once it has said it is
-// quiet, include its part for the coordinator, unless the target is lost,
-// and they with it.
+// quiet, include its part for the coordinator; a shard that lost the
+// target cannot say so, and keeps its part up to the loss for the
+// coordinator to salvage (distributed.Handoff).
 func (r *inProcess) figures(ctx context.Context, w window) (figures, error) {
 	if r.sh == nil {
 		return r.e.measure(w), nil
 	}
-	if cause := context.Cause(ctx); errors.Is(cause, ErrTargetLost) {
-		return figures{}, cause
-	}
-	if err := r.sh.Say(ctx, distributed.QuietEnd); err != nil {
-		return figures{}, err
+	if !errors.Is(context.Cause(ctx), ErrTargetLost) {
+		if err := r.sh.Say(ctx, distributed.QuietEnd); err != nil {
+			return figures{}, err
+		}
 	}
 	f := r.e.measure(w)
 	tally, err := r.e.sc.Sharded.Tally()

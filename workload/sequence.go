@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -107,7 +108,9 @@ func (e *engine) run(ctx context.Context) (scenario.Report, error) {
 	e.rec.MeasureFrom(start)
 	e.window.Store(&window{start: start, before: &before})
 	e.hold.Release()
+	faultDone := e.inject(start)
 	ended, stopped, err := e.role.load(ctx, start, end)
+	faultDone()
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +130,10 @@ type reading struct {
 	server  metrics.ServerSample   // every apiserver's, added
 	servers []metrics.ServerSample // each apiserver's, when there are several
 	err     error                  // the scrape's
+	// dead are the apiservers (of several) found dead, not scraped;
+	// answered what each apiserver answered the clients so far.
+	dead     []bool
+	answered []map[metrics.RequestKey]int64
 	// etcd is etcd's process figures (when Options.EtcdMetrics is set);
 	// self this process's CPU time.
 	etcd    metrics.ProcessSample
@@ -152,7 +159,7 @@ func (e *engine) edge(ctx context.Context, n int) reading {
 	if e.scrapes {
 		// Each scrape has its whole timeout: on a loaded machine a slow
 		// apiserver scrape must not leave etcd's none.
-		bounded(ctx, func(ctx context.Context) { rd.server, rd.servers, rd.err = e.scrape(ctx) })
+		bounded(ctx, func(ctx context.Context) { rd.server, rd.servers, rd.dead, rd.err = e.scrape(ctx) })
 		if e.opts.EtcdMetrics != "" {
 			bounded(ctx, func(ctx context.Context) {
 				rd.etcd, rd.etcdErr = apiserver.ScrapeProcess(ctx, http.DefaultClient, e.opts.EtcdMetrics)
@@ -173,6 +180,9 @@ func bounded(ctx context.Context, read func(context.Context)) {
 // readClients reads the clients' counters and client-go's.
 func (e *engine) readClients() reading {
 	rd := reading{clients: transport.Read(e.clients)}
+	if e.servers != nil {
+		rd.answered = e.servers.Answered()
+	}
 	var hooks *clientgo.Counters
 	if hooks, rd.hookErr = clientgo.Install(); rd.hookErr == nil {
 		rd.hooks = hooks.Retries()
@@ -192,21 +202,33 @@ func since(before, now *reading) (results.ClientStats, map[metrics.RequestKey]in
 }
 
 // scrape reads every apiserver's /metrics (one after the other: the hold
-// keeps the clients' requests back meanwhile) and adds them up.
-func (e *engine) scrape(ctx context.Context) (metrics.ServerSample, []metrics.ServerSample, error) {
+// keeps the clients' requests back meanwhile) and adds them up; of
+// several, those the clients found dead (a refused connection) are left
+// out, and dead says which.
+func (e *engine) scrape(ctx context.Context) (metrics.ServerSample, []metrics.ServerSample, []bool, error) {
 	if len(e.scrapers) == 0 {
 		s, err := apiserver.Scrape(ctx, e.admin.CoreV1().RESTClient())
-		return s, nil, err
+		return s, nil, nil, err
 	}
 	each := make([]metrics.ServerSample, len(e.scrapers))
+	dead := make([]bool, len(e.scrapers))
+	var living []metrics.ServerSample
 	for i, sc := range e.scrapers {
+		if dead[i] = !e.servers.Down(i).IsZero(); dead[i] {
+			continue
+		}
 		s, err := apiserver.Scrape(ctx, sc)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			dead[i] = true // died since its clients last sent to it
+			continue
+		}
 		if err != nil {
-			return metrics.ServerSample{}, nil, fmt.Errorf("apiserver %s: %w", e.opts.Servers[i], err)
+			return metrics.ServerSample{}, nil, nil, fmt.Errorf("apiserver %s: %w", e.opts.Servers[i], err)
 		}
 		each[i] = s
+		living = append(living, s)
 	}
-	return metrics.Sum(each...), each, nil
+	return metrics.Sum(living...), each, dead, nil
 }
 
 // scrapeTimeout bounds one /metrics scrape.
@@ -231,16 +253,21 @@ func (e *engine) finish(ctx context.Context, w window) (scenario.Report, error) 
 			e.warn("no server cross-check: %v", err)
 			res.Server = results.UnavailableServerCheck(err.Error())
 		} else {
-			res.Server = analysis.NewServerCheck(w.before.server, w.after.server, f.requests, e.Def.ServerResources, res.Measurements)
+			lw, requests := e.living(w, f.requests)
+			res.Server = analysis.NewServerCheck(lw.before.server, lw.after.server, requests, e.Def.ServerResources, res.Measurements)
 			if len(w.before.servers) > 0 {
-				shares, err := analysis.APIServerShares(e.opts.Servers, w.before.servers, w.after.servers, f.requests)
+				shares, err := analysis.APIServerShares(lw.names, lw.before.servers, lw.after.servers, requests)
 				if err != nil {
 					e.warn("no per-apiserver shares: %v", err)
 				}
 				res.Server.APIServers = shares
 			}
+			w = lw.window
 		}
 		res.Cost = e.cost(w, f)
+	}
+	if fr := e.fault.Load(); fr != nil {
+		res.Faults = append(res.Faults, e.faultReport(*fr, w, f))
 	}
 	var report scenario.Report = noReport{}
 	if res.Shard == nil {

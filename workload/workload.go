@@ -85,6 +85,20 @@ type Options struct {
 	// read (done true): readings of the caller's own made there bracket
 	// the engine's.
 	OnEdge func(edge int, done bool)
+	// Fault, when set, is done to the target during the measured window
+	// (spec.Target.KillAPIServer): the engine times it, the caller does it.
+	Fault *Fault
+}
+
+// Fault is something done to the target At into the measured window: Do
+// does it. Down, when not negative, is the apiserver (of Options.Servers)
+// it takes down: the result says when its clients found it gone and how
+// they failed over.
+type Fault struct {
+	What string
+	At   time.Duration
+	Down int
+	Do   func() error
 }
 
 // DefaultShardTimeout is distributed.DefaultShardTimeout.
@@ -122,14 +136,24 @@ type engine struct {
 	// window's edges (a local run, a coordinator).
 	scrapes bool
 	// scrapers read each apiserver's /metrics when there are several
-	// (Options.Servers); empty: admin's.
+	// (Options.Servers); empty: admin's. servers is how the clients
+	// reach them, failing over from one that died.
 	scrapers []rest.Interface
+	servers  *transport.Servers
+	// fault is the injected fault's report, once it is done.
+	fault atomic.Pointer[results.Fault]
 	// window is the measured window as the live figures see it: its
 	// start and the first edge's reading once it opened, its end and the
 	// second edge's once it closed. The clients' figures are counted
 	// between the edges, as the Result's are, so they stop growing with
 	// the window (the checks and the clean-up after it send requests too).
 	window atomic.Pointer[window]
+	// lose ends the run with a lost target as its cause (set while it
+	// executes), for a role that learns of the loss otherwise than
+	// through its own clients (a coordinator, from its shards); lostAt
+	// is when the run learnt it.
+	lose   context.CancelCauseFunc
+	lostAt atomic.Pointer[time.Time]
 }
 
 // warn writes a warning to the log and keeps it in the result.
@@ -260,9 +284,16 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 		Workload:   r.Workload(),
 	}
 	cfg := scenario.ClientConfig(o.Config, s.Client, o.Version)
+	if len(o.Servers) > 1 {
+		var err error
+		if e.servers, err = transport.NewServers(o.Servers); err != nil {
+			return nil, fmt.Errorf("the apiservers' URLs: %w", err)
+		}
+	}
 	clients, note, err := transport.NewClients(cfg, n, e.hold, e.health, transport.Options{
-		Servers: o.Servers,
-		Latency: netdelay.Delay{RTT: s.Client.Latency.Duration, Jitter: s.Client.Jitter.Duration},
+		Servers:  o.Servers,
+		Latency:  netdelay.Delay{RTT: s.Client.Latency.Duration, Jitter: s.Client.Jitter.Duration},
+		Failover: e.servers,
 	})
 	if err != nil {
 		return nil, err
@@ -278,7 +309,13 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 	// have the writers' field manager.
 	adminCfg := scenario.ClientConfig(o.Config, spec.Client{QPS: s.Client.QPS, Burst: s.Client.Burst, UserAgent: s.Client.UserAgent}, o.Version)
 	adminCfg.Timeout = s.OpTimeout.Duration
-	if e.admin, err = kubernetes.NewForConfig(adminCfg); err != nil {
+	setupCfg := adminCfg
+	if e.servers != nil {
+		// Its setup, read-back and clean-up go to a living apiserver.
+		setupCfg = rest.CopyConfig(adminCfg)
+		setupCfg.Wrap(e.servers.Wrap(-1, 0))
+	}
+	if e.admin, err = kubernetes.NewForConfig(setupCfg); err != nil {
 		return nil, fmt.Errorf("building the setup client: %w (check the target's kubeconfig)", err)
 	}
 	if len(o.Servers) > 1 {
@@ -330,10 +367,13 @@ func (e *engine) record(workers int) {
 func (e *engine) execute(ctx context.Context) (scenario.Report, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	e.lose = cancel
 	stopWatching := e.health.Watch(cancel)
 	// A lost target abandons what waits on it too.
 	stopAbandon := context.AfterFunc(ctx, func() {
 		if errors.Is(context.Cause(ctx), ErrTargetLost) {
+			now := time.Now()
+			e.lostAt.Store(&now)
 			e.health.Abandon()
 		}
 	})
@@ -347,9 +387,23 @@ func (e *engine) execute(ctx context.Context) (scenario.Report, error) {
 		err = cause
 	}
 	if errors.Is(err, ErrTargetLost) {
-		e.result.TargetLost, e.result.Interrupted = err.Error(), false
+		e.result.TargetLost, e.result.Interrupted = err.Error()+e.whenLost(), false
 	}
 	return report, err
+}
+
+// whenLost says when the run learnt that its target was lost, and how far
+// into the measured window that was ("" when not known).
+func (e *engine) whenLost() string {
+	at := e.lostAt.Load()
+	if at == nil {
+		return ""
+	}
+	s := fmt.Sprintf(" (at %s UTC", at.UTC().Format("15:04:05.000"))
+	if w := e.window.Load(); w != nil && at.After(w.start) {
+		s += fmt.Sprintf(", %s into the measured window", at.Sub(w.start).Round(10*time.Millisecond))
+	}
+	return s + ")"
 }
 
 // notYet is a time no operation is due at: the measured window's start

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kb-bench/kb-bench/cluster"
 	"github.com/kb-bench/kb-bench/cluster/clustertest"
@@ -1018,6 +1019,105 @@ func TestShardsInterruptedKeepMergedFigures(t *testing.T) {
 	}
 	if err := resultstest.ServerAgrees(r.Server); !r.Interrupted || len(r.Shards) != 2 || err != nil {
 		t.Errorf("want an interrupted result of 2 shards whose requests the apiserver counted the same: interrupted=%v shards=%d server: %v", r.Interrupted, len(r.Shards), err)
+	}
+	waitClean(t, tmp)
+}
+
+// A distributed run whose apiserver dies in the measured window keeps the
+// shards' figures up to the loss: the process shards hand them over by a
+// pipe, which needs no apiserver. Exit status 3, TARGET LOST with when,
+// and no shard left.
+func TestShardsKeepFiguresWhenTargetLost(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
+	cmd, stdout, lines := start(t, bin, cpBin, tmp, out, "--shards", "3", "--writers", "6", "--duration", "5m")
+	stderr, _ := inWindow(t, cmd, lines, 3)
+	for line := range lines { // a progress line: every shard has written
+		stderr = append(stderr, line)
+		if strings.HasPrefix(line, "[") {
+			break
+		}
+	}
+	var apiserver int
+	for _, pid := range controlPlaneProcs(t, tmp) {
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); bytes.Contains(b, []byte("kube-apiserver")) {
+			apiserver = pid
+		}
+	}
+	if apiserver == 0 {
+		t.Fatal("no kube-apiserver process found")
+	}
+	if err := syscall.Kill(apiserver, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for line := range lines {
+		stderr = append(stderr, line)
+	}
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+		t.Fatalf("kb-bench after kill -9 of the apiserver: %v, want exit status 3\n%s\n%s", err, strings.Join(stderr, "\n"), stdout)
+	}
+	if left := shardProcs(t, cmd.Process.Pid); len(left) > 0 {
+		t.Errorf("shard processes left: %v", left)
+	}
+	r, err := store.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops int64
+	for _, sh := range r.Shards {
+		ops += sh.Ops
+	}
+	if r.TargetLost == "" || !strings.Contains(r.TargetLost, "into the measured window") || r.Interrupted {
+		t.Errorf("want TARGET LOST saying when: target lost %q, interrupted %v", r.TargetLost, r.Interrupted)
+	}
+	if len(r.Shards) != 3 || r.Summary.Ops == 0 || ops != r.Summary.Ops {
+		t.Errorf("want the 3 shards' operations before the loss: %d shards, %d ops in the result, %d in the shards'", len(r.Shards), r.Summary.Ops, ops)
+	}
+	waitClean(t, tmp)
+}
+
+// Killing one of three apiservers (--kill-apiserver) is a fault the run
+// survives: its clients fail over to the living two, the run goes on to
+// its end, the result names the dead apiserver and when, and counts what
+// it cost; the read-back (the lost-update check) and the server
+// cross-check go to the living, whose counts match exactly the requests
+// they answered.
+func TestKillOneOfThreeAPIServers(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
+	cmd, stdout, lines := start(t, bin, cpBin, tmp, out, "--apiservers", "3", "--writers", "6", "--duration", "5s",
+		"--kill-apiserver", "1", "--kill-apiserver-at", "2s")
+	var stderr []string
+	for line := range lines {
+		stderr = append(stderr, line)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kb-bench run --kill-apiserver: %v\n%s\n%s", err, strings.Join(stderr, "\n"), stdout)
+	}
+	r, err := store.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.TargetLost != "" || r.Interrupted || len(r.Faults) != 1 {
+		t.Fatalf("want a run that went on, with one fault: target lost %q, interrupted %v, faults %+v", r.TargetLost, r.Interrupted, r.Faults)
+	}
+	f := r.Faults[0]
+	if f.Error != "" || !strings.Contains(f.What, "apiserver 1 of 3 ("+r.Target.APIServers[0]+")") || f.At < 2*time.Second {
+		t.Errorf("fault: %+v", f)
+	}
+	if f.Clients != 1 || f.Moved != 1 || f.Failovers == 0 || f.Down < f.At || f.After.Seconds == 0 || f.After.OpsPerSec == 0 {
+		t.Errorf("want the dead apiserver's one client failed over and the run going on after: %+v", f)
+	}
+	if len(r.Checks) != 1 || !r.Checks[0].Passed {
+		t.Errorf("want the lost-update check made through a living apiserver: %+v", r.Checks)
+	}
+	if err := resultstest.ServerAgrees(r.Server); err != nil || len(r.Server.APIServers) != 2 {
+		t.Errorf("want the server cross-check over the two living apiservers to match: %v, shares %+v", err, r.Server.APIServers)
+	}
+	if !strings.Contains(stdout.String(), "FAULT") || !strings.Contains(strings.Join(r.Warnings, "\n"), "died in the measured window") {
+		t.Errorf("the summary does not show the fault, or the result does not say what the check covers:\n%s\n%q", stdout, r.Warnings)
 	}
 	waitClean(t, tmp)
 }

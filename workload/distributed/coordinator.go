@@ -10,6 +10,7 @@ package distributed
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -62,6 +63,18 @@ type ShardRun struct {
 // coordinator (ShardRun.Live): one URL per shard.
 type LiveShards interface {
 	LiveURLs() []string
+}
+
+// Handoff is a ShardGroup whose shards also hand their results to the
+// coordinator by a way that does not need the apiserver (package
+// process: a pipe), so that a run whose target is lost keeps what the
+// shards measured up to the loss. Shards that upload only through the
+// apiserver (package job) cannot.
+type Handoff interface {
+	// Handed waits until each shard has handed its result or exited, or
+	// ctx ends, and returns what each handed (nil: nothing): a
+	// results.Result as JSON.
+	Handed(ctx context.Context) [][]byte
 }
 
 // ShardGroup is a run's started shards.
@@ -263,6 +276,38 @@ func (c *Coordinator) Collect(ctx context.Context) ([]*results.Result, error) {
 		}
 	}
 	return shards, nil
+}
+
+// Salvage returns the results the shards handed over directly (Handoff)
+// after the target was lost: each one's figures up to the moment it found
+// the target gone. It waits for the shards to notice and end, at most as
+// long as an operation may take plus slack; a shard that handed nothing
+// is missing from the list, and a note names it. A runner that cannot
+// hand results over keeps nothing, and the error says so.
+func (c *Coordinator) Salvage(ctx context.Context) (shards []*results.Result, notes []string, err error) {
+	h, ok := c.group.(Handoff)
+	if !ok {
+		return nil, nil, errors.New("the shards' figures are lost with the target: this runner's shards hand their results over only through the apiserver")
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opTimeout+slack)
+	defer cancel()
+	for i, b := range h.Handed(wctx) {
+		var r results.Result
+		switch err := json.Unmarshal(b, &r); {
+		case b == nil:
+			notes = append(notes, fmt.Sprintf("shard %d handed no figures (it ended before its window, or did not end in time): they are left out", i))
+		case err != nil:
+			notes = append(notes, fmt.Sprintf("shard %d's handed figures do not decode (%v): they are left out", i, err))
+		case r.Shard == nil || r.Shard.Index != i:
+			notes = append(notes, fmt.Sprintf("shard %d's handed figures do not say they are that shard's: they are left out", i))
+		default:
+			shards = append(shards, &r)
+		}
+	}
+	if len(shards) == 0 {
+		return nil, notes, fmt.Errorf("no shard handed its figures over: %s", strings.Join(notes, "; "))
+	}
+	return shards, notes, nil
 }
 
 // Close ends the shards' part: after a failure (failed) it tells those

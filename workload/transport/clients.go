@@ -55,6 +55,9 @@ type Options struct {
 	// Latency is a round trip added to every request (netdelay.Delay):
 	// half before it is sent, half once its answer's headers arrive.
 	Latency netdelay.Delay
+	// Failover, with Servers, has a client whose apiserver died send to
+	// the next living one (see Servers); nil: it keeps failing.
+	Failover *Servers
 }
 
 // NewClients builds n clients from cfg (see scenario.ClientConfig), each
@@ -78,6 +81,9 @@ func NewClients(cfg *rest.Config, n int, hold *Hold, h *Health, o Options) (clie
 		}
 		m := newMeter(hold, h)
 		m.latency = o.Latency
+		if o.Failover != nil && len(o.Servers) > 0 {
+			c.Wrap(o.Failover.Wrap(i, i%len(o.Servers))) // below the meter: it counts the request once
+		}
 		c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 			m.streams.transport = httpTransport(rt)
 			return &meteredTransport{next: rt, meter: m}

@@ -19,7 +19,7 @@ import (
 func newShardCommand(s Streams, version string, getenv func(string) string) *cobra.Command {
 	var o struct {
 		namespace, runID, kubeconfig string
-		index, liveFD                int
+		index, liveFD, resultFD      int
 	}
 	cmd := &cobra.Command{
 		Use:   "shard",
@@ -81,9 +81,15 @@ without --kubeconfig the shard uses the pod's service account.`,
 				}
 				f.Close()
 			}
+			var resultOut io.Writer
+			if o.resultFD > 0 {
+				f := os.NewFile(uintptr(o.resultFD), "result hand-off")
+				defer f.Close() // the coordinator reads until it is closed
+				resultOut = f
+			}
 			return workload.RunShard(cmd.Context(), workload.ShardOptions{
 				Options:   workload.Options{Config: cfg, RunID: o.runID, Version: version, Log: s.Err, ClientLog: clientLog},
-				Namespace: o.namespace, Index: o.index, Name: name, LiveListener: liveLn,
+				Namespace: o.namespace, Index: o.index, Name: name, LiveListener: liveLn, ResultOut: resultOut,
 			})
 		},
 	}
@@ -94,5 +100,7 @@ without --kubeconfig the shard uses the pod's service account.`,
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the target, - to read it from stdin (default: the pod's service account)")
 	fs.IntVar(&o.liveFD, "live-fd", 0, "serve this shard's figures to the coordinator on the listener at this file descriptor (the process runner hands it down when the coordinator has --metrics-addr)")
 	_ = fs.MarkHidden("live-fd")
+	fs.IntVar(&o.resultFD, "result-fd", 0, "also write this shard's result (JSON) to this file descriptor, however the run ends (the process runner hands down a pipe, so a coordinator that lost the apiserver keeps the shards' figures)")
+	_ = fs.MarkHidden("result-fd")
 	return cmd
 }

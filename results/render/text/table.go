@@ -39,6 +39,9 @@ func WriteTable(w io.Writer, r *results.Result, scenarioRows [][2]string) error 
 	if r.TargetLost != "" {
 		row("TARGET LOST", "%s: the run stopped there; the figures cover what ran before", r.TargetLost)
 	}
+	for _, f := range r.Faults {
+		row("FAULT", "%s", DescribeFault(f))
+	}
 	row("target", "%s", results.DescribeTarget(r.Target, true))
 	row("workload", "%s", r.Workload)
 	// At least one connection per shard.
@@ -318,6 +321,10 @@ func describeCost(r *results.Result) [][2]string {
 	apiserver := "apiserver"
 	if n := len(r.Target.APIServers); n > 1 {
 		apiserver = fmt.Sprintf("%d apiservers", n) // their figures added
+		if r.Server != nil && len(r.Server.APIServers) > 0 && len(r.Server.APIServers) < n {
+			// One died in the window, its counters with it.
+			apiserver = fmt.Sprintf("%d living apiservers of %d", len(r.Server.APIServers), n)
+		}
 	}
 	add(apiserver, c.Apiserver, f.Apiserver, true)
 	add("etcd", c.Etcd, f.Etcd, true)
@@ -468,4 +475,28 @@ func FormatProgress(elapsed, total time.Duration, p metrics.SeriesPoint) string 
 		p99 = results.FormatDuration(p.P99)
 	}
 	return fmt.Sprintf("[%s]  %.0f ops/s  %.0f conflicts/s  p99 %s", clock, ops, conflicts, p99)
+}
+
+// DescribeFault says what a fault was and what it cost.
+func DescribeFault(f results.Fault) string {
+	at := results.FormatDuration(f.At)
+	if f.Error != "" {
+		return fmt.Sprintf("%s at %s into the window could not be done: %s", f.What, at, f.Error)
+	}
+	s := fmt.Sprintf("%s at %s into the window", f.What, at)
+	if f.Down > 0 {
+		s += fmt.Sprintf("; its clients found it gone at %s", results.FormatDuration(f.Down))
+	}
+	s += fmt.Sprintf("; %d of its %d clients failed over (%d requests sent again)", f.Moved, f.Clients, f.Failovers)
+	if f.FailoverTime > 0 {
+		s += fmt.Sprintf(", the last %s after the kill", results.FormatDuration(f.FailoverTime))
+	}
+	s += fmt.Sprintf("; %d requests unanswered", f.Unanswered)
+	span := func(sp results.FaultSpan) string {
+		return fmt.Sprintf("%.1f ops/s, %.1f 409s/s, worst second's p99 %s (%ds)", sp.OpsPerSec, sp.ConflictsPer, results.FormatDuration(sp.MaxP99), sp.Seconds)
+	}
+	if f.Before.Seconds > 0 || f.After.Seconds > 0 {
+		s += fmt.Sprintf("; before: %s; after: %s", span(f.Before), span(f.After))
+	}
+	return s
 }

@@ -1,7 +1,9 @@
 // Package process starts a distributed run's shards as local kb-bench
 // processes (kb-bench run --shards N --runner process): for tests without
 // nodes, and for big machines where one Go process is the bottleneck. Each
-// shard reaches the target through a kubeconfig it reads from its stdin.
+// shard reaches the target through a kubeconfig it reads from its stdin,
+// and hands its result back through a pipe of its own too, so that a run
+// whose apiserver is lost keeps what the shards measured up to the loss.
 package process
 
 import (
@@ -9,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -45,6 +48,16 @@ func (r Runner) Start(ctx context.Context, run distributed.ShardRun) (distribute
 	for i := range run.Shards {
 		cmd := exec.Command(r.Executable, "shard",
 			"--namespace", run.Namespace, "--run-id", run.RunID, "--index", strconv.Itoa(i), "--kubeconfig", "-")
+		// The shard's result also comes back through a pipe, which needs
+		// no apiserver: what a run that lost its target keeps.
+		handed, w, err := handoff()
+		if err != nil {
+			return nil, g.abort(err)
+		}
+		defer w.Close() // the child has its own copy once started
+		g.handed = append(g.handed, handed)
+		cmd.ExtraFiles = []*os.File{w}
+		cmd.Args = append(cmd.Args, "--result-fd", "3")
 		if run.Live {
 			// The shard serves its figures on a loopback listener made
 			// here and handed down, so the coordinator knows where
@@ -54,8 +67,8 @@ func (r Runner) Start(ctx context.Context, run distributed.ShardRun) (distribute
 				return nil, g.abort(err)
 			}
 			defer f.Close() // the child has its own copy once started
-			cmd.ExtraFiles = []*os.File{f}
-			cmd.Args = append(cmd.Args, "--live-fd", "3")
+			cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+			cmd.Args = append(cmd.Args, "--live-fd", "4")
 			g.urls = append(g.urls, url)
 		}
 		// The credentials go through a pipe, never a file that a killed
@@ -65,6 +78,7 @@ func (r Runner) Start(ctx context.Context, run distributed.ShardRun) (distribute
 		// die with it.
 		p, err := proc.Start(cmd, fmt.Sprintf("shard %d", i), "", false)
 		if err != nil {
+			w.Close() // and so the pipe's reader ends
 			return nil, g.abort(fmt.Errorf("starting shard %d (%s): %w", i, r.Executable, err))
 		}
 		g.wg.Go(func() {
@@ -108,11 +122,57 @@ func liveListener() (*os.File, string, error) {
 	return f, "http://" + ln.Addr().String() + "/", nil
 }
 
+// maxHanded bounds a shard's result read from its pipe: a result holds a
+// few histograms, kilobytes to a few megabytes.
+const maxHanded = 256 << 20
+
+// handedResult is what one shard writes to its pipe, read until the shard
+// closes it (it exits).
+type handedResult struct {
+	done chan struct{}
+	data []byte
+	err  error
+}
+
+// handoff makes a shard's result pipe: it returns the reading side's
+// result, read in the background, and the writing side to hand down.
+func handoff() (*handedResult, *os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("making a shard's result pipe: %w", err)
+	}
+	h := &handedResult{done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		defer r.Close()
+		h.data, h.err = io.ReadAll(io.LimitReader(r, maxHanded))
+		_, _ = io.Copy(io.Discard, r) // past the bound: let the shard finish
+	}()
+	return h, w, nil
+}
+
+// Handed waits until each shard has closed its result pipe (it exited) or
+// ctx ends, and returns what each wrote there (nil: nothing, or not yet).
+func (g *group) Handed(ctx context.Context) [][]byte {
+	out := make([][]byte, len(g.handed))
+	for i, h := range g.handed {
+		select {
+		case <-h.done:
+			if h.err == nil && len(h.data) > 0 && len(h.data) < maxHanded {
+				out[i] = h.data
+			}
+		case <-ctx.Done():
+		}
+	}
+	return out
+}
+
 // LiveURLs are where the shards serve their figures (ShardRun.Live).
 func (g *group) LiveURLs() []string { return g.urls }
 
 // group is the started shard processes.
 type group struct {
+	handed   []*handedResult
 	urls     []string
 	procs    []*proc.Process
 	wg       sync.WaitGroup
