@@ -75,7 +75,7 @@ func testSweep() *results.Sweep {
 		{16, 930, 820, 0.71, 1400 * ms},
 	} {
 		retry.Points = append(retry.Points, results.SweepPoint{Value: p.n, Dir: "retry/w" + string(rune('1'+i)), Samples: 3,
-			Throughput: p.ops, WriteThroughput: p.writes, ConflictRate: p.conflicts, AttemptsP99: int64(1 + i), P99: p.p99, ServerMatch: true})
+			Throughput: p.ops, WriteThroughput: p.writes, ConflictRate: p.conflicts, AttemptsP99: int64(1 + i), P99: p.p99, LostUpdates: new(int64(0)), ServerMatch: true})
 	}
 	ssa := results.SweepSeries{Label: "strategy=ssa"}
 	for i, p := range []struct {
@@ -94,6 +94,9 @@ func testSweep() *results.Sweep {
 			GaveUp: p.gaveUp, ServerMatch: i != 3}
 		if p.gaveUp > 0 {
 			pt.GaveUpRatio = 0.0021
+		}
+		if i != 3 { // the point whose server did not match: its lost updates were not counted
+			pt.LostUpdates = new(int64(0))
 		}
 		ssa.Points = append(ssa.Points, pt)
 	}
