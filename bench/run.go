@@ -179,6 +179,9 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if o.Gate == nil && len(p.Thresholds) > 0 {
 		o.Gate, _ = analysis.NewGate(p.Thresholds) // checked when the profile loaded
 	}
+	for _, n := range p.Notes {
+		fmt.Fprintln(o.Log, "note: "+n)
+	}
 	if err := checkGate(o.Gate, p, o.Baseline, o.Log); err != nil {
 		return nil, err
 	}

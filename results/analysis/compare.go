@@ -220,6 +220,11 @@ func Compare(sides []results.Side) (*Comparison, error) {
 	if len(c.Workloads) == 1 {
 		c.Workloads = nil
 	}
+	for i := 1; i < len(sides); i++ {
+		if err := sameRun(sides[0].Label, sides[0].Results, sides[i].Label, sides[i].Results); err != nil {
+			return nil, err
+		}
+	}
 	for _, m := range figures {
 		lacks := func(r *results.Result) bool { return m.missing != nil && m.missing(r) != "" }
 		if m.name == "" || slices.ContainsFunc(allResults(sides), lacks) && !m.unknownCells {
@@ -257,6 +262,18 @@ func Compare(sides []results.Side) (*Comparison, error) {
 	}
 	c.Notes = percentileNotes(sides)
 	return c, nil
+}
+
+// sameRun refuses two sides that hold the same run (a run id in both: a
+// directory copied into both), whose comparison would judge a run
+// against itself; nil when they hold none.
+func sameRun(labelA string, a []*results.Result, labelB string, b []*results.Result) error {
+	for _, r := range b {
+		if r.RunID != "" && slices.ContainsFunc(a, func(x *results.Result) bool { return x.RunID == r.RunID }) {
+			return fmt.Errorf("%s and %s both hold run %s: the same run on both sides compares it with itself; pass each side's own results", labelA, labelB, r.RunID)
+		}
+	}
+	return nil
 }
 
 // Table is c as text, a row a figure under a header row (first, then

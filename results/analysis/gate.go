@@ -378,6 +378,9 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 			return nil, err
 		}
 	}
+	if err := sameRun("the baseline", baseline, "the candidate", candidate); err != nil {
+		return nil, err
+	}
 	var out []Verdict
 	cand, candLeft := completeOnly(candidate)
 	base, baseLeft := completeOnly(baseline)
