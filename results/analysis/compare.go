@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
@@ -220,9 +221,10 @@ func Compare(sides []results.Side) (*Comparison, error) {
 	if len(c.Workloads) == 1 {
 		c.Workloads = nil
 	}
+	var copied []string
 	for i := 1; i < len(sides); i++ {
 		if err := sameRun(sides[0].Label, sides[0].Results, sides[i].Label, sides[i].Results); err != nil {
-			return nil, err
+			copied = append(copied, err.Error())
 		}
 	}
 	for _, m := range figures {
@@ -260,17 +262,18 @@ func Compare(sides []results.Side) (*Comparison, error) {
 		}
 		c.Rows = append(c.Rows, row)
 	}
-	c.Notes = percentileNotes(sides)
+	c.Notes = append(copied, percentileNotes(sides)...)
 	return c, nil
 }
 
-// sameRun refuses two sides that hold the same run (a run id in both: a
-// directory copied into both), whose comparison would judge a run
-// against itself; nil when they hold none.
+// sameRun says when two sides hold the same sample: a run id and
+// headline figures in both (a directory copied into both), whose
+// comparison compares a run with itself (a gate refuses it, a comparison
+// notes it); nil when they hold none.
 func sameRun(labelA string, a []*results.Result, labelB string, b []*results.Result) error {
 	for _, r := range b {
-		if r.RunID != "" && slices.ContainsFunc(a, func(x *results.Result) bool { return x.RunID == r.RunID }) {
-			return fmt.Errorf("%s and %s both hold run %s: the same run on both sides compares it with itself; pass each side's own results", labelA, labelB, r.RunID)
+		if r.RunID != "" && slices.ContainsFunc(a, func(x *results.Result) bool { return x.RunID == r.RunID && reflect.DeepEqual(x.Summary, r.Summary) }) {
+			return fmt.Errorf("%s and %s both hold run %s, figures and all: the same run on both sides compares it with itself; pass each side's own results", labelA, labelB, r.RunID)
 		}
 	}
 	return nil

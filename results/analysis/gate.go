@@ -400,7 +400,7 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 		gm, _ := figureNamed(t.Metric)
 		v := Verdict{Threshold: t, Shape: t.Shape()}
 		words := burdenWords(t, gm)
-		if why := missingIn(gm, t.Relative, base, cand); why != "" {
+		if why := missingIn(gm, t.Relative, base, cand, baseline, candidate); why != "" {
 			v.Candidate, v.Baseline = medianOf(gm, cand), medianOf(gm, base)
 			if !t.Relative {
 				v.Baseline = nil
@@ -504,26 +504,33 @@ func completeOnly(rs []*results.Result) (kept []*results.Result, left []string) 
 
 // missingIn says which sample does not hold the figure gm reads, and
 // why ("" when all do): the candidate's, and the baseline's for a
-// relative threshold. A side with no (complete) sample holds nothing.
-func missingIn(gm figure, relative bool, baseline, candidate []*results.Result) string {
-	check := func(side string, rs []*results.Result) string {
-		if len(rs) == 0 {
-			return "no " + side + " sample is complete: the threshold cannot be judged"
-		}
-		if gm.missing == nil {
-			return ""
+// relative threshold; each side's complete samples (base, cand) or, when
+// a side has none, all of them (baseline, candidate), so that a figure
+// not measured is said to be so. A side with no complete sample holds
+// nothing to judge.
+func missingIn(gm figure, relative bool, base, cand, baseline, candidate []*results.Result) string {
+	check := func(side string, kept, all []*results.Result) string {
+		rs := kept
+		if len(kept) == 0 {
+			rs = all
 		}
 		for _, r := range rs {
+			if gm.missing == nil {
+				break
+			}
 			if why := gm.missing(r); why != "" {
 				return fmt.Sprintf("%s sample %s %s: %s was not measured, so the threshold cannot be judged", side, cmp.Or(r.RunID, "?"), why, gm.metric)
 			}
 		}
+		if len(kept) == 0 {
+			return "no " + side + " sample is complete: the threshold cannot be judged"
+		}
 		return ""
 	}
-	if why := check("candidate", candidate); why != "" || !relative {
+	if why := check("candidate", cand, candidate); why != "" || !relative {
 		return why
 	}
-	return check("baseline", baseline)
+	return check("baseline", base, baseline)
 }
 
 // decision is the statistical decision of a relative threshold that does
@@ -624,7 +631,7 @@ func tooFew(n1, n2 int) string {
 // rs, with the figure it was judged on ("p99 7.2s").
 func (t Threshold) HeldBy(rs []*results.Result) (bool, string) {
 	gm, _ := figureNamed(t.Metric)
-	if why := missingIn(gm, false, nil, rs); why != "" {
+	if why := missingIn(gm, false, nil, rs, nil, rs); why != "" {
 		return false, t.Metric + " not measured"
 	}
 	v := median(values(rs, gm.value))

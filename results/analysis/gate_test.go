@@ -620,6 +620,16 @@ func TestJudgeUnmeasuredLostUpdatesFail(t *testing.T) {
 			t.Errorf("%s: %+v", v.Text, v)
 		}
 	}
+	// The apiserver died mid-sample: the run is incomplete, and its
+	// threshold still says what was not measured.
+	lost := side(509, 21)[0]
+	lost.TargetLost = "the apiserver stopped answering"
+	lost.Checks = []results.Check{{Name: "objects read back", Detail: "connection refused"}}
+	lost.Summary.LostUpdates = results.LostUpdatesOf(lost.Checks)
+	vs, _ = analysis.Judge(g, base, []*results.Result{lost})
+	if analysis.Passed(vs) || !strings.Contains(vs[1].Why, "did not count its lost updates (1 of 1 checks could not be made): lostUpdates was not measured") {
+		t.Errorf("verdicts on a sample whose target was lost: %+v", vs)
+	}
 	if strings.Count(out.String(), "unknown") != 2 {
 		t.Errorf("verdicts show an unmeasured figure as a number:\n%s", out.String())
 	}
