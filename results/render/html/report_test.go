@@ -250,3 +250,28 @@ func TestInterruptedSweep(t *testing.T) {
 		}
 	}
 }
+
+// The report says an unmeasured lost-update count is unknown (marked
+// bad), never 0, and names the samples the comparison left out.
+func TestReportShowsUnknownAndLeftOut(t *testing.T) {
+	r := readResult(t, "closed-loop-result.json.golden")
+	lost := *r
+	lost.RunID, lost.TargetLost = "lost-1", "the apiserver stopped answering"
+	lost.Checks = []results.Check{{Name: "objects read back", Detail: "connection refused"}}
+	lost.Summary.LostUpdates = results.LostUpdatesOf(lost.Checks)
+	ok2 := *r
+	ok2.RunID = "ok-2"
+	var b bytes.Buffer
+	if err := Write(&b, Page{Title: "t", Runs: []Run{{Label: "a", Results: []*results.Result{r}}, {Label: "b", Results: []*results.Result{&ok2, &lost}}, {Label: "c", Results: []*results.Result{&lost}}}}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{
+		`<td class="num bad">unknown (1 of 1 samples did not measure it)</td>`,
+		"Left out of the medians and tests", "b sample 2 (lost-1) lost its target",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+}
