@@ -315,7 +315,7 @@ func sideWords(p *Plan, k int) string {
 // (which the summary shows as the figure they are); nil when none did.
 func checkFailed(r *results.Result, dir string) error {
 	for _, ch := range r.Checks {
-		if !ch.Passed && ch.Lost == 0 {
+		if !ch.Made() {
 			return fmt.Errorf("check failed: %s: %s (the result is in %s)", ch.Name, ch.Detail, dir)
 		}
 	}
