@@ -34,6 +34,9 @@ func Compare(paths []string, notes io.Writer) (*analysis.Comparison, error) {
 			sides = append(sides, s)
 		}
 	}
+	if len(sides) < 2 {
+		return nil, spec.Input(errors.New("compare needs two results or more to compare, or an A/B run's directory (its baseline and candidate)"))
+	}
 	c, err := analysis.Compare(sides)
 	return c, spec.Input(err)
 }

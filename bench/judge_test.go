@@ -72,6 +72,9 @@ func TestCompareAnABRun(t *testing.T) {
 	if len(c.Sides) != 2 || c.Sides[0].Label != "baseline" || c.Sides[1].Label != "candidate" {
 		t.Errorf("sides %+v, want baseline and candidate", c.Sides)
 	}
+	if _, err := Compare([]string{filepath.Join(dir, "baseline")}, nil); !spec.IsInput(err) || !strings.Contains(err.Error(), "two results or more") {
+		t.Errorf("one side alone: %v", err)
+	}
 	_, _, err = store.ReadSide(dir)
 	if err == nil || !strings.Contains(err.Error(), "is an A/B run") || strings.Contains(err.Error(), "matrix") {
 		t.Errorf("reading an A/B run as one side: %v", err)
