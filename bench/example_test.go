@@ -22,9 +22,9 @@ func ExampleGate() {
 	}
 	// Output:
 	// threshold           baseline  candidate  verdict  why
-	// p99 < 50ms          -         57.6ms     FAIL     57.6ms < 50.0ms does not hold
-	// conflictRate < 50%  -         30.5%      pass     30.5% < 50.0% holds
-	// lostUpdates == 0    -         0          pass     0 == 0 holds
+	// p99 < 50ms          -         57.6ms     FAIL     absolute (the candidate's median decides): 57.6ms < 50.0ms does not hold
+	// conflictRate < 50%  -         30.5%      pass     absolute (the candidate's median decides): 30.5% < 50.0% holds
+	// lostUpdates == 0    -         0          pass     absolute (the candidate's median decides): 0 == 0 holds
 	// the gate failed
 }
 

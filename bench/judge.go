@@ -20,12 +20,22 @@ import (
 // side with the first. What a side leaves out (a run seen twice) is
 // noted on notes. Sides that cannot be read or compared are bad input.
 func Compare(paths []string, notes io.Writer) (*analysis.Comparison, error) {
-	sides := make([]results.Side, len(paths))
-	for i, p := range paths {
-		var err error
-		if sides[i], err = readSide(notes, p); err != nil {
-			return nil, spec.Input(err)
+	var sides []results.Side
+	for _, p := range paths {
+		sidePaths := []string{p}
+		if base, cand, ok := store.ABSides(p); ok {
+			sidePaths = []string{base, cand} // an A/B run: its two sides
 		}
+		for _, sp := range sidePaths {
+			s, err := readSide(notes, sp)
+			if err != nil {
+				return nil, spec.Input(err)
+			}
+			sides = append(sides, s)
+		}
+	}
+	if len(sides) < 2 {
+		return nil, spec.Input(errors.New("compare needs two results or more to compare, or an A/B run's directory (its baseline and candidate)"))
 	}
 	c, err := analysis.Compare(sides)
 	return c, spec.Input(err)
@@ -47,9 +57,12 @@ type GateRequest struct {
 // returns the verdicts and, when a threshold does not hold,
 // ErrGateFailed.
 func Gate(r GateRequest) ([]analysis.Verdict, error) {
+	// The sides of one A/B run ran interleaved, whatever their start
+	// times say (one sample a side, an interrupted run).
+	oneRun := sidesOfOneRun(r.Baseline, r.Candidate)
 	if r.Baseline == "" {
-		if base, cand, ok := abDirs(r.Candidate); ok {
-			r.Baseline, r.Candidate, r.Force = base, cand, true
+		if base, cand, ok := store.ABSides(r.Candidate); ok {
+			r.Baseline, r.Candidate, r.Force, oneRun = base, cand, true, true
 		}
 	}
 	g := analysis.DefaultGate(r.Baseline != "")
@@ -68,7 +81,7 @@ func Gate(r GateRequest) ([]analysis.Verdict, error) {
 		if base, err = readSide(r.Notes, r.Baseline); err != nil {
 			return nil, spec.Input(err)
 		}
-		if r.Notes != nil && !interleaved(base.Results, candidate.Results) {
+		if r.Notes != nil && !oneRun && !interleaved(base.Results, candidate.Results) {
 			fmt.Fprintln(r.Notes, "kb-bench: note: "+storedBaseline)
 		}
 	}
@@ -80,17 +93,14 @@ func Gate(r GateRequest) ([]analysis.Verdict, error) {
 const storedBaseline = "the baseline's samples ran at another time than the candidate's, not interleaved with them: the gate cannot tell the machine's drift from a change " +
 	"(on a busy 2-core machine sets of one spec drift by 10% and more); for a verdict that can, run both in one job: kb-bench run ... --baseline-with SETTING=VALUE, or --baseline-spec FILE"
 
-// abDirs are the baseline's and the candidate's directories of an A/B
-// run's directory (kb-bench run --baseline-with or --baseline-spec); ok
-// is false when dir is not one.
-func abDirs(dir string) (base, cand string, ok bool) {
-	base, cand = filepath.Join(dir, "baseline"), filepath.Join(dir, "candidate")
-	for _, d := range []string{base, cand} {
-		if _, err := os.Stat(filepath.Join(d, store.SetFile)); err != nil {
-			return "", "", false
-		}
+// sidesOfOneRun reports whether base and cand are the baseline's and the
+// candidate's directories of one A/B run.
+func sidesOfOneRun(base, cand string) bool {
+	if base == "" {
+		return false
 	}
-	return base, cand, true
+	b, c, ok := store.ABSides(filepath.Dir(filepath.Clean(base)))
+	return ok && filepath.Clean(base) == b && filepath.Clean(cand) == c
 }
 
 // interleaved reports whether two sides' samples ran interleaved: neither
@@ -127,6 +137,11 @@ func ReadSide(path string, notes io.Writer) ([]*results.Result, error) {
 // ErrGateFailed when one fails. A baseline that ran another workload is
 // bad input unless force.
 func judge(g *analysis.Gate, base, candidate []*results.Result, force bool) ([]analysis.Verdict, error) {
+	if len(base) > 0 {
+		if err := likeUnits(base[0], candidate[0]); err != nil {
+			return nil, err
+		}
+	}
 	if len(base) > 0 && !force {
 		if err := likeWithLike(base, candidate[0].Workload); err != nil {
 			return nil, err
@@ -206,6 +221,17 @@ func checkGate(g *analysis.Gate, p *Plan, baseline []*results.Result, log io.Wri
 func likeWithLike(base []*results.Result, candidate string) error {
 	if b := base[0].Workload; b != candidate {
 		return spec.Input(fmt.Errorf("the baseline ran %q but the candidate %q: a gate compares like with like; pass --force to judge them anyway", b, candidate))
+	}
+	return nil
+}
+
+// likeUnits refuses, even with --force, a baseline of another scenario
+// than the candidate's: their operations are different things (a quota
+// create, a counter's read-modify-write, a lease renewal), so throughput,
+// latency and conflicts measured in them do not compare under one name.
+func likeUnits(base, cand *results.Result) error {
+	if b, c := base.Spec.Scenario, cand.Spec.Scenario; b != c && b != "" && c != "" {
+		return spec.Input(fmt.Errorf("the baseline ran scenario %s, the candidate %s: their operations are different things, so their throughput, latency and conflicts do not compare under one name; gate each scenario against a baseline of its own, or look at both with 'kb-bench compare', which names each side's workload", b, c))
 	}
 	return nil
 }

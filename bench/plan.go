@@ -83,6 +83,9 @@ type Plan struct {
 	Source string
 	// Thresholds are the profile's own gate ("p99 < 50ms"), if it has one.
 	Thresholds []string
+	// Notes are what the user should know of how the plan was resolved
+	// (a run shows them before its first sample).
+	Notes []string
 	// PrivateControlPlane is set when the settings ask for a particular
 	// local control plane (its storage, binaries or controller manager):
 	// the run starts one of its own rather than use 'kb-bench local up's.
@@ -255,10 +258,15 @@ func resolveSides(r Request) (*Plan, error) {
 			return nil, spec.Input(fmt.Errorf("--%s: an A/B run compares two configurations, the baseline and the candidate: give each setting one value", o.Name))
 		}
 	}
+	given := map[string]Override{}
 	for _, o := range r.Baseline.Overrides {
 		if len(o.Values) != 1 {
 			return nil, spec.Input(fmt.Errorf("--baseline-with %s: give the baseline one value", o.Name))
 		}
+		if first, twice := given[o.Name]; twice {
+			return nil, spec.Input(fmt.Errorf("--baseline-with %s and --baseline-with %s set %s twice: give each setting once", first, o, o.Name))
+		}
+		given[o.Name] = o
 	}
 	candidate := r
 	candidate.Baseline = nil
@@ -275,10 +283,17 @@ func resolveSides(r Request) (*Plan, error) {
 		return nil, fmt.Errorf("the baseline: %w", err)
 	}
 	b, c := bp.Cells[0], cp.Cells[0]
+	if bs, cs := b.Spec.Scenario, c.Spec.Scenario; bs != cs {
+		return nil, spec.Input(fmt.Errorf("the baseline runs scenario %s, the candidate %s: an A/B run compares one scenario's figures, and their operations are different things, so throughput, latency and conflicts would not compare under one name; run the two on their own and look at both with 'kb-bench compare'", bs, cs))
+	}
 	b.Label, b.Values = "baseline", []CellValue{{"side", "baseline"}}
 	c.Label, c.Values = "candidate", []CellValue{{"side", "candidate"}}
 	p := &Plan{Cells: []Cell{b, c}, Count: cp.Count, Source: cp.Source, Thresholds: cp.Thresholds, Sides: true,
 		PrivateControlPlane: cp.PrivateControlPlane || bp.PrivateControlPlane}
+	if len(bp.Thresholds) > 0 && !slices.Equal(bp.Thresholds, cp.Thresholds) {
+		p.Notes = append(p.Notes, fmt.Sprintf("the baseline's profile %s has thresholds of its own (%s): they are not used; a gate judges the candidate against the baseline, with --gate FILE or the candidate's profile's thresholds",
+			bp.Source, strings.Join(bp.Thresholds, ", ")))
+	}
 	if bt, ct := b.Spec.Target, c.Spec.Target; bt != ct {
 		if bt.Kind != spec.TargetLocal || ct.Kind != spec.TargetLocal {
 			return nil, spec.Input(fmt.Errorf("the baseline runs on target %s, the candidate on %s: an A/B run alternates its samples on one target; only the sides' local control planes (--control-plane-bin, --storage, --controller-manager, --apiservers, --etcd-latency) may differ", bt.Kind, ct.Kind))

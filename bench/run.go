@@ -179,6 +179,9 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if o.Gate == nil && len(p.Thresholds) > 0 {
 		o.Gate, _ = analysis.NewGate(p.Thresholds) // checked when the profile loaded
 	}
+	for _, n := range p.Notes {
+		fmt.Fprintln(o.Log, "note: "+n)
+	}
 	if err := checkGate(o.Gate, p, o.Baseline, o.Log); err != nil {
 		return nil, err
 	}
@@ -312,7 +315,7 @@ func sideWords(p *Plan, k int) string {
 // (which the summary shows as the figure they are); nil when none did.
 func checkFailed(r *results.Result, dir string) error {
 	for _, ch := range r.Checks {
-		if !ch.Passed && ch.Lost == 0 {
+		if !ch.Made() {
 			return fmt.Errorf("check failed: %s: %s (the result is in %s)", ch.Name, ch.Detail, dir)
 		}
 	}

@@ -62,6 +62,12 @@ func Decode(rd io.Reader) (*Result, error) {
 		}
 		r.Summary.Percentiles = PercentilesRoundedRank
 	}
+	// Unknown when the checks say so, as Summarize decides: a document
+	// written before an unmeasured count was told from a measured 0
+	// says 0.
+	if LostUpdatesOf(r.Checks) == nil {
+		r.Summary.LostUpdates = nil
+	}
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}

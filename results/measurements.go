@@ -158,9 +158,7 @@ func Summarize(m Measurements, seconds float64, checks []Check) (Summary, error)
 		l := LatencyOf(raw)
 		s.RawLatency = &l
 	}
-	for _, c := range checks {
-		s.LostUpdates += c.Lost
-	}
+	s.LostUpdates = LostUpdatesOf(checks)
 	return s, nil
 }
 

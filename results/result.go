@@ -11,6 +11,7 @@ package results
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"time"
 
@@ -262,8 +263,10 @@ type Summary struct {
 	// RawLatency is open-loop latency from the actual start (nil in a
 	// closed loop, where it equals Latency).
 	RawLatency *Latency `json:"rawLatency,omitempty"`
-	// LostUpdates across every check (0 when none were detected).
-	LostUpdates int64 `json:"lostUpdates"`
+	// LostUpdates is what every check found together; nil (absent) when
+	// it was not measured: no check was made, or one could not be made
+	// (see LostUpdatesOf). Every reader shows nil as unknown, never as 0.
+	LostUpdates *int64 `json:"lostUpdates,omitempty"`
 }
 
 // Latency is a set of percentiles.
@@ -329,4 +332,46 @@ type FaultSpan struct {
 	OpsPerSec    float64       `json:"opsPerSec"`
 	ConflictsPer float64       `json:"conflictsPerSec"`
 	MaxP99       time.Duration `json:"maxP99"`
+}
+
+// Made reports whether the check was made: it passed, or it counted what
+// it found lost. A check that failed and counted nothing could not be
+// made (the objects could not be read back, the target stopped
+// answering); its Detail says why.
+func (c Check) Made() bool { return c.Passed || c.Lost > 0 }
+
+// LostUpdatesOf is the lost updates checks found together, nil when that
+// is not known: no check was made, or one could not be made (what those
+// that were made found is then a floor, not the count).
+func LostUpdatesOf(checks []Check) *int64 {
+	if len(checks) == 0 {
+		return nil
+	}
+	var lost int64
+	for _, c := range checks {
+		if !c.Made() {
+			return nil
+		}
+		lost += c.Lost
+	}
+	return &lost
+}
+
+// UnknownLostUpdates says why checks do not give a count of lost
+// updates ("" when they do): "not checked", "1 of 1 checks could not be
+// made".
+func UnknownLostUpdates(checks []Check) string {
+	if len(checks) == 0 {
+		return "not checked"
+	}
+	notMade := 0
+	for _, c := range checks {
+		if !c.Made() {
+			notMade++
+		}
+	}
+	if notMade == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d checks could not be made", notMade, len(checks))
 }

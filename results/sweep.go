@@ -81,7 +81,9 @@ type SweepPoint struct {
 	GaveUp          int64         `json:"gaveUp,omitempty"`
 	// GaveUpRatio is GaveUp over operations.
 	GaveUpRatio float64 `json:"gaveUpRatio,omitempty"`
-	LostUpdates int64   `json:"lostUpdates"`
+	// LostUpdates is the most any sample lost; nil (absent) when a
+	// sample's count is not known (Summary.LostUpdates).
+	LostUpdates *int64 `json:"lostUpdates,omitempty"`
 	// ServerMatch is true when every sample's server cross-check matched.
 	ServerMatch bool `json:"serverMatch"`
 	// Cost is the medians of the samples' cost (nil when a sample has
@@ -150,7 +152,7 @@ func (s *Sweep) PointFigures(p SweepPoint) []string {
 		server = "MISMATCH"
 	}
 	return []string{s.AxisValue(p.Value), fmt.Sprintf("%.1f", p.Throughput), fmt.Sprintf("%.1f", p.WriteThroughput),
-		Percent(p.ConflictRate), strconv.FormatInt(p.AttemptsP99, 10), FormatDuration(p.P99), gaveUp, strconv.FormatInt(p.LostUpdates, 10), server}
+		Percent(p.ConflictRate), strconv.FormatInt(p.AttemptsP99, 10), FormatDuration(p.P99), gaveUp, FormatLost(p.LostUpdates), server}
 }
 
 // Fits say a series' fitted models in words, "" where there is nothing
@@ -169,4 +171,13 @@ func (s *Sweep) Fits(ser SweepSeries) (usl, cost string) {
 		cost = "apiserver CPU per write fit: none (" + ser.CostModelNote + ")"
 	}
 	return usl, cost
+}
+
+// FormatLost is a count of lost updates as a table shows it: the number,
+// or "unknown" when it was not measured (nil).
+func FormatLost(n *int64) string {
+	if n == nil {
+		return "unknown"
+	}
+	return strconv.FormatInt(*n, 10)
 }

@@ -41,10 +41,14 @@ func (r *Result) Validate() error {
 	errs = append(errs, checkFloat(p.Child("writeThroughput"), s.WriteThroughput, 0, math.MaxFloat64)...)
 	errs = append(errs, checkFloat(p.Child("successRatio"), s.SuccessRatio, 0, 1)...)
 	errs = append(errs, checkFloat(p.Child("conflictRate"), s.ConflictRate, 0, 1)...)
-	errs = append(errs, checkCounts(p, map[string]int64{
+	counts := map[string]int64{
 		"ops": s.Ops, "successes": s.Successes, "writeAttempts": s.WriteAttempts, "writes": s.Writes, "conflicts": s.Conflicts,
-		"gaveUp": s.GaveUp, "attemptsP50": s.AttemptsP50, "attemptsP99": s.AttemptsP99, "attemptsMax": s.AttemptsMax, "lostUpdates": s.LostUpdates,
-	}, false)...)
+		"gaveUp": s.GaveUp, "attemptsP50": s.AttemptsP50, "attemptsP99": s.AttemptsP99, "attemptsMax": s.AttemptsMax,
+	}
+	if s.LostUpdates != nil {
+		counts["lostUpdates"] = *s.LostUpdates
+	}
+	errs = append(errs, checkCounts(p, counts, false)...)
 	errs = append(errs, checkCounts(p.Child("outcomes"), s.Outcomes, true)...)
 	errs = append(errs, checkLatency(p.Child("latency"), s.Latency)...)
 	if s.RawLatency != nil {
@@ -216,7 +220,11 @@ func (s *Sweep) Validate() error {
 				errs = append(errs, checkDuration(pp.Child("cost", "apiserverPerWrite"), c.ApiserverPerWrite, maxLatency)...)
 				errs = append(errs, checkDuration(pp.Child("cost", "etcdPerWrite"), c.EtcdPerWrite, maxLatency)...)
 			}
-			errs = append(errs, checkCounts(pp, map[string]int64{"samples": int64(pt.Samples), "attemptsP99": pt.AttemptsP99, "gaveUp": pt.GaveUp, "lostUpdates": pt.LostUpdates}, false)...)
+			counts := map[string]int64{"samples": int64(pt.Samples), "attemptsP99": pt.AttemptsP99, "gaveUp": pt.GaveUp}
+			if pt.LostUpdates != nil {
+				counts["lostUpdates"] = *pt.LostUpdates
+			}
+			errs = append(errs, checkCounts(pp, counts, false)...)
 			if len(errs) > maxValidationErrors {
 				return validationError(errs)
 			}

@@ -29,7 +29,9 @@ func TestReadRefusesImpossibleResults(t *testing.T) {
 		want  string
 	}{
 		{"negative throughput", func(r *results.Result) { r.Summary.Throughput = -1 }, "summary.throughput: Invalid value: -1: must be 0 or more"},
-		{"negative lost updates", func(r *results.Result) { r.Summary.LostUpdates = -1 }, "summary.lostUpdates: Invalid value: -1: a count is 0 or more"},
+		{"negative lost updates", func(r *results.Result) {
+			r.Checks, r.Summary.LostUpdates = []results.Check{{Name: "counter kb-bench-0", Passed: true}}, new(int64(-1))
+		}, "summary.lostUpdates: Invalid value: -1: a count is 0 or more"},
 		{"p99 of MaxInt64", func(r *results.Result) { r.Summary.Latency.P99 = math.MaxInt64 }, "summary.latency.p99: Invalid value: 9223372036854775807"},
 		{"negative p50", func(r *results.Result) { r.Summary.Latency.P50 = -time.Millisecond }, "summary.latency.p50"},
 		{"conflict rate over 1", func(r *results.Result) { r.Summary.ConflictRate = 1.5 }, "summary.conflictRate: Invalid value: 1.5: must be 0 to 1"},
@@ -121,6 +123,40 @@ func TestReadSweepRefusesImpossibleSweeps(t *testing.T) {
 				t.Fatal(err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A result written before an unmeasured count was told from a measured
+// one says "lostUpdates": 0 beside a check that could not be made; read
+// back, its count is unknown. One whose checks were made keeps its count.
+func TestDecodeTellsUnmeasuredLostUpdates(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		checks []results.Check
+		want   string
+	}{
+		{"check not made", []results.Check{{Name: "objects read back", Detail: "connection refused"}}, "unknown"},
+		{"not checked", nil, "unknown"},
+		{"checked", []results.Check{{Name: "counter kb-bench-0", Lost: 3, Expected: 10, Observed: 7}}, "3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := resultstest.Simulated(t, false, resultstest.All, tc.checks)
+			r.Summary.LostUpdates = new(int64(0))
+			if tc.checks != nil && tc.checks[0].Lost > 0 {
+				r.Summary.LostUpdates = new(int64(3))
+			}
+			doc, err := results.Encode(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := results.Decode(bytes.NewReader(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := results.FormatLost(back.Summary.LostUpdates); got != tc.want {
+				t.Errorf("lost updates read back as %s, want %s", got, tc.want)
 			}
 		})
 	}

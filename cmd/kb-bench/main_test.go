@@ -500,8 +500,8 @@ func TestSweepTwoStrategies(t *testing.T) {
 			if r.Spec.Writers != int(p.Value) || "strategy="+string(r.Spec.Strategy) != ser.Label || p.WriteThroughput != r.Summary.WriteThroughput {
 				t.Errorf("%s: %s holds %d writers of %s (%.1f writes/s), the sweep says %g (%.1f)", ser.Label, p.Dir, r.Spec.Writers, r.Spec.Strategy, r.Summary.WriteThroughput, p.Value, p.WriteThroughput)
 			}
-			if !p.ServerMatch || p.LostUpdates != 0 {
-				t.Errorf("%s at %g writers: server match %v, lost %d", ser.Label, p.Value, p.ServerMatch, p.LostUpdates)
+			if !p.ServerMatch || p.LostUpdates == nil || *p.LostUpdates != 0 {
+				t.Errorf("%s at %g writers: server match %v, lost %s", ser.Label, p.Value, p.ServerMatch, results.FormatLost(p.LostUpdates))
 			}
 		}
 		// The answer follows from the points: the last value before the

@@ -153,9 +153,9 @@ func FromResult(res *results.Result) (Figures, error) {
 	}
 	// The Summary's, which has no monotonic clock reading to lose.
 	f.Window = time.Duration(math.Round(res.Summary.Seconds * float64(time.Second)))
-	f.Finished, f.LostKnown = true, len(res.Checks) > 0
-	for _, c := range res.Checks {
-		f.Lost += c.Lost
+	f.Finished = true
+	if lost := res.Summary.LostUpdates; lost != nil {
+		f.Lost, f.LostKnown = *lost, true
 	}
 	return f, nil
 }

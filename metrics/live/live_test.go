@@ -184,6 +184,7 @@ func TestCollectorReadsTheRecorder(t *testing.T) {
 	snap := rec.Snapshot(t0.Add(3 * time.Second))
 	res := &results.Result{Started: t0, Ended: t0.Add(3 * time.Second), Measurements: results.FromSnapshot(snap, client), Summary: results.Summary{Seconds: 3},
 		Checks: []results.Check{{Name: "no lost updates", Lost: 2}}}
+	res.Summary.LostUpdates = results.LostUpdatesOf(res.Checks)
 	if err := run.Finish(res); err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +208,43 @@ func TestCollectorReadsTheRecorder(t *testing.T) {
 // TestServer: the endpoint serves the exposition to a plain scraper, a
 // port in use is bad input, and Close waits for one scrape of the final
 // figures.
+// A run whose checks could not all be made (its target stopped
+// answering) exports no count of lost updates, never a measured 0; one
+// whose checks were made exports theirs, 0 included.
+func TestUnmeasuredLostUpdatesAreNotExported(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		checks []results.Check
+		want   float64 // -1: no series
+	}{
+		{"check not made", []results.Check{{Name: "objects read back", Detail: "connection refused"}}, -1},
+		{"not checked", nil, -1},
+		{"checked, none lost", []results.Check{{Name: "counter kb-bench-0", Passed: true}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := live.NewExporter()
+			run := x.Add(labels)
+			snap := record(t0).Snapshot(t0.Add(time.Second))
+			res := &results.Result{Measurements: results.FromSnapshot(snap, results.ClientStats{}), Checks: tc.checks}
+			var err error
+			if res.Summary, err = results.Summarize(res.Measurements, 1, res.Checks); err != nil {
+				t.Fatal(err)
+			}
+			if err := run.Finish(res); err != nil {
+				t.Fatal(err)
+			}
+			m, ok := gather(t, x)["kb_bench_lost_updates_total"]
+			switch {
+			case tc.want < 0 && ok:
+				t.Errorf("lost updates exported as %v, but they were not measured", m.Counter.GetValue())
+			case tc.want >= 0 && (!ok || m.Counter.GetValue() != tc.want):
+				t.Errorf("lost updates %v (exported %v), want %v", m, ok, tc.want)
+			}
+		})
+	}
+}
+
 func TestServer(t *testing.T) {
 	srv, err := live.Listen("127.0.0.1:0")
 	if err != nil {

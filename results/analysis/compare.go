@@ -10,7 +10,10 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
@@ -37,31 +40,57 @@ type figure struct {
 	value func(r *results.Result) float64
 	// missing, when set, says why r does not hold the figure ("" when it
 	// does: results from before it was measured, or a process not read,
-	// do not): a comparison leaves its row out, a threshold on it fails.
+	// do not): a threshold on it fails, and a comparison leaves its row
+	// out, or, when unknownCells, shows it unknown on the sides that lack
+	// it.
 	missing func(r *results.Result) string
+	// unknownCells: a sample lacks the figure because the run could not
+	// measure it (a fault), not because of the kind of result it is, so a
+	// comparison shows the figure unknown rather than leave it out.
+	unknownCells bool
 }
 
 // figures are the figures of a result, in the order a comparison shows them.
 var figures = []figure{
-	{"ops/s", "throughput", UnitRate, true, "", func(r *results.Result) float64 { return r.Summary.Throughput }, nil},
-	{"successful writes/s", "writeThroughput", UnitRate, true, "", func(r *results.Result) float64 { return r.Summary.WriteThroughput }, nil},
-	{"conflict rate", "conflictRate", UnitPercent, false, "", func(r *results.Result) float64 { return r.Summary.ConflictRate }, nil},
-	{"attempts p99", "attemptsP99", UnitCount, false, "", func(r *results.Result) float64 { return float64(r.Summary.AttemptsP99) }, nil},
-	{"gave up", "gaveUp", UnitCount, false, "", func(r *results.Result) float64 { return float64(r.Summary.GaveUp) }, nil},
-	{"latency p50", "p50", UnitDuration, false, "p50", func(r *results.Result) float64 { return float64(r.Summary.Latency.P50) }, nil},
-	{"", "p90", UnitDuration, false, "p90", func(r *results.Result) float64 { return float64(r.Summary.Latency.P90) }, nil},
-	{"latency p99", "p99", UnitDuration, false, "p99", func(r *results.Result) float64 { return float64(r.Summary.Latency.P99) }, nil},
-	{"latency p99.9", "p999", UnitDuration, false, "p99.9", func(r *results.Result) float64 { return float64(r.Summary.Latency.P999) }, nil},
-	{"lost updates", "lostUpdates", UnitCount, false, "", func(r *results.Result) float64 { return float64(r.Summary.LostUpdates) }, nil},
+	{"ops/s", "throughput", UnitRate, true, "", func(r *results.Result) float64 { return r.Summary.Throughput }, nil, false},
+	{"successful writes/s", "writeThroughput", UnitRate, true, "", func(r *results.Result) float64 { return r.Summary.WriteThroughput }, nil, false},
+	{"conflict rate", "conflictRate", UnitPercent, false, "", func(r *results.Result) float64 { return r.Summary.ConflictRate }, nil, false},
+	{"attempts p99", "attemptsP99", UnitCount, false, "", func(r *results.Result) float64 { return float64(r.Summary.AttemptsP99) }, nil, false},
+	{"gave up", "gaveUp", UnitCount, false, "", func(r *results.Result) float64 { return float64(r.Summary.GaveUp) }, nil, false},
+	{"latency p50", "p50", UnitDuration, false, "p50", func(r *results.Result) float64 { return float64(r.Summary.Latency.P50) }, nil, false},
+	{"", "p90", UnitDuration, false, "p90", func(r *results.Result) float64 { return float64(r.Summary.Latency.P90) }, nil, false},
+	{"latency p99", "p99", UnitDuration, false, "p99", func(r *results.Result) float64 { return float64(r.Summary.Latency.P99) }, nil, false},
+	{"latency p99.9", "p999", UnitDuration, false, "p99.9", func(r *results.Result) float64 { return float64(r.Summary.Latency.P999) }, nil, false},
+	{"lost updates", "lostUpdates", UnitCount, false, "", func(r *results.Result) float64 {
+		if r.Summary.LostUpdates == nil {
+			return math.NaN() // not measured: missing says so first
+		}
+		return float64(*r.Summary.LostUpdates)
+	}, func(r *results.Result) string {
+		if why := results.UnknownLostUpdates(r.Checks); r.Summary.LostUpdates == nil {
+			return "did not count its lost updates (" + cmp.Or(why, "not checked") + ")"
+		}
+		return ""
+	}, true},
 	{"server match", "serverMatch", UnitBool, true, "", func(r *results.Result) float64 {
 		if r.Server != nil && r.Server.Available && r.Server.Match {
 			return 1
 		}
 		return 0
-	}, nil},
+	}, nil, false},
 	// CPU time per successful write (a duration: "2ms").
 	cpuPerWrite("apiserver CPU/write", "apiserverCPUPerWrite", "apiserver", func(f results.CostFigures) results.PerUnit { return f.Apiserver }, func(c *results.Cost) results.ProcessCost { return c.Apiserver }),
 	cpuPerWrite("etcd CPU/write", "etcdCPUPerWrite", "etcd", func(f results.CostFigures) results.PerUnit { return f.Etcd }, func(c *results.Cost) results.ProcessCost { return c.Etcd }),
+}
+
+// MetricNames are the names a threshold may give its metric, in the
+// order a comparison shows them.
+func MetricNames() []string {
+	names := make([]string, len(figures))
+	for i, f := range figures {
+		names[i] = f.metric
+	}
+	return names
 }
 
 func figureNamed(metric string) (figure, bool) {
@@ -88,7 +117,7 @@ func cpuPerWrite(name, metric, what string, per func(results.CostFigures) result
 				return "has no " + what + " CPU: " + process(r.Cost).Reason
 			}
 			return ""
-		}}
+		}, false}
 }
 
 func (f figure) compareUnit() string {
@@ -116,9 +145,12 @@ type Comparison struct {
 	Rows []ComparedRow `json:"rows"`
 	// Workloads are the sides' workload lines, when they differ.
 	Workloads []string `json:"workloads,omitempty"`
-	// Incomplete names the samples that did not measure what they were
-	// asked to (interrupted, target lost, a check not made): their figures
-	// are in the medians, and the reader should know.
+	// LeftOut names the samples that did not measure what they were asked
+	// to (interrupted, target lost, a check not made, no operation
+	// measured): they are left out of their side's medians and tests.
+	LeftOut []string `json:"leftOut,omitempty"`
+	// Incomplete names such samples of a side that has no other: their
+	// figures are in the medians, and the reader should know.
 	Incomplete []string `json:"incomplete,omitempty"`
 	// Notes say what the reader of the latency percentiles should know:
 	// sides whose percentiles were computed differently, percentiles that
@@ -154,6 +186,9 @@ type ComparedCell struct {
 	Significant bool     `json:"significant"`
 	// Better says the change goes the good way (only when Significant).
 	Better bool `json:"better,omitempty"`
+	// Unknown, when set, says which of the side's samples did not measure
+	// the figure: the cell has no median, and no change is tested.
+	Unknown string `json:"unknown,omitempty"`
 }
 
 // Compare compares every side with the first (one side alone gives its
@@ -163,31 +198,57 @@ func Compare(sides []results.Side) (*Comparison, error) {
 		return nil, fmt.Errorf("nothing to compare")
 	}
 	c := &Comparison{}
-	for _, s := range sides {
+	sides = slices.Clone(sides)
+	for k, s := range sides {
 		if len(s.Results) == 0 {
 			return nil, fmt.Errorf("%s holds no results", s.Label)
 		}
-		c.Sides = append(c.Sides, ComparedSide{Label: s.Label, Samples: len(s.Results)})
-		for i, r := range s.Results {
-			if why := incomplete(r); why != "" {
-				c.Incomplete = append(c.Incomplete, fmt.Sprintf("%s sample %d (%s) %s", s.Label, i+1, r.RunID, why))
-			}
+		for _, r := range s.Results {
 			c.Workloads = results.AppendNew(c.Workloads, r.Workload)
 		}
+		kept, left := completeOnly(s.Results)
+		for i := range left {
+			left[i] = s.Label + " " + left[i]
+		}
+		if len(kept) == 0 {
+			c.Incomplete = append(c.Incomplete, left...)
+		} else {
+			c.LeftOut = append(c.LeftOut, left...)
+			sides[k].Results = kept
+		}
+		c.Sides = append(c.Sides, ComparedSide{Label: s.Label, Samples: len(sides[k].Results)})
 	}
 	if len(c.Workloads) == 1 {
 		c.Workloads = nil
 	}
+	var copied []string
+	for i := 1; i < len(sides); i++ {
+		if err := sameRun(sides[0].Label, sides[0].Results, sides[i].Label, sides[i].Results); err != nil {
+			copied = append(copied, err.Error())
+		}
+	}
 	for _, m := range figures {
-		if m.name == "" || m.missing != nil && slices.ContainsFunc(allResults(sides), func(r *results.Result) bool { return m.missing(r) != "" }) {
-			continue
+		lacks := func(r *results.Result) bool { return m.missing != nil && m.missing(r) != "" }
+		if m.name == "" || slices.ContainsFunc(allResults(sides), lacks) && !m.unknownCells {
+			continue // results from before it was measured, or a process not read
 		}
 		row := ComparedRow{Metric: m.name, Unit: m.compareUnit()}
+		unknown := func(rs []*results.Result) string {
+			if n := len(slices.DeleteFunc(slices.Clone(rs), func(r *results.Result) bool { return !lacks(r) })); n > 0 {
+				return fmt.Sprintf("%d of %d samples did not measure it", n, len(rs))
+			}
+			return ""
+		}
+		baseUnknown := unknown(sides[0].Results)
 		base := values(sides[0].Results, m.compareValue)
 		for i, s := range sides {
+			if u := unknown(s.Results); u != "" {
+				row.Cells = append(row.Cells, ComparedCell{Unknown: u})
+				continue
+			}
 			values := values(s.Results, m.compareValue)
 			cell := ComparedCell{Median: median(values), Min: slices.Min(values), Max: slices.Max(values)}
-			if i > 0 {
+			if i > 0 && baseUnknown == "" {
 				b := median(base)
 				if b != 0 {
 					d := cell.Median/b - 1
@@ -201,8 +262,21 @@ func Compare(sides []results.Side) (*Comparison, error) {
 		}
 		c.Rows = append(c.Rows, row)
 	}
-	c.Notes = percentileNotes(sides)
+	c.Notes = append(copied, percentileNotes(sides)...)
 	return c, nil
+}
+
+// sameRun says when two sides hold the same sample: a run id and
+// headline figures in both (a directory copied into both), whose
+// comparison compares a run with itself (a gate refuses it, a comparison
+// notes it); nil when they hold none.
+func sameRun(labelA string, a []*results.Result, labelB string, b []*results.Result) error {
+	for _, r := range b {
+		if r.RunID != "" && slices.ContainsFunc(a, func(x *results.Result) bool { return x.RunID == r.RunID && reflect.DeepEqual(x.Summary, r.Summary) }) {
+			return fmt.Errorf("%s and %s both hold run %s, figures and all: the same run on both sides compares it with itself; pass each side's own results", labelA, labelB, r.RunID)
+		}
+	}
+	return nil
 }
 
 // Table is c as text, a row a figure under a header row (first, then
@@ -242,6 +316,9 @@ func median(v []float64) float64 {
 
 // Value formats a cell's median with its range when samples differ.
 func (c ComparedCell) Value(unit string, samples int) string {
+	if c.Unknown != "" {
+		return "unknown (" + c.Unknown + ")"
+	}
 	v := formatFigure(c.Median, unit)
 	if samples > 1 && c.Max != c.Min {
 		v += fmt.Sprintf(" (%s-%s)", formatFigure(c.Min, unit), formatFigure(c.Max, unit))

@@ -44,7 +44,7 @@ func TestGateOnCost(t *testing.T) {
 	}{
 		{"A/A passes", base, same, []bool{true, true}, "holds"},
 		{"twice the CPU per write fails", base, worse, []bool{false, true}, "significant"},
-		{"a result without a cost cannot pass", base, []*results.Result{{RunID: "old", Summary: results.Summary{Writes: 5}}}, []bool{false, false}, "from before kb-bench measured it"},
+		{"a result without a cost cannot pass", base, []*results.Result{{RunID: "old", Summary: results.Summary{Ops: 5, Writes: 5}}}, []bool{false, false}, "from before kb-bench measured it"},
 		{"etcd not read cannot pass", base, []*results.Result{withCost("kind", 1000, 2, -1)}, []bool{true, false}, "no etcd CPU: not readable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -82,7 +83,7 @@ func ParseThreshold(text string) (Threshold, error) {
 	}
 	gm, ok := figureNamed(t.Metric)
 	if !ok {
-		return t, fmt.Errorf("threshold %s: metric %s is not known: use throughput, writeThroughput, conflictRate, attemptsP99, gaveUp, lostUpdates, p50, p90, p99, p999, serverMatch", q, shortQuote(t.Metric))
+		return t, fmt.Errorf("threshold %s: metric %s is not known: use %s", q, shortQuote(t.Metric), strings.Join(MetricNames(), ", "))
 	}
 	t.Unit = gm.unit
 	if gm.unit == UnitBool && t.Op != "==" && t.Op != "!=" {
@@ -265,111 +266,271 @@ func DefaultGate(withBaseline bool) *Gate {
 	return g
 }
 
+// Shape is what a threshold asks of the candidate, which decides who
+// carries the burden of proof when the samples are noisy.
+type Shape string
+
+// The shapes of a threshold.
+const (
+	// ShapeAbsolute is a threshold on a value ("p99 < 50ms"): the
+	// candidate's median decides, with no test.
+	ShapeAbsolute Shape = "absolute"
+	// ShapeGuard is a relative threshold that the baseline itself meets: a
+	// bound at the baseline ("lostUpdates <= baseline", "p99 >= baseline")
+	// or one that allows a margin beyond it ("p99 <= baseline +10%",
+	// "throughput >= baseline -10%"), or ==. It guards against a
+	// regression, and the candidate has the benefit of the doubt: when the
+	// medians break it, it fails only when the difference is significant
+	// (and beyond the noise of the samples).
+	ShapeGuard Shape = "guard"
+	// ShapeChange is a relative threshold that asks the candidate to move
+	// away from the baseline: strictly beyond it ("throughput > baseline",
+	// "p99 < baseline"), beyond it by an offset ("throughput >= baseline
+	// +20%", "p50 <= baseline -50%"), or off it (!=). An A/A pair's
+	// medians meet such a threshold by chance half the time, so the burden
+	// of proof is on the candidate: it passes only when the medians meet it
+	// and the difference is significant (and beyond the noise).
+	ShapeChange Shape = "change"
+)
+
+// Shape says what t asks of the candidate (see the Shape constants).
+func (t Threshold) Shape() Shape {
+	switch {
+	case !t.Relative:
+		return ShapeAbsolute
+	case t.Op == "!=",
+		t.Op == ">" && t.Value >= 0, t.Op == ">=" && t.Value > 0,
+		t.Op == "<" && t.Value <= 0, t.Op == "<=" && t.Value < 0:
+		return ShapeChange
+	}
+	return ShapeGuard
+}
+
+// burdenWords say, in a verdict, who carries the burden of proof of a
+// threshold of gm's: "asks for an improvement (passes only when it is
+// significant)".
+func burdenWords(t Threshold, gm figure) string {
+	switch t.Shape() {
+	case ShapeAbsolute:
+		return "absolute (the candidate's median decides)"
+	case ShapeGuard:
+		return "guards against a regression (fails only when it is significant)"
+	}
+	change := "a change"
+	if t.Op != "!=" {
+		higher := t.Op == ">" || t.Op == ">="
+		change = map[bool]string{true: "a rise", false: "a fall"}[higher]
+		if higher == gm.higherIsBetter {
+			change = "an improvement"
+		}
+	}
+	return "asks for " + change + " (passes only when it is significant)"
+}
+
 // Verdict is one threshold judged: the figures and why.
 type Verdict struct {
 	Threshold
+	// Shape says what the threshold asks of the candidate, and so who
+	// carries the burden of proof (see the Shape constants).
+	Shape Shape `json:"shape,omitempty"`
+	// Baseline and Candidate are the medians of the complete samples of
+	// each side; nil where not measured (a sample did not measure the
+	// figure, or no sample of the side was complete) or, for Baseline, an
+	// absolute threshold.
 	Baseline  *float64 `json:"baseline,omitempty"`
-	Candidate float64  `json:"candidate"`
+	Candidate *float64 `json:"candidate,omitempty"`
 	// P is the Mann-Whitney p-value of a relative threshold's difference.
 	P *float64 `json:"p,omitempty"`
 	// Noise is the change a relative threshold's samples cannot tell from
-	// noise (in the metric's unit): a change within it does not fail.
+	// noise (in the metric's unit): a change within it is not significant.
 	Noise *float64 `json:"noise,omitempty"`
 	// Untested is set on a relative threshold whose samples are too few
-	// for any difference to be significant: the medians alone decided it.
-	Untested bool   `json:"untested,omitempty"`
-	Passed   bool   `json:"passed"`
-	Why      string `json:"why"`
+	// for any difference to be significant: the medians alone decided it
+	// (a guard), or it failed (a threshold asking for a change).
+	Untested bool `json:"untested,omitempty"`
+	// Side is, for the completeness verdicts (Metric "complete"), the side
+	// whose samples they are about: "baseline" or "candidate".
+	Side   string `json:"side,omitempty"`
+	Passed bool   `json:"passed"`
+	Why    string `json:"why"`
 }
 
 // Judge evaluates g on the candidate's samples (their median), against
 // the baseline's when given (nil: relative thresholds are bad input).
 //
-// A relative threshold that does not hold on the medians is decided by
-// significant: a gate never passes a regression only because it cannot
-// test it.
+// Who carries the burden of proof depends on the threshold's Shape: an
+// absolute threshold is decided by the candidate's median; a guard
+// against regression that does not hold on the medians fails only when
+// the difference is significant, and one whose samples are too few to
+// test is decided by the medians (a gate never passes a regression only
+// because it cannot test it); a threshold asking for a change passes
+// only when the medians meet it and the difference is significant.
 //
-// A candidate sample that did not measure what it was asked to (it was
-// interrupted, its target stopped answering, or a check could not be
-// made) fails the gate whatever the thresholds say: its figures are not
-// the run's.
+// A sample that did not measure what it was asked to (it was
+// interrupted, its target stopped answering, a check could not be made,
+// or it measured no operation) is left out of the medians and tests on
+// either side, and named: on the candidate's side it fails the gate
+// whatever the thresholds say (its figures are not the run's); on the
+// baseline's, the verdicts say they judged fewer samples.
 func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 	if len(baseline) == 0 {
 		if err := g.NeedsBaseline(); err != nil {
 			return nil, err
 		}
 	}
+	if err := sameRun("the baseline", baseline, "the candidate", candidate); err != nil {
+		return nil, err
+	}
 	var out []Verdict
-	for i, r := range candidate {
-		if why := incomplete(r); why != "" {
-			out = append(out, Verdict{Threshold: Threshold{Text: "complete run", Metric: "complete", Op: "=="},
-				Why: fmt.Sprintf("sample %d (%s) %s: its figures are not the run's", i+1, r.RunID, why)})
-		}
+	cand, candLeft := completeOnly(candidate)
+	base, baseLeft := completeOnly(baseline)
+	for _, l := range candLeft {
+		out = append(out, Verdict{Threshold: Threshold{Text: "complete run", Metric: "complete", Op: "=="}, Side: "candidate",
+			Why: fmt.Sprintf("candidate %s: its figures are not the run's, and are left out of the medians", l)})
+	}
+	for _, l := range baseLeft {
+		out = append(out, Verdict{Threshold: Threshold{Text: "complete baseline", Metric: "complete", Op: "=="}, Side: "baseline", Passed: true,
+			Why: fmt.Sprintf("baseline %s: left out of the medians and tests, so the relative thresholds judge %d of %d baseline samples", l, len(base), len(baseline))})
+	}
+	fewer := ""
+	if len(candLeft) > 0 {
+		fewer = fmt.Sprintf("; judged on %d of %d candidate samples (the incomplete left out)", len(cand), len(candidate))
 	}
 	for _, t := range g.Thresholds {
 		gm, _ := figureNamed(t.Metric)
-		if why := missingIn(gm, t.Relative, baseline, candidate); why != "" {
-			out = append(out, Verdict{Threshold: t, Why: why})
+		v := Verdict{Threshold: t, Shape: t.Shape()}
+		words := burdenWords(t, gm)
+		if why := missingIn(gm, t.Relative, base, cand, baseline, candidate); why != "" {
+			v.Candidate, v.Baseline = medianOf(gm, cand), medianOf(gm, base)
+			if !t.Relative {
+				v.Baseline = nil
+			}
+			v.Why = why + "; " + words + fewer
+			out = append(out, v)
 			continue
 		}
-		cand, base := values(candidate, gm.value), values(baseline, gm.value)
-		v := Verdict{Threshold: t, Candidate: median(cand)}
+		cv, bv := values(cand, gm.value), values(base, gm.value)
+		v.Candidate = ptr(median(cv))
 		limit := t.Value
 		if t.Relative {
-			b := median(base)
+			b := median(bv)
 			v.Baseline = &b
 			limit = b * (1 + t.Value)
 		}
-		v.Passed = compareOp(v.Candidate, t.Op, limit)
-		holds := fmt.Sprintf("%s %s %s", gm.unit.Format(v.Candidate), t.Op, gm.unit.Format(limit))
-		v.Why = holds + map[bool]string{true: " holds", false: " does not hold"}[v.Passed]
+		held := compareOp(*v.Candidate, t.Op, limit)
+		holds := fmt.Sprintf("%s %s %s", gm.unit.Format(*v.Candidate), t.Op, gm.unit.Format(limit))
+		v.Passed = held
+		v.Why = holds + map[bool]string{true: " holds", false: " does not hold"}[held]
 		if t.Relative {
-			d := significant(base, cand)
+			d := significant(bv, cv)
 			v.P, v.Untested, v.Noise = &d.p, !d.tested, &d.noise
-			switch {
-			case v.Passed && d.tested:
-			case v.Passed:
-				v.Why = fmt.Sprintf("%s holds (not tested for significance: %d vs %d samples)", holds, len(base), len(cand))
-			case !d.tested:
-				v.Why = fmt.Sprintf("%s does not hold; NOT tested for significance, so the medians alone decide: %s", holds, tooFew(len(base), len(cand)))
-			case d.p > Alpha:
-				v.Passed = true
-				v.Why = fmt.Sprintf("%s does not hold, but the difference is not significant (p=%.3f, %d vs %d samples)", holds, d.p, len(base), len(cand))
-			case !d.fails:
-				v.Passed = true
-				v.Why = fmt.Sprintf("%s does not hold and p=%.3f, but the change is within the noise of the samples", holds, d.p)
-			default:
-				v.Why = fmt.Sprintf("%s does not hold, and the difference is significant (p=%.3f) and beyond the noise of the samples", holds, d.p)
+			if v.Shape == ShapeChange {
+				v.Passed, v.Why = judgeChange(held, holds, d, len(bv), len(cv))
+			} else {
+				v.Passed, v.Why = judgeGuard(held, holds, d, len(bv), len(cv))
 			}
 			if d.tested {
-				v.Why += "; " + noiseWords(gm.unit, d, base, cand)
+				v.Why += "; " + noiseWords(gm.unit, d, bv, cv)
+			}
+			if len(baseLeft) > 0 {
+				v.Why += fmt.Sprintf("; judged on %d of %d baseline samples (the incomplete left out)", len(base), len(baseline))
 			}
 		}
-		v.Why += percentileNote(gm.percentile, t.Relative, baseline, candidate)
+		v.Why = words + ": " + v.Why + fewer + percentileNote(gm.percentile, t.Relative, base, cand)
 		out = append(out, v)
 	}
 	return out, nil
 }
 
+// judgeGuard decides a guard against regression (ShapeGuard) from
+// whether it held on the medians (holds says the comparison) and the
+// statistical decision d over nb baseline and nc candidate samples.
+func judgeGuard(held bool, holds string, d decision, nb, nc int) (bool, string) {
+	switch {
+	case held && d.tested:
+		return true, holds + " holds"
+	case held:
+		return true, fmt.Sprintf("%s holds (not tested for significance: %d vs %d samples)", holds, nb, nc)
+	case !d.tested:
+		return false, fmt.Sprintf("%s does not hold; NOT tested for significance, so the medians alone decide: %s", holds, tooFew(nb, nc))
+	case d.p > Alpha:
+		return true, fmt.Sprintf("%s does not hold, but the difference is not significant (p=%.3f, %d vs %d samples)", holds, d.p, nb, nc)
+	case !d.fails:
+		return true, fmt.Sprintf("%s does not hold and p=%.3f, but the change is within the noise of the samples", holds, d.p)
+	}
+	return false, fmt.Sprintf("%s does not hold, and the difference is significant (p=%.3f) and beyond the noise of the samples", holds, d.p)
+}
+
+// judgeChange decides a threshold that asks for a change (ShapeChange):
+// it passes only when it holds on the medians and the difference is
+// significant and beyond the noise of the samples.
+func judgeChange(held bool, holds string, d decision, nb, nc int) (bool, string) {
+	switch {
+	case !held:
+		return false, holds + " does not hold"
+	case !d.tested:
+		return false, fmt.Sprintf("%s holds on the medians, but NOT tested for significance, so the change is not shown: %s", holds, tooFew(nb, nc))
+	case d.p > Alpha:
+		return false, fmt.Sprintf("%s holds on the medians, but the difference is not significant (p=%.3f, %d vs %d samples): an A/A pair does as much by chance", holds, d.p, nb, nc)
+	case !d.fails:
+		return false, fmt.Sprintf("%s holds on the medians and p=%.3f, but the change is within the noise of the samples", holds, d.p)
+	}
+	return true, fmt.Sprintf("%s holds, and the difference is significant (p=%.3f) and beyond the noise of the samples", holds, d.p)
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// medianOf is the median of the figure gm reads over rs, nil when rs is
+// empty or a sample does not hold it.
+func medianOf(gm figure, rs []*results.Result) *float64 {
+	if len(rs) == 0 || gm.missing != nil && slices.ContainsFunc(rs, func(r *results.Result) bool { return gm.missing(r) != "" }) {
+		return nil
+	}
+	return ptr(median(values(rs, gm.value)))
+}
+
+// completeOnly is the samples of rs that measured what they were asked
+// to, and, naming each, those that did not (see incomplete).
+func completeOnly(rs []*results.Result) (kept []*results.Result, left []string) {
+	for i, r := range rs {
+		if why := incomplete(r); why != "" {
+			left = append(left, fmt.Sprintf("sample %d (%s) %s", i+1, r.RunID, why))
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return kept, left
+}
+
 // missingIn says which sample does not hold the figure gm reads, and
 // why ("" when all do): the candidate's, and the baseline's for a
-// relative threshold.
-func missingIn(gm figure, relative bool, baseline, candidate []*results.Result) string {
-	if gm.missing == nil {
-		return ""
-	}
-	check := func(side string, rs []*results.Result) string {
-		for i, r := range rs {
-			if why := gm.missing(r); why != "" {
-				return fmt.Sprintf("%s sample %d (%s) %s: the threshold cannot be judged", side, i+1, r.RunID, why)
+// relative threshold; each side's complete samples (base, cand) or, when
+// a side has none, all of them (baseline, candidate), so that a figure
+// not measured is said to be so. A side with no complete sample holds
+// nothing to judge.
+func missingIn(gm figure, relative bool, base, cand, baseline, candidate []*results.Result) string {
+	check := func(side string, kept, all []*results.Result) string {
+		rs := kept
+		if len(kept) == 0 {
+			rs = all
+		}
+		for _, r := range rs {
+			if gm.missing == nil {
+				break
 			}
+			if why := gm.missing(r); why != "" {
+				return fmt.Sprintf("%s sample %s %s: %s was not measured, so the threshold cannot be judged", side, cmp.Or(r.RunID, "?"), why, gm.metric)
+			}
+		}
+		if len(kept) == 0 {
+			return "no " + side + " sample is complete: the threshold cannot be judged"
 		}
 		return ""
 	}
-	if why := check("candidate", candidate); why != "" || !relative {
+	if why := check("candidate", cand, candidate); why != "" || !relative {
 		return why
 	}
-	return check("baseline", baseline)
+	return check("baseline", base, baseline)
 }
 
 // decision is the statistical decision of a relative threshold that does
@@ -470,6 +631,9 @@ func tooFew(n1, n2 int) string {
 // rs, with the figure it was judged on ("p99 7.2s").
 func (t Threshold) HeldBy(rs []*results.Result) (bool, string) {
 	gm, _ := figureNamed(t.Metric)
+	if why := missingIn(gm, false, nil, rs, nil, rs); why != "" {
+		return false, t.Metric + " not measured"
+	}
 	v := median(values(rs, gm.value))
 	return compareOp(v, t.Op, t.Value), t.Metric + " " + gm.unit.Format(v)
 }
@@ -484,9 +648,12 @@ func incomplete(r *results.Result) string {
 		return "lost its target (" + r.TargetLost + ")"
 	}
 	for _, c := range r.Checks {
-		if !c.Passed && c.Lost == 0 {
+		if !c.Made() {
 			return "has a check that could not be made (" + c.Name + ": " + c.Detail + ")"
 		}
+	}
+	if r.Summary.Ops == 0 {
+		return "measured no operation"
 	}
 	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -384,4 +385,266 @@ func FuzzParseGate(f *testing.F) {
 			check(th)
 		}
 	})
+}
+
+// side is samples of the counter workload with these throughputs (ops/s)
+// and p99s (ms), in pairs; each p50 is a fifth of its p99.
+func side(figs ...float64) []*results.Result {
+	var rs []*results.Result
+	for i := 0; i+1 < len(figs); i += 2 {
+		r := resultstest.Sample(figs[i], int64(figs[i+1]))
+		r.RunID = fmt.Sprintf("run-%d-%g", i/2+1, figs[i])
+		r.Summary.Latency.P50 = r.Summary.Latency.P99 / 5
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// scaled is rs with every throughput times tput and every latency times
+// lat.
+func scaled(rs []*results.Result, tput, lat float64) []*results.Result {
+	var out []*results.Result
+	for _, r := range rs {
+		c := *r
+		c.RunID += "-scaled"
+		c.Summary.Throughput *= tput
+		c.Summary.Latency.P50 = time.Duration(float64(c.Summary.Latency.P50) * lat)
+		c.Summary.Latency.P99 = time.Duration(float64(c.Summary.Latency.P99) * lat)
+		out = append(out, &c)
+	}
+	return out
+}
+
+// Who carries the burden of proof depends on what a threshold asks: a
+// guard against regression gives the candidate the benefit of the doubt
+// (an A/A pair passes it, a significant regression fails it); a threshold
+// that asks for a change passes only when the change is significant (an
+// A/A pair FAILS it, whichever way its medians fall); an absolute one is
+// the candidate's median. Each shape in each direction, on sets of five
+// samples with the spread of a busy machine.
+func TestJudgeBurdenOfProofByShape(t *testing.T) {
+	// An A/A pair: two sets of one spec, throughput about 510/s and p99
+	// about 20ms, each side's medians a little better than the other's
+	// somewhere.
+	base := side(512, 20, 498, 21, 530, 19, 505, 22, 521, 20)
+	aa := side(509, 21, 526, 20, 501, 19, 515, 20, 497, 22)
+	better := scaled(base, 1.5, 0.04) // +50% throughput, latency / 25
+	worse := scaled(base, 0.7, 1.2)   // -30% throughput, latency +20%
+	tests := []struct {
+		threshold string
+		shape     analysis.Shape
+		words     string
+		// passes against A/A, an improvement, a regression
+		aa, better, worse bool
+	}{
+		{"throughput > 400/s", analysis.ShapeAbsolute, "the candidate's median decides", true, true, false},
+		{"p99 < 21ms", analysis.ShapeAbsolute, "the candidate's median decides", true, true, false},
+		{"throughput >= baseline", analysis.ShapeGuard, "guards against a regression", true, true, false},
+		{"p99 <= baseline", analysis.ShapeGuard, "guards against a regression", true, true, false},
+		{"throughput >= baseline -10%", analysis.ShapeGuard, "guards against a regression", true, true, false},
+		{"p99 <= baseline +10%", analysis.ShapeGuard, "guards against a regression", true, true, false},
+		{"throughput == baseline", analysis.ShapeGuard, "guards against a regression", true, false, false},
+		// A guard the other way: latency must not fall (an improvement
+		// fails it, significantly).
+		{"p99 >= baseline", analysis.ShapeGuard, "guards against a regression", true, false, true},
+		{"throughput > baseline", analysis.ShapeChange, "asks for an improvement (passes only when it is significant)", false, true, false},
+		{"throughput >= baseline +20%", analysis.ShapeChange, "asks for an improvement", false, true, false},
+		{"throughput >= baseline +1000%", analysis.ShapeChange, "asks for an improvement", false, false, false},
+		{"p99 < baseline", analysis.ShapeChange, "asks for an improvement", false, true, false},
+		{"p50 <= baseline -50%", analysis.ShapeChange, "asks for an improvement", false, true, false},
+		{"p99 < baseline -90%", analysis.ShapeChange, "asks for an improvement", false, true, false},
+		{"throughput != baseline", analysis.ShapeChange, "asks for a change", false, true, true},
+		// Asking for a change the metric counts as worse is still asking.
+		{"p99 > baseline +10%", analysis.ShapeChange, "asks for a rise", false, false, true},
+		{"throughput < baseline -20%", analysis.ShapeChange, "asks for a fall", false, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.threshold, func(t *testing.T) {
+			g, err := analysis.NewGate([]string{tt.threshold})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := g.Thresholds[0].Shape(); got != tt.shape {
+				t.Fatalf("shape %s, want %s", got, tt.shape)
+			}
+			for _, c := range []struct {
+				name string
+				cand []*results.Result
+				want bool
+			}{{"A/A", aa, tt.aa}, {"improved", better, tt.better}, {"regressed", worse, tt.worse}} {
+				vs, err := analysis.Judge(g, base, c.cand)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v := vs[len(vs)-1]
+				if v.Passed != c.want || v.Shape != tt.shape || !strings.Contains(v.Why, tt.words) {
+					t.Errorf("%s: passed %v (want %v), shape %s: %s", c.name, v.Passed, c.want, v.Shape, v.Why)
+				}
+			}
+		})
+	}
+}
+
+// The cases: an A/A pair whose candidate's medians happen to meet
+// a threshold asking for an improvement fails it, saying the difference
+// is not significant; with too few samples to test, it fails too.
+func TestImprovementIsNotGivenTheBenefitOfTheDoubt(t *testing.T) {
+	base := side(512, 20, 498, 21, 530, 19, 505, 22, 521, 20)
+	aa := side(520, 20, 526, 19, 511, 19, 515, 20, 531, 22) // medians: 515 vs 512, p99 20 vs 20
+	g, err := analysis.NewGate([]string{"throughput > baseline", "p99 <= baseline -0%"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := analysis.Judge(g, base, aa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs[0].Passed || !strings.Contains(vs[0].Why, "holds on the medians, but the difference is not significant") {
+		t.Errorf("an A/A pair passed %q: %s", vs[0].Text, vs[0].Why)
+	}
+	// "-0%" asks for nothing: a guard.
+	if !vs[1].Passed || vs[1].Shape != analysis.ShapeGuard {
+		t.Errorf("%q: %+v", vs[1].Text, vs[1])
+	}
+	g, _ = analysis.NewGate([]string{"throughput >= baseline +20%"})
+	vs, _ = analysis.Judge(g, base[:3], scaled(base[:3], 1.5, 1))
+	if vs[0].Passed || !vs[0].Untested || !strings.Contains(vs[0].Why, "NOT tested for significance, so the change is not shown") {
+		t.Errorf("an untestable improvement passed: %+v", vs[0])
+	}
+}
+
+// A sample that did not measure what it was asked to is left out of the
+// medians and tests on either side, and named: a 0-operation sample saved
+// by a Ctrl-C between samples does not halve the candidate's median (and
+// fails the gate), and a baseline sample interrupted midway does not
+// lower the baseline's (the verdicts say they judged 4 of 5).
+func TestJudgeLeavesIncompleteSamplesOut(t *testing.T) {
+	g, err := analysis.NewGate([]string{"throughput >= baseline -10%", "throughput > 400/s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := side(512, 20, 498, 21, 530, 19, 505, 22, 521, 20)
+	cand := side(509, 21, 526, 20, 501, 19, 515, 20, 497, 22)
+	empty := &results.Result{RunID: "ctrl-c", Interrupted: true, Workload: cand[0].Workload}
+	halfBase := resultstest.Sample(250, 40)
+	halfBase.RunID, halfBase.Interrupted = "cut-short", true
+
+	t.Run("candidate", func(t *testing.T) {
+		vs, err := analysis.Judge(g, base, append(slices.Clone(cand), empty, empty, empty))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if analysis.Passed(vs) {
+			t.Errorf("a gate over interrupted candidate samples passed: %+v", vs)
+		}
+		for _, v := range vs {
+			switch {
+			case v.Metric == "complete":
+				if v.Passed || v.Side != "candidate" || !strings.Contains(v.Why, "(ctrl-c) was interrupted") {
+					t.Errorf("completeness verdict: %+v", v)
+				}
+			case *v.Candidate != 509 || !v.Passed || !strings.Contains(v.Why, "judged on 5 of 8 candidate samples"):
+				t.Errorf("%s: candidate median %v, want 509 from the 5 complete samples: %s", v.Text, *v.Candidate, v.Why)
+			}
+		}
+	})
+	t.Run("baseline", func(t *testing.T) {
+		vs, err := analysis.Judge(g, append(slices.Clone(base), halfBase), cand)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !analysis.Passed(vs) || vs[0].Metric != "complete" || vs[0].Side != "baseline" || !strings.Contains(vs[0].Why, "(cut-short) was interrupted") {
+			t.Fatalf("verdicts %+v", vs)
+		}
+		if v := vs[1]; *v.Baseline != 512 || !strings.Contains(v.Why, "judged on 5 of 6 baseline samples") {
+			t.Errorf("%s: baseline median %v, want 512 from the 5 complete samples: %s", v.Text, *v.Baseline, v.Why)
+		}
+		var out bytes.Buffer
+		if err := text.WriteVerdicts(&out, vs, "text"); err != nil || !strings.Contains(out.String(), "complete baseline") {
+			t.Errorf("the text verdicts do not name the baseline sample left out (%v):\n%s", err, out.String())
+		}
+	})
+	t.Run("no complete baseline", func(t *testing.T) {
+		vs, _ := analysis.Judge(g, []*results.Result{halfBase}, cand)
+		if analysis.Passed(vs) || !strings.Contains(vs[1].Why, "no baseline sample is complete") {
+			t.Errorf("verdicts %+v", vs)
+		}
+	})
+	t.Run("compare", func(t *testing.T) {
+		c, err := analysis.Compare([]results.Side{{Label: "base", Results: append(slices.Clone(base), halfBase)}, {Label: "cand", Results: append(slices.Clone(cand), empty)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Sides[0].Samples != 5 || c.Sides[1].Samples != 5 || len(c.LeftOut) != 2 || c.Rows[0].Cells[0].Median != 512 || c.Rows[0].Cells[1].Median != 509 {
+			t.Errorf("comparison %+v, rows %+v", c, c.Rows[0])
+		}
+	})
+}
+
+// A threshold over a figure a sample did not measure fails, saying so,
+// and shows the figure as unknown: lost updates whose check could not be
+// made are not 0 lost updates.
+func TestJudgeUnmeasuredLostUpdatesFail(t *testing.T) {
+	g, err := analysis.NewGate([]string{"lostUpdates <= baseline", "lostUpdates == 0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := side(512, 20, 498, 21, 530, 19, 505, 22, 521, 20)
+	cand := side(509, 21, 526, 20, 501, 19, 515, 20, 497, 22)
+	// A check made, counting nothing, then the same run with no check.
+	cand[2].Checks = []results.Check{{Name: "counter kb-bench-0", Passed: true}, {Name: "objects read back", Detail: "connection refused"}}
+	cand[2].Summary.LostUpdates = results.LostUpdatesOf(cand[2].Checks)
+	// Its incompleteness fails the gate; so does each threshold, with the
+	// incomplete sample left out, here on the baseline side.
+	vs, err := analysis.Judge(g, cand, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !analysis.Passed(vs) {
+		t.Errorf("a gate whose unmeasured baseline sample was left out failed: %+v", vs)
+	}
+	// A result that was never checked at all (its checks were lost with
+	// its target) is complete by the other rules, and still unmeasured.
+	unchecked := side(509, 21)[0]
+	unchecked.Checks, unchecked.Summary.LostUpdates = nil, nil
+	vs, err = analysis.Judge(g, base, []*results.Result{unchecked})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := text.WriteVerdicts(&out, vs, "text"); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		if v.Passed || v.Candidate != nil || !strings.Contains(v.Why, "lostUpdates was not measured") || !strings.Contains(v.Why, "not checked") {
+			t.Errorf("%s: %+v", v.Text, v)
+		}
+	}
+	// The apiserver died mid-sample: the run is incomplete, and its
+	// threshold still says what was not measured.
+	lost := side(509, 21)[0]
+	lost.TargetLost = "the apiserver stopped answering"
+	lost.Checks = []results.Check{{Name: "objects read back", Detail: "connection refused"}}
+	lost.Summary.LostUpdates = results.LostUpdatesOf(lost.Checks)
+	vs, _ = analysis.Judge(g, base, []*results.Result{lost})
+	if analysis.Passed(vs) || !strings.Contains(vs[1].Why, "did not count its lost updates (1 of 1 checks could not be made): lostUpdates was not measured") {
+		t.Errorf("verdicts on a sample whose target was lost: %+v", vs)
+	}
+	if strings.Count(out.String(), "unknown") != 2 {
+		t.Errorf("verdicts show an unmeasured figure as a number:\n%s", out.String())
+	}
+}
+
+// The hint for an unknown metric lists every metric a threshold may name,
+// from the one list of them, so it cannot drift from it.
+func TestUnknownMetricHintListsEveryMetric(t *testing.T) {
+	_, err := analysis.ParseThreshold("cpu < 1ms")
+	if err == nil {
+		t.Fatal("an unknown metric parsed")
+	}
+	for _, m := range append(analysis.MetricNames(), "apiserverCPUPerWrite", "etcdCPUPerWrite") {
+		if !strings.Contains(err.Error(), m) {
+			t.Errorf("the hint lacks %s: %v", m, err)
+		}
+	}
 }

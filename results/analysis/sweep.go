@@ -28,8 +28,14 @@ func NewSweepPoint(value float64, dir string, samples []*results.Result) results
 		return float64(r.Summary.GaveUp) / float64(r.Summary.Ops)
 	})
 	p.Cost = pointCost(samples)
+	p.LostUpdates = new(int64)
 	for _, r := range samples {
-		p.LostUpdates = max(p.LostUpdates, r.Summary.LostUpdates)
+		switch lost := r.Summary.LostUpdates; {
+		case lost == nil:
+			p.LostUpdates = nil
+		case p.LostUpdates != nil:
+			*p.LostUpdates = max(*p.LostUpdates, *lost)
+		}
 		if r.Server == nil || !r.Server.Available || !r.Server.Match {
 			p.ServerMatch = false
 		}
@@ -160,8 +166,11 @@ func describe(s *results.Sweep, ser *results.SweepSeries) string {
 	if i := slices.IndexFunc(ser.Points, func(p results.SweepPoint) bool { return p.GaveUp > 0 }); i >= 0 {
 		parts = append(parts, fmt.Sprintf("retries give up from %s (%s of operations)", unit(ser.Points[i].Value), results.Percent(ser.Points[i].GaveUpRatio)))
 	}
-	if i := slices.IndexFunc(ser.Points, func(p results.SweepPoint) bool { return p.LostUpdates > 0 }); i >= 0 {
+	if i := slices.IndexFunc(ser.Points, func(p results.SweepPoint) bool { return p.LostUpdates != nil && *p.LostUpdates > 0 }); i >= 0 {
 		parts = append(parts, fmt.Sprintf("LOST UPDATES from %s", unit(ser.Points[i].Value)))
+	}
+	if i := slices.IndexFunc(ser.Points, func(p results.SweepPoint) bool { return p.LostUpdates == nil }); i >= 0 {
+		parts = append(parts, fmt.Sprintf("lost updates not measured at %s", unit(ser.Points[i].Value)))
 	}
 	if last := ser.Points[len(ser.Points)-1]; last.Cost != nil {
 		cost := fmt.Sprintf("at %s it costs %.2f apiserver cores", unit(last.Value), last.Cost.ApiserverCores)

@@ -197,14 +197,19 @@ func All(Op) bool { return true }
 // Start is the instant the simulated runs start (their warm-up).
 func Start() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }
 
-// Sample is a minimal result of the counter workload: its throughput and
-// p99 (in ms) set, its server cross-check matched; the rest zero. Tests of
-// what compares, gates and lists results build their sides from it.
+// Sample is a minimal complete result of the counter workload: its
+// throughput and p99 (in ms) set, 100000 operations measured, its server
+// cross-check matched and its one check passed (0 lost updates); the
+// rest zero. Tests of what compares, gates and lists results build their
+// sides from it.
 func Sample(throughput float64, p99ms int64) *results.Result {
 	r := &results.Result{Workload: "counter: 8 writers on 1 object"}
+	r.Summary.Ops = 100_000
 	r.Summary.Throughput = throughput
 	r.Summary.Latency.P99 = time.Duration(p99ms) * time.Millisecond
 	r.Server = &results.ServerCheck{Available: true, Match: true}
+	r.Checks = []results.Check{{Name: "counter kb-bench-0", Passed: true}}
+	r.Summary.LostUpdates = results.LostUpdatesOf(r.Checks)
 	return r
 }
 
@@ -221,9 +226,9 @@ func Sweep() *results.Sweep {
 		p99 := time.Duration(n) * 10 * time.Millisecond
 		update.Points = append(update.Points, results.SweepPoint{Value: n, Dir: fmt.Sprintf("strategy-update/writers-%g", n),
 			Samples: 1, Throughput: 1.2 * model.At(n) * (1 + float64(i%2)*0.01), WriteThroughput: model.At(n) * (1 + float64(i%2)*0.01),
-			ConflictRate: 1 - 1/n, AttemptsP99: 1, P99: p99, ServerMatch: true})
+			ConflictRate: 1 - 1/n, AttemptsP99: 1, P99: p99, LostUpdates: new(int64(0)), ServerMatch: true})
 		if n <= 64 {
-			pt := results.SweepPoint{Value: n, Dir: "x", Samples: 1, Throughput: 100, WriteThroughput: 100 / n, ConflictRate: 0.5, AttemptsP99: int64(n), P99: p99 / 2, ServerMatch: true}
+			pt := results.SweepPoint{Value: n, Dir: "x", Samples: 1, Throughput: 100, WriteThroughput: 100 / n, ConflictRate: 0.5, AttemptsP99: int64(n), P99: p99 / 2, LostUpdates: new(int64(0)), ServerMatch: true}
 			if n == 64 {
 				pt.GaveUp, pt.GaveUpRatio = 40, 0.25
 			}

@@ -49,6 +49,10 @@ func ReadSide(path string) (side results.Side, notes []string, err error) {
 		side.Files = []string{filepath.Join(dir, SetFile)}
 		side.Results, where, err = readSet(dir)
 	default:
+		if base, cand, ok := ABSides(dir); ok {
+			return side, nil, fmt.Errorf("%s is an A/B run (run --baseline-with or --baseline-spec): its baseline and candidate are two sides; pass each, e.g. %s %s, or gate it: kb-bench gate %s",
+				dir, base, cand, dir)
+		}
 		if configs := MatrixConfigurations(dir); len(configs) > 0 {
 			return side, nil, fmt.Errorf("%s is a matrix run (a set of samples per configuration below it: %s): its configurations are different workloads; pass each as a side of its own, e.g. %s",
 				dir, strings.Join(configs, ", "), filepath.Join(dir, configs[0]))
@@ -141,6 +145,18 @@ func MatrixConfigurations(dir string) []string {
 		}
 	}
 	return configs
+}
+
+// ABSides are the baseline's and the candidate's directories of an A/B
+// run's directory (run --baseline-with or --baseline-spec: a set of
+// samples in baseline/ and one in candidate/); ok is false when dir is
+// not one.
+func ABSides(dir string) (base, cand string, ok bool) {
+	base, cand = filepath.Join(dir, "baseline"), filepath.Join(dir, "candidate")
+	if !exists(filepath.Join(base, SetFile)) || !exists(filepath.Join(cand, SetFile)) {
+		return "", "", false
+	}
+	return base, cand, true
 }
 
 // sweepNotASide says why a sweep's directory is not a side, and what to

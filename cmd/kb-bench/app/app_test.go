@@ -355,12 +355,14 @@ func TestCompareCommand(t *testing.T) {
 func TestGateCommand(t *testing.T) {
 	dir := t.TempDir()
 	save := func(path string, p99 time.Duration) string {
-		r := &results.Result{RunID: filepath.Base(path), Workload: filepath.Base(filepath.Dir(path))}
+		r := &results.Result{RunID: filepath.Base(filepath.Dir(path)) + "-" + filepath.Base(path), Workload: filepath.Base(filepath.Dir(path))}
 		if r.Workload != "other" {
 			r.Workload = "counter: 8 writers on 1 object"
 		}
-		r.Summary.Latency.P99 = p99
+		r.Summary.Ops, r.Summary.Latency.P99 = 1000, p99
 		r.Server = &results.ServerCheck{Available: true, Match: true}
+		r.Checks = []results.Check{{Name: "counter kb-bench-0", Passed: true}}
+		r.Summary.LostUpdates = results.LostUpdatesOf(r.Checks)
 		b, err := results.Encode(r)
 		if err != nil {
 			t.Fatal(err)
@@ -398,7 +400,9 @@ func TestGateCommand(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"gate", "--baseline", base, base, "--thresholds", gate}, ExitOK, "pass"},
+		// The same run on both sides judges nothing.
+		{[]string{"gate", "--baseline", base, base, "--thresholds", gate}, ExitInput, "both hold run base-0"},
+		{[]string{"run", "--baseline-with", "writers=4", "--baseline-with", "writers=8"}, ExitInput, "set writers twice: give each setting once"},
 		{[]string{"gate", "--baseline", base, slow, "--thresholds", gate}, ExitError, "FAIL"},
 		{[]string{"gate", "--baseline", base, slow}, ExitError, "p99 <= baseline +10%"},
 		{[]string{"gate", slow}, ExitOK, "serverMatch == true"},
@@ -407,7 +411,7 @@ func TestGateCommand(t *testing.T) {
 		{[]string{"gate", "--baseline", base, slow, "--format", "yaml"}, ExitInput, "not known"},
 		{[]string{"gate", "--baseline", base, other}, ExitInput, "pass --force"},
 		{[]string{"gate", "--baseline", base, other, "--force"}, ExitOK, "pass"},
-		{[]string{"gate", "--baseline", base, mixed}, ExitInput, "mixed: its samples are not of one workload: " + filepath.Join(mixed, "4") + " (run 1) ran \"other\""},
+		{[]string{"gate", "--baseline", base, mixed}, ExitInput, "mixed: its samples are not of one workload: " + filepath.Join(mixed, "4") + " (run other-1) ran \"other\""},
 		{[]string{"gate", "--baseline", mixed, base, "--force"}, ExitInput, "its samples are not of one workload"},
 		{[]string{"run", "--baseline", base}, ExitInput, "--baseline is for a gate"},
 		{[]string{"run", "-f", writeFile(t, "p.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Profile\nspec:\n  writers: 2\nthresholds:\n- p99 < soon\n")}, ExitInput, `p.yaml: thresholds[0]: threshold "p99 < soon"`},
@@ -615,6 +619,7 @@ func TestGateVerdictsOnEditedResults(t *testing.T) {
 		return b
 	}
 	tenfold := func(r map[string]any) {
+		r["runID"] = "slow-" + r["runID"].(string) // another run, not a copy
 		s := r["summary"].(map[string]any)
 		s["throughput"] = s["throughput"].(float64) / 10
 		s["writeThroughput"] = s["writeThroughput"].(float64) / 10

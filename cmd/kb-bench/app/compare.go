@@ -25,15 +25,20 @@ server cross-check.
 Each argument is one side: a result (its directory or result.json), a set
 of samples (run --count), or a directory of result directories, whose
 results are that side's samples. A side's samples must be repeats of one
-workload; a run seen twice counts once. A sweep or a matrix run is not a
-side: pass one of its point or configuration directories.
+workload; a run seen twice counts once. An A/B run's directory (run
+--baseline-with or --baseline-spec) is its two sides, baseline and
+candidate; it may be the only argument. A sweep or a matrix run is not a
+side: pass one of its point or configuration directories. A sample that
+did not measure what it was asked to (interrupted, target lost, a check
+not made) is left out of its side's medians and named.
 With several samples a side shows the median and its range, and each change
 is tested with the Mann-Whitney U test: "~" where it is not significant
 (p > 0.05) or where too few samples could never show it (run 5 samples a
 side or more).`,
 		Example: `  kb-bench compare kb-bench-results/run-a kb-bench-results/run-b
+  kb-bench compare ab/                                # an A/B run: its baseline and candidate
   kb-bench compare before/ after/ --format markdown >> "$GITHUB_STEP_SUMMARY"`,
-		Args: nArgs(func(n int) bool { return n >= 2 }, "%[1]s needs two results or more to compare (see '%[1]s --help')"),
+		Args: nArgs(func(n int) bool { return n >= 1 }, "%[1]s needs two results or more to compare, or an A/B run's directory (see '%[1]s --help')"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if !slices.Contains(text.CompareFormats, format) {
 				return spec.Input(fmt.Errorf("--format %q is not known: use %s", format, strings.Join(text.CompareFormats, ", ")))

@@ -22,13 +22,21 @@ func newGateCommand(s Streams) *cobra.Command {
 		Long: `Judge a result (or a set or directory of samples) against thresholds:
 absolute ones ("p99 < 50ms", "lostUpdates == 0", "serverMatch == true",
 "writeThroughput > 100/s", "conflictRate < 50%") and ones relative to a
-baseline ("p99 <= baseline +10%"). A relative threshold that does not hold
-on the medians fails when the difference is significant (Mann-Whitney U
-over the samples, p <= 0.05) and larger than the noise of the samples
-(what the medians of identical runs of that many samples differ by,
-from their interquartile ranges; the verdict says it); with too few samples for any difference to be
-significant (3 or fewer a side), the medians alone decide and the verdict
-says it was not tested. Run 5 samples a side or more (run --count 5).
+baseline ("p99 <= baseline +10%"). A relative threshold that guards
+against a regression (a bound at the baseline or with a margin beyond it)
+and does not hold on the medians fails when the difference is significant
+(Mann-Whitney U over the samples, p <= 0.05) and larger than the noise of
+the samples (what the medians of identical runs of that many samples
+differ by, from their interquartile ranges; the verdict says it); with
+too few samples for any difference to be significant (3 or fewer a side),
+the medians alone decide and the verdict says it was not tested. One that
+asks for a change ("throughput >= baseline +20%", "p99 < baseline")
+passes only when the medians meet it and the difference is significant:
+an A/A pair fails it. Run 5 samples a side or more (run --count 5).
+A sample that was interrupted, lost its target, could not make a check
+or measured nothing is left out of the medians on either side and named;
+on the candidate's side it fails the gate. A figure not measured (lost
+updates when the objects could not be read back) fails its threshold.
 
 The way to gate is an A/B run: baseline and candidate in one job, their
 samples alternating (run --baseline-with or --baseline-spec), so the

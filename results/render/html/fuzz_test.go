@@ -50,7 +50,7 @@ func FuzzReport(f *testing.F) {
 		Series: []results.SweepSeries{{Points: []results.SweepPoint{
 			{Value: 1, Throughput: 300, WriteThroughput: 300, P99: 5 * time.Millisecond, ServerMatch: true},
 			{Value: 4, Throughput: 500, WriteThroughput: 420, ConflictRate: 0.3, P99: 40 * time.Millisecond},
-			{Value: 16, Throughput: 200, WriteThroughput: 90, ConflictRate: 0.9, P99: 2 * time.Second, LostUpdates: 3},
+			{Value: 16, Throughput: 200, WriteThroughput: 90, ConflictRate: 0.9, P99: 2 * time.Second, LostUpdates: new(int64(3))},
 			{Value: 64, Throughput: 80, WriteThroughput: 20, ConflictRate: 0.99, P99: 6 * time.Second, GaveUp: 4, GaveUpRatio: 0.5},
 		}}}}
 	analysis.Analyze(sw)

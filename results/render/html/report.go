@@ -138,6 +138,7 @@ type comparisonView struct {
 	Head       []cell
 	Rows       [][]cell
 	Workloads  []string
+	LeftOut    []string
 	Incomplete []string
 	Notes      []string
 	Baseline   string
@@ -150,7 +151,7 @@ func newComparison(runs []Run) (*comparisonView, error) {
 	if err != nil {
 		return nil, err
 	}
-	cv := &comparisonView{Workloads: c.Workloads, Incomplete: c.Incomplete, Notes: c.Notes, Baseline: c.Sides[0].Label, Alpha: analysis.Alpha}
+	cv := &comparisonView{Workloads: c.Workloads, LeftOut: c.LeftOut, Incomplete: c.Incomplete, Notes: c.Notes, Baseline: c.Sides[0].Label, Alpha: analysis.Alpha}
 	table := c.Table("figure")
 	cv.Head = []cell{{Text: table[0][0]}}
 	for _, text := range table[0][1:] {

@@ -75,7 +75,7 @@ func testSweep() *results.Sweep {
 		{16, 930, 820, 0.71, 1400 * ms},
 	} {
 		retry.Points = append(retry.Points, results.SweepPoint{Value: p.n, Dir: "retry/w" + string(rune('1'+i)), Samples: 3,
-			Throughput: p.ops, WriteThroughput: p.writes, ConflictRate: p.conflicts, AttemptsP99: int64(1 + i), P99: p.p99, ServerMatch: true})
+			Throughput: p.ops, WriteThroughput: p.writes, ConflictRate: p.conflicts, AttemptsP99: int64(1 + i), P99: p.p99, LostUpdates: new(int64(0)), ServerMatch: true})
 	}
 	ssa := results.SweepSeries{Label: "strategy=ssa"}
 	for i, p := range []struct {
@@ -94,6 +94,9 @@ func testSweep() *results.Sweep {
 			GaveUp: p.gaveUp, ServerMatch: i != 3}
 		if p.gaveUp > 0 {
 			pt.GaveUpRatio = 0.0021
+		}
+		if i != 3 { // the point whose server did not match: its lost updates were not counted
+			pt.LostUpdates = new(int64(0))
 		}
 		ssa.Points = append(ssa.Points, pt)
 	}
@@ -244,6 +247,31 @@ func TestInterruptedSweep(t *testing.T) {
 		}
 		if got := strings.Contains(b.String(), "INTERRUPTED</span>The sweep was stopped early"); got != interrupted {
 			t.Errorf("interrupted %v: the page says so: %v", interrupted, got)
+		}
+	}
+}
+
+// The report says an unmeasured lost-update count is unknown (marked
+// bad), never 0, and names the samples the comparison left out.
+func TestReportShowsUnknownAndLeftOut(t *testing.T) {
+	r := readResult(t, "closed-loop-result.json.golden")
+	lost := *r
+	lost.RunID, lost.TargetLost = "lost-1", "the apiserver stopped answering"
+	lost.Checks = []results.Check{{Name: "objects read back", Detail: "connection refused"}}
+	lost.Summary.LostUpdates = results.LostUpdatesOf(lost.Checks)
+	ok2 := *r
+	ok2.RunID = "ok-2"
+	var b bytes.Buffer
+	if err := Write(&b, Page{Title: "t", Runs: []Run{{Label: "a", Results: []*results.Result{r}}, {Label: "b", Results: []*results.Result{&ok2, &lost}}, {Label: "c", Results: []*results.Result{&lost}}}}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{
+		`<td class="num bad">unknown (1 of 1 samples did not measure it)</td>`,
+		"Left out of the medians and tests", "b sample 2 (lost-1) lost its target",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the report lacks %q", want)
 		}
 	}
 }

@@ -84,7 +84,7 @@ func headline(r Run) ([][]cell, []string, error) {
 		}
 		cl := row.Cells[0]
 		class := "num"
-		if (row.Metric == "lost updates" || row.Metric == "gave up") && cl.Max > 0 {
+		if (row.Metric == "lost updates" || row.Metric == "gave up") && (cl.Max > 0 || cl.Unknown != "") {
 			class += " bad"
 		}
 		rows = append(rows, []cell{{Text: row.Metric}, {Text: cl.Value(row.Unit, n), Class: class}})

@@ -56,7 +56,7 @@ func newSweepView(i int, s *results.Sweep) sweepView {
 		for _, p := range ser.Points {
 			// p99 over the objective, retries given up, lost updates and a
 			// mismatch are marked bad.
-			bad := map[int]bool{5: p.P99 > s.SLO, 6: p.GaveUp > 0, 7: p.LostUpdates > 0, 8: !p.ServerMatch}
+			bad := map[int]bool{5: p.P99 > s.SLO, 6: p.GaveUp > 0, 7: p.LostUpdates == nil || *p.LostUpdates > 0, 8: !p.ServerMatch}
 			var row []cell
 			for j, text := range s.PointFigures(p) {
 				row = append(row, cell{Text: text, Class: "num"})

@@ -39,6 +39,10 @@ func WriteComparison(w io.Writer, c *analysis.Comparison, format string) error {
 				if cell.P != nil {
 					p = strconv.FormatFloat(*cell.P, 'g', 6, 64)
 				}
+				if cell.Unknown != "" {
+					rec = append(rec, "unknown", "", "", "", "")
+					continue
+				}
 				rec = append(rec, fmt.Sprint(cell.Median), fmt.Sprint(cell.Min), fmt.Sprint(cell.Max), delta, p)
 			}
 			_ = cw.Write(rec)
@@ -58,7 +62,8 @@ func WriteComparison(w io.Writer, c *analysis.Comparison, format string) error {
 				}
 			}
 		}
-		list("WARNING: not every sample measured what it was asked to; their figures are in the medians", c.Incomplete)
+		list("note: left out of the medians and tests, as they did not measure what they were asked to", c.LeftOut)
+		list("WARNING: not every sample measured what it was asked to, and their side has no other; their figures are in the medians", c.Incomplete)
 		list("note: the sides ran different workloads", c.Workloads)
 		for _, n := range c.Notes {
 			fmt.Fprintf(w, "\nnote: %s\n", n)
@@ -85,8 +90,12 @@ func OneLine(r *results.Result) string {
 	if few := analysis.WeakPercentiles(s.Ops, "p99"); few != "" {
 		p99 += " (" + strings.TrimPrefix(few, "p99 ") + ")"
 	}
-	line := fmt.Sprintf("%.1f ops/s, %.1f successful writes/s, %s conflicts, p99 %s, %d lost updates, %s",
-		s.Throughput, s.WriteThroughput, results.Percent(s.ConflictRate), p99, s.LostUpdates, server)
+	lost := "lost updates unknown (" + results.UnknownLostUpdates(r.Checks) + ")"
+	if s.LostUpdates != nil {
+		lost = fmt.Sprintf("%d lost updates", *s.LostUpdates)
+	}
+	line := fmt.Sprintf("%.1f ops/s, %.1f successful writes/s, %s conflicts, p99 %s, %s, %s",
+		s.Throughput, s.WriteThroughput, results.Percent(s.ConflictRate), p99, lost, server)
 	switch {
 	case r.TargetLost != "":
 		line += " (TARGET LOST: the figures cover what ran before)"

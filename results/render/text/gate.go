@@ -24,17 +24,18 @@ func WriteVerdicts(w io.Writer, vs []analysis.Verdict, format string) error {
 	}
 	rows := [][]string{{"threshold", "baseline", "candidate", "verdict", "why"}}
 	for _, v := range vs {
-		base := "-"
-		if v.Baseline != nil {
-			base = v.Unit.Format(*v.Baseline)
+		base, cand := verdictFigure(v, v.Baseline, v.Relative), verdictFigure(v, v.Candidate, true)
+		if v.Metric == "complete" {
+			base, cand = "-", "-"
+			if v.Side == "baseline" {
+				base = "no"
+			} else {
+				cand = "no"
+			}
 		}
 		verdict := "pass"
 		if !v.Passed {
 			verdict = "FAIL"
-		}
-		cand := v.Unit.Format(v.Candidate)
-		if v.Metric == "complete" {
-			cand = "no"
 		}
 		rows = append(rows, []string{v.Text, base, cand, verdict, v.Why})
 	}
@@ -42,6 +43,19 @@ func WriteVerdicts(w io.Writer, vs []analysis.Verdict, format string) error {
 		return writeRows(w, rows, format == "markdown")
 	}
 	return fmt.Errorf("format %q is not known: use %s", format, strings.Join(GateFormats, ", "))
+}
+
+// verdictFigure is a verdict's median as its row shows it: "-" where
+// the threshold has none (an absolute threshold's baseline), "unknown"
+// where it was not measured.
+func verdictFigure(v analysis.Verdict, median *float64, wanted bool) string {
+	switch {
+	case !wanted:
+		return "-"
+	case median == nil:
+		return "unknown"
+	}
+	return v.Unit.Format(*median)
 }
 
 // writeJSON writes v as indented JSON.

@@ -89,7 +89,7 @@ func WriteTable(w io.Writer, r *results.Result, scenarioRows [][2]string) error 
 	row("client-go", "%d hidden retries, %s", m.Client.Retries, limiter)
 	row("lost updates", "%s", describeLost(r.Checks))
 	for _, c := range r.Checks {
-		if !c.Passed && c.Lost == 0 {
+		if !c.Made() {
 			row("CHECK FAILED", "%s: %s", c.Name, c.Detail)
 		}
 	}
@@ -190,11 +190,14 @@ func describeLost(checks []results.Check) string {
 		if c.Lost > 0 {
 			lost += c.Lost
 			where = append(where, fmt.Sprintf("%s: expected %d, found %d", c.Name, c.Expected, c.Observed))
-		} else if !c.Passed {
+		}
+		if !c.Made() {
 			failed++
 		}
 	}
 	switch {
+	case lost > 0 && failed > 0:
+		return fmt.Sprintf("LOST UPDATES: at least %d (%s); the count is unknown: %d of %d checks could not be made (see CHECK FAILED)", lost, strings.Join(where, "; "), failed, len(checks))
 	case lost > 0:
 		return fmt.Sprintf("LOST UPDATES: %d (%s)", lost, strings.Join(where, "; "))
 	case len(checks) == 0:

@@ -253,3 +253,41 @@ func TestDescribeLostWithAFailedCheck(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// An apiserver killed mid-sample leaves the lost-update count unknown:
+// the headline, the summary, a comparison (every format) and a sweep's
+// row say unknown, never "0 lost updates".
+func TestUnmeasuredLostUpdatesReadUnknown(t *testing.T) {
+	r := resultstest.Simulated(t, false, resultstest.All, []results.Check{{Name: "objects read back", Detail: "connection refused"}})
+	r.TargetLost = "the apiserver stopped answering"
+	if r.Summary.LostUpdates != nil {
+		t.Fatalf("lost updates %d, want unknown", *r.Summary.LostUpdates)
+	}
+	line := OneLine(r)
+	if strings.Contains(line, "0 lost updates") || !strings.Contains(line, "lost updates unknown (1 of 1 checks could not be made)") {
+		t.Errorf("headline: %s", line)
+	}
+	var table bytes.Buffer
+	if err := WriteTable(&table, r, nil); err != nil || !strings.Contains(table.String(), "lost updates  unknown: 1 of 1 checks could not be made") {
+		t.Errorf("summary (%v):\n%s", err, table.String())
+	}
+	ok := resultstest.Simulated(t, false, resultstest.All, []results.Check{{Name: "counter kb-bench-0", Passed: true}})
+	c, err := analysis.Compare([]results.Side{{Label: "a", Results: []*results.Result{ok}}, {Label: "b", Results: []*results.Result{r}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range CompareFormats {
+		var out bytes.Buffer
+		if err := WriteComparison(&out, c, f); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "unknown") {
+			t.Errorf("%s comparison does not say the lost updates are unknown:\n%s", f, out.String())
+		}
+	}
+	pt := analysis.NewSweepPoint(4, "w4", []*results.Result{ok, r})
+	sw := &results.Sweep{Axis: "writers"}
+	if got := sw.PointFigures(pt); got[7] != "unknown" {
+		t.Errorf("sweep row %v, want lost updates unknown", got)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/kb-bench/kb-bench/cluster/clustertest"
 	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/render/text"
 	"github.com/kb-bench/kb-bench/results/resultstest"
 	"github.com/kb-bench/kb-bench/spec"
@@ -234,8 +235,8 @@ func (b *bench) mergesExactly(t *testing.T, runID string, runner job.Runner, pod
 			t.Errorf("a shard's client-go warned: %q", w)
 		}
 	}
-	if res.Summary.Ops == 0 || res.Summary.LostUpdates != 0 {
-		t.Errorf("want operations and no lost updates: %d ops, %d lost", res.Summary.Ops, res.Summary.LostUpdates)
+	if res.Summary.Ops == 0 || res.Summary.LostUpdates == nil || *res.Summary.LostUpdates != 0 {
+		t.Errorf("want operations and no lost updates: %d ops, %s lost", res.Summary.Ops, results.FormatLost(res.Summary.LostUpdates))
 	}
 	if len(res.Shards) != 3 {
 		t.Fatalf("want 3 shards in the result, got %+v", res.Shards)
