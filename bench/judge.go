@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/kb-bench/kb-bench/internal/readfile"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
 	"github.com/kb-bench/kb-bench/results/render/text"
@@ -19,11 +21,11 @@ import (
 // directory of result directories: see store.ReadSide) and compares every
 // side with the first. What a side leaves out (a run seen twice) is
 // noted on notes. Sides that cannot be read or compared are bad input.
-func Compare(paths []string, notes io.Writer) (*analysis.Comparison, error) {
+func Compare(ctx context.Context, paths []string, notes io.Writer) (*analysis.Comparison, error) {
 	sides := make([]results.Side, len(paths))
 	for i, p := range paths {
 		var err error
-		if sides[i], err = readSide(notes, p); err != nil {
+		if sides[i], err = readSide(ctx, notes, p); err != nil {
 			return nil, spec.Input(err)
 		}
 	}
@@ -46,7 +48,7 @@ type GateRequest struct {
 // Gate judges the candidate against the thresholds and the baseline. It
 // returns the verdicts and, when a threshold does not hold,
 // ErrGateFailed.
-func Gate(r GateRequest) ([]analysis.Verdict, error) {
+func Gate(ctx context.Context, r GateRequest) ([]analysis.Verdict, error) {
 	if r.Baseline == "" {
 		if base, cand, ok := abDirs(r.Candidate); ok {
 			r.Baseline, r.Candidate, r.Force = base, cand, true
@@ -55,17 +57,17 @@ func Gate(r GateRequest) ([]analysis.Verdict, error) {
 	g := analysis.DefaultGate(r.Baseline != "")
 	if r.Thresholds != "" {
 		var err error
-		if g, err = ReadGate(r.Thresholds); err != nil {
+		if g, err = ReadGate(ctx, r.Thresholds); err != nil {
 			return nil, err
 		}
 	}
-	candidate, err := readSide(r.Notes, r.Candidate)
+	candidate, err := readSide(ctx, r.Notes, r.Candidate)
 	if err != nil {
 		return nil, spec.Input(err)
 	}
 	var base results.Side
 	if r.Baseline != "" {
-		if base, err = readSide(r.Notes, r.Baseline); err != nil {
+		if base, err = readSide(ctx, r.Notes, r.Baseline); err != nil {
 			return nil, spec.Input(err)
 		}
 		if r.Notes != nil && !interleaved(base.Results, candidate.Results) {
@@ -107,10 +109,10 @@ func interleaved(a, b []*results.Result) bool {
 }
 
 // ReadGate reads a Gate file of thresholds.
-func ReadGate(path string) (*analysis.Gate, error) {
-	data, err := os.ReadFile(path)
+func ReadGate(ctx context.Context, path string) (*analysis.Gate, error) {
+	data, err := readfile.Read(ctx, path, readfile.Small, "the thresholds")
 	if err != nil {
-		return nil, spec.Input(fmt.Errorf("reading the thresholds: %w", err))
+		return nil, spec.Input(fmt.Errorf("%w (check the path given to --gate or --thresholds)", err))
 	}
 	g, err := analysis.ParseGate(path, data)
 	return g, spec.Input(err)
@@ -118,8 +120,8 @@ func ReadGate(path string) (*analysis.Gate, error) {
 
 // ReadSide reads the samples at path as one side (see store.ReadSide),
 // noting on notes what it leaves out; errors are bad input.
-func ReadSide(path string, notes io.Writer) ([]*results.Result, error) {
-	side, err := readSide(notes, path)
+func ReadSide(ctx context.Context, path string, notes io.Writer) ([]*results.Result, error) {
+	side, err := readSide(ctx, notes, path)
 	return side.Results, spec.Input(err)
 }
 
@@ -146,8 +148,8 @@ func judge(g *analysis.Gate, base, candidate []*results.Result, force bool) ([]a
 // base, and shows the verdicts on o.Stdout. force judges a baseline of
 // another workload (the baseline side of an A/B run, which the user
 // asked for).
-func gateEnd(o Options, base []*results.Result, dir string, force bool) ([]analysis.Verdict, error) {
-	candidate, err := readSide(o.Log, dir)
+func gateEnd(ctx context.Context, o Options, base []*results.Result, dir string, force bool) ([]analysis.Verdict, error) {
+	candidate, err := readSide(ctx, o.Log, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -212,8 +214,8 @@ func likeWithLike(base []*results.Result, candidate string) error {
 
 // readSide reads one side (store.ReadSide) and notes on notes what was
 // left out of it.
-func readSide(notes io.Writer, path string) (results.Side, error) {
-	side, ns, err := store.ReadSide(path)
+func readSide(ctx context.Context, notes io.Writer, path string) (results.Side, error) {
+	side, ns, err := store.ReadSide(ctx, path)
 	if notes != nil {
 		for _, n := range ns {
 			fmt.Fprintf(notes, "kb-bench: note: %s\n", n)

@@ -34,11 +34,11 @@ side or more).`,
 		Example: `  kb-bench compare kb-bench-results/run-a kb-bench-results/run-b
   kb-bench compare before/ after/ --format markdown >> "$GITHUB_STEP_SUMMARY"`,
 		Args: nArgs(func(n int) bool { return n >= 2 }, "%[1]s needs two results or more to compare (see '%[1]s --help')"),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cc *cobra.Command, args []string) error {
 			if !slices.Contains(text.CompareFormats, format) {
 				return spec.Input(fmt.Errorf("--format %q is not known: use %s", format, strings.Join(text.CompareFormats, ", ")))
 			}
-			c, err := bench.Compare(args, s.Err)
+			c, err := bench.Compare(cc.Context(), args, s.Err)
 			if err != nil {
 				return err
 			}

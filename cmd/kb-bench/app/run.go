@@ -116,8 +116,8 @@ func (f *runFlags) baselineRequest() (*bench.Baseline, error) {
 
 // plan resolves r, which the flags asked for, and checks the job flags
 // against it.
-func (f *runFlags) plan(fs *pflag.FlagSet, r bench.Request) (*bench.Plan, error) {
-	p, err := bench.Resolve(r)
+func (f *runFlags) plan(ctx context.Context, fs *pflag.FlagSet, r bench.Request) (*bench.Plan, error) {
+	p, err := bench.Resolve(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -135,12 +135,12 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	}
 	// The gate and its baseline are read before the run, not after it.
 	if f.gate != "" {
-		if o.Gate, err = bench.ReadGate(f.gate); err != nil {
+		if o.Gate, err = bench.ReadGate(ctx, f.gate); err != nil {
 			return err
 		}
 	}
 	if f.baseline != "" {
-		if o.Baseline, err = bench.ReadSide(f.baseline, s.Err); err != nil {
+		if o.Baseline, err = bench.ReadSide(ctx, f.baseline, s.Err); err != nil {
 			return err
 		}
 	}
@@ -148,7 +148,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	if r.Baseline, err = f.baselineRequest(); err != nil {
 		return err
 	}
-	p, err := f.plan(fs, r)
+	p, err := f.plan(ctx, fs, r)
 	if err != nil {
 		return err
 	}
