@@ -183,11 +183,19 @@ func (f *runFlags) start(ctx context.Context, s Streams, version string, getenv 
 	}
 	o.Live = srv.Exporter
 	fmt.Fprintf(o.Log, "metrics: serving the run's live figures at %s\n", srv.URL)
+	if srv.Beyond {
+		fmt.Fprintf(o.Log, "metrics: WARNING: listening on %s, beyond loopback: other machines can read the run's figures (name 127.0.0.1:PORT, or :PORT, to keep them on this one)\n", srv.Listening)
+	}
 	defer func() {
-		if f.metricsWait > 0 {
+		if f.metricsWait > 0 && !srv.FinalScraped() {
 			fmt.Fprintf(o.Log, "metrics: waiting up to %s for a scrape of the final figures\n", f.metricsWait)
 		}
-		if !srv.Close(ctx, f.metricsWait) && f.metricsWait > 0 {
+		scraped, waited := srv.Close(ctx, f.metricsWait)
+		switch {
+		case scraped || f.metricsWait <= 0:
+		case waited < f.metricsWait && ctx.Err() != nil:
+			fmt.Fprintf(o.Log, "metrics: stopped waiting for a scrape of the final figures after %s: interrupted\n", waited.Round(time.Millisecond))
+		default:
 			fmt.Fprintf(o.Log, "metrics: no scrape of the final figures came within %s\n", f.metricsWait)
 		}
 	}()
