@@ -13,7 +13,7 @@ import (
 // Gate a saved run in CI: read it, judge it against a file of thresholds,
 // print the verdicts, and fail when one does not hold.
 func ExampleGate() {
-	verdicts, err := bench.Gate(bench.GateRequest{Candidate: "testdata/run", Thresholds: "testdata/gate.yaml"})
+	verdicts, err := bench.Gate(context.Background(), bench.GateRequest{Candidate: "testdata/run", Thresholds: "testdata/gate.yaml"})
 	if verdicts != nil {
 		_ = text.WriteVerdicts(os.Stdout, verdicts, "text")
 	}
@@ -33,7 +33,7 @@ func ExampleGate() {
 // configurations. It needs the control plane's binaries (make
 // control-plane), so it is not run as a test.
 func ExampleRun() {
-	plan, err := bench.Resolve(bench.Request{
+	plan, err := bench.Resolve(context.Background(), bench.Request{
 		Overrides: []bench.Override{bench.Set("writers", 8, 32), bench.Set("strategy", "retry"), bench.Set("duration", "10s")},
 		Count:     3,
 	})

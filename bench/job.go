@@ -2,8 +2,8 @@ package bench
 
 import (
 	"cmp"
+	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kb-bench/kb-bench/internal/readfile"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/distributed"
 	"github.com/kb-bench/kb-bench/workload/distributed/job"
@@ -78,7 +79,7 @@ func (j JobOptions) resources() (corev1.ResourceRequirements, error) {
 }
 
 // runner is the Job runner on the cluster of target.
-func (j JobOptions) runner(target *rest.Config, version string) (distributed.ShardRunner, error) {
+func (j JobOptions) runner(ctx context.Context, target *rest.Config, version string) (distributed.ShardRunner, error) {
 	kube, err := kubernetes.NewForConfig(target)
 	if err != nil {
 		return nil, err
@@ -90,7 +91,7 @@ func (j JobOptions) runner(target *rest.Config, version string) (distributed.Sha
 	r := job.Runner{Kube: kube, Image: cmp.Or(j.Image, "kb-bench/kb-bench:"+version), ImagePullPolicy: corev1.PullPolicy(j.PullPolicy), Resources: res,
 		AntiAffinity: j.AntiAffinity, NodeSelector: j.NodeSelector}
 	if j.RunnerKubeconfig != "" {
-		if r.Remote, err = j.remote(target); err != nil {
+		if r.Remote, err = j.remote(ctx, target); err != nil {
 			return nil, err
 		}
 	}
@@ -99,7 +100,12 @@ func (j JobOptions) runner(target *rest.Config, version string) (distributed.Sha
 
 // remote is the runner cluster RunnerKubeconfig names, and how its pods
 // reach the target.
-func (j JobOptions) remote(target *rest.Config) (*job.Remote, error) {
+func (j JobOptions) remote(ctx context.Context, target *rest.Config) (*job.Remote, error) {
+	// client-go reads the file itself, whole: readfile refuses a device,
+	// a FIFO or a huge file first.
+	if _, err := readfile.Read(ctx, j.RunnerKubeconfig, readfile.Kubeconfig, "the runner cluster's kubeconfig"); err != nil {
+		return nil, spec.Input(fmt.Errorf("%w (check --runner-kubeconfig)", err))
+	}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: j.RunnerKubeconfig},
 		&clientcmd.ConfigOverrides{CurrentContext: j.RunnerContext}).ClientConfig()
@@ -120,7 +126,7 @@ func (j JobOptions) remote(target *rest.Config) (*job.Remote, error) {
 	}
 	ca := target.CAData
 	if len(ca) == 0 && target.CAFile != "" {
-		if ca, err = os.ReadFile(target.CAFile); err != nil {
+		if ca, err = readfile.Read(ctx, target.CAFile, readfile.Small, "the target's CA file"); err != nil {
 			return nil, fmt.Errorf("reading the target's CA for the runner cluster's pods: %w", err)
 		}
 	}

@@ -1,13 +1,14 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 
+	"github.com/kb-bench/kb-bench/internal/readfile"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
 	"github.com/kb-bench/kb-bench/results/render/text"
@@ -19,7 +20,7 @@ import (
 // directory of result directories: see store.ReadSide) and compares every
 // side with the first. What a side leaves out (a run seen twice) is
 // noted on notes. Sides that cannot be read or compared are bad input.
-func Compare(paths []string, notes io.Writer) (*analysis.Comparison, error) {
+func Compare(ctx context.Context, paths []string, notes io.Writer) (*analysis.Comparison, error) {
 	var sides []results.Side
 	for _, p := range paths {
 		sidePaths := []string{p}
@@ -27,7 +28,7 @@ func Compare(paths []string, notes io.Writer) (*analysis.Comparison, error) {
 			sidePaths = []string{base, cand} // an A/B run: its two sides
 		}
 		for _, sp := range sidePaths {
-			s, err := readSide(notes, sp)
+			s, err := readSide(ctx, notes, sp)
 			if err != nil {
 				return nil, spec.Input(err)
 			}
@@ -56,7 +57,7 @@ type GateRequest struct {
 // Gate judges the candidate against the thresholds and the baseline. It
 // returns the verdicts and, when a threshold does not hold,
 // ErrGateFailed.
-func Gate(r GateRequest) ([]analysis.Verdict, error) {
+func Gate(ctx context.Context, r GateRequest) ([]analysis.Verdict, error) {
 	// The sides of one A/B run ran interleaved, whatever their start
 	// times say (one sample a side, an interrupted run).
 	oneRun := sidesOfOneRun(r.Baseline, r.Candidate)
@@ -68,17 +69,17 @@ func Gate(r GateRequest) ([]analysis.Verdict, error) {
 	g := analysis.DefaultGate(r.Baseline != "")
 	if r.Thresholds != "" {
 		var err error
-		if g, err = ReadGate(r.Thresholds); err != nil {
+		if g, err = ReadGate(ctx, r.Thresholds); err != nil {
 			return nil, err
 		}
 	}
-	candidate, err := readSide(r.Notes, r.Candidate)
+	candidate, err := readSide(ctx, r.Notes, r.Candidate)
 	if err != nil {
 		return nil, spec.Input(err)
 	}
 	var base results.Side
 	if r.Baseline != "" {
-		if base, err = readSide(r.Notes, r.Baseline); err != nil {
+		if base, err = readSide(ctx, r.Notes, r.Baseline); err != nil {
 			return nil, spec.Input(err)
 		}
 		if r.Notes != nil && !oneRun && !interleaved(base.Results, candidate.Results) {
@@ -117,10 +118,10 @@ func interleaved(a, b []*results.Result) bool {
 }
 
 // ReadGate reads a Gate file of thresholds.
-func ReadGate(path string) (*analysis.Gate, error) {
-	data, err := os.ReadFile(path)
+func ReadGate(ctx context.Context, path string) (*analysis.Gate, error) {
+	data, err := readfile.Read(ctx, path, readfile.Small, "the thresholds")
 	if err != nil {
-		return nil, spec.Input(fmt.Errorf("reading the thresholds: %w", err))
+		return nil, spec.Input(fmt.Errorf("%w (check the path given to --gate or --thresholds)", err))
 	}
 	g, err := analysis.ParseGate(path, data)
 	return g, spec.Input(err)
@@ -128,8 +129,8 @@ func ReadGate(path string) (*analysis.Gate, error) {
 
 // ReadSide reads the samples at path as one side (see store.ReadSide),
 // noting on notes what it leaves out; errors are bad input.
-func ReadSide(path string, notes io.Writer) ([]*results.Result, error) {
-	side, err := readSide(notes, path)
+func ReadSide(ctx context.Context, path string, notes io.Writer) ([]*results.Result, error) {
+	side, err := readSide(ctx, notes, path)
 	return side.Results, spec.Input(err)
 }
 
@@ -161,8 +162,8 @@ func judge(g *analysis.Gate, base, candidate []*results.Result, force bool) ([]a
 // base, and shows the verdicts on o.Stdout. force judges a baseline of
 // another workload (the baseline side of an A/B run, which the user
 // asked for).
-func gateEnd(o Options, base []*results.Result, dir string, force bool) ([]analysis.Verdict, error) {
-	candidate, err := readSide(o.Log, dir)
+func gateEnd(ctx context.Context, o Options, base []*results.Result, dir string, force bool) ([]analysis.Verdict, error) {
+	candidate, err := readSide(ctx, o.Log, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -238,8 +239,8 @@ func likeUnits(base, cand *results.Result) error {
 
 // readSide reads one side (store.ReadSide) and notes on notes what was
 // left out of it.
-func readSide(notes io.Writer, path string) (results.Side, error) {
-	side, ns, err := store.ReadSide(path)
+func readSide(ctx context.Context, notes io.Writer, path string) (results.Side, error) {
+	side, ns, err := store.ReadSide(ctx, path)
 	if notes != nil {
 		for _, n := range ns {
 			fmt.Fprintf(notes, "kb-bench: note: %s\n", n)

@@ -20,7 +20,7 @@ import (
 // one, do).
 func abRun(t *testing.T, n int) string {
 	t.Helper()
-	r, err := store.Read("testdata/run")
+	r, err := store.Read(t.Context(), "testdata/run")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestGateOfAnABRunIsInterleaved(t *testing.T) {
 	} {
 		var notes bytes.Buffer
 		req.Notes = &notes
-		if _, err := Gate(req); err != nil && !errors.Is(err, ErrGateFailed) {
+		if _, err := Gate(t.Context(), req); err != nil && !errors.Is(err, ErrGateFailed) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if strings.Contains(notes.String(), "not interleaved") {
@@ -53,7 +53,7 @@ func TestGateOfAnABRunIsInterleaved(t *testing.T) {
 	}
 	other := abRun(t, 1)
 	var notes bytes.Buffer
-	if _, err := Gate(GateRequest{Baseline: filepath.Join(other, "baseline"), Candidate: filepath.Join(dir, "candidate"), Notes: &notes}); err != nil && !errors.Is(err, ErrGateFailed) {
+	if _, err := Gate(t.Context(), GateRequest{Baseline: filepath.Join(other, "baseline"), Candidate: filepath.Join(dir, "candidate"), Notes: &notes}); err != nil && !errors.Is(err, ErrGateFailed) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(notes.String(), "not interleaved") {
@@ -65,17 +65,17 @@ func TestGateOfAnABRunIsInterleaved(t *testing.T) {
 // call it an A/B run, not a matrix run.
 func TestCompareAnABRun(t *testing.T) {
 	dir := abRun(t, 2)
-	c, err := Compare([]string{dir}, nil)
+	c, err := Compare(t.Context(), []string{dir}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(c.Sides) != 2 || c.Sides[0].Label != "baseline" || c.Sides[1].Label != "candidate" {
 		t.Errorf("sides %+v, want baseline and candidate", c.Sides)
 	}
-	if _, err := Compare([]string{filepath.Join(dir, "baseline")}, nil); !spec.IsInput(err) || !strings.Contains(err.Error(), "two results or more") {
+	if _, err := Compare(t.Context(), []string{filepath.Join(dir, "baseline")}, nil); !spec.IsInput(err) || !strings.Contains(err.Error(), "two results or more") {
 		t.Errorf("one side alone: %v", err)
 	}
-	_, _, err = store.ReadSide(dir)
+	_, _, err = store.ReadSide(t.Context(), dir)
 	if err == nil || !strings.Contains(err.Error(), "is an A/B run") || strings.Contains(err.Error(), "matrix") {
 		t.Errorf("reading an A/B run as one side: %v", err)
 	}
@@ -90,10 +90,10 @@ func TestSameRunOnBothSidesIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	cand := filepath.Join(dir, "candidate")
-	if c, err := Compare([]string{copied, cand}, nil); err != nil || len(c.Notes) == 0 || !strings.Contains(c.Notes[0], "both hold run candidate-1, figures and all") {
+	if c, err := Compare(t.Context(), []string{copied, cand}, nil); err != nil || len(c.Notes) == 0 || !strings.Contains(c.Notes[0], "both hold run candidate-1, figures and all") {
 		t.Errorf("compare: %v, notes %q", err, c.Notes)
 	}
-	if _, err := Gate(GateRequest{Baseline: copied, Candidate: cand}); !spec.IsInput(err) || !strings.Contains(err.Error(), "both hold run candidate-1") {
+	if _, err := Gate(t.Context(), GateRequest{Baseline: copied, Candidate: cand}); !spec.IsInput(err) || !strings.Contains(err.Error(), "both hold run candidate-1") {
 		t.Errorf("gate: %v", err)
 	}
 }
@@ -101,7 +101,7 @@ func TestSameRunOnBothSidesIsRefused(t *testing.T) {
 // A baseline of another scenario is refused, --force or not: a quota's
 // creates and a counter's read-modify-writes are not one "throughput".
 func TestGateRefusesAnotherScenario(t *testing.T) {
-	r, err := store.Read("testdata/run")
+	r, err := store.Read(t.Context(), "testdata/run")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestSidesRefuseAmbiguity(t *testing.T) {
 			"--baseline-with writers=4 and --baseline-with writers=8 set writers twice"},
 		{"another scenario", Request{Baseline: &Baseline{Overrides: []Override{Set("scenario", "quota")}}}, "the baseline runs scenario quota, the candidate counter"},
 	} {
-		if _, err := Resolve(tc.r); !spec.IsInput(err) || !strings.Contains(err.Error(), tc.want) {
+		if _, err := Resolve(t.Context(), tc.r); !spec.IsInput(err) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want bad input saying %q", tc.name, err, tc.want)
 		}
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"cmp"
+	"context"
 	"encoding"
 	"encoding/json"
 	"errors"
@@ -176,9 +177,9 @@ const maxCount = 1000
 // then for every cell the defaults and the validation of its scenario
 // (workload.Resolve), once. Whatever is wrong with the request is bad
 // input (spec.IsInput) saying what to change.
-func Resolve(r Request) (*Plan, error) {
+func Resolve(ctx context.Context, r Request) (*Plan, error) {
 	if r.Baseline != nil {
-		return resolveSides(r)
+		return resolveSides(ctx, r)
 	}
 	if r.Count == 0 {
 		r.Count = 1
@@ -202,7 +203,7 @@ func Resolve(r Request) (*Plan, error) {
 		given[o.Name] = s
 	}
 	p := &Plan{Count: r.Count, Source: "flags"}
-	base, err := p.base(r, given)
+	base, err := p.base(ctx, r, given)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +253,7 @@ func Resolve(r Request) (*Plan, error) {
 // resolveSides resolves an A/B request: the candidate as asked, and the
 // baseline (the same settings, from the baseline's profile when it names
 // one, with its overrides on top), one configuration each.
-func resolveSides(r Request) (*Plan, error) {
+func resolveSides(ctx context.Context, r Request) (*Plan, error) {
 	for _, o := range r.Overrides {
 		if len(o.Values) > 1 {
 			return nil, spec.Input(fmt.Errorf("--%s: an A/B run compares two configurations, the baseline and the candidate: give each setting one value", o.Name))
@@ -270,7 +271,7 @@ func resolveSides(r Request) (*Plan, error) {
 	}
 	candidate := r
 	candidate.Baseline = nil
-	cp, err := Resolve(candidate)
+	cp, err := Resolve(ctx, candidate)
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +279,7 @@ func resolveSides(r Request) (*Plan, error) {
 	if base.File == "" {
 		base.File, base.Profile = r.File, r.Profile
 	}
-	bp, err := Resolve(base)
+	bp, err := Resolve(ctx, base)
 	if err != nil {
 		return nil, fmt.Errorf("the baseline: %w", err)
 	}
@@ -305,13 +306,13 @@ func resolveSides(r Request) (*Plan, error) {
 
 // base is the profile with the overrides' first values applied, before
 // defaults.
-func (p *Plan) base(r Request, given map[string]*Setting) (base spec.Spec, err error) {
+func (p *Plan) base(ctx context.Context, r Request, given map[string]*Setting) (base spec.Spec, err error) {
 	var prof *profiles.Profile
 	switch {
 	case r.File != "" && r.Profile != "":
 		return base, spec.Input(errors.New("-f and --profile both given: choose one profile"))
 	case r.File != "":
-		prof, err = profiles.Load(r.File)
+		prof, err = profiles.Load(ctx, r.File)
 		p.Source = r.File
 	case r.Profile != "":
 		prof, err = profiles.Shipped(r.Profile)

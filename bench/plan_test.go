@@ -14,7 +14,7 @@ import (
 // resolve resolves a request of the given overrides that must be good.
 func resolve(t *testing.T, r Request) *Plan {
 	t.Helper()
-	p, err := Resolve(r)
+	p, err := Resolve(t.Context(), r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestSides(t *testing.T) {
 		{"another target", Request{Baseline: &Baseline{Overrides: []Override{Set("target", "kind")}}}, "an A/B run alternates its samples on one target"},
 		{"a bad baseline", Request{Baseline: &Baseline{Overrides: []Override{Set("writers", -1)}}}, "the baseline: invalid settings"},
 	} {
-		if _, err := Resolve(tc.r); !spec.IsInput(err) || !strings.Contains(fmt.Sprint(err), tc.want) {
+		if _, err := Resolve(t.Context(), tc.r); !spec.IsInput(err) || !strings.Contains(fmt.Sprint(err), tc.want) {
 			t.Errorf("%s: %v, want bad input saying %q", tc.name, err, tc.want)
 		}
 	}
@@ -146,7 +146,7 @@ func TestResolveRefuses(t *testing.T) {
 		{"a setting that does not parse", Request{Overrides: []Override{Set("writers", "many")}}, `--writers many: "many" is not a whole number`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Resolve(tc.r)
+			_, err := Resolve(t.Context(), tc.r)
 			if err == nil || !spec.IsInput(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want bad input saying %q", err, tc.want)
 			}
@@ -186,7 +186,7 @@ func TestOverrideValues(t *testing.T) {
 	if s.Duration.Duration != 3*time.Second || s.Warmup.Duration != time.Second || s.Strategy != spec.StrategyRetry || s.Backoff == nil || s.Backoff.String() != "default-backoff" || s.Writers != 4 {
 		t.Errorf("spec %+v", s)
 	}
-	if _, err := Resolve(Request{Overrides: []Override{Set("duration", "soon")}}); err == nil || !spec.IsInput(err) {
+	if _, err := Resolve(t.Context(), Request{Overrides: []Override{Set("duration", "soon")}}); err == nil || !spec.IsInput(err) {
 		t.Errorf("a duration of %q: %v", "soon", err)
 	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -23,7 +24,7 @@ const ReportFile = "report.html"
 // file, never over one of the files it read, and to stdout when out is
 // "-". notes receives what a side leaves out. Paths that cannot be read
 // and an out that cannot be written are bad input.
-func Report(paths []string, out, version string, notes, stdout io.Writer) error {
+func Report(ctx context.Context, paths []string, out, version string, notes, stdout io.Writer) error {
 	page := html.Page{Version: version}
 	var inputs []string
 	for _, p := range paths {
@@ -32,14 +33,14 @@ func Report(paths []string, out, version string, notes, stdout io.Writer) error 
 			file = filepath.Join(p, store.SweepFile)
 		}
 		if _, err := os.Stat(file); err == nil || file == p {
-			sw, err := store.ReadSweep(p)
+			sw, err := store.ReadSweep(ctx, p)
 			if err != nil {
 				return spec.Input(err)
 			}
 			page.Sweeps, inputs = append(page.Sweeps, sw), append(inputs, file)
 			continue
 		}
-		runs, files, err := readRuns(notes, p)
+		runs, files, err := readRuns(ctx, notes, p)
 		if err != nil {
 			return spec.Input(err)
 		}
@@ -94,8 +95,8 @@ func reportTitle(p html.Page) string {
 // readRuns reads one side (a result or a set of samples) or, for a
 // matrix run's directory, one side per configuration below it; and the
 // files it read them from.
-func readRuns(notes io.Writer, path string) ([]html.Run, []string, error) {
-	cells, err := store.ReadMatrix(path)
+func readRuns(ctx context.Context, notes io.Writer, path string) ([]html.Run, []string, error) {
+	cells, err := store.ReadMatrix(ctx, path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -105,7 +106,7 @@ func readRuns(notes io.Writer, path string) ([]html.Run, []string, error) {
 	var runs []html.Run
 	var files []string
 	for _, c := range cells {
-		side, err := readSide(notes, c.Dir)
+		side, err := readSide(ctx, notes, c.Dir)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -12,7 +12,7 @@ import (
 // A report's title says what it shows, never a directory's name ("kb-bench:
 // s" for a set saved in s/).
 func TestReportTitle(t *testing.T) {
-	r, err := store.Read("testdata/run")
+	r, err := store.Read(t.Context(), "testdata/run")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +21,7 @@ func TestReportTitle(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "report.html")
-	if err := Report([]string{s}, out, "test", nil, nil); err != nil {
+	if err := Report(t.Context(), []string{s}, out, "test", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	page, err := os.ReadFile(out)

@@ -35,6 +35,9 @@ var (
 	// ErrTargetLost: the target failed during the run (it stopped
 	// answering, or a local control plane of the run's own died).
 	ErrTargetLost = errors.New("the target failed during the run")
+	// ErrNotSaved: a sample ran and was shown, but its result could not
+	// be saved (a full disk); nothing of it is left half-written.
+	ErrNotSaved = errors.New("the result was not saved")
 	// ErrGateFailed: a threshold of the gate did not hold.
 	ErrGateFailed = errors.New("the gate failed: see the thresholds marked FAIL")
 )
@@ -128,7 +131,9 @@ type CellResults struct {
 }
 
 // run runs the cell's next sample and saves it: its result, the
-// scenario's own rows of its summary and where it is. Without conn (sides
+// scenario's own rows of its summary and where it is. A sample that ran
+// but could not be saved comes back with the error (ErrNotSaved), to be
+// shown before the run ends. Without conn (sides
 // of different control planes) the sample runs on a fresh target of its
 // own.
 func (c *CellResults) run(ctx context.Context, cell Cell, o Options, conn *cluster.Connection) (*results.Result, [][2]string, string, error) {
@@ -149,8 +154,11 @@ func (c *CellResults) run(ctx context.Context, cell Cell, o Options, conn *clust
 	} else {
 		err = open(ctx, cell.Spec.Target, true, o, dir, sample)
 	}
-	if err != nil {
+	switch {
+	case r == nil:
 		return nil, nil, "", err
+	case err != nil: // not saved: the figures are shown, never kept
+		return r, rows, dir, err
 	}
 	c.Results = append(c.Results, r)
 	if c.set != nil {
@@ -247,10 +255,13 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 			fmt.Fprintln(o.Log, strings.TrimSpace(fmt.Sprintf("%s sample %d of %d", c.Label, smp.Index, p.Count)))
 		}
 		r, rows, dir, err := cell.run(ctx, c, o, conn)
-		if err != nil {
+		if r == nil {
 			return err
 		}
-		if err := v.sample(c.Label, smp.Index, r, rows); err != nil {
+		if verr := v.sample(c.Label, smp.Index, r, rows); verr != nil {
+			return verr
+		}
+		if err != nil { // shown above, not saved
 			return err
 		}
 		switch { // a sample that did not measure its whole run ends the run
@@ -271,7 +282,7 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 	if err := v.end(sides); err != nil {
 		return err
 	}
-	if err := o.saved("result", out.Dir); err != nil {
+	if err := o.saved(ctx, "result", out.Dir); err != nil {
 		return err
 	}
 	if failed != nil || o.Gate == nil {
@@ -279,18 +290,18 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 	}
 	var err error
 	if p.Sides {
-		out.Verdicts, err = gateEnd(o, out.Cells[0].Results, out.Cells[1].Dir, true)
+		out.Verdicts, err = gateEnd(ctx, o, out.Cells[0].Results, out.Cells[1].Dir, true)
 	} else {
-		out.Verdicts, err = gateEnd(o, o.Baseline, out.Dir, false)
+		out.Verdicts, err = gateEnd(ctx, o, o.Baseline, out.Dir, false)
 	}
 	return err
 }
 
 // saved ends a run or sweep (what) saved in dir: it writes its report
 // there when o asks for one, and says where it is.
-func (o *Options) saved(what, dir string) error {
+func (o *Options) saved(ctx context.Context, what, dir string) error {
 	if o.Report {
-		if err := Report([]string{dir}, filepath.Join(dir, ReportFile), o.Version, o.Log, o.Stdout); err != nil {
+		if err := Report(ctx, []string{dir}, filepath.Join(dir, ReportFile), o.Version, o.Log, o.Stdout); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.Log, "report: %s\n", filepath.Join(dir, ReportFile))
@@ -324,7 +335,8 @@ func checkFailed(r *results.Result, dir string) error {
 
 // runSample runs one sample of cell as run runID and saves it in dir; its
 // live figures are labelled point. It returns the result and the
-// scenario's own rows of its summary.
+// scenario's own rows of its summary; when the sample ran but could not
+// be saved, them and ErrNotSaved.
 func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connection, runID, point, dir string) (*results.Result, [][2]string, error) {
 	resolved, err := cell.resolve("(" + cmp.Or(cell.Label, "the run") + ")")
 	if err != nil {
@@ -334,7 +346,7 @@ func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connecti
 	if o.ClientLog != nil {
 		o.ClientLog() // what came before this run is not its own
 	}
-	runner, err := shardRunner(conn, sp, o)
+	runner, err := shardRunner(ctx, conn, sp, o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -377,16 +389,17 @@ func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connecti
 		observed := conn.EtcdDelay()
 		out.Result.Target.EtcdProxy = &observed
 	}
-	if err := store.Write(dir, out.Result); err != nil {
-		return nil, nil, fmt.Errorf("saving the result: %w", err)
+	saveErr := store.Write(dir, out.Result)
+	if saveErr != nil {
+		saveErr = fmt.Errorf("%w in %s: %w; the figures shown are this sample's, and nothing of it was left there: free some space or choose another --out, and run it again to keep it", ErrNotSaved, dir, saveErr)
 	}
 	// From now on the live figures are the saved ones, exactly.
 	if err := lr.Finish(out.Result); err != nil {
-		return nil, nil, err
+		return nil, nil, errors.Join(saveErr, err)
 	}
 	// The scenario's live report: Show decodes the same rows from the
 	// saved result (TestShowPrintsWhatTheRunPrinted compares the two).
-	return out.Result, out.Report.Rows(), nil
+	return out.Result, out.Report.Rows(), saveErr
 }
 
 // apiserverFault is the fault t asks for (spec.Target.KillAPIServer) on
@@ -407,7 +420,7 @@ func apiserverFault(conn *cluster.Connection, t spec.Target) (*workload.Fault, e
 }
 
 // shardRunner is what starts sp's shards on conn (nil when it has none).
-func shardRunner(conn *cluster.Connection, sp spec.Spec, o Options) (distributed.ShardRunner, error) {
+func shardRunner(ctx context.Context, conn *cluster.Connection, sp spec.Spec, o Options) (distributed.ShardRunner, error) {
 	switch sp.Runner {
 	case spec.RunnerProcess:
 		exe, err := os.Executable()
@@ -416,7 +429,7 @@ func shardRunner(conn *cluster.Connection, sp spec.Spec, o Options) (distributed
 		}
 		return process.Runner{Executable: exe, Config: conn.Config}, nil
 	case spec.RunnerJob:
-		return o.Job.runner(conn.Config, o.Version)
+		return o.Job.runner(ctx, conn.Config, o.Version)
 	}
 	return nil, nil
 }
@@ -437,6 +450,16 @@ func session(ctx context.Context, p *Plan, o Options, outDir string, body func(c
 		return err
 	}
 	if p.FreshTargets() {
+		// Each sample opens a target of its own: every side's binaries
+		// are checked now, not when its first sample comes (after a
+		// whole sample of the other side).
+		for _, c := range p.Cells {
+			if t := c.Spec.Target; t.Kind == spec.TargetLocal {
+				if _, err := cluster.FindBinaries(t.ControlPlaneBin, o.Getenv); err != nil {
+					return fmt.Errorf("the %s: %w", cmp.Or(c.Label, "run"), err)
+				}
+			}
+		}
 		return body(ctx, nil)
 	}
 	return open(ctx, sp.Target, p.PrivateControlPlane, o, outDir, body)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,7 +22,7 @@ import (
 // points and tables. In format "json", a result's document, a set's or a
 // matrix run's documents in the order they ran, or a sweep's document.
 // What cannot be read is bad input.
-func Show(w io.Writer, path, format string) error {
+func Show(ctx context.Context, w io.Writer, path, format string) error {
 	if format != "text" && format != "json" {
 		return spec.Input(fmt.Errorf("--format %q is not known: use text or json", format))
 	}
@@ -36,36 +37,36 @@ func Show(w io.Writer, path, format string) error {
 	}
 	switch exists := func(f string) bool { _, err := os.Stat(filepath.Join(dir, f)); return err == nil }; {
 	case exists(store.SweepFile):
-		return showSweep(w, dir, format)
+		return showSweep(ctx, w, dir, format)
 	case exists(store.ResultFile):
-		return showCells(w, format, []store.MatrixCell{{Dir: dir}}, false)
+		return showCells(ctx, w, format, []store.MatrixCell{{Dir: dir}}, false)
 	case exists(store.SetFile):
-		set, err := store.ReadSet(dir)
+		set, err := store.ReadSet(ctx, dir)
 		if err != nil {
 			return spec.Input(err)
 		}
-		return showCells(w, format, []store.MatrixCell{{Dir: dir, Label: set.Label}}, true)
+		return showCells(ctx, w, format, []store.MatrixCell{{Dir: dir, Label: set.Label}}, true)
 	}
-	cells, err := store.ReadMatrix(dir)
+	cells, err := store.ReadMatrix(ctx, dir)
 	if err != nil {
 		return spec.Input(err)
 	}
 	if len(cells) == 0 {
 		return spec.Input(fmt.Errorf("%s holds no result, set of samples, matrix run or sweep kb-bench wrote", path))
 	}
-	return showCells(w, format, cells, true)
+	return showCells(ctx, w, format, cells, true)
 }
 
 // showCells shows the cells of a run (a matrix run's, or one result or
 // set of samples) as it showed them: their samples in the order they ran
 // (see interleave), up to one that did not end well, then their
 // comparison.
-func showCells(w io.Writer, format string, cells []store.MatrixCell, sets bool) error {
+func showCells(ctx context.Context, w io.Writer, format string, cells []store.MatrixCell, sets bool) error {
 	v := &view{w: w, format: format, sets: sets}
 	sides := make([]results.Side, len(cells))
 	most := 0
 	for k, c := range cells {
-		side, err := readSide(nil, c.Dir)
+		side, err := readSide(ctx, nil, c.Dir)
 		if err != nil {
 			return spec.Input(err)
 		}
@@ -93,8 +94,8 @@ func showCells(w io.Writer, format string, cells []store.MatrixCell, sets bool) 
 
 // showSweep shows a sweep as it showed itself: each point's samples, one
 // line each, point by point across the series, then its tables.
-func showSweep(w io.Writer, dir, format string) error {
-	sw, err := store.ReadSweep(dir)
+func showSweep(ctx context.Context, w io.Writer, dir, format string) error {
+	sw, err := store.ReadSweep(ctx, dir)
 	if err != nil {
 		return spec.Input(err)
 	}
@@ -105,35 +106,56 @@ func showSweep(w io.Writer, dir, format string) error {
 	}
 	v := &view{w: w, format: format, sets: true}
 	for xi := 0; ; xi++ {
-		points := make([][]*results.Result, len(sw.Series))
-		most := 0
-		for k, ser := range sw.Series {
-			if xi >= len(ser.Points) {
-				continue
+		shown, err := showPoint(ctx, v, dir, sw, func(ser results.SweepSeries) *results.SweepPoint {
+			if xi < len(ser.Points) {
+				return &ser.Points[xi]
 			}
-			side, err := readSide(nil, filepath.Join(dir, filepath.FromSlash(ser.Points[xi].Dir)))
-			if err != nil {
-				return spec.Input(err)
-			}
-			points[k] = side.Results
-			most = max(most, len(side.Results))
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		if most == 0 {
+		if !shown {
 			break
 		}
-		for i := range most {
-			for k, ser := range sw.Series {
-				if i >= len(points[k]) {
-					continue
-				}
-				p := ser.Points[xi]
-				if err := v.line(pointLabel(ser.Label, sw.Axis, sw.AxisValue(p.Value), i+1, p.Samples), points[k][i]); err != nil {
-					return err
-				}
+	}
+	// The points under way when the sweep stopped, as the run showed them.
+	if _, err := showPoint(ctx, v, dir, sw, func(ser results.SweepSeries) *results.SweepPoint { return ser.UnderWay }); err != nil {
+		return err
+	}
+	return v.sweep(sw)
+}
+
+// showPoint shows the samples of one point of each series (pick picks it,
+// nil: none), sample by sample across the series, as the sweep ran them;
+// shown is false when there was none to show.
+func showPoint(ctx context.Context, v *view, dir string, sw *results.Sweep, pick func(results.SweepSeries) *results.SweepPoint) (shown bool, err error) {
+	samples := make([][]*results.Result, len(sw.Series))
+	most := 0
+	for k, ser := range sw.Series {
+		p := pick(ser)
+		if p == nil {
+			continue
+		}
+		side, err := readSide(ctx, nil, filepath.Join(dir, filepath.FromSlash(p.Dir)))
+		if err != nil {
+			return false, spec.Input(err)
+		}
+		samples[k] = side.Results
+		most = max(most, len(side.Results))
+	}
+	for i := range most {
+		for k, ser := range sw.Series {
+			if i >= len(samples[k]) {
+				continue
+			}
+			p := pick(ser)
+			if err := v.line(pointLabel(ser.Label, sw.Axis, sw.AxisValue(p.Value), i+1, p.Samples), samples[k][i]); err != nil {
+				return false, err
 			}
 		}
 	}
-	return v.sweep(sw)
+	return most > 0, nil
 }
 
 // reportRows are the scenario's own rows of r's summary, from the report

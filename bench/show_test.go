@@ -32,7 +32,7 @@ func saveSet(t *testing.T, r *results.Result, dir, label string, cell, n int) {
 // ran (not their directories' names'), named as the run named them, their
 // samples interleaved, then their comparison.
 func TestShowMatrix(t *testing.T) {
-	r, err := store.Read("testdata/run")
+	r, err := store.Read(t.Context(), "testdata/run")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestShowMatrix(t *testing.T) {
 	saveSet(t, r, filepath.Join(dir, store.DirName("strategy=update")), "strategy=update", 1, 2)
 	saveSet(t, r, filepath.Join(dir, store.DirName("strategy=ssa")), "strategy=ssa", 2, 2)
 	var out bytes.Buffer
-	if err := Show(&out, dir, "text"); err != nil {
+	if err := Show(t.Context(), &out, dir, "text"); err != nil {
 		t.Fatal(err)
 	}
 	var labels []string
@@ -56,10 +56,10 @@ func TestShowMatrix(t *testing.T) {
 		t.Errorf("the comparison does not put the configurations in their order:\n%s", out.String())
 	}
 	var docs bytes.Buffer
-	if err := Show(&docs, dir, "json"); err != nil || strings.Count(docs.String(), `"kind": "Result"`) != 4 {
+	if err := Show(t.Context(), &docs, dir, "json"); err != nil || strings.Count(docs.String(), `"kind": "Result"`) != 4 {
 		t.Errorf("--format json: %v\n%.300s", err, docs.String())
 	}
-	if err := Show(&out, t.TempDir(), "text"); err == nil || !strings.Contains(err.Error(), "holds no result") {
+	if err := Show(t.Context(), &out, t.TempDir(), "text"); err == nil || !strings.Contains(err.Error(), "holds no result") {
 		t.Errorf("an empty directory: %v", err)
 	}
 }

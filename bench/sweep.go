@@ -143,10 +143,13 @@ func runSweep(ctx context.Context, p *Plan, o SweepOptions, conn *cluster.Connec
 				label := pointLabel(ser.label, sw.Axis, x, i, p.Count)
 				fmt.Fprintf(o.Log, "%s\n", label)
 				r, _, dir, err := points[k].run(ctx, p.Cells[ser.cells[xi]], o.Options, conn)
-				if err != nil {
+				if r == nil {
 					return err
 				}
-				if err := v.line(label, r); err != nil {
+				if verr := v.line(label, r); verr != nil {
+					return verr
+				}
+				if err != nil { // shown above, not saved
 					return err
 				}
 				if failed == nil {
@@ -154,8 +157,10 @@ func runSweep(ctx context.Context, p *Plan, o SweepOptions, conn *cluster.Connec
 				}
 				if r.Interrupted || r.TargetLost != "" {
 					// The point under way is not a point: its figures
-					// would bend the curves and the fit.
-					sw.Interrupted = true
+					// would bend the curves and the fit. It is listed
+					// apart.
+					sw.Interrupted, sw.TargetLost = true, r.TargetLost
+					underWay(sw, outDir, points, x)
 					if err := store.WriteSweep(outDir, sw); err != nil {
 						return err
 					}
@@ -178,7 +183,7 @@ func runSweep(ctx context.Context, p *Plan, o SweepOptions, conn *cluster.Connec
 	if err := v.sweep(sw); err != nil {
 		return err
 	}
-	if err := o.saved("sweep", outDir); err != nil {
+	if err := o.saved(ctx, "sweep", outDir); err != nil {
 		return err
 	}
 	return failed
@@ -203,11 +208,7 @@ func addPoints(sw *results.Sweep, outDir string, points []*CellResults, x string
 		if points[k] == nil || len(points[k].Results) == 0 {
 			continue
 		}
-		rel, err := filepath.Rel(outDir, points[k].Dir)
-		if err != nil {
-			rel = points[k].Dir
-		}
-		sw.Series[k].Points = append(sw.Series[k].Points, analysis.NewSweepPoint(value, filepath.ToSlash(rel), points[k].Results))
+		sw.Series[k].Points = append(sw.Series[k].Points, analysis.NewSweepPoint(value, pointDir(outDir, points[k].Dir), points[k].Results))
 		for _, t := range stops {
 			if held, why := t.HeldBy(points[k].Results); held {
 				sw.Series[k].Stopped = fmt.Sprintf("%s at %s %s (%s)", t.Text, x, sw.Axis, why)
@@ -216,6 +217,30 @@ func addPoints(sw *results.Sweep, outDir string, points []*CellResults, x string
 		}
 	}
 	analysis.Analyze(sw)
+}
+
+// underWay lists the points at axis value x that were running when the
+// sweep stopped, each with the samples of it that ran, apart from the
+// series' points.
+func underWay(sw *results.Sweep, outDir string, points []*CellResults, x string) {
+	value, _ := strconv.ParseFloat(x, 64)
+	for k := range sw.Series {
+		if points[k] == nil || len(points[k].Results) == 0 {
+			continue
+		}
+		p := analysis.NewSweepPoint(value, pointDir(outDir, points[k].Dir), points[k].Results)
+		sw.Series[k].UnderWay = &p
+	}
+}
+
+// pointDir is a point's directory relative to the sweep's, as sweep.json
+// names it.
+func pointDir(outDir, dir string) string {
+	rel, err := filepath.Rel(outDir, dir)
+	if err != nil {
+		rel = dir
+	}
+	return filepath.ToSlash(rel)
 }
 
 // splitSweep groups cells into series (the cells that differ only in the

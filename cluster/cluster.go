@@ -94,7 +94,7 @@ func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
 		return openKind(ctx, t, kindDeps{
 			newProvider: func() (kindProvider, error) { return kindProviderFor(o.Getenv) },
 			describe: func(name string) (string, string) {
-				st, err := ReadKindState("", name, o.Getenv)
+				st, err := ReadKindState(ctx, "", name, o.Getenv)
 				if err != nil {
 					return "", kindNodeImage(o.Getenv, name)
 				}
@@ -207,7 +207,7 @@ func openKubeconfig(ctx context.Context, t spec.Target, getenv func(string) stri
 		rules = &clientcmd.ClientConfigLoadingRules{Precedence: files}
 		source = strings.Join(rules.Precedence, string(filepath.ListSeparator))
 	}
-	cfg, raw, err := kubeconfigFrom(rules, t.Context)
+	cfg, raw, err := kubeconfigFrom(ctx, rules, t.Context)
 	if raw == nil {
 		return nil, spec.Input(fmt.Errorf("reading kubeconfig %s: %w: check --kubeconfig", source, err))
 	}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 
 	"github.com/kb-bench/kb-bench/internal/proc"
+	"github.com/kb-bench/kb-bench/internal/readfile"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -216,7 +217,7 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 		return nil, false, spec.Input(fmt.Errorf("kind: cannot list clusters: %s", runtimeError(err)))
 	}
 	if slices.Contains(clusters, o.Name) {
-		st, err := ReadKindState(uo.StateDir, o.Name, uo.Getenv)
+		st, err := ReadKindState(ctx, uo.StateDir, o.Name, uo.Getenv)
 		if err != nil {
 			return nil, false, spec.Input(fmt.Errorf("a kind cluster %q exists, but kb-bench did not make it (%v): use it with --target kind --kind-cluster %s, or choose another --name", o.Name, err, o.Name))
 		}
@@ -290,7 +291,7 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 func KindDown(ctx context.Context, name, stateDir string, getenv func(string) string) error {
 	getenv = getenvOr(getenv)
 	stateDir = cmp.Or(stateDir, DefaultKindStateDir(getenv))
-	st, err := ReadKindState(stateDir, name, getenv)
+	st, err := ReadKindState(ctx, stateDir, name, getenv)
 	if err != nil {
 		return spec.Input(fmt.Errorf("kb-bench made no kind cluster %q (%v): it deletes only its own; use `kind delete cluster --name %s` for another", name, err, name))
 	}
@@ -315,10 +316,10 @@ func removeKindNetwork(rt string) {
 }
 
 // ReadKindState reads what KindUp recorded about the cluster name.
-func ReadKindState(stateDir, name string, getenv func(string) string) (*KindState, error) {
+func ReadKindState(ctx context.Context, stateDir, name string, getenv func(string) string) (*KindState, error) {
 	stateDir = cmp.Or(stateDir, DefaultKindStateDir(getenvOr(getenv)))
 	path := filepath.Join(stateDir, name+".json")
-	b, err := os.ReadFile(path)
+	b, err := readfile.Read(ctx, path, readfile.Small, "the kind cluster's state")
 	if err != nil {
 		return nil, err
 	}

@@ -203,7 +203,7 @@ func TestKindUpThroughKindsCreate(t *testing.T) {
 			}
 
 			// kind status's record, then kind down.
-			back, err := ReadKindState(stateDir, o.Name, os.Getenv)
+			back, err := ReadKindState(t.Context(), stateDir, o.Name, os.Getenv)
 			if err != nil || back.KubernetesVersion != DefaultKindKubeVersion {
 				t.Errorf("recorded state %+v, %v", back, err)
 			}

@@ -286,7 +286,7 @@ func TestLocalControlPlaneIsARealCluster(t *testing.T) {
 		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("kubeconfig mode: %v %v, want 0600 (it holds the token)", fi.Mode(), err)
 		}
-		cfg, _, err := kubeconfigFrom(&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, "")
+		cfg, _, err := kubeconfigFrom(t.Context(), &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,6 +22,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kb-bench/kb-bench/internal/atomicfile"
+	"github.com/kb-bench/kb-bench/internal/readfile"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -161,7 +162,7 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 	}
 	defer unlock()
 
-	old, err := readState(o.StateDir)
+	old, err := readState(ctx, o.StateDir)
 	var gone []string
 	someAlive := false
 	if err == nil {
@@ -217,7 +218,7 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 // /readyz answers ok. With nothing recorded it returns an error wrapping
 // ErrNotRunning; otherwise the state, with Healthy and Detail set.
 func Status(ctx context.Context, stateDir string) (*LocalState, error) {
-	st, err := readState(stateDir)
+	st, err := readState(ctx, stateDir)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +231,7 @@ func Status(ctx context.Context, stateDir string) (*LocalState, error) {
 			st.APIServer.PID, st.Etcd.PID)
 		return st, nil
 	}
-	cfg, _, err := kubeconfigFrom(&clientcmd.ClientConfigLoadingRules{ExplicitPath: st.Kubeconfig}, "")
+	cfg, _, err := kubeconfigFrom(ctx, &clientcmd.ClientConfigLoadingRules{ExplicitPath: st.Kubeconfig}, "")
 	if err != nil {
 		st.Detail = fmt.Sprintf("its kubeconfig is unusable (%v): restart it with `kb-bench local down` and `kb-bench local up`", err)
 		return st, nil
@@ -263,7 +264,7 @@ func Down(ctx context.Context, stateDir string) error {
 		return err
 	}
 	defer unlock()
-	st, err := readState(stateDir)
+	st, err := readState(ctx, stateDir)
 	if err != nil {
 		if errors.Is(err, ErrNotRunning) {
 			return err
@@ -309,9 +310,9 @@ func (p ProcessState) alive() bool {
 	return p.PID > 0 && p.StartTicks > 0 && proc.Alive(p.PID, p.StartTicks)
 }
 
-func readState(stateDir string) (*LocalState, error) {
+func readState(ctx context.Context, stateDir string) (*LocalState, error) {
 	path := filepath.Join(stateDir, stateFile)
-	b, err := os.ReadFile(path)
+	b, err := readfile.Read(ctx, path, readfile.Small, "the local control plane's state")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w (no %s)", ErrNotRunning, path)
 	}
@@ -376,7 +377,15 @@ func lockStateDir(stateDir string) (unlock func(), err error) {
 // merged file. Unlike client-go's deferred loading it never falls back to
 // the in-cluster config: inside a pod, an empty kubeconfig would otherwise
 // send the load to the pod's own cluster, which nobody named.
-func kubeconfigFrom(rules *clientcmd.ClientConfigLoadingRules, contextName string) (*rest.Config, *clientcmdapi.Config, error) {
+func kubeconfigFrom(ctx context.Context, rules *clientcmd.ClientConfigLoadingRules, contextName string) (*rest.Config, *clientcmdapi.Config, error) {
+	// client-go reads the files itself, whole: each is first read through
+	// readfile, so that a device, a FIFO or a huge file is refused (a
+	// missing one is client-go's to judge: it skips those it may).
+	for _, f := range rules.GetLoadingPrecedence() {
+		if _, err := readfile.Read(ctx, f, readfile.Kubeconfig, "the kubeconfig"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, err
+		}
+	}
 	raw, err := rules.Load()
 	if err != nil {
 		return nil, nil, err

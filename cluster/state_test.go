@@ -163,7 +163,7 @@ func TestStateFileRoundTripHoldsNoStatus(t *testing.T) {
 	if strings.Contains(string(b), "healthy") || strings.Contains(string(b), "detail") {
 		t.Errorf("state file stores a status that is only true when Status runs:\n%s", b)
 	}
-	got, err := readState(stateDir)
+	got, err := readState(t.Context(), stateDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,10 +22,10 @@ package profiles
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -35,6 +35,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kb-bench/kb-bench/internal/readfile"
 	"github.com/kb-bench/kb-bench/results/analysis"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
@@ -71,10 +72,10 @@ type document struct {
 }
 
 // Load reads the profile at path.
-func Load(path string) (*Profile, error) {
-	data, err := os.ReadFile(path)
+func Load(ctx context.Context, path string) (*Profile, error) {
+	data, err := readfile.Read(ctx, path, readfile.Small, "the profile")
 	if err != nil {
-		return nil, spec.Input(fmt.Errorf("read profile: %w (check the path given to -f)", err))
+		return nil, spec.Input(fmt.Errorf("%w (check the path given to -f or --baseline-spec)", err))
 	}
 	return Parse(path, data)
 }

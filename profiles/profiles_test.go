@@ -121,7 +121,7 @@ func TestLoadInvalid(t *testing.T) {
 	for _, tt := range tests {
 		covered[tt.file] = true
 		t.Run(tt.file, func(t *testing.T) {
-			p, err := Load(filepath.Join("testdata", tt.file))
+			p, err := Load(t.Context(), filepath.Join("testdata", tt.file))
 			if err == nil {
 				t.Fatalf("Load succeeded (%+v), want error:\n%s", p, tt.want)
 			}
@@ -220,7 +220,7 @@ func TestLoadValid(t *testing.T) {
 	for _, tt := range tests {
 		covered[tt.file] = true
 		t.Run(tt.file, func(t *testing.T) {
-			got, err := Load(filepath.Join("testdata", tt.file))
+			got, err := Load(t.Context(), filepath.Join("testdata", tt.file))
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
@@ -250,7 +250,7 @@ func TestLoadValid(t *testing.T) {
 // Resolving the loaded spec fills in the defaults the raw spec left out,
 // the scenario's settings included, without touching the profile.
 func TestLoadThenResolve(t *testing.T) {
-	p, err := Load("testdata/valid-partial-pointers.yaml")
+	p, err := Load(t.Context(), "testdata/valid-partial-pointers.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ spec:
 }
 
 func TestLoadMissingFile(t *testing.T) {
-	_, err := Load("testdata/no-such-profile.yaml")
+	_, err := Load(t.Context(), "testdata/no-such-profile.yaml")
 	if err == nil || !spec.IsInput(err) {
 		t.Fatalf("Load of a missing file: got %v, want an input error", err)
 	}

@@ -75,15 +75,13 @@ type CostFigures struct {
 	// per successful write, and its cores (CPU seconds per second).
 	Apiserver, Etcd, Client PerUnit
 	// WriteShare is the share of the apiserver's request time spent on
-	// write verbs of the run's resources; LostShare the share of that write
-	// time estimated to have gone to writes answered 409 (each verb's time
-	// split by its count of 409s); both 0 without request times.
-	WriteShare, LostShare float64
-	// ApiserverPerConflict is the apiserver CPU estimated to have gone to
-	// one 409: its CPU times the 409s' share of all its request time,
-	// divided by the 409s.
-	ApiserverPerConflict time.Duration
-	HasSplit             bool
+	// write verbs of the run's resources; 0 without request times. How
+	// much of it went to writes answered 409 is not measured: the
+	// apiserver's request-duration histogram has no response code, and
+	// splitting the time by the count of 409s would only restate the
+	// conflict rate.
+	WriteShare float64
+	HasSplit   bool
 }
 
 // PerUnit is one process's CPU divided by the run's work.
@@ -109,23 +107,15 @@ func (c *Cost) Figures(s Summary) CostFigures {
 			PerOp: seconds(ratio(p.CPUSeconds, float64(s.Ops))), PerWrite: seconds(ratio(p.CPUSeconds, float64(s.Writes)))}
 	}
 	f.Apiserver, f.Etcd, f.Client = per(c.Apiserver), per(c.Etcd), per(c.Client)
-	var write, lost float64
-	var conflicts int64
+	var write float64
 	for _, v := range c.Verbs {
-		if !IsWriteVerb(v.Verb) {
-			continue
+		if IsWriteVerb(v.Verb) {
+			write += v.Seconds
 		}
-		write += v.Seconds
-		lost += ratio(v.Seconds*float64(min(v.Conflicts, v.Requests)), float64(v.Requests))
-		conflicts += v.Conflicts
 	}
 	if c.RequestSeconds > 0 && write > 0 {
 		f.HasSplit = true
 		f.WriteShare = min(write/c.RequestSeconds, 1)
-		f.LostShare = lost / write
-		if conflicts > 0 && c.Apiserver.Available {
-			f.ApiserverPerConflict = seconds(c.Apiserver.CPUSeconds * min(lost/c.RequestSeconds, 1) / float64(conflicts))
-		}
 	}
 	return f
 }

@@ -31,9 +31,6 @@ func TestCostFigures(t *testing.T) {
 		{"etcd not read", f.Etcd, PerUnit{}},
 		{"client per op", f.Client.PerOp, 500 * time.Microsecond},
 		{"write share of request time", round3(f.WriteShare), 0.6},
-		{"lost share of write time", round3(f.LostShare), 0.8},
-		// 4.8 s of 10 s of request time on 409s: 0.48 s CPU over 800.
-		{"per 409", f.ApiserverPerConflict.Round(time.Microsecond), 600 * time.Microsecond},
 		{"no cost", (*Cost)(nil).Figures(s).Apiserver.Has, false},
 		{"nothing to divide by", c.Figures(Summary{Seconds: 2}).Apiserver.PerWrite, time.Duration(0)},
 	} {

@@ -38,6 +38,11 @@ func FormatDuration(d time.Duration) string {
 	switch {
 	case d == 0:
 		return "0s"
+	case d > -time.Microsecond && d < time.Microsecond:
+		return fmt.Sprintf("%dns", d.Nanoseconds())
+	case d > -100*time.Microsecond && d < 100*time.Microsecond:
+		// In ms these would show as 0.00ms: the unit that shows them.
+		return fmt.Sprintf("%.3gµs", float64(d)/float64(time.Microsecond))
 	case ms >= 10000:
 		return fmt.Sprintf("%.1fs", ms/1000)
 	case ms >= 1000:

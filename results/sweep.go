@@ -32,10 +32,14 @@ type Sweep struct {
 	// StopAt are the thresholds that end a series early when a point
 	// breaks one ("p99 > 5s").
 	StopAt []string `json:"stopAt,omitempty"`
-	// Interrupted is set when the sweep was stopped (Ctrl-C, or a target
-	// that stopped answering): the point under way is left out, its
-	// samples are in their directories.
+	// Interrupted is set when the sweep was stopped early (Ctrl-C, or a
+	// lost target: TargetLost): the points under way are not among the
+	// series' Points (their figures would bend the curves and the fits)
+	// but listed apart, as each series' UnderWay.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// TargetLost says why the sweep stopped when its target failed (a
+	// control plane that died, an apiserver that stopped answering).
+	TargetLost string `json:"targetLost,omitempty"`
 	// Series are the lines of the sweep, in the order they were given.
 	Series []SweepSeries `json:"series"`
 }
@@ -47,6 +51,10 @@ type SweepSeries struct {
 	Label string `json:"label"`
 	// Points are in the order they ran (increasing axis values).
 	Points []SweepPoint `json:"points"`
+	// UnderWay is the point that was running when the sweep was stopped
+	// (Interrupted): the samples that ran of it, the last one partial.
+	// It takes no part in the fits or the SLO answer.
+	UnderWay *SweepPoint `json:"underWay,omitempty"`
 	// Stopped says why no larger values ran, when a stop condition held.
 	Stopped string `json:"stopped,omitempty"`
 	// Model is the USL fitted to successful writes/s against writers

@@ -205,29 +205,13 @@ func (s *Sweep) Validate() error {
 	for i, ser := range s.Series {
 		sp := field.NewPath("series").Index(i)
 		for j, pt := range ser.Points {
-			pp := sp.Child("points").Index(j)
-			if math.IsNaN(pt.Value) || math.IsInf(pt.Value, 0) || pt.Value <= 0 || pt.Value > maxAxisValue {
-				errs = append(errs, field.Invalid(pp.Child("value"), pt.Value, fmt.Sprintf("an axis value above 0 and at most %g", float64(maxAxisValue))))
-			}
-			errs = append(errs, checkFloat(pp.Child("throughput"), pt.Throughput, 0, math.MaxFloat64)...)
-			errs = append(errs, checkFloat(pp.Child("writeThroughput"), pt.WriteThroughput, 0, math.MaxFloat64)...)
-			errs = append(errs, checkFloat(pp.Child("conflictRate"), pt.ConflictRate, 0, 1)...)
-			errs = append(errs, checkFloat(pp.Child("gaveUpRatio"), pt.GaveUpRatio, 0, 1)...)
-			errs = append(errs, checkDuration(pp.Child("p99"), pt.P99, maxLatency)...)
-			if c := pt.Cost; c != nil {
-				errs = append(errs, checkFloat(pp.Child("cost", "apiserverCores"), c.ApiserverCores, 0, math.MaxFloat64)...)
-				errs = append(errs, checkFloat(pp.Child("cost", "etcdCores"), c.EtcdCores, 0, math.MaxFloat64)...)
-				errs = append(errs, checkDuration(pp.Child("cost", "apiserverPerWrite"), c.ApiserverPerWrite, maxLatency)...)
-				errs = append(errs, checkDuration(pp.Child("cost", "etcdPerWrite"), c.EtcdPerWrite, maxLatency)...)
-			}
-			counts := map[string]int64{"samples": int64(pt.Samples), "attemptsP99": pt.AttemptsP99, "gaveUp": pt.GaveUp}
-			if pt.LostUpdates != nil {
-				counts["lostUpdates"] = *pt.LostUpdates
-			}
-			errs = append(errs, checkCounts(pp, counts, false)...)
+			errs = append(errs, validatePoint(sp.Child("points").Index(j), pt)...)
 			if len(errs) > maxValidationErrors {
 				return validationError(errs)
 			}
+		}
+		if ser.UnderWay != nil {
+			errs = append(errs, validatePoint(sp.Child("underWay"), *ser.UnderWay)...)
 		}
 		if m := ser.Model; m != nil {
 			mp := sp.Child("model")
@@ -244,4 +228,29 @@ func (s *Sweep) Validate() error {
 		errs = append(errs, checkFloat(ap.Child("conflictRate"), ser.SLO.ConflictRate, 0, 1)...)
 	}
 	return validationError(errs)
+}
+
+// validatePoint checks a sweep point's figures; pp is its path.
+func validatePoint(pp *field.Path, pt SweepPoint) field.ErrorList {
+	var errs field.ErrorList
+	if math.IsNaN(pt.Value) || math.IsInf(pt.Value, 0) || pt.Value <= 0 || pt.Value > maxAxisValue {
+		errs = append(errs, field.Invalid(pp.Child("value"), pt.Value, fmt.Sprintf("an axis value above 0 and at most %g", float64(maxAxisValue))))
+	}
+	errs = append(errs, checkFloat(pp.Child("throughput"), pt.Throughput, 0, math.MaxFloat64)...)
+	errs = append(errs, checkFloat(pp.Child("writeThroughput"), pt.WriteThroughput, 0, math.MaxFloat64)...)
+	errs = append(errs, checkFloat(pp.Child("conflictRate"), pt.ConflictRate, 0, 1)...)
+	errs = append(errs, checkFloat(pp.Child("gaveUpRatio"), pt.GaveUpRatio, 0, 1)...)
+	errs = append(errs, checkDuration(pp.Child("p99"), pt.P99, maxLatency)...)
+	if c := pt.Cost; c != nil {
+		errs = append(errs, checkFloat(pp.Child("cost", "apiserverCores"), c.ApiserverCores, 0, math.MaxFloat64)...)
+		errs = append(errs, checkFloat(pp.Child("cost", "etcdCores"), c.EtcdCores, 0, math.MaxFloat64)...)
+		errs = append(errs, checkDuration(pp.Child("cost", "apiserverPerWrite"), c.ApiserverPerWrite, maxLatency)...)
+		errs = append(errs, checkDuration(pp.Child("cost", "etcdPerWrite"), c.EtcdPerWrite, maxLatency)...)
+	}
+	counts := map[string]int64{"samples": int64(pt.Samples), "attemptsP99": pt.AttemptsP99, "gaveUp": pt.GaveUp}
+	if pt.LostUpdates != nil {
+		counts["lostUpdates"] = *pt.LostUpdates
+	}
+	errs = append(errs, checkCounts(pp, counts, false)...)
+	return errs
 }

@@ -145,7 +145,7 @@ func TestGoInstallWithoutCheckout(t *testing.T) {
 	}
 	out := filepath.Join(work, "result")
 	step(kb, "run", "--writers", "4", "--duration", "2s", "--out", out)
-	r, err := store.Read(out)
+	r, err := store.Read(t.Context(), out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,7 @@ func TestKindTargetEndToEnd(t *testing.T) {
 	} else if !strings.Contains(stdout, "node image "+cluster.DefaultKindNodeImage) {
 		t.Errorf("the summary does not name the node image:\n%s", stdout)
 	}
-	r, err := store.Read(out)
+	r, err := store.Read(t.Context(), out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -150,7 +150,7 @@ func readResults(t *testing.T, dir string) []*results.Result {
 		if err != nil || d.Name() != store.ResultFile {
 			return err
 		}
-		r, err := store.Read(filepath.Dir(path))
+		r, err := store.Read(t.Context(), filepath.Dir(path))
 		all = append(all, r)
 		return err
 	})

@@ -106,7 +106,13 @@ func waitClean(t *testing.T, tmp string) {
 // receives its later lines on stderr.
 func start(t *testing.T, bin, cpBin, tmp, out string, args ...string) (cmd *exec.Cmd, stdout *bytes.Buffer, lines <-chan string) {
 	t.Helper()
-	cmd = exec.Command(bin, append([]string{"run", "--control-plane-bin", cpBin, "--out", out}, args...)...)
+	return startCommand(t, "run", bin, cpBin, tmp, out, args...)
+}
+
+// startCommand is start for kb-bench's command verb (run or sweep).
+func startCommand(t *testing.T, verb, bin, cpBin, tmp, out string, args ...string) (cmd *exec.Cmd, stdout *bytes.Buffer, lines <-chan string) {
+	t.Helper()
+	cmd = exec.Command(bin, append([]string{verb, "--control-plane-bin", cpBin, "--out", out}, args...)...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "HOME="+tmp, "XDG_STATE_HOME="+tmp)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -127,7 +133,7 @@ func start(t *testing.T, bin, cpBin, tmp, out string, args ...string) (cmd *exec
 		closed := false
 		for sc.Scan() {
 			t.Log("kb-bench: " + sc.Text())
-			if !closed && strings.HasPrefix(sc.Text(), "run ") {
+			if !closed && strings.HasPrefix(sc.Text(), verb+" ") {
 				close(ready)
 				closed = true
 			} else if closed {
@@ -174,7 +180,7 @@ func TestRunEndToEnd(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, stdout)
 		}
 	}
-	r, err := store.Read(out)
+	r, err := store.Read(t.Context(), out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +217,7 @@ func TestCountWritesASet(t *testing.T) {
 		t.Fatalf("set.json: %+v, %v; want 2 samples", set, err)
 	}
 	for _, sample := range set.Samples {
-		if _, err := store.Read(filepath.Join(out, sample)); err != nil {
+		if _, err := store.Read(t.Context(), filepath.Join(out, sample)); err != nil {
 			t.Error(err)
 		}
 	}
@@ -235,7 +241,7 @@ func TestMatrixComparesStrategies(t *testing.T) {
 		t.Fatalf("kb-bench run --strategy update,patch: %v\n%s", err, stdout)
 	}
 	for _, dir := range []string{"strategy-update", "strategy-patch"} {
-		if _, err := store.Read(filepath.Join(out, dir, "sample-1")); err != nil {
+		if _, err := store.Read(t.Context(), filepath.Join(out, dir, "sample-1")); err != nil {
 			t.Error(err)
 		}
 	}
@@ -356,7 +362,7 @@ func TestABOfTwoBuildsRunsFreshControlPlanes(t *testing.T) {
 	}
 	for _, side := range []string{"baseline", "candidate"} {
 		for _, sample := range []string{"sample-1", "sample-2"} {
-			r, err := store.Read(filepath.Join(out, side, sample))
+			r, err := store.Read(t.Context(), filepath.Join(out, side, sample))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -428,12 +434,90 @@ func TestDeadAPIServerFailsTheRun(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !said {
 		t.Fatalf("after the apiserver was killed: %v (said so: %v), want exit status 3 saying the control plane died", err, said)
 	}
-	r, err := store.Read(out)
+	r, err := store.Read(t.Context(), out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(r.TargetLost, "the local control plane died") || r.Interrupted {
 		t.Errorf("result: target lost %q, interrupted %v; want TARGET LOST, not interrupted", r.TargetLost, r.Interrupted)
+	}
+	waitClean(t, tmp)
+}
+
+// A sweep whose control plane dies says TARGET LOST (exit 3), not
+// INTERRUPTED, and its sweep.json lists the point that was under way,
+// marked, which show shows.
+func TestSweepTargetLost(t *testing.T) {
+	bin, cpBin := binary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "sweep")
+	cmd, stdout, lines := startCommand(t, "sweep", bin, cpBin, tmp, out, "--writers", "1,2", "--duration", "5m")
+	for line := range lines {
+		if strings.HasPrefix(line, "[") {
+			break // the first point's measured window is under way
+		}
+	}
+	for _, pid := range controlPlaneProcs(t, tmp) {
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.Contains(string(b), "kube-apiserver") {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range lines {
+	}
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+		t.Fatalf("after the apiserver was killed: %v, want exit status 3", err)
+	}
+	if !strings.Contains(stdout.String(), "TARGET LOST: ") || strings.Contains(stdout.String(), "INTERRUPTED") {
+		t.Errorf("the sweep's tables do not say TARGET LOST (alone):\n%s", stdout)
+	}
+	sw, err := store.ReadSweep(t.Context(), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := sw.Series[0].UnderWay; sw.TargetLost == "" || p == nil || p.Value != 1 || p.Samples != 1 {
+		t.Fatalf("sweep.json: target lost %q, under way %+v; want the lost target and the point writers=1 under way", sw.TargetLost, p)
+	}
+	show, err := exec.Command(bin, "show", out).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(show), "writers=1: ") || !strings.Contains(string(show), "1 (under way, 1 sample)") || !strings.Contains(string(show), "TARGET LOST") {
+		t.Errorf("show does not show the point under way:\n%s", show)
+	}
+	waitClean(t, tmp)
+}
+
+// A result that cannot be saved (a full disk) is still shown, the error
+// says it was not saved, and nothing half-written is left: no empty
+// directory. The disk is a real small tmpfs, where the test may mount one.
+func TestFullDiskStillShowsTheRun(t *testing.T) {
+	bin, cpBin := binary(t)
+	mnt := t.TempDir()
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=8k"); err != nil {
+		t.Skipf("cannot mount a small tmpfs here (%v); results/store's TestFailedWriteLeavesNothing covers the clean-up", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(mnt, 0) })
+	tmp := t.TempDir()
+	cmd := exec.Command(bin, "run", "--control-plane-bin", cpBin, "--out", filepath.Join(mnt, "runs", "r1"), "--writers", "2", "--duration", "1s")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "HOME="+tmp, "XDG_STATE_HOME="+tmp)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("run on a full disk: %v, want exit status 1\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "throughput") {
+		t.Errorf("the run's summary was not printed:\n%s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "the result was not saved in "+filepath.Join(mnt, "runs", "r1")) || !strings.Contains(stderr.String(), "no space left on device") {
+		t.Errorf("the error does not say what was not saved and why:\n%s", stderr.String())
+	}
+	if left, _ := os.ReadDir(mnt); len(left) > 0 {
+		t.Errorf("the failed save left %s behind", left[0].Name())
 	}
 	waitClean(t, tmp)
 }
@@ -473,7 +557,7 @@ func TestSweepTwoStrategies(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("kb-bench sweep: %v\n%s\n%s", err, stdout.String(), stderr.String())
 	}
-	sw, err := store.ReadSweep(out)
+	sw, err := store.ReadSweep(t.Context(), out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +576,7 @@ func TestSweepTwoStrategies(t *testing.T) {
 			if want := []float64{1, 4, 16}[i]; p.Value != want {
 				t.Errorf("%s point %d is %g writers, want %g", ser.Label, i, p.Value, want)
 			}
-			r, err := store.Read(filepath.Join(out, p.Dir))
+			r, err := store.Read(t.Context(), filepath.Join(out, p.Dir))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -542,7 +626,7 @@ func TestControllerManagerQuota(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("kb-bench run --controller-manager: %v\n%s", err, stdout)
 	}
-	r, err := store.Read(out)
+	r, err := store.Read(t.Context(), out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -617,7 +701,7 @@ func TestLostKubeconfigTargetEndsTheRun(t *testing.T) {
 			if !errors.As(err, &exit) || exit.ExitCode() != 3 || !said {
 				t.Fatalf("after %s of the apiserver: %v (said so: %v), want exit status 3 saying it stopped answering", fault, err, said)
 			}
-			r, err := store.Read(out)
+			r, err := store.Read(t.Context(), out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -811,7 +895,7 @@ func TestPauseCandidateKilledFailsCheck(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(stdout.String()+strings.Join(stderr, "\n"), want) {
 		t.Fatalf("kb-bench after a candidate was killed: %v, want exit status 1 saying %q\n%s\n%s", err, want, stdout, strings.Join(stderr, "\n"))
 	}
-	r, err := store.Read(out)
+	r, err := store.Read(t.Context(), out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -842,7 +926,7 @@ func TestPauseInterruptedLeavesNothing(t *testing.T) {
 			t.Errorf("candidate process %d outlived the run", pid)
 		}
 	}
-	r, err := store.Read(out)
+	r, err := store.Read(t.Context(), out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -942,7 +1026,7 @@ func TestShardsMergeExactly(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("kb-bench run --shards 3: %v\n%s", err, stdout)
 	}
-	r, err := store.Read(out)
+	r, err := store.Read(t.Context(), out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1013,7 +1097,7 @@ func TestShardsInterruptedKeepMergedFigures(t *testing.T) {
 		}
 	}()
 	interrupt(t, cmd, stdout)
-	r, err := store.Read(out)
+	r, err := store.Read(t.Context(), out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1061,7 +1145,7 @@ func TestShardsKeepFiguresWhenTargetLost(t *testing.T) {
 	if left := shardProcs(t, cmd.Process.Pid); len(left) > 0 {
 		t.Errorf("shard processes left: %v", left)
 	}
-	r, err := store.Read(out)
+	r, err := store.Read(t.Context(), out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1096,7 +1180,7 @@ func TestKillOneOfThreeAPIServers(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("kb-bench run --kill-apiserver: %v\n%s\n%s", err, strings.Join(stderr, "\n"), stdout)
 	}
-	r, err := store.Read(out)
+	r, err := store.Read(t.Context(), out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1131,7 +1215,7 @@ func TestShardsOperationsBound(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("kb-bench run --shards 2 --operations 201: %v\n%s", err, stdout)
 	}
-	r, err := store.Read(out)
+	r, err := store.Read(t.Context(), out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1177,7 +1261,7 @@ func TestClosedOutputPipeStillSavesAndCleansUp(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Fatalf("kb-bench with its output pipe closed: %v, want exit status 1 (its summary could not be written), not death by SIGPIPE", err)
 	}
-	res, err := store.Read(out)
+	res, err := store.Read(t.Context(), out)
 	if err != nil {
 		t.Fatalf("no result saved: %v", err)
 	}

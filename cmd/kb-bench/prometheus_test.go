@@ -234,7 +234,7 @@ func TestPrometheusScrapesTheRun(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("kb-bench: %v", err)
 	}
-	r, err := store.Read(out)
+	r, err := store.Read(t.Context(), out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestSeveralAPIServersAddUp(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("kb-bench run: %v\n%s", err, stdout)
 	}
-	r, err := store.Read(out)
+	r, err := store.Read(t.Context(), out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func (c comparison) rose(metric string) (bool, string) {
 // on configmaps in the result in dir.
 func etcdMean(t *testing.T, dir, operation string) time.Duration {
 	t.Helper()
-	r, err := store.Read(dir)
+	r, err := store.Read(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestEtcdLatencyRaisesConflicts(t *testing.T) {
 	means := map[string][]time.Duration{}
 	for _, side := range []string{"baseline", "candidate"} {
 		for _, dir := range samples(side) {
-			r, err := store.Read(dir)
+			r, err := store.Read(t.Context(), dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -275,7 +275,7 @@ func TestClientLatencyRaisesConflicts(t *testing.T) {
 	}
 	m, _ := filepath.Glob(filepath.Join(out, "candidate", "*", store.ResultFile))
 	for _, f := range m {
-		r, err := store.Read(filepath.Dir(f))
+		r, err := store.Read(t.Context(), filepath.Dir(f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,7 +323,7 @@ func baselineKeptUp(t *testing.T, out string, spacing time.Duration) bool {
 	t.Helper()
 	m, _ := filepath.Glob(filepath.Join(out, "baseline", "*", store.ResultFile))
 	for _, f := range m {
-		r, err := store.Read(filepath.Dir(f))
+		r, err := store.Read(t.Context(), filepath.Dir(f))
 		if err != nil {
 			t.Fatal(err)
 		}

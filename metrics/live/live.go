@@ -71,6 +71,10 @@ type Gauge struct {
 type Exporter struct {
 	mu   sync.Mutex
 	runs []*Run
+	// gen counts the runs added and finished: the figures a scrape read
+	// are the final ones when every run had finished and gen has not
+	// moved since.
+	gen int64
 }
 
 // NewExporter returns an Exporter of no runs yet.
@@ -79,6 +83,7 @@ func NewExporter() *Exporter { return &Exporter{} }
 // Run is one run of an Exporter. Until Watch its figures are zero; then
 // they are read at each scrape, until Finish fixes them.
 type Run struct {
+	x      *Exporter
 	labels []string
 	mu     sync.Mutex
 	read   func() Figures
@@ -91,11 +96,26 @@ func (x *Exporter) Add(l Labels) *Run {
 	if x == nil {
 		return nil
 	}
-	r := &Run{labels: l.values()}
+	r := &Run{labels: l.values(), x: x}
 	x.mu.Lock()
 	x.runs = append(x.runs, r)
+	x.gen++
 	x.mu.Unlock()
 	return r
+}
+
+// state is how far x's runs have come: gen changes with every run added
+// and finished; finished says every run added has finished.
+func (x *Exporter) state() (gen int64, finished bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	finished = true
+	for _, r := range x.runs {
+		r.mu.Lock()
+		finished = finished && r.final != nil
+		r.mu.Unlock()
+	}
+	return x.gen, finished
 }
 
 // Watch makes read the source of r's figures: it is called at each
@@ -126,6 +146,9 @@ func (r *Run) Finish(res *results.Result) error {
 	}
 	r.final, r.read = &f, nil
 	r.mu.Unlock()
+	r.x.mu.Lock()
+	r.x.gen++
+	r.x.mu.Unlock()
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/metrics/live"
 	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/resultstest"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -269,7 +270,7 @@ func TestServer(t *testing.T) {
 	}
 
 	closed := make(chan bool)
-	go func() { closed <- srv.Close(context.Background(), time.Hour) }()
+	go func() { ok, _ := srv.Close(context.Background(), time.Hour); closed <- ok }()
 	// Close waits for a scrape that began after it was called.
 	for {
 		scrape(t, srv.URL)
@@ -284,6 +285,49 @@ func TestServer(t *testing.T) {
 			return
 		case <-time.After(10 * time.Millisecond): // poll, as a scraper does
 		}
+	}
+}
+
+// A scrape that read the final figures before Close counts (Close does
+// not wait for another); one that read a finished run before another was
+// added does not; an interrupt ends the wait and Close says how long it
+// waited.
+func TestCloseCountsFinalScrapes(t *testing.T) {
+	srv, err := live.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := resultstest.Simulated(t, false, resultstest.All, nil)
+	first := srv.Exporter.Add(live.Labels{RunID: "s1"})
+	if err := first.Finish(r); err != nil {
+		t.Fatal(err)
+	}
+	scrape(t, srv.URL)
+	if !srv.FinalScraped() {
+		t.Error("a scrape after the only run finished did not read the final figures")
+	}
+	second := srv.Exporter.Add(live.Labels{RunID: "s2"})
+	if srv.FinalScraped() {
+		t.Error("a scrape from before the second run counts as final")
+	}
+	if err := second.Finish(r); err != nil {
+		t.Fatal(err)
+	}
+	scrape(t, srv.URL)
+	// The test's deadline is the bound: Close must not wait its hour.
+	if ok, waited := srv.Close(context.Background(), time.Hour); !ok || waited != 0 {
+		t.Errorf("Close = %v after %s, want the scrape already made counted, without waiting", ok, waited)
+	}
+
+	srv, err = live.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Exporter.Add(live.Labels{RunID: "s3"}) // never finished
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if ok, waited := srv.Close(ctx, time.Hour); ok || waited >= time.Hour {
+		t.Errorf("Close after an interrupt = %v after %s, want no scrape and the wait cut short", ok, waited)
 	}
 }
 
@@ -311,11 +355,21 @@ func TestListenLoopbackByDefault(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasPrefix(srv.URL, "http://127.0.0.1:") {
-			t.Errorf("%q listens at %s, want loopback", addr, srv.URL)
+		if !strings.HasPrefix(srv.URL, "http://127.0.0.1:") || srv.Beyond {
+			t.Errorf("%q listens at %s (beyond loopback: %v), want loopback", addr, srv.URL, srv.Beyond)
 		}
 		srv.Close(context.Background(), 0)
 	}
+	// Every interface: a URL a scraper here can use, and a warning due.
+	srv, err := live.Listen("0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(srv.URL, "http://127.0.0.1:") || !srv.Beyond || !strings.HasPrefix(srv.Listening, "0.0.0.0:") {
+		t.Errorf("0.0.0.0:0 serves at %s, listening on %s, beyond loopback %v; want a loopback URL and beyond", srv.URL, srv.Listening, srv.Beyond)
+	}
+	scrape(t, srv.URL)
+	srv.Close(context.Background(), 0)
 	if _, err := live.Listen("127.0.0.1:notaport"); !spec.IsInput(err) {
 		t.Errorf("a bad address: %v, want bad input", err)
 	}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,16 +23,26 @@ import (
 type Server struct {
 	// Exporter is what the server serves: add runs to it.
 	Exporter *Exporter
-	// URL is where it serves them (http://ADDR/metrics).
+	// URL is where it serves them (http://ADDR/metrics), an address a
+	// scraper on this machine can use (loopback's, when it listens on
+	// every interface).
 	URL string
+	// Beyond says it listens beyond loopback: other machines can read the
+	// figures too; Listening is the address it listens on.
+	Beyond    bool
+	Listening string
 
 	ln     net.Listener
 	srv    *http.Server
 	served chan error
 
-	final       atomic.Bool   // every run added has finished
-	scraped     chan struct{} // closed by the first scrape served after final
-	scrapedOnce sync.Once
+	// finalGen is the Exporter's gen that the latest scrape of final
+	// figures read (-1: none yet); scraped is told of each such scrape.
+	finalGen atomic.Int64
+	scraped  chan struct{}
+	// closing: Close was called, no run will be added and what the runs
+	// show is all they will (one that failed never finishes).
+	closing atomic.Bool
 }
 
 // Listen listens on addr and serves an empty Exporter there. An address
@@ -58,7 +68,19 @@ func Listen(addr string) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("registering kb-bench's live figures: %w", err)
 	}
-	s := &Server{Exporter: x, URL: "http://" + ln.Addr().String() + "/metrics", ln: ln, served: make(chan error, 1), scraped: make(chan struct{})}
+	at := ln.Addr().(*net.TCPAddr)
+	bound := strconv.Itoa(at.Port)
+	s := &Server{Exporter: x, ln: ln, served: make(chan error, 1), scraped: make(chan struct{}, 1),
+		Listening: net.JoinHostPort(cmp.Or(host, "127.0.0.1"), bound), Beyond: !at.IP.IsLoopback()}
+	s.finalGen.Store(-1)
+	s.URL = "http://" + net.JoinHostPort(cmp.Or(host, "127.0.0.1"), bound) + "/metrics"
+	if at.IP.IsUnspecified() { // 0.0.0.0 or ::, no address to scrape: loopback's
+		loopback := "127.0.0.1"
+		if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+			loopback = "::1"
+		}
+		s.URL = "http://" + net.JoinHostPort(loopback, bound) + "/metrics"
+	}
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorHandling: promhttp.ContinueOnError})
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", s.counting(h))
@@ -67,31 +89,56 @@ func Listen(addr string) (*Server, error) {
 	return s, nil
 }
 
-// counting notes each scrape served once every run finished.
+// counting notes each scrape served that read final figures: every run
+// added had finished when it began.
 func (s *Server) counting(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		final := s.final.Load()
+		gen, finished := s.Exporter.state()
+		final := finished || s.closing.Load()
 		h.ServeHTTP(w, r)
-		if final {
-			s.scrapedOnce.Do(func() { close(s.scraped) })
+		if !final {
+			return
+		}
+		for old := s.finalGen.Load(); old < gen && !s.finalGen.CompareAndSwap(old, gen); old = s.finalGen.Load() {
+		}
+		select {
+		case s.scraped <- struct{}{}:
+		default:
 		}
 	})
 }
 
+// FinalScraped says whether a scrape already read the final figures:
+// every run added had finished, and none was added or finished since.
+func (s *Server) FinalScraped() bool {
+	gen, _ := s.Exporter.state()
+	return s.finalGen.Load() == gen // recorded only for final figures
+}
+
 // Close stops the server. With wait > 0 it first waits, at most that
 // long or until ctx is done, for one scrape of the final figures (one
-// that began after Close was called, when every run had ended), so that a
+// that read them when every run had ended: before Close too), so that a
 // scraper that polls every so often still gets the run's last figures. It
-// says whether one came.
-func (s *Server) Close(ctx context.Context, wait time.Duration) (scraped bool) {
-	s.final.Store(true)
-	if wait > 0 {
-		select {
-		case <-s.scraped:
-			scraped = true
-		case <-time.After(wait):
-		case <-ctx.Done():
+// says whether one came, and how long it waited.
+func (s *Server) Close(ctx context.Context, wait time.Duration) (scraped bool, waited time.Duration) {
+	start := time.Now()
+	s.closing.Store(true)
+	scraped = s.FinalScraped()
+	if wait > 0 && !scraped {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+	loop:
+		for !scraped {
+			select {
+			case <-s.scraped:
+				scraped = s.FinalScraped()
+			case <-timer.C:
+				break loop
+			case <-ctx.Done():
+				break loop
+			}
 		}
+		waited = time.Since(start)
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -99,5 +146,5 @@ func (s *Server) Close(ctx context.Context, wait time.Duration) (scraped bool) {
 		s.srv.Close()
 	}
 	<-s.served // http.ErrServerClosed, or why serving stopped before
-	return scraped
+	return scraped, waited
 }

@@ -596,13 +596,16 @@ func iqr(v []float64) float64 {
 // share of the baseline's median when it is not 0: "with 5 samples a
 // side, changes under 6.1% cannot be told from noise here".
 func noiseWords(u Unit, d decision, base, cand []float64) string {
-	size := u.Format(d.noise)
-	if mb := median(base); mb != 0 && d.noise > 0 {
-		size = fmt.Sprintf("%.1f%%", 100*d.noise/math.Abs(mb))
-	}
 	side := fmt.Sprintf("%d samples a side", len(base))
 	if len(base) != len(cand) {
 		side = fmt.Sprintf("%d and %d samples", len(base), len(cand))
+	}
+	if d.noise == 0 { // "changes under 0" says nothing
+		return fmt.Sprintf("with %s, the samples showed no noise to tell a change from", side)
+	}
+	size := u.Format(d.noise)
+	if mb := median(base); mb != 0 && d.noise > 0 {
+		size = fmt.Sprintf("%.1f%%", 100*d.noise/math.Abs(mb))
 	}
 	return fmt.Sprintf("with %s, changes under %s cannot be told from noise here", side, size)
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -18,7 +19,7 @@ import (
 // directories (its samples). A sweep or a matrix run is refused: its
 // results are different workloads, not samples of one. The samples must
 // be of one workload (see Samples); notes say what was left out.
-func ReadSide(path string) (side results.Side, notes []string, err error) {
+func ReadSide(ctx context.Context, path string) (side results.Side, notes []string, err error) {
 	side.Label = filepath.Base(filepath.Clean(path))
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -31,7 +32,7 @@ func ReadSide(path string) (side results.Side, notes []string, err error) {
 			dir = filepath.Dir(path)
 			side.Label = filepath.Base(filepath.Clean(dir))
 		default:
-			r, err := Read(path)
+			r, err := Read(ctx, path)
 			if err != nil {
 				return side, nil, err
 			}
@@ -42,12 +43,12 @@ func ReadSide(path string) (side results.Side, notes []string, err error) {
 	var where []string
 	switch {
 	case exists(filepath.Join(dir, SweepFile)):
-		return side, nil, sweepNotASide(dir)
+		return side, nil, sweepNotASide(ctx, dir)
 	case exists(filepath.Join(dir, ResultFile)) && fi.IsDir():
-		side.Results, where, err = readResults([]string{dir})
+		side.Results, where, err = readResults(ctx, []string{dir})
 	case exists(filepath.Join(dir, SetFile)):
 		side.Files = []string{filepath.Join(dir, SetFile)}
-		side.Results, where, err = readSet(dir)
+		side.Results, where, err = readSet(ctx, dir)
 	default:
 		if base, cand, ok := ABSides(dir); ok {
 			return side, nil, fmt.Errorf("%s is an A/B run (run --baseline-with or --baseline-spec): its baseline and candidate are two sides; pass each, e.g. %s %s, or gate it: kb-bench gate %s",
@@ -57,7 +58,7 @@ func ReadSide(path string) (side results.Side, notes []string, err error) {
 			return side, nil, fmt.Errorf("%s is a matrix run (a set of samples per configuration below it: %s): its configurations are different workloads; pass each as a side of its own, e.g. %s",
 				dir, strings.Join(configs, ", "), filepath.Join(dir, configs[0]))
 		}
-		side.Results, where, err = readResultDirs(dir)
+		side.Results, where, err = readResultDirs(ctx, dir)
 	}
 	if err != nil {
 		return side, nil, err
@@ -75,8 +76,8 @@ func exists(path string) bool {
 }
 
 // readSet reads the samples a set's set.json lists, and where each was.
-func readSet(dir string) ([]*results.Result, []string, error) {
-	set, err := ReadSet(dir)
+func readSet(ctx context.Context, dir string) ([]*results.Result, []string, error) {
+	set, err := ReadSet(ctx, dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,7 +87,7 @@ func readSet(dir string) ([]*results.Result, []string, error) {
 		if !filepath.IsLocal(s) {
 			return nil, nil, fmt.Errorf("%s lists sample %q, which is not a directory inside the set", filepath.Join(dir, SetFile), s)
 		}
-		r, err := Read(filepath.Join(dir, s))
+		r, err := Read(ctx, filepath.Join(dir, s))
 		if err != nil {
 			return nil, nil, fmt.Errorf("sample %s of the set %s: %w", s, dir, err)
 		}
@@ -97,7 +98,7 @@ func readSet(dir string) ([]*results.Result, []string, error) {
 }
 
 // readResultDirs reads every result directory directly below dir.
-func readResultDirs(dir string) ([]*results.Result, []string, error) {
+func readResultDirs(ctx context.Context, dir string) ([]*results.Result, []string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, nil, err
@@ -111,14 +112,14 @@ func readResultDirs(dir string) ([]*results.Result, []string, error) {
 	if len(where) == 0 {
 		return nil, nil, errors.New(dir + " holds no result: pass a result directory, its result.json, a set of samples, or a directory of result directories")
 	}
-	return readResults(where)
+	return readResults(ctx, where)
 }
 
 // readResults reads the result in each directory of where.
-func readResults(where []string) ([]*results.Result, []string, error) {
+func readResults(ctx context.Context, where []string) ([]*results.Result, []string, error) {
 	rs := make([]*results.Result, len(where))
 	for i, dir := range where {
-		r, err := Read(dir)
+		r, err := Read(ctx, dir)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -161,9 +162,9 @@ func ABSides(dir string) (base, cand string, ok bool) {
 
 // sweepNotASide says why a sweep's directory is not a side, and what to
 // pass instead.
-func sweepNotASide(dir string) error {
+func sweepNotASide(ctx context.Context, dir string) error {
 	var points []string
-	if sw, err := ReadSweep(dir); err == nil {
+	if sw, err := ReadSweep(ctx, dir); err == nil {
 		for _, ser := range sw.Series {
 			for _, p := range ser.Points {
 				points = append(points, filepath.Join(dir, filepath.FromSlash(p.Dir)))
@@ -192,10 +193,10 @@ type MatrixCell struct {
 // order they ran, each labelled as the run labelled it (a run of an older
 // kb-bench, which did not record these, by name); none for any other
 // directory.
-func ReadMatrix(dir string) ([]MatrixCell, error) {
+func ReadMatrix(ctx context.Context, dir string) ([]MatrixCell, error) {
 	var cells []MatrixCell
 	for _, name := range MatrixConfigurations(dir) {
-		set, err := ReadSet(filepath.Join(dir, name))
+		set, err := ReadSet(ctx, filepath.Join(dir, name))
 		if err != nil {
 			return nil, err
 		}

@@ -97,7 +97,7 @@ func TestReadSide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			side, notes, err := ReadSide(tt.path)
+			side, notes, err := ReadSide(t.Context(), tt.path)
 			if tt.wantErr != nil {
 				if err == nil {
 					t.Fatalf("read %d samples, want an error", len(side.Results))

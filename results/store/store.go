@@ -9,19 +9,23 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/kb-bench/kb-bench/internal/atomicfile"
+	"github.com/kb-bench/kb-bench/internal/readfile"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 )
@@ -38,13 +42,12 @@ const (
 // Write saves r in dir (created if needed) as result.json, latency.hlog and
 // series.csv. Each file is written to a temporary file in dir, synced and
 // renamed into place, so a reader never sees half a file and an interrupted
-// write leaves the previous version intact.
-func Write(dir string, r *results.Result) error {
+// write leaves the previous version intact. A write that fails (a full
+// disk) leaves nothing of r behind: the files it made and the
+// directories it made are removed (a file it replaced keeps r's version).
+func Write(dir string, r *results.Result) (err error) {
 	if r == nil {
 		return errors.New("no result to write")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating the result directory: %w (choose another with --out)", err)
 	}
 	doc, err := results.Encode(r)
 	if err != nil {
@@ -57,15 +60,61 @@ func Write(dir string, r *results.Result) error {
 	if err := WriteSeriesCSV(&series, r); err != nil {
 		return err
 	}
+	made, err := mkdirAll(dir)
+	if err != nil {
+		return fmt.Errorf("creating the result directory: %w (choose another with --out)", err)
+	}
+	var wrote []string
+	defer func() {
+		if err == nil {
+			return
+		}
+		for _, f := range wrote {
+			_ = os.Remove(f)
+		}
+		for _, d := range slices.Backward(made) {
+			_ = os.Remove(d) // only when empty
+		}
+	}()
 	for _, f := range []struct {
 		name string
 		data []byte
 	}{{ResultFile, doc}, {HlogFile, hlog.Bytes()}, {SeriesFile, series.Bytes()}} {
-		if err := atomicfile.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
+		path := filepath.Join(dir, f.name)
+		_, serr := os.Lstat(path)
+		if err := atomicfile.WriteFile(path, f.data, 0o644); err != nil {
 			return err
+		}
+		if errors.Is(serr, fs.ErrNotExist) { // a file replaced is not removed
+			wrote = append(wrote, path)
 		}
 	}
 	return syncDir(dir)
+}
+
+// mkdirAll makes dir and its missing parents, and returns the ones it
+// made, outermost first.
+func mkdirAll(dir string) ([]string, error) {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		missing = append(missing, d)
+	}
+	slices.Reverse(missing)
+	var made []string
+	for _, d := range missing {
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			for _, m := range slices.Backward(made) {
+				_ = os.Remove(m)
+			}
+			return nil, err
+		} else if err == nil {
+			made = append(made, d)
+		}
+	}
+	return made, nil
 }
 
 // syncDir makes the renames durable. Some filesystems cannot sync a
@@ -84,16 +133,15 @@ func syncDir(dir string) error {
 
 // Read loads a Result from path: a result.json file or a directory holding
 // one. It refuses documents of another kind or version, and unknown fields.
-func Read(path string) (*results.Result, error) {
+func Read(ctx context.Context, path string) (*results.Result, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, ResultFile)
 	}
-	f, err := os.Open(path)
+	b, err := readfile.Read(ctx, path, readfile.Result, "a result")
 	if err != nil {
-		return nil, fmt.Errorf("reading a result: %w (pass a result.json or the directory of a run)", err)
+		return nil, fmt.Errorf("%w (pass a result.json or the directory of a run)", err)
 	}
-	defer f.Close()
-	r, err := results.Decode(f)
+	r, err := results.Decode(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -209,8 +257,8 @@ func WriteSet(dir string, s *results.ResultSet) error {
 }
 
 // ReadSet reads the set document in dir.
-func ReadSet(dir string) (*results.ResultSet, error) {
-	return readDocument(filepath.Join(dir, SetFile), results.DecodeSet)
+func ReadSet(ctx context.Context, dir string) (*results.ResultSet, error) {
+	return readDocument(ctx, filepath.Join(dir, SetFile), "a set of samples", results.DecodeSet)
 }
 
 // WriteSweep saves s as dir/sweep.json, atomically.
@@ -221,16 +269,16 @@ func WriteSweep(dir string, s *results.Sweep) error {
 }
 
 // ReadSweep reads a sweep document: its directory or its sweep.json.
-func ReadSweep(path string) (*results.Sweep, error) {
+func ReadSweep(ctx context.Context, path string) (*results.Sweep, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, SweepFile)
 	}
-	return readDocument(path, results.DecodeSweep)
+	return readDocument(ctx, path, "a sweep", results.DecodeSweep)
 }
 
-// readDocument reads the document in path with decode.
-func readDocument[T any](path string, decode func([]byte) (*T, error)) (*T, error) {
-	b, err := os.ReadFile(path)
+// readDocument reads the document in path, of kind what, with decode.
+func readDocument[T any](ctx context.Context, path, what string, decode func([]byte) (*T, error)) (*T, error) {
+	b, err := readfile.Read(ctx, path, readfile.Document, what)
 	if err != nil {
 		return nil, err
 	}

@@ -3,10 +3,12 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,7 +56,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 			if err := Write(dir, r); err != nil {
 				t.Fatal(err)
 			}
-			got, err := Read(dir)
+			got, err := Read(t.Context(), dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,14 +165,14 @@ func TestReadRefuses(t *testing.T) {
 			if err := os.WriteFile(path, tc.doc, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := Read(path)
+			_, err := Read(t.Context(), path)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Read error = %v, want one saying %q", err, tc.want)
 			}
 		})
 	}
 	t.Run("missing file", func(t *testing.T) {
-		if _, err := Read(filepath.Join(t.TempDir(), "nope")); err == nil {
+		if _, err := Read(t.Context(), filepath.Join(t.TempDir(), "nope")); err == nil {
 			t.Fatal("Read of a missing file succeeded")
 		}
 	})
@@ -181,7 +183,7 @@ func TestReadRefuses(t *testing.T) {
 // percentiles are HdrHistogram's rounded rank and say so. Its lossless
 // histograms give the nearest-rank figures, which differ at p99.9.
 func TestReadOlderResult(t *testing.T) {
-	r, err := Read(filepath.Join("testdata", "v1alpha2-result.json"))
+	r, err := Read(t.Context(), filepath.Join("testdata", "v1alpha2-result.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +227,7 @@ func TestWriteReplacesAtomically(t *testing.T) {
 	if err := Write(dir, r); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Read(filepath.Join(dir, ResultFile))
+	got, err := Read(t.Context(), filepath.Join(dir, ResultFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,6 +240,40 @@ func TestWriteReplacesAtomically(t *testing.T) {
 			t.Errorf("temporary file %s left behind", e.Name())
 		}
 	}
+}
+
+// A write that fails part way leaves nothing of the result: not the files
+// written before the failure, not the directories it made. The failure is
+// a full disk where the test may mount a small tmpfs (as root), and a
+// name taken by a directory everywhere.
+func TestFailedWriteLeavesNothing(t *testing.T) {
+	r := resultstest.Simulated(t, false, resultstest.All, nil)
+	t.Run("name taken", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.Mkdir(filepath.Join(dir, HlogFile), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := Write(dir, r); err == nil {
+			t.Fatal("Write over a directory named latency.hlog succeeded")
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Errorf("left %v, want only the directory that was there", entries)
+		}
+	})
+	t.Run("disk full", func(t *testing.T) {
+		mnt := t.TempDir()
+		if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=8k"); err != nil {
+			t.Skipf("cannot mount a small tmpfs here (%v): the case above covers the clean-up", err)
+		}
+		t.Cleanup(func() { _ = syscall.Unmount(mnt, 0) })
+		err := Write(filepath.Join(mnt, "out", "sample-1"), r)
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("Write on a full disk: %v, want ENOSPC", err)
+		}
+		if entries, _ := os.ReadDir(mnt); len(entries) != 0 {
+			t.Errorf("a failed write left %s behind", entries[0].Name())
+		}
+	})
 }
 
 // A log reader places each interval at its own time, also when the run did
@@ -285,14 +321,14 @@ func TestSweepRoundTrip(t *testing.T) {
 	if err := WriteSweep(dir, sw); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadSweep(dir)
+	got, err := ReadSweep(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Kind != results.KindSweep || len(got.Series) != 2 || got.Series[0].Model == nil || got.Series[1].Stopped != sw.Series[1].Stopped {
 		t.Errorf("read back %+v", got)
 	}
-	if _, err := ReadSweep(filepath.Join(dir, "nope")); err == nil {
+	if _, err := ReadSweep(t.Context(), filepath.Join(dir, "nope")); err == nil {
 		t.Error("a missing sweep read without error")
 	}
 }

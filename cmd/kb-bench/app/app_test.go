@@ -177,6 +177,81 @@ spec:
 	}
 }
 
+// Every file kb-bench reads is read through internal/readfile: a device
+// (/dev/zero, which once read until the OOM killer), a FIFO with no
+// writer (which once blocked until a second Ctrl-C), a directory or a file
+// over its kind's bound is refused at once as bad input. The test's own
+// deadline is the only limit on how long each may take.
+func TestHostileInputFilesExitTwo(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifoResult := filepath.Join(t.TempDir(), store.ResultFile)
+	if err := syscall.Mkfifo(fifoResult, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.yaml")
+	if err := os.WriteFile(huge, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge, 2<<20); err != nil { // sparse: 2 MiB of zeros
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"baseline spec /dev/zero", []string{"run", "--baseline-spec", "/dev/zero"}, "/dev/zero is a device"},
+		{"profile /dev/zero", []string{"run", "-f", "/dev/zero"}, "/dev/zero is a device"},
+		{"profile fifo", []string{"run", "-f", fifo}, "is a named pipe (FIFO)"},
+		{"baseline spec fifo", []string{"run", "--baseline-spec", fifo}, "is a named pipe (FIFO)"},
+		{"profile directory", []string{"run", "-f", dir}, "is a directory"},
+		{"profile over its bound", []string{"run", "-f", huge}, "larger than 1 MiB, the most the profile can be"},
+		{"gate file fifo", []string{"run", "--gate", fifo}, "is a named pipe (FIFO)"},
+		{"gate thresholds /dev/zero", []string{"gate", "x", "--thresholds", "/dev/zero"}, "/dev/zero is a device"},
+		{"kubeconfig /dev/zero", []string{"run", "--kubeconfig", "/dev/zero"}, "/dev/zero is a device"},
+		{"kubeconfig fifo", []string{"run", "--kubeconfig", fifo}, "is a named pipe (FIFO)"},
+		{"compare a fifo", []string{"compare", fifo, fifo}, "is a named pipe (FIFO)"},
+		{"show a fifo result", []string{"show", fifoResult}, "is a named pipe (FIFO)"},
+		{"baseline a fifo result", []string{"run", "--baseline", fifoResult}, "is a named pipe (FIFO)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := run(t, map[string]string{"HOME": t.TempDir()}, c.args...)
+			if code != ExitInput || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "regular files") && !strings.Contains(stderr, "larger than") {
+				t.Fatalf("exit status %d, want %d and an error saying %q and what to do; stderr:\n%s", code, ExitInput, c.want, stderr)
+			}
+		})
+	}
+}
+
+// An A/B run whose sides run different control planes checks both sides'
+// binaries before its first sample: a candidate's bad --control-plane-bin
+// is refused before the baseline's control plane is even started (it was
+// refused only after a whole baseline sample).
+func TestABChecksBothSidesFirst(t *testing.T) {
+	good, ran := t.TempDir(), filepath.Join(t.TempDir(), "ran")
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		if err := os.WriteFile(filepath.Join(good, name), []byte("#!/bin/sh\ntouch "+ran+"\nexit 1\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad, out := t.TempDir(), filepath.Join(t.TempDir(), "ab")
+	code, _, stderr := run(t, map[string]string{"HOME": t.TempDir()}, "run", "--out", out, "--duration", "1s",
+		"--control-plane-bin", bad, "--baseline-with", "control-plane-bin="+good)
+	if code != ExitInput || !strings.Contains(stderr, "the candidate: --control-plane-bin "+bad) {
+		t.Fatalf("exit status %d, want %d naming the candidate's --control-plane-bin; stderr:\n%s", code, ExitInput, stderr)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("the baseline's control plane was started before the candidate's binaries were checked")
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s was left behind", out)
+	}
+}
+
 // A run that fails leaves no empty result directory behind.
 func TestFailedRunLeavesNoResultDir(t *testing.T) {
 	kubeconfig := writeFile(t, "kubeconfig", `apiVersion: v1

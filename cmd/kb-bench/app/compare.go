@@ -39,11 +39,11 @@ side or more).`,
   kb-bench compare ab/                                # an A/B run: its baseline and candidate
   kb-bench compare before/ after/ --format markdown >> "$GITHUB_STEP_SUMMARY"`,
 		Args: nArgs(func(n int) bool { return n >= 1 }, "%[1]s needs two results or more to compare, or an A/B run's directory (see '%[1]s --help')"),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cc *cobra.Command, args []string) error {
 			if !slices.Contains(text.CompareFormats, format) {
 				return spec.Input(fmt.Errorf("--format %q is not known: use %s", format, strings.Join(text.CompareFormats, ", ")))
 			}
-			c, err := bench.Compare(args, s.Err)
+			c, err := bench.Compare(cc.Context(), args, s.Err)
 			if err != nil {
 				return err
 			}

@@ -66,13 +66,13 @@ in every format): 0 all hold, 1 one fails, 2 bad input.`,
   kb-bench gate ab/ --thresholds gate.yaml --format markdown
   kb-bench gate --baseline stored-main/ candidate/   # against stored results`,
 		Args: nArgs(one, "%[1]s takes one A/B run's directory, or one candidate result with --baseline (see '%[1]s --help')"),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(c *cobra.Command, args []string) error {
 			// The verdict's exit status never depends on how it is written.
 			if !slices.Contains(text.GateFormats, format) {
 				return spec.Input(fmt.Errorf("--format %q is not known: use %s", format, strings.Join(text.GateFormats, ", ")))
 			}
 			r.Candidate, r.Notes = args[0], s.Err
-			verdicts, err := bench.Gate(r)
+			verdicts, err := bench.Gate(c.Context(), r)
 			if verdicts != nil {
 				if werr := text.WriteVerdicts(s.Out, verdicts, format); werr != nil {
 					return fmt.Errorf("writing the verdicts: %w", werr)

@@ -2,8 +2,9 @@ package app
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
@@ -106,9 +107,9 @@ configured, with the path of its kubeconfig.
 this shows the one cluster --name names ('get clusters' would list them in
 kind, 'get kubeconfig' print one: here, the kubeconfig's path is shown).`,
 		Args: noArgs,
-		RunE: func(*cobra.Command, []string) error {
-			st, err := cluster.ReadKindState(stateDir, o.Name, getenv)
-			if os.IsNotExist(err) {
+		RunE: func(c *cobra.Command, _ []string) error {
+			st, err := cluster.ReadKindState(c.Context(), stateDir, o.Name, getenv)
+			if errors.Is(err, fs.ErrNotExist) {
 				fmt.Fprintf(s.Out, "kb-bench made no kind cluster %s\n", o.Name)
 				return nil
 			}

@@ -28,7 +28,7 @@ it starts and lists every missing one.`,
   kb-bench rbac --namespace team-a --scenario quota --user alice --with-metrics`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := f.plan(cmd.Flags(), f.request(cmd.Flags()))
+			p, err := f.plan(cmd.Context(), cmd.Flags(), f.request(cmd.Flags()))
 			if err != nil {
 				return err
 			}

@@ -28,8 +28,8 @@ configuration) or a sweep's directory.`,
   kb-bench report before/ after/ -o compare.html
   kb-bench report kb-bench-results/my-sweep -o capacity.html`,
 		Args: nArgs(func(n int) bool { return n > 0 }, "%[1]s needs a result, set or sweep to show (see '%[1]s --help')"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			if err := bench.Report(args, out, version, s.Err, s.Out); err != nil {
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := bench.Report(c.Context(), args, out, version, s.Err, s.Out); err != nil {
 				return err
 			}
 			if out != "-" {

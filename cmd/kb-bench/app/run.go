@@ -116,8 +116,8 @@ func (f *runFlags) baselineRequest() (*bench.Baseline, error) {
 
 // plan resolves r, which the flags asked for, and checks the job flags
 // against it.
-func (f *runFlags) plan(fs *pflag.FlagSet, r bench.Request) (*bench.Plan, error) {
-	p, err := bench.Resolve(r)
+func (f *runFlags) plan(ctx context.Context, fs *pflag.FlagSet, r bench.Request) (*bench.Plan, error) {
+	p, err := bench.Resolve(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -135,12 +135,12 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	}
 	// The gate and its baseline are read before the run, not after it.
 	if f.gate != "" {
-		if o.Gate, err = bench.ReadGate(f.gate); err != nil {
+		if o.Gate, err = bench.ReadGate(ctx, f.gate); err != nil {
 			return err
 		}
 	}
 	if f.baseline != "" {
-		if o.Baseline, err = bench.ReadSide(f.baseline, s.Err); err != nil {
+		if o.Baseline, err = bench.ReadSide(ctx, f.baseline, s.Err); err != nil {
 			return err
 		}
 	}
@@ -148,7 +148,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, s Streams, versio
 	if r.Baseline, err = f.baselineRequest(); err != nil {
 		return err
 	}
-	p, err := f.plan(fs, r)
+	p, err := f.plan(ctx, fs, r)
 	if err != nil {
 		return err
 	}
@@ -183,11 +183,19 @@ func (f *runFlags) start(ctx context.Context, s Streams, version string, getenv 
 	}
 	o.Live = srv.Exporter
 	fmt.Fprintf(o.Log, "metrics: serving the run's live figures at %s\n", srv.URL)
+	if srv.Beyond {
+		fmt.Fprintf(o.Log, "metrics: WARNING: listening on %s, beyond loopback: other machines can read the run's figures (name 127.0.0.1:PORT, or :PORT, to keep them on this one)\n", srv.Listening)
+	}
 	defer func() {
-		if f.metricsWait > 0 {
+		if f.metricsWait > 0 && !srv.FinalScraped() {
 			fmt.Fprintf(o.Log, "metrics: waiting up to %s for a scrape of the final figures\n", f.metricsWait)
 		}
-		if !srv.Close(ctx, f.metricsWait) && f.metricsWait > 0 {
+		scraped, waited := srv.Close(ctx, f.metricsWait)
+		switch {
+		case scraped || f.metricsWait <= 0:
+		case waited < f.metricsWait && ctx.Err() != nil:
+			fmt.Fprintf(o.Log, "metrics: stopped waiting for a scrape of the final figures after %s: interrupted\n", waited.Round(time.Millisecond))
+		default:
 			fmt.Fprintf(o.Log, "metrics: no scrape of the final figures came within %s\n", f.metricsWait)
 		}
 	}()

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kb-bench/kb-bench/internal/readfile"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
 )
@@ -50,7 +51,7 @@ without --kubeconfig the shard uses the pod's service account.`,
 			switch o.kubeconfig {
 			case "-":
 				var b []byte
-				if b, err = io.ReadAll(s.In); err == nil {
+				if b, err = readfile.FromReader(cmd.Context(), s.In, readfile.Kubeconfig, "the kubeconfig"); err == nil {
 					cfg, err = clientcmd.RESTConfigFromKubeConfig(b)
 				}
 			case "":
@@ -59,7 +60,11 @@ without --kubeconfig the shard uses the pod's service account.`,
 				// shard's result.
 				cfg, err = rest.InClusterConfig()
 			default:
-				cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+				// client-go reads the file itself: readfile refuses a
+				// device, a FIFO or a huge file first.
+				if _, err = readfile.Read(cmd.Context(), o.kubeconfig, readfile.Kubeconfig, "the kubeconfig"); err == nil {
+					cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+				}
 			}
 			if err != nil {
 				return spec.Input(fmt.Errorf("reaching the target: %w (give --kubeconfig, or run in a pod)", err))

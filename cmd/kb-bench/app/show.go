@@ -27,8 +27,8 @@ prints the result documents (a sweep's document) instead.`,
   kb-bench show kb-bench-results/my-sweep
   kb-bench show kb-bench-results/20261123-101500-ab12cd --format json | jq .summary`,
 		Args: nArgs(one, "%[1]s takes one result, set, matrix run or sweep (see '%[1]s --help')"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			return bench.Show(s.Out, args[0], format)
+		RunE: func(c *cobra.Command, args []string) error {
+			return bench.Show(c.Context(), s.Out, args[0], format)
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "text or json (the result documents)")

@@ -56,7 +56,7 @@ meets a --stop-at condition, so a collapsed object does not run for hours.`,
 func (f *sweepFlags) sweep(ctx context.Context, fs *pflag.FlagSet, s Streams, version string, getenv func(string) string) error {
 	r := f.run.request(fs)
 	defaulted := bench.SweepDefault(&r)
-	p, err := f.run.plan(fs, r)
+	p, err := f.run.plan(ctx, fs, r)
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,11 @@ import (
 // fitted model and the summary in words under each.
 func WriteSweepTables(w io.Writer, s *results.Sweep, format string) error {
 	markdown := format == "markdown"
-	if s.Interrupted {
-		fmt.Fprintln(w, "INTERRUPTED: the sweep was stopped; the point under way is left out")
+	switch {
+	case s.TargetLost != "":
+		fmt.Fprintf(w, "TARGET LOST: %s; the sweep stopped there, and the point under way is listed apart, out of the fits\n\n", s.TargetLost)
+	case s.Interrupted:
+		fmt.Fprintln(w, "INTERRUPTED: the sweep was stopped; the point under way is listed apart, out of the fits")
 		fmt.Fprintln(w)
 	}
 	for i, ser := range s.Series {
@@ -34,6 +37,14 @@ func WriteSweepTables(w io.Writer, s *results.Sweep, format string) error {
 		}
 		for _, p := range ser.Points {
 			row := s.PointFigures(p)
+			if cost {
+				row = append(row, costCells(p.Cost)...)
+			}
+			rows = append(rows, row)
+		}
+		if p := ser.UnderWay; p != nil {
+			row := s.PointFigures(*p)
+			row[0] += " (under way, " + results.Plural(p.Samples, "sample") + ")"
 			if cost {
 				row = append(row, costCells(p.Cost)...)
 			}

@@ -334,15 +334,14 @@ func describeCost(r *results.Result) [][2]string {
 	add("kb-bench", c.Client, f.Client, false)
 	rows[0][0] = "cost"
 	if f.HasSplit && s.WriteAttempts > 0 {
+		// Only what was measured: the apiserver's request times have no
+		// response code, so the 409s' share of them is not known (split
+		// by count, it would only restate the conflict rate).
 		split := fmt.Sprintf("writes took %s of the apiserver's request time", results.Percent(f.WriteShare))
 		if s.Conflicts > 0 {
-			split = fmt.Sprintf("%s of write attempts lost (409): ~%s of the apiserver's write time went to writes that did not land",
-				results.Percent(s.ConflictRate), fmt.Sprintf("%.0f%%", 100*f.LostShare))
-			if f.ApiserverPerConflict > 0 {
-				split += fmt.Sprintf(", ~%s CPU per 409", results.FormatDuration(f.ApiserverPerConflict))
-			}
+			split += "; what the 409s took of it is not measured (the apiserver does not time requests by response code)"
 		}
-		rows = append(rows, [2]string{"", split + " (estimate: its request time per verb, split by response count)"})
+		rows = append(rows, [2]string{"", split})
 	}
 	return rows
 }
@@ -389,7 +388,8 @@ func describeTime(r *results.Result) [][2]string {
 }
 
 // describeVerbTime is one verb's "p50: client 7.4ms = apiserver ~5.9ms
-// (etcd update mean 2.1ms) + network/client ~1.5ms; p99: ...".
+// (etcd update mean 2.1ms) + network/client ~1.5ms; p99: ...", with "="
+// only between figures that add up.
 func describeVerbTime(r *results.Result, v results.VerbTime, hist string) string {
 	var client []int64
 	if hist != "" {
@@ -417,9 +417,17 @@ func describeVerbTime(r *results.Result, v results.VerbTime, hist string) string
 			continue
 		}
 		c := time.Duration(client[i]) * time.Microsecond
-		line := fmt.Sprintf("%s: client %s = apiserver %s", name, results.FormatDuration(c), server)
-		if ok && !above && c > est {
-			line += " + network/client ~" + results.FormatDuration(c-est)
+		// "=" only where the figures add up: the client's time is the
+		// apiserver's plus the rest. An estimate above the client's own
+		// time is the coarseness of its histogram bucket, said as such.
+		var line string
+		switch {
+		case ok && !above && c > est:
+			line = fmt.Sprintf("%s: client %s = apiserver %s + network/client ~%s", name, results.FormatDuration(c), server, results.FormatDuration(c-est))
+		case ok && !above && c < est:
+			line = fmt.Sprintf("%s: client %s, apiserver %s (above the client's: a coarse bucket)", name, results.FormatDuration(c), server)
+		default:
+			line = fmt.Sprintf("%s: client %s, apiserver %s", name, results.FormatDuration(c), server)
 		}
 		parts = append(parts, line)
 	}

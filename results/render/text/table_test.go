@@ -205,6 +205,9 @@ func TestFormatting(t *testing.T) {
 		{results.Plural(1, "writer"), "1 writer"},
 		{results.Plural(2, "check"), "2 checks"},
 		{results.FormatDuration(0), "0s"},
+		{results.FormatDuration(time.Microsecond), "1µs"}, // "< 1us" once showed as "< 0.00ms"
+		{results.FormatDuration(12345 * time.Nanosecond), "12.3µs"},
+		{results.FormatDuration(500 * time.Nanosecond), "500ns"},
 		{results.FormatDuration(1234 * time.Microsecond), "1.23ms"},
 		{results.FormatDuration(12345 * time.Microsecond), "12.3ms"},
 		{results.FormatDuration(123456 * time.Microsecond), "123ms"},
