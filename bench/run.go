@@ -331,7 +331,7 @@ func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connecti
 	if o.ClientLog != nil {
 		o.ClientLog() // what came before this run is not its own
 	}
-	runner, err := shardRunner(conn, sp, o)
+	runner, err := shardRunner(ctx, conn, sp, o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -382,7 +382,7 @@ func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connecti
 }
 
 // shardRunner is what starts sp's shards on conn (nil when it has none).
-func shardRunner(conn *cluster.Connection, sp spec.Spec, o Options) (distributed.ShardRunner, error) {
+func shardRunner(ctx context.Context, conn *cluster.Connection, sp spec.Spec, o Options) (distributed.ShardRunner, error) {
 	switch sp.Runner {
 	case spec.RunnerProcess:
 		exe, err := os.Executable()
@@ -391,7 +391,7 @@ func shardRunner(conn *cluster.Connection, sp spec.Spec, o Options) (distributed
 		}
 		return process.Runner{Executable: exe, Config: conn.Config}, nil
 	case spec.RunnerJob:
-		return o.Job.runner(conn.Config, o.Version)
+		return o.Job.runner(ctx, conn, sp.Target.KindCluster, o.Version, o.Log, o.Getenv)
 	}
 	return nil, nil
 }
