@@ -4,15 +4,22 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"runtime"
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/internal/ociimage"
 	"github.com/kb-bench/kb-bench/internal/readfile"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/distributed"
@@ -78,8 +85,12 @@ func (j JobOptions) resources() (corev1.ResourceRequirements, error) {
 	return corev1.ResourceRequirements{Requests: list, Limits: list.DeepCopy()}, nil
 }
 
-// runner is the Job runner on the cluster of target.
-func (j JobOptions) runner(ctx context.Context, target *rest.Config, version string) (distributed.ShardRunner, error) {
+// runner is the Job runner on conn's cluster. On a kind target whose
+// pods run there, with no --image, the pods run kb-bench's own image,
+// made from the running binary, which runner puts into the nodes first
+// (selfImage, cluster.KindLoadImage).
+func (j JobOptions) runner(ctx context.Context, conn *cluster.Connection, kindCluster, version string, log io.Writer, getenv func(string) string) (distributed.ShardRunner, error) {
+	target := conn.Config
 	kube, err := kubernetes.NewForConfig(target)
 	if err != nil {
 		return nil, err
@@ -88,7 +99,16 @@ func (j JobOptions) runner(ctx context.Context, target *rest.Config, version str
 	if err != nil {
 		return nil, err
 	}
-	r := job.Runner{Kube: kube, Image: cmp.Or(j.Image, "kb-bench/kb-bench:"+version), ImagePullPolicy: corev1.PullPolicy(j.PullPolicy), Resources: res,
+	image := j.Image
+	if image == "" {
+		image = defaultImage(version)
+		if conn.Target.Kind == spec.TargetKindCluster && j.RunnerKubeconfig == "" {
+			if err := loadSelf(ctx, kindCluster, image, log, getenv); err != nil {
+				return nil, err
+			}
+		}
+	}
+	r := job.Runner{Kube: kube, Image: image, ImagePullPolicy: corev1.PullPolicy(j.PullPolicy), Resources: res,
 		AntiAffinity: j.AntiAffinity, NodeSelector: j.NodeSelector}
 	if j.RunnerKubeconfig != "" {
 		if r.Remote, err = j.remote(ctx, target); err != nil {
@@ -96,6 +116,81 @@ func (j JobOptions) runner(ctx context.Context, target *rest.Config, version str
 		}
 	}
 	return r, nil
+}
+
+// defaultImage is the shard image of kb-bench version: kb-bench/kb-bench
+// tagged with the version, made a valid tag (a Go pseudo-version's "+dirty"
+// becomes "-dirty").
+func defaultImage(version string) string {
+	tag := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.', r == '-':
+			return r
+		}
+		return '-'
+	}, version)
+	tag = strings.TrimLeft(tag, ".-")
+	return "kb-bench/kb-bench:" + cmp.Or(tag[:min(len(tag), 128)], "dev")
+}
+
+// caBundle is the CA bundle kb-bench's image carries, as make image's.
+const caBundle = "/etc/ssl/certs/ca-certificates.crt"
+
+// loadSelf puts kb-bench's own image, tagged ref, into the nodes of kind
+// cluster name that lack it: the running executable, which must be a
+// static Linux build, on an empty base (what make image builds).
+func loadSelf(ctx context.Context, name, ref string, log io.Writer, getenv func(string) string) error {
+	img, err := selfImage(ref)
+	if err != nil {
+		return err
+	}
+	began := time.Now()
+	loaded, err := cluster.KindLoadImage(ctx, name, img, getenv)
+	if err != nil {
+		return fmt.Errorf("putting the shard image into the kind cluster's nodes: %w", err)
+	}
+	if len(loaded) == 0 {
+		fmt.Fprintf(log, "kind: the nodes already hold the shard image %s (%s)\n", ref, shortID(img.ID))
+		return nil
+	}
+	fmt.Fprintf(log, "kind: loaded the shard image %s (%s, this kb-bench) into %s in %s\n", ref, shortID(img.ID), strings.Join(loaded, ", "), time.Since(began).Round(100*time.Millisecond))
+	return nil
+}
+
+// selfImage is kb-bench's image made of the running executable, as
+// cluster.KindLoadImage takes it. The same binary always gives the same
+// image id.
+func selfImage(ref string) (cluster.KindImage, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return cluster.KindImage{}, fmt.Errorf("finding kb-bench's own executable for the shard image: %w", err)
+	}
+	return selfImageOf(exe, ref)
+}
+
+// selfImageOf is selfImage with exe as the running executable.
+func selfImageOf(exe, ref string) (cluster.KindImage, error) {
+	img, err := ociimage.Build(ociimage.Options{Binary: exe, CACerts: caBundle, Arch: runtime.GOARCH,
+		Labels: map[string]string{"org.opencontainers.image.title": "kb-bench"}})
+	if err != nil {
+		return cluster.KindImage{}, spec.Input(fmt.Errorf("--runner job on kind runs the shard pods from an image of this kb-bench, and it cannot be made: %w; "+
+			"or build the image yourself (make image), load it (kind load image-archive bin/kb-bench-image.tar --name CLUSTER) and pass --image", err))
+	}
+	id, err := img.ConfigName()
+	if err != nil {
+		return cluster.KindImage{}, fmt.Errorf("the shard image's id: %w", err)
+	}
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		return cluster.KindImage{}, fmt.Errorf("the shard image's name %q: %w", ref, err)
+	}
+	return cluster.KindImage{Ref: ref, ID: id.String(), Archive: func(w io.Writer) error { return tarball.Write(tag, img, w) }}, nil
+}
+
+// shortID is an image id as docker shows it: 12 hex digits.
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	return id[:min(len(id), 12)]
 }
 
 // remote is the runner cluster RunnerKubeconfig names, and how its pods

@@ -429,7 +429,7 @@ func shardRunner(ctx context.Context, conn *cluster.Connection, sp spec.Spec, o 
 		}
 		return process.Runner{Executable: exe, Config: conn.Config}, nil
 	case spec.RunnerJob:
-		return o.Job.runner(ctx, conn.Config, o.Version)
+		return o.Job.runner(ctx, conn, sp.Target.KindCluster, o.Version, o.Log, o.Getenv)
 	}
 	return nil, nil
 }

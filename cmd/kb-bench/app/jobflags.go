@@ -12,7 +12,7 @@ import (
 // registerJob adds the flags of --runner job (the shards' image and pods)
 // to fs.
 func registerJob(fs *pflag.FlagSet, j *bench.JobOptions) {
-	fs.StringVar(&j.Image, "image", "", "--runner job: the kb-bench image the shard pods run (default kb-bench/kb-bench:<version>, as 'make image' builds it)")
+	fs.StringVar(&j.Image, "image", "", "--runner job: the kb-bench image the shard pods run (default kb-bench/kb-bench:<version>, as 'make image' builds it; on --target kind kb-bench makes that image of its own binary, which must be a static build (CGO_ENABLED=0), and loads it into the nodes that lack it)")
 	fs.StringVar(&j.PullPolicy, "image-pull-policy", "", "--runner job: IfNotPresent (the default: runs an image loaded into the nodes), Always or Never")
 	fs.StringVar(&j.CPU, "shard-cpu", "", "--runner job: CPU each shard pod requests (and is limited to), e.g. 2 or 500m")
 	fs.StringVar(&j.Memory, "shard-memory", "", "--runner job: memory each shard pod requests (and is limited to), e.g. 1Gi")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -231,12 +232,13 @@ func (g *group) watch(poll time.Duration) {
 	defer close(g.finished)
 	t := time.NewTicker(poll)
 	defer t.Stop()
+	seen := map[string]string{}
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), poll+10*time.Second)
 		pods, err := g.kube.CoreV1().Pods(g.objs.Job.Namespace).List(ctx, g.shardPods())
 		cancel()
 		if err == nil {
-			status, failure := judgePods(g.objs.Job.Spec.Completions, pods.Items)
+			status, failure := judgePods(g.objs.Job.Spec.Completions, pods.Items, seen)
 			g.mu.Lock()
 			g.status = status
 			g.mu.Unlock()
@@ -257,14 +259,41 @@ func (g *group) watch(poll time.Duration) {
 // start without someone's help.
 var startFailures = []string{"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError"}
 
+// deletedHint ends the error of a shard whose pod was deleted.
+const deletedHint = ": its shard stopped with it (the pods of a run must stay until it ends: not deleted by hand, evicted, nor preempted)"
+
 // judgePods describes the shard pods and returns the first failure: a pod
-// that failed, cannot be scheduled or cannot start its container.
-func judgePods(completions *int32, pods []corev1.Pod) (string, error) {
+// that failed, cannot be scheduled or cannot start its container, or that
+// is being deleted or is gone (seen holds the pods of earlier looks, by
+// name, with their index: judgePods adds pods to it). The pods of a run
+// that ends well are neither: they complete, and are removed only once
+// the watch stopped.
+func judgePods(completions *int32, pods []corev1.Pod, seen map[string]string) (string, error) {
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
 	var parts []string
+	// A pod deleted is named only when no pod failed: the Job controller
+	// deletes the other pods of a Job that failed.
+	var deleted error
+	present := map[string]bool{}
+	for _, p := range pods {
+		present[p.Name] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(seen)) {
+		if !present[name] && deleted == nil {
+			deleted = fmt.Errorf("shard %s (pod %s) was deleted before the run ended%s", seen[name], name, deletedHint)
+		}
+	}
 	for _, p := range pods {
 		index := p.Annotations["batch.kubernetes.io/job-completion-index"]
+		seen[p.Name] = index
 		who := fmt.Sprintf("shard %s (pod %s)", index, p.Name)
+		if p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded {
+			// How its container ended (SIGTERM) follows from that.
+			if deleted == nil {
+				deleted = fmt.Errorf("%s was deleted before the run ended%s", who, deletedHint)
+			}
+			continue
+		}
 		state := string(p.Status.Phase)
 		if p.Spec.NodeName == "" {
 			state += ", no node assigned"
@@ -296,6 +325,9 @@ func judgePods(completions *int32, pods []corev1.Pod) (string, error) {
 			return "", fmt.Errorf("%s failed: %s %s", who, p.Status.Reason, p.Status.Message)
 		}
 		parts = append(parts, fmt.Sprintf("pod %s %s", p.Name, state))
+	}
+	if deleted != nil {
+		return "", deleted
 	}
 	if completions != nil && len(pods) < int(*completions) {
 		parts = append(parts, fmt.Sprintf("%d of %d shard pods created (is the Job controller, kube-controller-manager, running?)", len(pods), *completions))
