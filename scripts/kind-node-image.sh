@@ -347,7 +347,7 @@ for ((i = 0; ; i++)); do
   sleep 0.5
 done
 tar -C "${images}" -c . | docker exec -i "${build_container}" \
-  ctr -n k8s.io images import --all-platforms --no-unpack --compress-blobs --digests - >/dev/null
+  ctr -n k8s.io images import --all-platforms --no-unpack --compress-blobs - >/dev/null
 rm -rf "${images}"
 want=("registry.k8s.io/etcd:${etcd_tag}" "registry.k8s.io/kube-apiserver:${kube_version}" "registry.k8s.io/kube-controller-manager:${kube_version}"
   "registry.k8s.io/kube-scheduler:${kube_version}" "registry.k8s.io/kube-proxy:${kube_version}" "registry.k8s.io/coredns/coredns:${coredns_version}"

@@ -9,6 +9,8 @@
 # installed if missing) scrapes a run's live metrics endpoint. The shard Job's pods run in Docker
 # containers where a Docker daemon answers; without one that test skips,
 # unless KB_BENCH_REQUIRE_DOCKER is set (CI sets it), which makes it fail.
+# With Docker, the offline kind node image is built (cached) for the tests
+# that create real kind clusters.
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
