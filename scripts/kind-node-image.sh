@@ -93,7 +93,7 @@ if docker image inspect "${tag}" >/dev/null 2>&1; then
 fi
 
 [[ "$(id -u)" -eq 0 ]] || die "building the node image needs root (debootstrap, file ownership): run it as root, or sudo make kind-node-image"
-for t in debootstrap chroot tar sha256sum; do
+for t in debootstrap chroot tar gzip sha256sum; do
   command -v "${t}" >/dev/null || die "${t} is needed to build the node image: apt-get install ${t}"
 done
 
@@ -289,13 +289,18 @@ s=$(now)
 images=${work}/images
 mkdir -p "${images}"
 echo '[]' >"${images}/manifest.json"
+gzips=()
 # add_image LAYER_TAR ENTRYPOINT_JSON TAG...: adds an image to the archive.
 add_image() {
   local layer=$1 entrypoint=$2 diff config cfg_sha
   shift 2
   diff=$(sha256sum "${layer}" | cut -d' ' -f1)
   mkdir -p "${images}/${diff}"
-  mv "${layer}" "${images}/${diff}/layer.tar"
+  # Compressed in the background, several at once (containerd reads
+  # gzipped layers; the diff ID stays the digest of the tar).
+  (gzip -n -1 <"${layer}" >"${images}/${diff}/layer.tar" && rm -f "${layer}") &
+  gzips+=($!)
+  jobs_started+=($!)
   config=$(jq -cn --arg arch "${goarch}" --arg diff "sha256:${diff}" --argjson ep "${entrypoint}" '{
     architecture: $arch, os: "linux",
     config: {Env: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"], Entrypoint: $ep},
@@ -330,14 +335,15 @@ cp "${rootfs_tar}" "${work}/kube-proxy.tar"
 install -D -m 0755 "${kube_dir}/kube-proxy" "${work}/layer-kube-proxy/usr/local/bin/kube-proxy"
 tar -C "${work}/layer-kube-proxy" --mtime=@0 --owner=0 --group=0 --numeric-owner -rf "${work}/kube-proxy.tar" usr/local/bin/kube-proxy
 add_image "${work}/kube-proxy.tar" null "registry.k8s.io/kube-proxy:${kube_version}"
-say "component images in $(($(now) - s))s"
 
-# Stage 4: the node image. Import the filesystem, preload the component
-# images into its containerd (started by hand, as kind's build does), commit.
-s=$(now)
+# Stage 4: the node image. Import the filesystem (while the layers are
+# compressed), preload the component images into its containerd (started
+# by hand, as kind's build does), commit.
 tar -C "${node}" --numeric-owner -c . | docker import - "${import_tag}" >/dev/null
 rm -rf "${node}"
-say "imported the node filesystem in $(($(now) - s))s"
+for pid in "${gzips[@]}"; do wait "${pid}" || die "compressing a component image's layer failed"; done
+jobs_started=()
+say "component images and the node filesystem imported in $(($(now) - s))s"
 s=$(now)
 docker run -d --name "${build_container}" --stop-signal SIGRTMIN+3 --entrypoint sleep --security-opt seccomp=unconfined "${import_tag}" infinity >/dev/null
 docker exec "${build_container}" sh -c 'containerd >/var/log/kb-bench-build-containerd.log 2>&1 & echo $! >/run/kb-bench-build-containerd.pid'
@@ -347,7 +353,7 @@ for ((i = 0; ; i++)); do
   sleep 0.5
 done
 tar -C "${images}" -c . | docker exec -i "${build_container}" \
-  ctr -n k8s.io images import --all-platforms --no-unpack --compress-blobs - >/dev/null
+  ctr -n k8s.io images import --all-platforms --no-unpack - >/dev/null
 rm -rf "${images}"
 want=("registry.k8s.io/etcd:${etcd_tag}" "registry.k8s.io/kube-apiserver:${kube_version}" "registry.k8s.io/kube-controller-manager:${kube_version}"
   "registry.k8s.io/kube-scheduler:${kube_version}" "registry.k8s.io/kube-proxy:${kube_version}" "registry.k8s.io/coredns/coredns:${coredns_version}"
