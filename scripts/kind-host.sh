@@ -86,15 +86,16 @@ write_json() {
 # check starts a privileged container from a one-file busybox image and
 # execs into it: the two things kind needs.
 check() {
-  local busybox name="kb-bench-hostcheck-$$" dir
-  busybox=$(command -v busybox || true)
-  [[ -n "${busybox}" ]] && file -L "${busybox}" 2>/dev/null | grep -q 'statically linked' ||
-    die "the check needs a static busybox: apt-get install busybox-static"
+  local name="kb-bench-hostcheck-$$" dir
   if ! docker image inspect "${check_image}" >/dev/null 2>&1; then
+    if ! dpkg-query -W -f '${Status}' busybox-static 2>/dev/null | grep -q 'ok installed'; then
+      source "${here}/apt.sh"
+      apt_install kind-host busybox-static
+    fi
     dir=$(mktemp -d)
     trap 'rm -rf "'"${dir}"'"' EXIT
     mkdir "${dir}/bin"
-    cp "${busybox}" "${dir}/bin/busybox"
+    cp /bin/busybox "${dir}/bin/busybox"
     tar -C "${dir}" -c bin | docker import - "${check_image}" >/dev/null
     rm -rf "${dir}"
   fi
@@ -143,6 +144,9 @@ undo() {
     say "not set up by this script (no ${backup}); nothing to undo"
     return 0
   fi
+  local users
+  users=$(docker ps -q | xargs -r docker inspect -f '{{.HostConfig.Runtime}} {{.Name}}' | awk -v r="${runtime}" '$1 == r {print substr($2, 2)}')
+  [[ -z "${users}" ]] || die "running containers use the ${runtime} runtime and would lose docker exec: $(echo ${users}); delete them first (kind delete cluster), then undo"
   local orig
   orig=$(jq -r '."default-runtime" // "runc"' "${backup}" 2>/dev/null || echo runc)
   # Removing the key and reloading leaves the live default as it was: set
