@@ -93,11 +93,26 @@ if docker image inspect "${tag}" >/dev/null 2>&1; then
 fi
 
 [[ "$(id -u)" -eq 0 ]] || die "building the node image needs root (debootstrap, file ownership): run it as root, or sudo make kind-node-image"
-for t in debootstrap chroot tar gzip sha256sum; do
-  command -v "${t}" >/dev/null || die "${t} is needed to build the node image: apt-get install ${t}"
+if ! command -v debootstrap >/dev/null; then
+  source scripts/apt.sh
+  apt_install kind-node-image debootstrap
+fi
+for t in chroot tar gzip sha256sum; do
+  command -v "${t}" >/dev/null || die "${t} is needed to build the node image: install it (coreutils, tar, gzip)"
 done
 
+# One build at a time on a machine: a second waits, then finds the image.
 mkdir -p "${cache}/tmp"
+exec 9>"${cache}/.lock"
+if ! flock -n 9; then
+  say "another build of the node image is running here: waiting for it"
+  flock 9
+fi
+if docker image inspect "${tag}" >/dev/null 2>&1; then
+  say "${tag} was built meanwhile"
+  echo "${tag}"
+  exit 0
+fi
 work=$(mktemp -d "${cache}/tmp/build.XXXXXX")
 build_container=kb-bench-kind-node-build-$$
 import_tag=kb-bench/kind-node-build:${recipe}-$$
