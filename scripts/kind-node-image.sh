@@ -113,6 +113,15 @@ if docker image inspect "${tag}" >/dev/null 2>&1; then
   echo "${tag}"
   exit 0
 fi
+# What a build killed outright (kill -9) left behind: its work dir (no
+# build runs now) and its container and image (named after its pid).
+rm -rf "${cache}"/tmp/build.*
+for c in $(docker ps -a --filter name=kb-bench-kind-node-build- --format '{{.Names}}'); do
+  kill -0 "${c##*-}" 2>/dev/null || docker rm -f "${c}" >/dev/null
+done
+for i in $(docker images kb-bench/kind-node-build --format '{{.Repository}}:{{.Tag}}'); do
+  kill -0 "${i##*-}" 2>/dev/null || docker image rm "${i}" >/dev/null
+done
 work=$(mktemp -d "${cache}/tmp/build.XXXXXX")
 build_container=kb-bench-kind-node-build-$$
 import_tag=kb-bench/kind-node-build:${recipe}-$$
@@ -145,7 +154,11 @@ go_tool() {
   s=$(now)
   rm -rf "${dir}.tmp"
   mkdir -p "${dir}.tmp"
-  (cd "${work}" && GOBIN=${dir}.tmp CGO_ENABLED=0 GOWORK=off GOFLAGS='' nice go install -trimpath -ldflags='-s -w' "$@")
+  say "building $(basename "${dir}") (go install, once)"
+  if ! (cd "${work}" && GOBIN=${dir}.tmp CGO_ENABLED=0 GOWORK=off GOFLAGS='' nice go install -trimpath -ldflags='-s -w' "$@") >>"${work}/tools.log" 2>&1; then
+    cat "${work}/tools.log" >&2
+    exit 1
+  fi
   touch "${dir}.tmp/.done"
   rm -rf "${dir}"
   mv "${dir}.tmp" "${dir}"
@@ -177,10 +190,10 @@ rootfs() {
 
 # Stage 1, in parallel: the proxy tools and debootstrap in the background
 # (the one network-bound), the Kubernetes programs in the foreground.
-tools >"${work}/tools.log" 2>&1 &
+tools &
 jobs_started+=($!)
 tools_pid=$!
-rootfs 2>"${work}/rootfs.log" &
+rootfs &
 jobs_started+=($!)
 rootfs_pid=$!
 
@@ -205,10 +218,8 @@ if [[ ! -x "${pause_dir}/pause" ]]; then
   mv -f "${pause_dir}/pause.tmp" "${pause_dir}/pause"
 fi
 
-wait "${tools_pid}" || { cat "${work}/tools.log" >&2; die "building crictl, the CNI plugins or CoreDNS failed (log above)"; }
-grep -h '^kind-node-image:' "${work}/tools.log" >&2 || true
-wait "${rootfs_pid}" || { cat "${work}/rootfs.log" >&2; exit 2; }
-cat "${work}/rootfs.log" >&2
+wait "${tools_pid}" || die "building crictl, the CNI plugins or CoreDNS failed (log above)"
+wait "${rootfs_pid}" || exit 2
 jobs_started=()
 say "inputs ready after $(($(now) - start))s"
 
