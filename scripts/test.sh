@@ -9,6 +9,8 @@
 # installed if missing) scrapes a run's live metrics endpoint. The shard Job's pods run in Docker
 # containers where a Docker daemon answers; without one that test skips,
 # unless KB_BENCH_REQUIRE_DOCKER is set (CI sets it), which makes it fail.
+# With Docker, the offline kind node image is built (cached) for the tests
+# that create real kind clusters.
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -49,6 +51,25 @@ export KB_BENCH_REQUIRE_PROMETHEUS=1
 echo "== docker" >&2
 if ! docker version >/dev/null 2>&1; then
   echo "no Docker daemon answers: the shard Job's pods will not run in containers (workload/distributed/job/kubelettest skips${KB_BENCH_REQUIRE_DOCKER:+, and fails: KB_BENCH_REQUIRE_DOCKER is set})" >&2
+fi
+
+# The real-kind tests run on the offline node image, built from the pins
+# and cached (scripts/kind-node-image.sh; it prepares a host whose
+# capability bounding set needs it with scripts/kind-host.sh). They read
+# its reference from KB_BENCH_KIND_NODE_IMAGE and skip without it, unless
+# KB_BENCH_REQUIRE_DOCKER is set: then a failed build fails here.
+echo "== kind node image" >&2
+if docker version >/dev/null 2>&1; then
+  if kind_node_image="$(scripts/kind-node-image.sh | tail -1)" && [[ -n "${kind_node_image}" ]]; then
+    export KB_BENCH_KIND_NODE_IMAGE="${kind_node_image}"
+  elif [[ -n "${KB_BENCH_REQUIRE_DOCKER:-}" ]]; then
+    echo "building the kind node image failed (above), and KB_BENCH_REQUIRE_DOCKER is set" >&2
+    exit 1
+  else
+    echo "building the kind node image failed (above): the real-kind tests will skip" >&2
+  fi
+else
+  echo "no Docker daemon answers: no kind node image, the real-kind tests will skip${KB_BENCH_REQUIRE_DOCKER:+ (and fail: KB_BENCH_REQUIRE_DOCKER is set)}" >&2
 fi
 
 echo "== go test -race" >&2
