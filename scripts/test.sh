@@ -6,11 +6,11 @@
 # is built first if missing (KB_BENCH_REQUIRE_CONTROL_PLANE makes them fail
 # rather than skip without it), and the HTML report is loaded in headless
 # Chromium, installed if missing. A real Prometheus (Debian's package,
-# installed if missing) scrapes a run's live metrics endpoint. The shard Job's pods run in Docker
-# containers where a Docker daemon answers; without one that test skips,
-# unless KB_BENCH_REQUIRE_DOCKER is set (CI sets it), which makes it fail.
-# With Docker, the offline kind node image is built (cached) for the tests
-# that create real kind clusters.
+# installed if missing) scrapes a run's live metrics endpoint. With Docker,
+# the offline kind node image is built (cached) and the tests create real
+# kind clusters (the kind target, Job shards as real pods); without a
+# Docker daemon they skip, unless KB_BENCH_REQUIRE_DOCKER is set (CI sets
+# it), which makes them fail.
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -47,11 +47,6 @@ export KB_BENCH_ARTIFACTS="${KB_BENCH_ARTIFACTS:-${PWD}/artifacts}"
 echo "== prometheus" >&2
 scripts/prometheus.sh >/dev/null
 export KB_BENCH_REQUIRE_PROMETHEUS=1
-
-echo "== docker" >&2
-if ! docker version >/dev/null 2>&1; then
-  echo "no Docker daemon answers: the shard Job's pods will not run in containers (workload/distributed/job/kubelettest skips${KB_BENCH_REQUIRE_DOCKER:+, and fails: KB_BENCH_REQUIRE_DOCKER is set})" >&2
-fi
 
 # The real-kind tests run on the offline node image, built from the pins
 # and cached (scripts/kind-node-image.sh; it prepares a host whose
