@@ -1,7 +1,8 @@
 // Package analysis answers questions about results without touching a
 // cluster: it merges the shards of one run exactly (Merge) and cross-checks
 // the clients' requests with the apiserver's counts (NewServerCheck);
-// compares sides of samples with the Mann-Whitney U test (Compare); judges
+// compares sides of samples with the Mann-Whitney U test, or pair by pair
+// with the Wilcoxon signed-rank test when they ran interleaved (Compare); judges
 // thresholds (a Gate) for CI; fits the Universal Scalability Law and
 // answers the latency objective of a sweep (Analyze); and says where a
 // percentile rests on too few operations. It is one package because these
@@ -130,6 +131,9 @@ type Comparison struct {
 type ComparedSide struct {
 	Label   string `json:"label"`
 	Samples int    `json:"samples"`
+	// Test is set when the side's p-values are the signed-rank test's over
+	// its samples interleaved with the first side's (else Mann-Whitney U).
+	Test *Test `json:"test,omitempty"`
 }
 
 // ComparedRow is one figure across the sides.
@@ -149,7 +153,9 @@ type ComparedCell struct {
 	// Delta is the relative change of the median against the first side
 	// (0.1 is +10%); NaN (omitted) when the first side's median is 0.
 	Delta *float64 `json:"delta,omitempty"`
-	// P is the Mann-Whitney U test's p-value; Significant is P <= Alpha.
+	// P is the p-value of the side's test (ComparedSide.Test: Mann-Whitney
+	// U, or the signed-rank test over interleaved pairs); Significant is
+	// P <= Alpha.
 	P           *float64 `json:"p,omitempty"`
 	Significant bool     `json:"significant"`
 	// Better says the change goes the good way (only when Significant).
@@ -178,6 +184,16 @@ func Compare(sides []results.Side) (*Comparison, error) {
 	if len(c.Workloads) == 1 {
 		c.Workloads = nil
 	}
+	pairs, tests := make([]*Pairs, len(sides)), make([]Test, len(sides))
+	for i := 1; i < len(sides); i++ {
+		pairs[i] = InterleavedPairs(sides[0].Results, sides[i].Results)
+		t := chooseTest(pairs[i])
+		tests[i] = t
+		if t.Pairs > 0 {
+			c.Sides[i].Test = &t
+			c.Notes = append(c.Notes, fmt.Sprintf("%s ran interleaved with %s: its p-values are the %s's (each pair shared the machine's moment)", sides[i].Label, sides[0].Label, t))
+		}
+	}
 	for _, m := range figures {
 		if m.name == "" || m.missing != nil && slices.ContainsFunc(allResults(sides), func(r *results.Result) bool { return m.missing(r) != "" }) {
 			continue
@@ -193,7 +209,7 @@ func Compare(sides []results.Side) (*Comparison, error) {
 					d := cell.Median/b - 1
 					cell.Delta = &d
 				}
-				p := MannWhitney(base, values)
+				p := tests[i].pValue(pairs[i], base, values)
 				cell.P, cell.Significant = &p, p <= Alpha
 				cell.Better = cell.Significant && (cell.Median > b) == m.higherIsBetter
 			}
@@ -201,7 +217,7 @@ func Compare(sides []results.Side) (*Comparison, error) {
 		}
 		c.Rows = append(c.Rows, row)
 	}
-	c.Notes = percentileNotes(sides)
+	c.Notes = append(c.Notes, percentileNotes(sides)...)
 	return c, nil
 }
 

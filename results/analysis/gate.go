@@ -270,8 +270,11 @@ type Verdict struct {
 	Threshold
 	Baseline  *float64 `json:"baseline,omitempty"`
 	Candidate float64  `json:"candidate"`
-	// P is the Mann-Whitney p-value of a relative threshold's difference.
+	// P is the p-value of a relative threshold's difference, by Test.
 	P *float64 `json:"p,omitempty"`
+	// Test is set when P is the signed-rank test's over interleaved pairs
+	// (see chooseTest); else P is Mann-Whitney U's.
+	Test *Test `json:"test,omitempty"`
 	// Noise is the change a relative threshold's samples cannot tell from
 	// noise (in the metric's unit): a change within it does not fail.
 	Noise *float64 `json:"noise,omitempty"`
@@ -300,6 +303,7 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 		}
 	}
 	var out []Verdict
+	pairs := InterleavedPairs(baseline, candidate)
 	for i, r := range candidate {
 		if why := incomplete(r); why != "" {
 			out = append(out, Verdict{Threshold: Threshold{Text: "complete run", Metric: "complete", Op: "=="},
@@ -324,8 +328,11 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 		holds := fmt.Sprintf("%s %s %s", gm.unit.Format(v.Candidate), t.Op, gm.unit.Format(limit))
 		v.Why = holds + map[bool]string{true: " holds", false: " does not hold"}[v.Passed]
 		if t.Relative {
-			d := significant(base, cand)
+			d := significant(base, cand, pairs)
 			v.P, v.Untested, v.Noise = &d.p, !d.tested, &d.noise
+			if d.test.Pairs > 0 {
+				v.Test = &d.test
+			}
 			switch {
 			case v.Passed && d.tested:
 			case v.Passed:
@@ -334,12 +341,12 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 				v.Why = fmt.Sprintf("%s does not hold; NOT tested for significance, so the medians alone decide: %s", holds, tooFew(len(base), len(cand)))
 			case d.p > Alpha:
 				v.Passed = true
-				v.Why = fmt.Sprintf("%s does not hold, but the difference is not significant (p=%.3f, %d vs %d samples)", holds, d.p, len(base), len(cand))
+				v.Why = fmt.Sprintf("%s does not hold, but the difference is not significant (p=%.3f, %s)", holds, d.p, d.sampleWords(len(base), len(cand)))
 			case !d.fails:
 				v.Passed = true
-				v.Why = fmt.Sprintf("%s does not hold and p=%.3f, but the change is within the noise of the samples", holds, d.p)
+				v.Why = fmt.Sprintf("%s does not hold and p=%.3f%s, but the change is within the noise of the samples", holds, d.p, d.testWords())
 			default:
-				v.Why = fmt.Sprintf("%s does not hold, and the difference is significant (p=%.3f) and beyond the noise of the samples", holds, d.p)
+				v.Why = fmt.Sprintf("%s does not hold, and the difference is significant (p=%.3f%s) and beyond the noise of the samples", holds, d.p, d.testWords())
 			}
 			if d.tested {
 				v.Why += "; " + noiseWords(gm.unit, d, base, cand)
@@ -377,9 +384,10 @@ func missingIn(gm figure, relative bool, baseline, candidate []*results.Result) 
 type decision struct {
 	// fails: the threshold fails.
 	fails bool
-	// p is the Mann-Whitney p-value; tested is false when the samples are
-	// too few for any p to reach Alpha.
+	// p is test's p-value; tested is false when the samples are too few
+	// for any p to reach Alpha.
 	p      float64
+	test   Test
 	tested bool
 	// noise is how far apart the medians of two identical runs of these
 	// sizes typically fall, in the metric's unit (see medianNoise).
@@ -388,23 +396,62 @@ type decision struct {
 
 // significant is the one place that decides a relative threshold that does
 // not hold on the medians: it fails when the baseline's and the
-// candidate's samples differ significantly (Mann-Whitney U, p <= Alpha)
-// and their medians differ by more than the noise of the samples
-// (medianNoise), so that a shift the spread of the samples could make, on
-// a noisy machine, does not fail a gate by chance. When the samples are
-// too few for any difference to be significant (the smallest p their
-// sizes can give is above Alpha) the medians alone decide: the threshold
-// fails, untested.
-func significant(base, cand []float64) decision {
-	d := decision{p: MannWhitney(base, cand)}
+// candidate's samples differ significantly (p <= Alpha) and their medians
+// differ by more than the noise of the samples, so that a shift the
+// spread of the samples could make, on a noisy machine, does not fail a
+// gate by chance. Samples that ran as interleaved pairs (pairs, see
+// InterleavedPairs), enough of them, are tested pair by pair (the
+// signed-rank test, the noise from the spread of the pairs' differences:
+// a moment the machine slowed both of a pair down does not hide a
+// change); others as two samples (Mann-Whitney U, the noise from the
+// sides' spreads: medianNoise). When the samples are too few for any
+// difference to be significant (the smallest p their sizes can give is
+// above Alpha) the medians alone decide: the threshold fails, untested.
+func significant(base, cand []float64, pairs *Pairs) decision {
+	d := decision{test: chooseTest(pairs)}
+	d.p = d.test.pValue(pairs, base, cand)
 	if ok, _ := Testable(len(base), len(cand)); !ok {
 		d.fails = true
 		return d
 	}
 	d.tested = true
 	d.noise = medianNoise(base, cand)
+	if d.test.Pairs > 0 {
+		d.noise = pairedNoise(pairs, base, cand)
+	}
 	d.fails = d.p <= Alpha && math.Abs(median(cand)-median(base)) > d.noise
 	return d
+}
+
+// testWords names the test after a p-value when it is the signed-rank
+// test (", Wilcoxon signed-rank over 8 interleaved pairs"); a p-value a
+// verdict does not name the test of is Mann-Whitney U's.
+func (d decision) testWords() string {
+	if d.test.Pairs > 0 {
+		return ", " + d.test.String()
+	}
+	return ""
+}
+
+// sampleWords are the samples d judged: "5 vs 5 samples", "Wilcoxon
+// signed-rank over 8 interleaved pairs".
+func (d decision) sampleWords(nBase, nCand int) string {
+	if d.test.Pairs > 0 {
+		return d.test.String()
+	}
+	return fmt.Sprintf("%d vs %d samples", nBase, nCand)
+}
+
+// pairedNoise is the standard error of the median of the pairs'
+// differences (candidate less baseline), from their interquartile range
+// as medianNoise reads a side's: what the differences of identical pairs
+// typically come to.
+func pairedNoise(p *Pairs, base, cand []float64) float64 {
+	d := make([]float64, p.Len())
+	for i := range d {
+		d[i] = cand[p.Cand[i]] - base[p.Base[i]]
+	}
+	return 1.2533 * iqr(d) / 1.349 / math.Sqrt(float64(len(d)))
 }
 
 // medianNoise is the standard error of the difference of two samples'
@@ -440,7 +487,10 @@ func noiseWords(u Unit, d decision, base, cand []float64) string {
 		size = fmt.Sprintf("%.1f%%", 100*d.noise/math.Abs(mb))
 	}
 	side := fmt.Sprintf("%d samples a side", len(base))
-	if len(base) != len(cand) {
+	switch {
+	case d.test.Pairs > 0:
+		side = results.Plural(d.test.Pairs, "interleaved pair")
+	case len(base) != len(cand):
 		side = fmt.Sprintf("%d and %d samples", len(base), len(cand))
 	}
 	return fmt.Sprintf("with %s, changes under %s cannot be told from noise here", side, size)
