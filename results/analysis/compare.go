@@ -213,7 +213,7 @@ func Compare(sides []results.Side) (*Comparison, error) {
 		tests[i] = t
 		if t.Pairs > 0 {
 			c.Sides[i].Test = &t
-			c.Notes = append(c.Notes, fmt.Sprintf("%s ran interleaved with %s: its p-values are the %s's (each pair shared the machine's moment)", sides[i].Label, sides[0].Label, t))
+			c.Notes = append(c.Notes, fmt.Sprintf("%s ran interleaved with %s: its p-values are from the %s (each pair shared the machine's moment)", sides[i].Label, sides[0].Label, t))
 		}
 	}
 	for _, m := range figures {

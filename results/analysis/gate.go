@@ -424,7 +424,7 @@ func significant(base, cand []float64, pairs *Pairs) decision {
 }
 
 // testWords names the test after a p-value when it is the signed-rank
-// test (", Wilcoxon signed-rank over 8 interleaved pairs"); a p-value a
+// test (", Wilcoxon signed-rank test over 8 interleaved pairs"); a p-value a
 // verdict does not name the test of is Mann-Whitney U's.
 func (d decision) testWords() string {
 	if d.test.Pairs > 0 {
@@ -434,7 +434,7 @@ func (d decision) testWords() string {
 }
 
 // sampleWords are the samples d judged: "5 vs 5 samples", "Wilcoxon
-// signed-rank over 8 interleaved pairs".
+// signed-rank test over 8 interleaved pairs".
 func (d decision) sampleWords(nBase, nCand int) string {
 	if d.test.Pairs > 0 {
 		return d.test.String()

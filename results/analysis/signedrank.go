@@ -206,13 +206,13 @@ type Test struct {
 	Pairs int `json:"pairs,omitempty"`
 }
 
-// String names the test: "Wilcoxon signed-rank over 8 interleaved pairs"
-// or "Mann-Whitney U".
+// String names the test: "Wilcoxon signed-rank test over 8 interleaved
+// pairs" or "Mann-Whitney U test".
 func (t Test) String() string {
 	if t.Pairs > 0 {
-		return "Wilcoxon signed-rank over " + results.Plural(t.Pairs, "interleaved pair")
+		return "Wilcoxon signed-rank test over " + results.Plural(t.Pairs, "interleaved pair")
 	}
-	return "Mann-Whitney U"
+	return "Mann-Whitney U test"
 }
 
 // chooseTest is the test for two sides of samples: the signed-rank test

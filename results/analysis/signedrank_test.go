@@ -151,7 +151,7 @@ func TestJudgePairsInterleavedSamples(t *testing.T) {
 	}
 	v := vs[0]
 	if v.Passed || v.Test == nil || v.Test.Pairs != 8 || math.Abs(*v.P-2.0*2/256) > 1e-9 ||
-		!strings.Contains(v.Why, "significant (p=0.016, Wilcoxon signed-rank over 8 interleaved pairs)") {
+		!strings.Contains(v.Why, "significant (p=0.016, Wilcoxon signed-rank test over 8 interleaved pairs)") {
 		t.Errorf("interleaved: passed %v, test %+v, p %v: %s", v.Passed, v.Test, *v.P, v.Why)
 	}
 	stored := make([]*results.Result, len(cand))
@@ -189,7 +189,7 @@ func TestComparePairsInterleavedSamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Sides[1].Test == nil || c.Sides[1].Test.Pairs != 8 || !slices.ContainsFunc(c.Notes, func(n string) bool {
-		return strings.Contains(n, "pr ran interleaved with main: its p-values are the Wilcoxon signed-rank over 8 interleaved pairs")
+		return strings.Contains(n, "pr ran interleaved with main: its p-values are from the Wilcoxon signed-rank test over 8 interleaved pairs")
 	}) {
 		t.Errorf("sides %+v, notes %q", c.Sides, c.Notes)
 	}
