@@ -1,6 +1,7 @@
 package analysis_test
 
 import (
+	"bytes"
 	"math"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
+	"github.com/kb-bench/kb-bench/results/render/text"
 	"github.com/kb-bench/kb-bench/results/resultstest"
 )
 
@@ -195,5 +197,12 @@ func TestComparePairsInterleavedSamples(t *testing.T) {
 	}
 	if cell := c.Rows[0].Cells[1]; c.Rows[0].Metric != "ops/s" || !cell.Significant || math.Abs(*cell.P-2.0*2/256) > 1e-9 {
 		t.Errorf("ops/s: %+v", cell)
+	}
+	var out bytes.Buffer
+	if err := text.WriteComparison(&out, c, "text"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "changes against main by the Wilcoxon signed-rank test over interleaved pairs") {
+		t.Errorf("comparison:\n%s", out.String())
 	}
 }
