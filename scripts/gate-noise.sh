@@ -22,8 +22,9 @@
 #
 # Prints each rate with its 95% Wilson confidence interval. It runs on its
 # own local control plane ('kb-bench local up' in a state dir of its own),
-# stopped at the end. A benchmark, not a test: it takes about half a minute
-# a pair with the defaults.
+# stopped at the end. A benchmark, not a test: an A/B run of the defaults
+# (8 pairs of 2 s samples) takes about a minute on a quiet machine, two or
+# three on a loaded one.
 #
 #   AA=20 AB=20 COUNT=8 DURATION=2s WRITERS=4 REGRESSIONS="0.15 0.30" LOAD=intermittent PAIRS=5,6,8 scripts/gate-noise.sh
 #
