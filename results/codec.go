@@ -26,9 +26,13 @@ func Encode(r *Result) ([]byte, error) {
 // Decode reads it, with Summary.Percentiles PercentilesRoundedRank.
 const OlderAPIVersion = "kb-bench.io/v1alpha2"
 
+// PreIdleAPIVersion is the Result version before Cost.ApiserverIdle:
+// Decode reads it, as it is.
+const PreIdleAPIVersion = "kb-bench.io/v1alpha3"
+
 // Decode reads a Result document: apiVersion and kind first, then the body
 // strictly (unknown fields are errors), then its figures (Validate). It
-// reads APIVersion and OlderAPIVersion documents.
+// reads APIVersion, PreIdleAPIVersion and OlderAPIVersion documents.
 func Decode(rd io.Reader) (*Result, error) {
 	data, err := io.ReadAll(rd)
 	if err != nil {
@@ -44,17 +48,20 @@ func Decode(rd io.Reader) (*Result, error) {
 	if head.Kind != KindResult {
 		return nil, fmt.Errorf("kind is %q, not %q: this is not a kb-bench result document", head.Kind, KindResult)
 	}
-	if head.APIVersion != APIVersion && head.APIVersion != OlderAPIVersion {
+	if head.APIVersion != APIVersion && head.APIVersion != PreIdleAPIVersion && head.APIVersion != OlderAPIVersion {
 		if newer, _ := newerVersion(head.APIVersion); newer {
 			return nil, fmt.Errorf("apiVersion %s is newer than this kb-bench reads (%s): upgrade kb-bench to read it", head.APIVersion, APIVersion)
 		}
-		return nil, fmt.Errorf("apiVersion %q is not supported: this kb-bench reads %s and %s", head.APIVersion, APIVersion, OlderAPIVersion)
+		return nil, fmt.Errorf("apiVersion %q is not supported: this kb-bench reads %s, %s and %s", head.APIVersion, APIVersion, PreIdleAPIVersion, OlderAPIVersion)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var r Result
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("decoding the %s result: %w", head.APIVersion, err)
+	}
+	if head.APIVersion != APIVersion && r.Cost != nil && r.Cost.ApiserverIdle != nil {
+		return nil, fmt.Errorf("decoding the %s result: cost.apiserverIdle is not a %s field: remove it, or set apiVersion %s", head.APIVersion, head.APIVersion, APIVersion)
 	}
 	if head.APIVersion == OlderAPIVersion {
 		if r.Summary.Percentiles != "" {

@@ -29,7 +29,26 @@ type Cost struct {
 	// every request it served but long-running ones (WATCH, CONNECT): the
 	// run's, its own and anyone else's.
 	RequestSeconds float64 `json:"requestSeconds,omitempty"`
+	// ApiserverIdle is the apiserver's background CPU: what it used over
+	// an interval at the window's first edge while no request of the
+	// run's was in flight (its own loops, and anyone else's requests).
+	// nil when not measured (the apiserver not read, the run stopped, a
+	// result from before kb-bench.io/v1alpha4).
+	ApiserverIdle *IdleCPU `json:"apiserverIdle,omitempty"`
 }
+
+// IdleCPU is a process's CPU over an interval in which the run made no
+// request: between two scrapes of its /metrics, so one scrape's own cost
+// is in it, as one is in the window's.
+type IdleCPU struct {
+	// Seconds is the interval's length, CPUSeconds the CPU time the
+	// process used in it (clock ticks: 10 ms each edge).
+	Seconds    float64 `json:"seconds"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+}
+
+// Cores is the background CPU in cores (CPU seconds a second).
+func (i IdleCPU) Cores() float64 { return ratio(i.CPUSeconds, i.Seconds) }
 
 // ProcessCost is one process's cost over the window.
 type ProcessCost struct {
@@ -74,6 +93,12 @@ type CostFigures struct {
 	// Apiserver, Etcd and Client are each process's CPU per operation and
 	// per successful write, and its cores (CPU seconds per second).
 	Apiserver, Etcd, Client PerUnit
+	// ApiserverNet is the apiserver's CPU less its background (Cost.
+	// ApiserverIdle's cores over the window's seconds, never below 0): the
+	// CPU the run's requests cost it. Has only with the background
+	// measured; Background is that background in cores.
+	ApiserverNet PerUnit
+	Background   float64
 	// WriteShare is the share of the apiserver's request time spent on
 	// write verbs of the run's resources; 0 without request times. How
 	// much of it went to writes answered 409 is not measured: the
@@ -107,6 +132,12 @@ func (c *Cost) Figures(s Summary) CostFigures {
 			PerOp: seconds(ratio(p.CPUSeconds, float64(s.Ops))), PerWrite: seconds(ratio(p.CPUSeconds, float64(s.Writes)))}
 	}
 	f.Apiserver, f.Etcd, f.Client = per(c.Apiserver), per(c.Etcd), per(c.Client)
+	if c.ApiserverIdle != nil && c.Apiserver.Available {
+		f.Background = c.ApiserverIdle.Cores()
+		net := c.Apiserver
+		net.CPUSeconds = max(0, net.CPUSeconds-f.Background*s.Seconds)
+		f.ApiserverNet = per(net)
+	}
 	var write float64
 	for _, v := range c.Verbs {
 		if IsWriteVerb(v.Verb) {

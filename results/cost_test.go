@@ -33,6 +33,13 @@ func TestCostFigures(t *testing.T) {
 		{"write share of request time", round3(f.WriteShare), 0.6},
 		{"no cost", (*Cost)(nil).Figures(s).Apiserver.Has, false},
 		{"nothing to divide by", c.Figures(Summary{Seconds: 2}).Apiserver.PerWrite, time.Duration(0)},
+		{"no background measured: no net figure", f.ApiserverNet.Has, false},
+		// 0.1 cores of background over the 2 s window: 0.2 s of the 1 s.
+		{"background cores", round3(withIdle(c, 0.05, 0.5).Figures(s).Background), 0.1},
+		{"apiserver net per successful write", withIdle(c, 0.05, 0.5).Figures(s).ApiserverNet.PerWrite, 4 * time.Millisecond},
+		{"gross beside it unchanged", withIdle(c, 0.05, 0.5).Figures(s).Apiserver.PerWrite, 5 * time.Millisecond},
+		// A background above the window's CPU (the machine changed) nets 0.
+		{"net never below 0", withIdle(c, 1, 1).Figures(s).ApiserverNet, PerUnit{Has: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.got != tc.want {
@@ -43,6 +50,14 @@ func TestCostFigures(t *testing.T) {
 }
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+// withIdle is c with an apiserver background of cpu seconds over an idle
+// interval of seconds.
+func withIdle(c *Cost, cpu, seconds float64) *Cost {
+	d := *c
+	d.ApiserverIdle = &IdleCPU{Seconds: seconds, CPUSeconds: cpu}
+	return &d
+}
 
 func TestVerbTimeQuantile(t *testing.T) {
 	v := VerbTime{Requests: 100, Buckets: []metrics.BucketCount{{UpperBound: 0.005, Count: 40}, {UpperBound: 0.025, Count: 90}, {UpperBound: 0.05, Count: 95}}}

@@ -19,13 +19,17 @@ import (
 	"github.com/kb-bench/kb-bench/spec"
 )
 
-// Document identity. Bump APIVersion when a field changes meaning.
+// Document identity. Bump APIVersion when a field changes meaning, or is
+// added (an older kb-bench reads strictly: a new field would be an unknown
+// one to it, and the version tells it to upgrade).
 //
+// v1alpha4: Cost.ApiserverIdle, the apiserver's background CPU. Decode
+// still reads v1alpha3 Results (without it).
 // v1alpha3: percentiles are nearest rank (Summary.Percentiles says so).
 // Decode still reads v1alpha2 Results, whose percentiles are
 // PercentilesRoundedRank.
 const (
-	APIVersion = "kb-bench.io/v1alpha3"
+	APIVersion = "kb-bench.io/v1alpha4"
 	KindResult = "Result"
 )
 

@@ -99,6 +99,10 @@ func (r *Result) Validate() error {
 			errs = append(errs, checkCounts(p.Child(pc.name), map[string]int64{"memoryBefore": pc.MemoryBefore, "memoryAfter": pc.MemoryAfter}, false)...)
 		}
 		errs = append(errs, checkFloat(p.Child("requestSeconds"), c.RequestSeconds, 0, math.MaxFloat64)...)
+		if i := c.ApiserverIdle; i != nil {
+			errs = append(errs, checkFloat(p.Child("apiserverIdle", "seconds"), i.Seconds, 0, math.MaxFloat64)...)
+			errs = append(errs, checkFloat(p.Child("apiserverIdle", "cpuSeconds"), i.CPUSeconds, 0, math.MaxFloat64)...)
+		}
 		for i, v := range c.Verbs {
 			vp := p.Child("verbs").Index(i)
 			errs = append(errs, checkFloat(vp.Child("seconds"), v.Seconds, 0, math.MaxFloat64)...)

@@ -125,6 +125,13 @@ func TestCostIsTheProcessesCPUOverTheWindow(t *testing.T) {
 	within("apiserver, process_cpu_seconds_total", c.Apiserver.CPUSeconds, edges[1].prom, edges[2].prom)
 	within("etcd, /proc/PID/stat", c.Etcd.CPUSeconds, edges[1].etcdStat, edges[2].etcdStat)
 	within("etcd, process_cpu_seconds_total", c.Etcd.CPUSeconds, edges[1].etcdProm, edges[2].etcdProm)
+	// The background: the apiserver's CPU over the idle second inside the
+	// first edge, no more than the whole edge used, by /proc.
+	if i := c.ApiserverIdle; i == nil || i.Seconds < idleInterval.Seconds() || i.CPUSeconds > edges[1].stat.last-edges[1].stat.first+1/tick {
+		t.Errorf("apiserver background %+v: want one read over at least %s, within the %.3fs the first edge used", i, idleInterval, edges[1].stat.last-edges[1].stat.first)
+	} else {
+		t.Logf("apiserver background: %.3fs of CPU over %.3fs (%.3f cores)", i.CPUSeconds, i.Seconds, i.Cores())
+	}
 	// The split: the run's PUTs and GETs are in the apiserver's request time.
 	var put, get bool
 	for _, v := range c.Verbs {

@@ -79,8 +79,9 @@ type figures struct {
 //
 //	ready    the scenario's objects, the clients connected, the shards joined
 //	warm-up  a phase of its own: nothing in it is measured
-//	edge 1   new requests held, those in flight waited for, the clients'
-//	         counters read and the apiserver's /metrics scraped
+//	edge 1   new requests held, those in flight waited for, the
+//	         apiserver's /metrics scraped, an idle second (its background
+//	         CPU), then the clients' counters read and /metrics scraped
 //	window   the measured load, its per-second series, until its end,
 //	         its operations or Ctrl-C
 //	edge 2   as edge 1, so the server cross-check covers exactly the
@@ -140,7 +141,15 @@ type reading struct {
 	etcdErr error
 	self    metrics.ProcessSample
 	selfErr error
+	// idle, at the first edge, is the apiserver's process figures an idle
+	// interval before server was scraped (nil: not read).
+	idle *analysis.IdleEdge
 }
+
+// idleInterval is how long the first edge keeps the run's requests back
+// before its scrape, to read the apiserver's background CPU: long enough
+// for its 10 ms clock ticks to be a few percent of a core.
+const idleInterval = time.Second
 
 // edge holds the clients' new requests, waits for those in flight, and
 // reads the clients' counters, and, in a process that scrapes, the
@@ -154,12 +163,20 @@ func (e *engine) edge(ctx context.Context, n int) reading {
 		e.opts.OnEdge(n, false)
 		defer e.opts.OnEdge(n, true)
 	}
+	var idleFrom metrics.ServerSample
+	var idleAt time.Time
+	if e.scrapes && n == 1 {
+		idleFrom, idleAt = e.idleStart(ctx)
+	}
 	rd := e.readClients()
 	rd.self, rd.selfErr = metrics.ReadSelf()
 	if e.scrapes {
 		// Each scrape has its whole timeout: on a loaded machine a slow
 		// apiserver scrape must not leave etcd's none.
 		bounded(ctx, func(ctx context.Context) { rd.server, rd.servers, rd.dead, rd.err = e.scrape(ctx) })
+		if !idleAt.IsZero() && rd.err == nil {
+			rd.idle = &analysis.IdleEdge{Process: idleFrom.Process, Seconds: time.Since(idleAt).Seconds()}
+		}
 		if e.opts.EtcdMetrics != "" {
 			bounded(ctx, func(ctx context.Context) {
 				rd.etcd, rd.etcdErr = apiserver.ScrapeProcess(ctx, http.DefaultClient, e.opts.EtcdMetrics)
@@ -167,6 +184,28 @@ func (e *engine) edge(ctx context.Context, n int) reading {
 		}
 	}
 	return rd
+}
+
+// idleStart scrapes the apiserver and waits idleInterval with the run's
+// requests held: the start of the interval that measures its background
+// CPU, and the time the scrape returned (zero when it failed or ctx ended
+// the wait).
+func (e *engine) idleStart(ctx context.Context) (metrics.ServerSample, time.Time) {
+	var s metrics.ServerSample
+	var err error
+	bounded(ctx, func(ctx context.Context) { s, _, _, err = e.scrape(ctx) })
+	if err != nil || !s.Process.Has {
+		return s, time.Time{}
+	}
+	at := time.Now()
+	wait := time.NewTimer(idleInterval)
+	defer wait.Stop()
+	select {
+	case <-wait.C:
+		return s, at
+	case <-ctx.Done():
+		return s, time.Time{}
+	}
 }
 
 // bounded runs read with scrapeTimeout from now, whether or not ctx has
@@ -289,7 +328,7 @@ func (e *engine) finish(ctx context.Context, w window) (scenario.Report, error) 
 // cost is what the window cost the apiserver, etcd and this process.
 func (e *engine) cost(w window, f figures) *results.Cost {
 	edge := func(rd *reading) analysis.CostEdge {
-		ce := analysis.CostEdge{Server: rd.server, ServerErr: rd.err, Etcd: rd.etcd, EtcdErr: rd.etcdErr, Client: rd.self, ClientErr: rd.selfErr}
+		ce := analysis.CostEdge{Server: rd.server, ServerErr: rd.err, Etcd: rd.etcd, EtcdErr: rd.etcdErr, Client: rd.self, ClientErr: rd.selfErr, Idle: rd.idle}
 		if e.opts.EtcdMetrics == "" {
 			ce.EtcdErr = errors.New("not readable: kb-bench reads etcd's /metrics only on its own local control plane")
 		}

@@ -1,7 +1,8 @@
 // Package analysis answers questions about results without touching a
 // cluster: it merges the shards of one run exactly (Merge) and cross-checks
 // the clients' requests with the apiserver's counts (NewServerCheck);
-// compares sides of samples with the Mann-Whitney U test (Compare); judges
+// compares sides of samples with the Mann-Whitney U test, or pair by pair
+// with the Wilcoxon signed-rank test when they ran interleaved (Compare); judges
 // thresholds (a Gate) for CI; fits the Universal Scalability Law and
 // answers the latency objective of a sweep (Analyze); and says where a
 // percentile rests on too few operations. It is one package because these
@@ -81,6 +82,10 @@ var figures = []figure{
 	// CPU time per successful write (a duration: "2ms").
 	cpuPerWrite("apiserver CPU/write", "apiserverCPUPerWrite", "apiserver", func(f results.CostFigures) results.PerUnit { return f.Apiserver }, func(c *results.Cost) results.ProcessCost { return c.Apiserver }),
 	cpuPerWrite("etcd CPU/write", "etcdCPUPerWrite", "etcd", func(f results.CostFigures) results.PerUnit { return f.Etcd }, func(c *results.Cost) results.ProcessCost { return c.Etcd }),
+	// The apiserver's CPU per successful write less its background CPU
+	// over the window: on a slow or loaded machine, where few writes
+	// share the background, the figure that stays the requests' own.
+	netCPUPerWrite(),
 }
 
 // MetricNames are the names a threshold may give its metric, in the
@@ -115,6 +120,24 @@ func cpuPerWrite(name, metric, what string, per func(results.CostFigures) result
 				return "made no successful write"
 			case !process(r.Cost).Available:
 				return "has no " + what + " CPU: " + process(r.Cost).Reason
+			}
+			return ""
+		}, false}
+}
+
+// netCPUPerWrite is the apiserver's net CPU per successful write
+// (CostFigures.ApiserverNet), which a result without its background CPU
+// measured does not hold.
+func netCPUPerWrite() figure {
+	gross := cpuPerWrite("", "", "apiserver", nil, func(c *results.Cost) results.ProcessCost { return c.Apiserver })
+	return figure{"apiserver net CPU/write", "apiserverNetCPUPerWrite", UnitDuration, false, "",
+		func(r *results.Result) float64 { return float64(r.Cost.Figures(r.Summary).ApiserverNet.PerWrite) },
+		func(r *results.Result) string {
+			if why := gross.missing(r); why != "" {
+				return why
+			}
+			if r.Cost.ApiserverIdle == nil {
+				return "has no background CPU of the apiserver (a result from before kb-bench.io/v1alpha4 measured it, or a run stopped before its window)"
 			}
 			return ""
 		}, false}
@@ -162,6 +185,9 @@ type Comparison struct {
 type ComparedSide struct {
 	Label   string `json:"label"`
 	Samples int    `json:"samples"`
+	// Test is set when the side's p-values are the signed-rank test's over
+	// its samples interleaved with the first side's (else Mann-Whitney U).
+	Test *Test `json:"test,omitempty"`
 }
 
 // ComparedRow is one figure across the sides.
@@ -181,7 +207,9 @@ type ComparedCell struct {
 	// Delta is the relative change of the median against the first side
 	// (0.1 is +10%); NaN (omitted) when the first side's median is 0.
 	Delta *float64 `json:"delta,omitempty"`
-	// P is the Mann-Whitney U test's p-value; Significant is P <= Alpha.
+	// P is the p-value of the side's test (ComparedSide.Test: Mann-Whitney
+	// U, or the signed-rank test over interleaved pairs); Significant is
+	// P <= Alpha.
 	P           *float64 `json:"p,omitempty"`
 	Significant bool     `json:"significant"`
 	// Better says the change goes the good way (only when Significant).
@@ -221,10 +249,17 @@ func Compare(sides []results.Side) (*Comparison, error) {
 	if len(c.Workloads) == 1 {
 		c.Workloads = nil
 	}
-	var copied []string
+	pairs, tests := make([]*Pairs, len(sides)), make([]Test, len(sides))
 	for i := 1; i < len(sides); i++ {
 		if err := sameRun(sides[0].Label, sides[0].Results, sides[i].Label, sides[i].Results); err != nil {
-			copied = append(copied, err.Error())
+			c.Notes = append(c.Notes, err.Error())
+		}
+		pairs[i] = InterleavedPairs(sides[0].Results, sides[i].Results)
+		t := chooseTest(pairs[i])
+		tests[i] = t
+		if t.Pairs > 0 {
+			c.Sides[i].Test = &t
+			c.Notes = append(c.Notes, fmt.Sprintf("%s ran interleaved with %s: its p-values are from the %s (each pair shared the machine's moment)", sides[i].Label, sides[0].Label, t))
 		}
 	}
 	for _, m := range figures {
@@ -254,7 +289,7 @@ func Compare(sides []results.Side) (*Comparison, error) {
 					d := cell.Median/b - 1
 					cell.Delta = &d
 				}
-				p := MannWhitney(base, values)
+				p := tests[i].pValue(pairs[i], base, values)
 				cell.P, cell.Significant = &p, p <= Alpha
 				cell.Better = cell.Significant && (cell.Median > b) == m.higherIsBetter
 			}
@@ -262,7 +297,7 @@ func Compare(sides []results.Side) (*Comparison, error) {
 		}
 		c.Rows = append(c.Rows, row)
 	}
-	c.Notes = append(copied, percentileNotes(sides)...)
+	c.Notes = append(c.Notes, percentileNotes(sides)...)
 	return c, nil
 }
 

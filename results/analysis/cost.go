@@ -19,11 +19,24 @@ type CostEdge struct {
 	EtcdErr   error
 	Client    metrics.ProcessSample
 	ClientErr error
+	// Idle, at the first edge, is the apiserver's process figures read an
+	// idle interval before Server, with no request of the run's in flight
+	// between them: its background CPU (nil: not read).
+	Idle *IdleEdge
+}
+
+// IdleEdge is the apiserver's process figures at the start of an idle
+// interval and the interval's length, to the edge's own scrape.
+type IdleEdge struct {
+	Process metrics.ProcessSample
+	Seconds float64
 }
 
 // NewCost is the window's cost from its two edges: each process's CPU
-// time between them and memory at them, and the apiserver's request time
-// per verb on the endpoints the clients used (client: their requests).
+// time between them and memory at them, the apiserver's background CPU
+// over the idle interval before the first (CostEdge.Idle), and the
+// apiserver's request time per verb on the endpoints the clients used
+// (client: their requests).
 func NewCost(before, after CostEdge, client map[metrics.RequestKey]int64) *results.Cost {
 	c := &results.Cost{}
 	serverErr := cmp.Or(before.ServerErr, after.ServerErr)
@@ -31,6 +44,10 @@ func NewCost(before, after CostEdge, client map[metrics.RequestKey]int64) *resul
 	c.Etcd = processCost(before.Etcd, after.Etcd, cmp.Or(before.EtcdErr, after.EtcdErr), "etcd's /metrics has no process_cpu_seconds_total")
 	c.Client = processCost(before.Client, after.Client, cmp.Or(before.ClientErr, after.ClientErr), "not read")
 	c.Client.MemoryBefore, c.Client.MemoryAfter = 0, 0
+	if i := before.Idle; i != nil && c.Apiserver.Available && i.Process.Has && i.Seconds > 0 &&
+		before.Server.Process.CPUSeconds >= i.Process.CPUSeconds {
+		c.ApiserverIdle = &results.IdleCPU{Seconds: i.Seconds, CPUSeconds: before.Server.Process.CPUSeconds - i.Process.CPUSeconds}
+	}
 	if serverErr != nil {
 		return c
 	}

@@ -339,8 +339,11 @@ type Verdict struct {
 	// absolute threshold.
 	Baseline  *float64 `json:"baseline,omitempty"`
 	Candidate *float64 `json:"candidate,omitempty"`
-	// P is the Mann-Whitney p-value of a relative threshold's difference.
+	// P is the p-value of a relative threshold's difference, by Test.
 	P *float64 `json:"p,omitempty"`
+	// Test is set when P is the signed-rank test's over interleaved pairs
+	// (see chooseTest); else P is Mann-Whitney U's.
+	Test *Test `json:"test,omitempty"`
 	// Noise is the change a relative threshold's samples cannot tell from
 	// noise (in the metric's unit): a change within it is not significant.
 	Noise *float64 `json:"noise,omitempty"`
@@ -384,6 +387,9 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 	var out []Verdict
 	cand, candLeft := completeOnly(candidate)
 	base, baseLeft := completeOnly(baseline)
+	// Interleaved pairs of complete samples only: a pair that lost a
+	// sample is no pair (see InterleavedPairs).
+	pairs := InterleavedPairs(base, cand)
 	for _, l := range candLeft {
 		out = append(out, Verdict{Threshold: Threshold{Text: "complete run", Metric: "complete", Op: "=="}, Side: "candidate",
 			Why: fmt.Sprintf("candidate %s: its figures are not the run's, and are left out of the medians", l)})
@@ -422,8 +428,11 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 		v.Passed = held
 		v.Why = holds + map[bool]string{true: " holds", false: " does not hold"}[held]
 		if t.Relative {
-			d := significant(bv, cv)
+			d := significant(bv, cv, pairs)
 			v.P, v.Untested, v.Noise = &d.p, !d.tested, &d.noise
+			if d.test.Pairs > 0 {
+				v.Test = &d.test
+			}
 			if v.Shape == ShapeChange {
 				v.Passed, v.Why = judgeChange(held, holds, d, len(bv), len(cv))
 			} else {
@@ -454,11 +463,11 @@ func judgeGuard(held bool, holds string, d decision, nb, nc int) (bool, string) 
 	case !d.tested:
 		return false, fmt.Sprintf("%s does not hold; NOT tested for significance, so the medians alone decide: %s", holds, tooFew(nb, nc))
 	case d.p > Alpha:
-		return true, fmt.Sprintf("%s does not hold, but the difference is not significant (p=%.3f, %d vs %d samples)", holds, d.p, nb, nc)
+		return true, fmt.Sprintf("%s does not hold, but the difference is not significant (p=%.3f, %s)", holds, d.p, d.sampleWords(nb, nc))
 	case !d.fails:
-		return true, fmt.Sprintf("%s does not hold and p=%.3f, but the change is within the noise of the samples", holds, d.p)
+		return true, fmt.Sprintf("%s does not hold and p=%.3f%s, but the change is within the noise of the samples", holds, d.p, d.testWords())
 	}
-	return false, fmt.Sprintf("%s does not hold, and the difference is significant (p=%.3f) and beyond the noise of the samples", holds, d.p)
+	return false, fmt.Sprintf("%s does not hold, and the difference is significant (p=%.3f%s) and beyond the noise of the samples", holds, d.p, d.testWords())
 }
 
 // judgeChange decides a threshold that asks for a change (ShapeChange):
@@ -471,11 +480,11 @@ func judgeChange(held bool, holds string, d decision, nb, nc int) (bool, string)
 	case !d.tested:
 		return false, fmt.Sprintf("%s holds on the medians, but NOT tested for significance, so the change is not shown: %s", holds, tooFew(nb, nc))
 	case d.p > Alpha:
-		return false, fmt.Sprintf("%s holds on the medians, but the difference is not significant (p=%.3f, %d vs %d samples): an A/A pair does as much by chance", holds, d.p, nb, nc)
+		return false, fmt.Sprintf("%s holds on the medians, but the difference is not significant (p=%.3f, %s): an A/A pair does as much by chance", holds, d.p, d.sampleWords(nb, nc))
 	case !d.fails:
-		return false, fmt.Sprintf("%s holds on the medians and p=%.3f, but the change is within the noise of the samples", holds, d.p)
+		return false, fmt.Sprintf("%s holds on the medians and p=%.3f%s, but the change is within the noise of the samples", holds, d.p, d.testWords())
 	}
-	return true, fmt.Sprintf("%s holds, and the difference is significant (p=%.3f) and beyond the noise of the samples", holds, d.p)
+	return true, fmt.Sprintf("%s holds, and the difference is significant (p=%.3f%s) and beyond the noise of the samples", holds, d.p, d.testWords())
 }
 
 func ptr(v float64) *float64 { return &v }
@@ -538,9 +547,10 @@ func missingIn(gm figure, relative bool, base, cand, baseline, candidate []*resu
 type decision struct {
 	// fails: the threshold fails.
 	fails bool
-	// p is the Mann-Whitney p-value; tested is false when the samples are
-	// too few for any p to reach Alpha.
+	// p is test's p-value; tested is false when the samples are too few
+	// for any p to reach Alpha.
 	p      float64
+	test   Test
 	tested bool
 	// noise is how far apart the medians of two identical runs of these
 	// sizes typically fall, in the metric's unit (see medianNoise).
@@ -549,23 +559,62 @@ type decision struct {
 
 // significant is the one place that decides a relative threshold that does
 // not hold on the medians: it fails when the baseline's and the
-// candidate's samples differ significantly (Mann-Whitney U, p <= Alpha)
-// and their medians differ by more than the noise of the samples
-// (medianNoise), so that a shift the spread of the samples could make, on
-// a noisy machine, does not fail a gate by chance. When the samples are
-// too few for any difference to be significant (the smallest p their
-// sizes can give is above Alpha) the medians alone decide: the threshold
-// fails, untested.
-func significant(base, cand []float64) decision {
-	d := decision{p: MannWhitney(base, cand)}
+// candidate's samples differ significantly (p <= Alpha) and their medians
+// differ by more than the noise of the samples, so that a shift the
+// spread of the samples could make, on a noisy machine, does not fail a
+// gate by chance. Samples that ran as interleaved pairs (pairs, see
+// InterleavedPairs), enough of them, are tested pair by pair (the
+// signed-rank test, the noise from the spread of the pairs' differences:
+// a moment the machine slowed both of a pair down does not hide a
+// change); others as two samples (Mann-Whitney U, the noise from the
+// sides' spreads: medianNoise). When the samples are too few for any
+// difference to be significant (the smallest p their sizes can give is
+// above Alpha) the medians alone decide: the threshold fails, untested.
+func significant(base, cand []float64, pairs *Pairs) decision {
+	d := decision{test: chooseTest(pairs)}
+	d.p = d.test.pValue(pairs, base, cand)
 	if ok, _ := Testable(len(base), len(cand)); !ok {
 		d.fails = true
 		return d
 	}
 	d.tested = true
 	d.noise = medianNoise(base, cand)
+	if d.test.Pairs > 0 {
+		d.noise = pairedNoise(pairs, base, cand)
+	}
 	d.fails = d.p <= Alpha && math.Abs(median(cand)-median(base)) > d.noise
 	return d
+}
+
+// testWords names the test after a p-value when it is the signed-rank
+// test (", Wilcoxon signed-rank test over 8 interleaved pairs"); a p-value a
+// verdict does not name the test of is Mann-Whitney U's.
+func (d decision) testWords() string {
+	if d.test.Pairs > 0 {
+		return ", " + d.test.String()
+	}
+	return ""
+}
+
+// sampleWords are the samples d judged: "5 vs 5 samples", "Wilcoxon
+// signed-rank test over 8 interleaved pairs".
+func (d decision) sampleWords(nBase, nCand int) string {
+	if d.test.Pairs > 0 {
+		return d.test.String()
+	}
+	return fmt.Sprintf("%d vs %d samples", nBase, nCand)
+}
+
+// pairedNoise is the standard error of the median of the pairs'
+// differences (candidate less baseline), from their interquartile range
+// as medianNoise reads a side's: what the differences of identical pairs
+// typically come to.
+func pairedNoise(p *Pairs, base, cand []float64) float64 {
+	d := make([]float64, p.Len())
+	for i := range d {
+		d[i] = cand[p.Cand[i]] - base[p.Base[i]]
+	}
+	return 1.2533 * iqr(d) / 1.349 / math.Sqrt(float64(len(d)))
 }
 
 // medianNoise is the standard error of the difference of two samples'
@@ -597,7 +646,10 @@ func iqr(v []float64) float64 {
 // side, changes under 6.1% cannot be told from noise here".
 func noiseWords(u Unit, d decision, base, cand []float64) string {
 	side := fmt.Sprintf("%d samples a side", len(base))
-	if len(base) != len(cand) {
+	switch {
+	case d.test.Pairs > 0:
+		side = results.Plural(d.test.Pairs, "interleaved pair")
+	case len(base) != len(cand):
 		side = fmt.Sprintf("%d and %d samples", len(base), len(cand))
 	}
 	if d.noise == 0 { // "changes under 0" says nothing

@@ -151,14 +151,14 @@ func TestReadRefuses(t *testing.T) {
 		doc  []byte
 		want string
 	}{
-		{"newer version", swap(`"apiVersion": "kb-bench.io/v1alpha3"`, `"apiVersion": "kb-bench.io/v1beta1"`), "upgrade kb-bench"},
-		{"newer major", swap(`"apiVersion": "kb-bench.io/v1alpha3"`, `"apiVersion": "kb-bench.io/v2"`), "upgrade kb-bench"},
-		{"older version", swap(`"apiVersion": "kb-bench.io/v1alpha3"`, `"apiVersion": "kb-bench.io/v1alpha1"`), "not supported"},
-		{"percentiles field in a v1alpha2 result", swap(`"apiVersion": "kb-bench.io/v1alpha3"`, `"apiVersion": "kb-bench.io/v1alpha2"`), "summary.percentiles is not a kb-bench.io/v1alpha2 field"},
-		{"foreign group", swap(`"apiVersion": "kb-bench.io/v1alpha3"`, `"apiVersion": "apps/v1"`), "not supported"},
+		{"newer version", swap(`"apiVersion": "kb-bench.io/v1alpha4"`, `"apiVersion": "kb-bench.io/v1beta1"`), "upgrade kb-bench"},
+		{"newer major", swap(`"apiVersion": "kb-bench.io/v1alpha4"`, `"apiVersion": "kb-bench.io/v2"`), "upgrade kb-bench"},
+		{"older version", swap(`"apiVersion": "kb-bench.io/v1alpha4"`, `"apiVersion": "kb-bench.io/v1alpha1"`), "not supported"},
+		{"percentiles field in a v1alpha2 result", swap(`"apiVersion": "kb-bench.io/v1alpha4"`, `"apiVersion": "kb-bench.io/v1alpha2"`), "summary.percentiles is not a kb-bench.io/v1alpha2 field"},
+		{"foreign group", swap(`"apiVersion": "kb-bench.io/v1alpha4"`, `"apiVersion": "apps/v1"`), "not supported"},
 		{"wrong kind", swap(`"kind": "Result"`, `"kind": "Profile"`), "not a kb-bench result"},
 		{"unknown field", swap(`"runID"`, `"runId2": 1, "runID"`), "unknown field"},
-		{"not JSON", []byte("apiVersion: kb-bench.io/v1alpha3\n"), "invalid JSON"},
+		{"not JSON", []byte("apiVersion: kb-bench.io/v1alpha4\n"), "invalid JSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), ResultFile)
@@ -171,6 +171,27 @@ func TestReadRefuses(t *testing.T) {
 			}
 		})
 	}
+	// A v1alpha3 result is read; one holding the background CPU that
+	// version did not have is not one.
+	t.Run("v1alpha3", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), ResultFile)
+		if err := os.WriteFile(path, swap(`"apiVersion": "kb-bench.io/v1alpha4"`, `"apiVersion": "kb-bench.io/v1alpha3"`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Read(t.Context(), path); err != nil {
+			t.Fatalf("Read of a v1alpha3 result: %v", err)
+		}
+		r.Cost = &results.Cost{Apiserver: results.ProcessCost{Available: true, CPUSeconds: 1}, ApiserverIdle: &results.IdleCPU{Seconds: 1, CPUSeconds: 0.02}}
+		if doc, err = results.Encode(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, swap(`"apiVersion": "kb-bench.io/v1alpha4"`, `"apiVersion": "kb-bench.io/v1alpha3"`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Read(t.Context(), path); err == nil || !strings.Contains(err.Error(), "cost.apiserverIdle is not a kb-bench.io/v1alpha3 field") {
+			t.Fatalf("Read of a v1alpha3 result with apiserverIdle: %v", err)
+		}
+	})
 	t.Run("missing file", func(t *testing.T) {
 		if _, err := Read(t.Context(), filepath.Join(t.TempDir(), "nope")); err == nil {
 			t.Fatal("Read of a missing file succeeded")

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -69,7 +70,14 @@ func WriteComparison(w io.Writer, c *analysis.Comparison, format string) error {
 			fmt.Fprintf(w, "\nnote: %s\n", n)
 		}
 		if len(c.Sides) > 1 {
-			fmt.Fprintf(w, "\nmedians (range); changes against %s by Mann-Whitney U, ~ where p > %g\n", c.Sides[0].Label, analysis.Alpha)
+			test := "Mann-Whitney U"
+			if slices.ContainsFunc(c.Sides[1:], func(s analysis.ComparedSide) bool { return s.Test != nil }) {
+				test = "the test each note names, else Mann-Whitney U"
+				if !slices.ContainsFunc(c.Sides[1:], func(s analysis.ComparedSide) bool { return s.Test == nil }) {
+					test = "the Wilcoxon signed-rank test over interleaved pairs"
+				}
+			}
+			fmt.Fprintf(w, "\nmedians (range); changes against %s by %s, ~ where p > %g\n", c.Sides[0].Label, test, analysis.Alpha)
 		}
 		return nil
 	}

@@ -296,7 +296,8 @@ func describeShares(shares []results.APIServerShare) string {
 }
 
 // describeCost returns the cost rows: each process's CPU in the window,
-// per operation and per successful write, its memory at the edges, and
+// per operation and per successful write, its memory at the edges, the
+// apiserver's background CPU and its CPU per write net of it, and
 // the apiserver's estimated split between writes that landed and 409s.
 // A result without a cost (from before it was measured) has no rows.
 func describeCost(r *results.Result) [][2]string {
@@ -330,6 +331,13 @@ func describeCost(r *results.Result) [][2]string {
 		}
 	}
 	add(apiserver, c.Apiserver, f.Apiserver, true)
+	if f.ApiserverNet.Has {
+		line := fmt.Sprintf("%s background %.2f cores (its CPU over %.1fs with no request of the run's)", apiserver, f.Background, c.ApiserverIdle.Seconds)
+		if s.Writes > 0 {
+			line += fmt.Sprintf(": net of it, %s per successful write", results.FormatDuration(f.ApiserverNet.PerWrite))
+		}
+		rows = append(rows, [2]string{"", line})
+	}
 	add("etcd", c.Etcd, f.Etcd, true)
 	add("kb-bench", c.Client, f.Client, false)
 	rows[0][0] = "cost"

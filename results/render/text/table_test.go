@@ -124,6 +124,8 @@ func TestWriteTable(t *testing.T) {
 						Buckets: []metrics.BucketCount{{UpperBound: 0.005, Count: r.Summary.WriteAttempts / 2}, {UpperBound: 0.025, Count: r.Summary.WriteAttempts * 98 / 100}, {UpperBound: 0.05, Count: r.Summary.WriteAttempts}}},
 				},
 				RequestSeconds: 16.79,
+				// 0.05 cores of background: 0.21s of the window's 1.81s.
+				ApiserverIdle: &results.IdleCPU{Seconds: 1.02, CPUSeconds: 0.051},
 			}
 			return r, nil
 		}},
