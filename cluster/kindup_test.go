@@ -340,7 +340,9 @@ func TestKindUpAdaptsToTheHost(t *testing.T) {
 	})
 	var check []string
 	for _, c := range calls[:max(firstNode, 0)] {
-		if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "kb-bench-preflight-") || a == "dev.kb-bench.preflight=adapted" }) {
+		if slices.ContainsFunc(c.Args, func(a string) bool {
+			return strings.HasPrefix(a, "kb-bench-preflight-") || a == "dev.kb-bench.preflight=adapted"
+		}) {
 			check = append(check, c.Args[0])
 		}
 	}
