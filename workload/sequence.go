@@ -232,6 +232,11 @@ func (e *engine) finish(ctx context.Context, w window) (scenario.Report, error) 
 			res.Server = results.UnavailableServerCheck(err.Error())
 		} else {
 			res.Server = analysis.NewServerCheck(w.before.server, w.after.server, f.requests, e.Def.ServerResources, res.Measurements)
+			if t := e.Spec.Target; t.Kind == spec.TargetKindCluster || t.Kind == spec.TargetKubeconfig {
+				// A real cluster's controllers and kubelets use the same
+				// resources, and the apiserver counts them all.
+				analysis.AttributeOthers(res.Server, res.Measurements)
+			}
 			if len(w.before.servers) > 0 {
 				shares, err := analysis.APIServerShares(e.opts.Servers, w.before.servers, w.after.servers, f.requests)
 				if err != nil {
