@@ -257,3 +257,22 @@ func privilegedWorks(ctx context.Context, rt, image, cluster string, h KindHost,
 
 // janitor is what privilegedWorks needs of proc.Janitor.
 type janitor interface{ RunOnDeath(cmd string) }
+
+// KindConfigHere renders the configuration KindUp would create here: o's,
+// with the adaptations this host and the node image (when the runtime
+// holds it) call for; o's alone when no runtime answers.
+func KindConfigHere(ctx context.Context, o KindOptions, getenv func(string) string) ([]byte, error) {
+	getenv = getenvOr(getenv)
+	if err := o.Defaults(); err != nil {
+		return nil, err
+	}
+	if rt, err := kindRuntime(getenv); err == nil {
+		if h, err := DetectKindHost(ctx, rt, getenv); err == nil {
+			labels, _ := imageLabels(ctx, rt, o.NodeImage) // none when absent
+			if o.Adapt, err = AdaptKind(h, labels); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return KindConfigYAML(o)
+}

@@ -383,3 +383,26 @@ func TestKindUpAdaptsToTheHost(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// --print-config shows the adaptations the host (as the runtime reports
+// it) and the node image call for, creating nothing.
+func TestKindConfigHere(t *testing.T) {
+	image := "kb-bench/kind-node:v1.37.1"
+	rt := kindDouble(t, kindtest.Options{Images: []string{image}, Labels: map[string]map[string]string{image: {EtcdImageTagLabel: "3.6.16-0"}},
+		Info: map[string]any{"CgroupVersion": "1"}})
+	b, err := KindConfigHere(context.Background(), KindOptions{NodeImage: image}, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# adapted: the host runs cgroup v1", `"path":"/failCgroupV1"`, `"imageTag":"3.6.16-0"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the configuration does not say %q:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER") {
+		t.Errorf("the double's overlay2 got a snapshotter:\n%s", b)
+	}
+	if c := rt.Containers(); len(c) > 0 {
+		t.Errorf("--print-config created %d containers", len(c))
+	}
+}
