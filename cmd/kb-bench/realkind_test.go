@@ -56,12 +56,15 @@ func realKind(t *testing.T) (bin, image string, env []string) {
 // kt-) and what it must leave: nothing.
 type kindCluster struct {
 	name string
+	// hadNetwork: kind's network was there before (another cluster's,
+	// or left by one): not this cluster's to remove.
+	hadNetwork bool
 	// volumes are the node's anonymous volumes, read while it runs.
 	volumes []string
 }
 
 func newKindCluster(t *testing.T, what string) *kindCluster {
-	k := &kindCluster{name: fmt.Sprintf("kt-%s-%d", what, os.Getpid())}
+	k := &kindCluster{name: fmt.Sprintf("kt-%s-%d", what, os.Getpid()), hadNetwork: exec.Command("docker", "network", "inspect", "kind").Run() == nil}
 	// Whatever the test did, nothing of the cluster stays on the shared
 	// daemon.
 	t.Cleanup(func() {
@@ -108,8 +111,9 @@ func (k *kindCluster) noteVolumes(t *testing.T) {
 }
 
 // gone says what of the cluster is left, waiting for a cleanup that is on
-// its way (the janitor): no container, none of the node's volumes, and no
-// kind network unless another cluster's container uses it.
+// its way (the janitor): no container, none of the node's volumes, and,
+// when kind made its network for this cluster, no network unless another
+// cluster's container uses it.
 func (k *kindCluster) gone(t *testing.T) {
 	t.Helper()
 	await.Until(t, "cluster "+k.name+" to be gone", func() error {
@@ -122,7 +126,7 @@ func (k *kindCluster) gone(t *testing.T) {
 				left = append(left, "volume "+v)
 			}
 		}
-		if out, err := exec.Command("docker", "network", "inspect", "kind", "--format", "{{len .Containers}}").Output(); err == nil && strings.TrimSpace(string(out)) == "0" {
+		if out, err := exec.Command("docker", "network", "inspect", "kind", "--format", "{{len .Containers}}").Output(); !k.hadNetwork && err == nil && strings.TrimSpace(string(out)) == "0" {
 			left = append(left, "the network kind, which no container uses")
 		}
 		if len(left) > 0 {
