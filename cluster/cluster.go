@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kb-bench/kb-bench/internal/netdelay"
+	"github.com/kb-bench/kb-bench/internal/proc"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 )
@@ -91,6 +92,9 @@ func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
 	case spec.TargetKubeconfig:
 		return openKubeconfig(ctx, t, o.Getenv)
 	case spec.TargetKindCluster:
+		// A cluster made for the run is watched until it is deleted: a
+		// kb-bench killed meanwhile (kill -9) leaves nothing.
+		var guard *proc.Janitor
 		return openKind(ctx, t, kindDeps{
 			newProvider: func() (kindProvider, error) { return kindProviderFor(o.Getenv) },
 			describe: func(name string) (string, string) {
@@ -102,12 +106,17 @@ func Open(ctx context.Context, t spec.Target, o Options) (*Connection, error) {
 				return string(b), st.Options.NodeImage
 			},
 			up: func(ctx context.Context, ko KindOptions, pull spec.PullPolicy) error {
-				_, _, err := KindUp(ctx, ko, KindUpOptions{Log: o.Log, Getenv: o.Getenv, Pull: pull})
+				st, created, err := KindUp(ctx, ko, KindUpOptions{Log: o.Log, Getenv: o.Getenv, Pull: pull})
+				if err == nil && created && !t.KeepCluster {
+					guard = guardKind(o.Getenv, st)
+				}
 				return err
 			},
 			down: func(ctx context.Context, name string) error {
 				fmt.Fprintf(o.Log, "kind: deleting cluster %s, made for the run (--keep-cluster keeps it)\n", name)
-				return KindDown(ctx, name, "", o.Getenv)
+				err := KindDown(ctx, name, "", o.Getenv)
+				guard.Release()
+				return err
 			},
 		})
 	}

@@ -2,7 +2,10 @@ package cluster
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
+
+	"github.com/kb-bench/kb-bench/internal/proc"
 )
 
 // kindClusterLabel is the label kind puts on every container of a cluster
@@ -29,4 +32,27 @@ func kindCleanup(runtime, name string, network bool) string {
 		cmd = append(cmd, runtime+" network rm kind >/dev/null 2>&1")
 	}
 	return strings.Join(cmd, "; ")
+}
+
+// guardKind starts a janitor that deletes the cluster st describes, and
+// kb-bench's records of it, should kb-bench die before Release; nil (no
+// guard) when it cannot start.
+func guardKind(getenv func(string) string, st *KindState) *proc.Janitor {
+	rt, err := kindRuntime(getenv)
+	if err != nil {
+		return nil
+	}
+	j, err := proc.StartJanitor()
+	if err != nil {
+		return nil
+	}
+	j.RunOnDeath(kindCleanup(rt, st.Options.Name, st.MadeNetwork))
+	state := filepath.Join(filepath.Dir(st.Kubeconfig), st.Options.Name+".json")
+	j.RunOnDeath("rm -f " + shellQuote(st.Kubeconfig) + " " + shellQuote(state))
+	return j
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

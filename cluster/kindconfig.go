@@ -51,6 +51,9 @@ type KindOptions struct {
 	// EtcdOnTmpfs keeps etcd's data in the node's /tmp, a tmpfs: less disk
 	// noise, nothing durable. Default: on the node's disk.
 	EtcdOnTmpfs bool `json:"etcdOnTmpfs,omitempty"`
+	// Adapt are the changes KindUp made for the host and the node image
+	// (AdaptKind); the user does not set them.
+	Adapt KindAdaptations `json:"adaptations,omitzero"`
 }
 
 // Images are the images the cluster's containers run: the node image,
@@ -86,8 +89,8 @@ func (o *KindOptions) Defaults() error {
 
 // KindConfig is the kind cluster configuration o asks for: its nodes,
 // and kubeadm patches that add the apiserver arguments (appended to the
-// ones kind sets, never replacing them) and move etcd's data to tmpfs.
-// Audit logging stays off, as kind leaves it.
+// ones kind sets, never replacing them), move etcd's data to tmpfs and
+// make o.Adapt's changes. Audit logging stays off, as kind leaves it.
 func KindConfig(o KindOptions) (*v1alpha4.Cluster, error) {
 	if err := o.Defaults(); err != nil {
 		return nil, err
@@ -104,27 +107,61 @@ func KindConfig(o KindOptions) (*v1alpha4.Cluster, error) {
 		name, value, _ := strings.Cut(a, "=")
 		ops = append(ops, map[string]any{"op": "add", "path": "/apiServer/extraArgs/-", "value": map[string]string{"name": name, "value": value}})
 	}
+	// kind's ClusterConfiguration has no etcd section: one patch adds it.
+	etcd := map[string]string{}
 	if o.EtcdOnTmpfs {
-		ops = append(ops, map[string]any{"op": "add", "path": "/etcd", "value": map[string]any{"local": map[string]string{"dataDir": "/tmp/etcd"}}})
+		etcd["dataDir"] = "/tmp/etcd"
 	}
-	if len(ops) > 0 {
-		patch, err := json.Marshal(ops)
-		if err != nil {
+	if o.Adapt.EtcdImageTag != "" {
+		etcd["imageTag"] = o.Adapt.EtcdImageTag
+	}
+	if len(etcd) > 0 {
+		ops = append(ops, map[string]any{"op": "add", "path": "/etcd", "value": map[string]any{"local": etcd}})
+	}
+	if err := addPatch(c, "kubeadm.k8s.io", "v1beta4", "ClusterConfiguration", ops); err != nil {
+		return nil, err
+	}
+	if o.Adapt.FailCgroupV1Off {
+		ops := []map[string]any{{"op": "add", "path": "/failCgroupV1", "value": false}}
+		if err := addPatch(c, "kubelet.config.k8s.io", "v1beta1", "KubeletConfiguration", ops); err != nil {
 			return nil, err
 		}
-		c.KubeadmConfigPatchesJSON6902 = []v1alpha4.PatchJSON6902{{
-			Group: "kubeadm.k8s.io", Version: "v1beta4", Kind: "ClusterConfiguration", Patch: string(patch),
-		}}
+	}
+	if o.Adapt.RestrictOOMScoreAdj {
+		c.ContainerdConfigPatches = append(c.ContainerdConfigPatches, "[plugins.\"io.containerd.grpc.v1.cri\"]\n  restrict_oom_score_adj = true\n")
 	}
 	return c, nil
 }
 
+// addPatch adds the JSON 6902 operations ops (none: nothing) for kind's
+// kubeadm configuration documents of the given kind.
+func addPatch(c *v1alpha4.Cluster, group, version, kind string, ops []map[string]any) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	c.KubeadmConfigPatchesJSON6902 = append(c.KubeadmConfigPatchesJSON6902, v1alpha4.PatchJSON6902{Group: group, Version: version, Kind: kind, Patch: string(patch)})
+	return nil
+}
+
 // KindConfigYAML renders KindConfig(o) as the YAML `kind create cluster
-// --config` reads.
+// --config` reads, after a comment line for each of o.Adapt's changes
+// (the snapshotter is set in kind's environment, not in the file).
 func KindConfigYAML(o KindOptions) ([]byte, error) {
 	c, err := KindConfig(o)
 	if err != nil {
 		return nil, err
 	}
-	return yaml.Marshal(c)
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	var head strings.Builder
+	for _, l := range o.Adapt.Lines() {
+		head.WriteString("# adapted: " + l + "\n")
+	}
+	return append([]byte(head.String()), b...), nil
 }

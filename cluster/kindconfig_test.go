@@ -24,6 +24,10 @@ func TestKindConfigGolden(t *testing.T) {
 		{"default", KindOptions{}},
 		{"tuned", KindOptions{Name: "bench", NodeImage: "example/node:v1.37.1", ControlPlanes: 3, EtcdOnTmpfs: true,
 			APIServerArgs: []string{"max-requests-inflight=800", "max-mutating-requests-inflight=400"}}},
+		// A restricted host (cgroup v1, no CAP_SYS_RESOURCE, fuse-overlayfs)
+		// and a node image with its own etcd, beside etcd on tmpfs.
+		{"adapted", KindOptions{Name: "adapted", NodeImage: "kb-bench/kind-node:v1.37.1", EtcdOnTmpfs: true,
+			Adapt: KindAdaptations{FailCgroupV1Off: true, RestrictOOMScoreAdj: true, Snapshotter: "overlayfs", EtcdImageTag: "3.6.16-0"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := KindConfigYAML(c.o)
@@ -46,6 +50,69 @@ func TestKindConfigGolden(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// What kb-bench adapts for a host and a node image: nothing on a full
+// host, each change for its own cause, and the user's own snapshotter kept.
+func TestAdaptKind(t *testing.T) {
+	full := FullKindHost()
+	restricted := full
+	restricted.CgroupVersion, restricted.StorageDriver, restricted.Bounding = "1", "fuse-overlayfs", 0x1fffeffffff // this machine's
+	userSnapshotter := restricted
+	userSnapshotter.SnapshotterSet = true
+	for _, tc := range []struct {
+		name   string
+		h      KindHost
+		labels map[string]string
+		want   KindAdaptations
+	}{
+		{"full host, kindest/node", full, nil, KindAdaptations{}},
+		{"restricted host", restricted, map[string]string{"other": "x"}, KindAdaptations{FailCgroupV1Off: true, RestrictOOMScoreAdj: true, Snapshotter: "overlayfs"}},
+		{"the user's snapshotter", userSnapshotter, nil, KindAdaptations{FailCgroupV1Off: true, RestrictOOMScoreAdj: true}},
+		{"offline node image", full, map[string]string{EtcdImageTagLabel: "3.6.16-0"}, KindAdaptations{EtcdImageTag: "3.6.16-0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := AdaptKind(tc.h, tc.labels)
+			if err != nil || got != tc.want {
+				t.Errorf("AdaptKind: %+v (%v), want %+v", got, err, tc.want)
+			}
+			var n int
+			for _, set := range []bool{got.FailCgroupV1Off, got.RestrictOOMScoreAdj, got.Snapshotter != "", got.EtcdImageTag != ""} {
+				if set {
+					n++
+				}
+			}
+			if lines := got.Lines(); len(lines) != n {
+				t.Errorf("%d adaptations said in %d lines: %q", n, len(lines), lines)
+			}
+		})
+	}
+	if _, err := AdaptKind(full, map[string]string{EtcdImageTagLabel: "3.6; rm -rf /"}); !spec.IsInput(err) {
+		t.Errorf("a label that is no image tag: %v, want bad input", err)
+	}
+}
+
+// The bounding set is read from /proc/self/status and the capabilities it
+// lacks are named.
+func TestBoundingSet(t *testing.T) {
+	status := "Name:\tkb-bench\nCapPrm:\t000001fffeffffff\nCapBnd:\t000001fffeffffff\nCapAmb:\t0000000000000000\n"
+	set, last, err := parseBounding(status, 40)
+	if err != nil || set != 0x1fffeffffff || last != 40 {
+		t.Fatalf("parseBounding: %x %d %v", set, last, err)
+	}
+	h := KindHost{Bounding: set, LastCap: last}
+	if got := h.MissingCaps(); len(got) != 1 || got[0] != "CAP_SYS_RESOURCE" {
+		t.Errorf("missing %v, want [CAP_SYS_RESOURCE]", got)
+	}
+	if _, last, _ := parseBounding(status, -1); last != 40 {
+		t.Errorf("without cap_last_cap the highest bit stands for it: %d", last)
+	}
+	if got := FullKindHost().MissingCaps(); len(got) != 0 {
+		t.Errorf("a full host misses %v", got)
+	}
+	if _, _, err := parseBounding("Name:\tx\n", 40); err == nil {
+		t.Error("no CapBnd line: no error")
 	}
 }
 

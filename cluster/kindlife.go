@@ -42,6 +42,9 @@ type KindUpOptions struct {
 	Retain bool
 	// Pull says when the images are pulled (spec.PullMissing when empty).
 	Pull spec.PullPolicy
+	// Host is the machine's facts the cluster is adapted to (nil:
+	// DetectKindHost reads them).
+	Host *KindHost
 }
 
 // KindState is what KindUp records about a cluster it made.
@@ -208,6 +211,13 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 	if err != nil {
 		return nil, false, err
 	}
+	if uo.Host == nil {
+		h, err := DetectKindHost(ctx, rt, uo.Getenv)
+		if err != nil {
+			return nil, false, spec.Input(fmt.Errorf("kind: %w", err))
+		}
+		uo.Host = &h
+	}
 	p, err := kindProviderFor(uo.Getenv)
 	if err != nil {
 		return nil, false, spec.Input(fmt.Errorf("kind: %w", err))
@@ -224,27 +234,51 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 		fmt.Fprintf(uo.Log, "kind: cluster %s already exists (made by kb-bench at %s)\n", o.Name, st.Created.Format(time.RFC3339))
 		return st, false, nil
 	}
-	cfg, err := KindConfig(o)
-	if err != nil {
+	if _, err := KindConfig(o); err != nil {
 		return nil, false, err
 	}
 	if err := ensureKindImages(ctx, rt, o, uo.Pull, uo.Log); err != nil {
 		return nil, false, err
 	}
+	labels, err := imageLabels(ctx, rt, o.NodeImage)
+	if err != nil {
+		return nil, false, fmt.Errorf("kind: %w", err)
+	}
+	if o.Adapt, err = AdaptKind(*uo.Host, labels); err != nil {
+		return nil, false, err
+	}
+	cfg, err := KindConfig(o)
+	if err != nil {
+		return nil, false, err
+	}
 	if err := os.MkdirAll(uo.StateDir, 0o700); err != nil {
 		return nil, false, fmt.Errorf("kind: creating %s: %w", uo.StateDir, err)
+	}
+	// Should kb-bench be killed from here on, the janitor removes what
+	// the check and kind's create made.
+	j, err := proc.StartJanitor()
+	if err != nil {
+		return nil, false, err
+	}
+	defer j.Release()
+	if missing := uo.Host.MissingCaps(); len(missing) > 0 {
+		fmt.Fprintf(uo.Log, "kind: checking that privileged containers start (this host's capability bounding set lacks %s)...\n", strings.Join(missing, ", "))
+		if err := privilegedWorks(ctx, rt, o.NodeImage, o.Name, *uo.Host, j); err != nil {
+			return nil, false, err
+		}
+	}
+	for _, l := range o.Adapt.Lines() {
+		fmt.Fprintf(uo.Log, "kind: adapting to this host: %s\n", l)
+	}
+	if s := o.Adapt.Snapshotter; s != "" {
+		// kind's docker run passes the variable from its own environment.
+		restore := setenv(SnapshotterEnv, s)
+		defer restore()
 	}
 	st = &KindState{Options: o, Kubeconfig: filepath.Join(uo.StateDir, o.Name+".kubeconfig"), Created: time.Now().UTC()}
 	fmt.Fprintf(uo.Log, "kind: creating cluster %s (%d control-plane node(s), image %s)...\n", o.Name, o.ControlPlanes, o.NodeImage)
 	hadNetwork := exec.CommandContext(ctx, rt, "network", "inspect", "kind").Run() == nil
 	if !uo.Retain {
-		// Should kb-bench be killed during the create, the janitor
-		// removes what kind made of it.
-		j, err := proc.StartJanitor()
-		if err != nil {
-			return nil, false, err
-		}
-		defer j.Release()
 		j.RunOnDeath(kindCleanup(rt, o.Name, !hadNetwork))
 	}
 	begin := time.Now()
@@ -284,6 +318,19 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 	st.MadeNetwork = !hadNetwork
 	fmt.Fprintf(uo.Log, "kind: cluster %s ready after %s (Kubernetes %s)\n", o.Name, time.Since(begin).Round(time.Second), st.KubernetesVersion)
 	return st, true, writeJSON(filepath.Join(uo.StateDir, o.Name+".json"), st)
+}
+
+// setenv sets the process's variable k to v and returns what restores it.
+func setenv(k, v string) (restore func()) {
+	old, had := os.LookupEnv(k)
+	_ = os.Setenv(k, v)
+	return func() {
+		if had {
+			_ = os.Setenv(k, old)
+		} else {
+			_ = os.Unsetenv(k)
+		}
+	}
 }
 
 // KindDown deletes a kind cluster that KindUp made, and its records; a

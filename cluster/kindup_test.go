@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -93,7 +94,8 @@ func TestKindUpThroughKindsCreate(t *testing.T) {
 			rt := kindDouble(t, kindtest.Options{Registry: o.Images()})
 			stateDir := t.TempDir()
 			var log bytes.Buffer
-			st, created, err := KindUp(context.Background(), o, KindUpOptions{StateDir: stateDir, Log: &log})
+			full := FullKindHost()
+			st, created, err := KindUp(context.Background(), o, KindUpOptions{StateDir: stateDir, Log: &log, Host: &full})
 			t.Log(log.String())
 			if err != nil {
 				for _, c := range rt.Calls() {
@@ -224,9 +226,16 @@ func TestKindUpThroughKindsCreate(t *testing.T) {
 // container, no network, no state; and says why.
 func TestKindUpFailureLeavesNothing(t *testing.T) {
 	image := DefaultKindNodeImage
+	// This machine's host: no CAP_SYS_RESOURCE in the bounding set.
+	restricted := FullKindHost()
+	restricted.Bounding &^= 1 << capSysResource
+	preflight := func(args []string) bool {
+		return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "dev.kb-bench.preflight=") })
+	}
 	for _, tc := range []struct {
 		name  string
 		o     kindtest.Options
+		host  *KindHost
 		pull  spec.PullPolicy
 		input bool
 		want  []string
@@ -240,13 +249,31 @@ func TestKindUpFailureLeavesNothing(t *testing.T) {
 		{name: "kubeadm init fails", o: kindtest.Options{Images: []string{image}, Fail: func(args []string) (string, int, bool) {
 			return "error execution phase preflight: [preflight] Some fatal errors occurred\n", 1, slices.Contains(args, "kubeadm") && slices.Contains(args, "init")
 		}}, want: []string{"failed to init node with kubeadm", "Some fatal errors occurred"}},
+		// runc asks for every capability in a privileged container, and
+		// the host lacks one: the run fails, or (a wrapper that covers
+		// only the run) every exec into it does.
+		{name: "privileged containers do not start", host: &restricted, input: true, o: kindtest.Options{Images: []string{image}, Fail: func(args []string) (string, int, bool) {
+			return "docker: Error response from daemon: failed to create shim: OCI runtime create failed: runc create failed: unable to start container process: unable to apply caps: operation not permitted: unknown.\n", 126,
+				args[0] == "run" && preflight(args)
+		}}, want: []string{"privileged containers cannot start here", "`docker run --privileged` failed", "unable to apply caps", "lacks CAP_SYS_RESOURCE", "scripts/kind-host.sh"}},
+		{name: "exec into a privileged container fails", host: &restricted, input: true, o: kindtest.Options{Images: []string{image}, Fail: func(args []string) (string, int, bool) {
+			return "OCI runtime exec failed: exec failed: unable to start container process: unable to apply caps: operation not permitted: unknown\n", 126,
+				args[0] == "exec" && strings.HasPrefix(args[1], "kb-bench-preflight-")
+		}}, want: []string{"privileged containers cannot start here", "`docker exec` failed", "lacks CAP_SYS_RESOURCE", "scripts/kind-host.sh"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := kindDouble(t, tc.o)
 			stateDir := t.TempDir()
-			_, _, err := KindUp(context.Background(), KindOptions{Name: "bench"}, KindUpOptions{StateDir: stateDir, Pull: tc.pull})
+			host := FullKindHost()
+			if tc.host != nil {
+				host = *tc.host
+			}
+			_, _, err := KindUp(context.Background(), KindOptions{Name: "bench"}, KindUpOptions{StateDir: stateDir, Pull: tc.pull, Host: &host})
 			if err == nil {
 				t.Fatal("KindUp succeeded")
+			}
+			if testing.Verbose() {
+				t.Log(err)
 			}
 			if spec.IsInput(err) != tc.input {
 				t.Errorf("input error %t, want %t: %v", spec.IsInput(err), tc.input, err)
@@ -260,13 +287,122 @@ func TestKindUpFailureLeavesNothing(t *testing.T) {
 				t.Errorf("left behind: %d containers, networks %v", len(c), rt.Networks())
 			}
 			if tc.input && slices.ContainsFunc(rt.Calls(), func(c kindtest.Call) bool {
-				return c.Args[0] == "run" || c.Args[0] == "network" && c.Args[1] == "create"
+				return c.Args[0] == "run" && !preflight(c.Args) || c.Args[0] == "network" && c.Args[1] == "create"
 			}) {
-				t.Error("something was created before the images were there")
+				t.Error("kind's create began after bad input")
 			}
 			if _, err := os.Stat(filepath.Join(stateDir, "bench.json")); !os.IsNotExist(err) {
 				t.Errorf("state recorded for a cluster that failed: %v", err)
 			}
 		})
+	}
+}
+
+// On a restricted host (this machine's: cgroup v1, no CAP_SYS_RESOURCE,
+// fuse-overlayfs) and with a node image that holds its own etcd, kb-bench
+// checks that privileged containers start before kind's create, says each
+// adaptation on one line, and kind carries them into the nodes: the
+// kubelet's failCgroupV1, kubeadm's etcd image tag (real kubeadm accepts
+// both), containerd's restrict_oom_score_adj, and the snapshotter in the
+// node's environment. The cluster's record holds them.
+func TestKindUpAdaptsToTheHost(t *testing.T) {
+	adm := kubeadm(t)
+	image := "kb-bench/kind-node:v1.37.1"
+	rt := kindDouble(t, kindtest.Options{Images: []string{image}, Labels: map[string]map[string]string{image: {EtcdImageTagLabel: "3.6.16-0"}}})
+	host := KindHost{CgroupVersion: "1", StorageDriver: "fuse-overlayfs", Bounding: 0x1fffeffffff, LastCap: 40}
+	if _, set := os.LookupEnv(SnapshotterEnv); set {
+		t.Skipf("%s is set here: kb-bench leaves the user's choice alone", SnapshotterEnv)
+	}
+	stateDir := t.TempDir()
+	var log bytes.Buffer
+	st, _, err := KindUp(context.Background(), KindOptions{Name: "adapted", NodeImage: image}, KindUpOptions{StateDir: stateDir, Log: &log, Host: &host})
+	t.Log(log.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := KindAdaptations{FailCgroupV1Off: true, RestrictOOMScoreAdj: true, Snapshotter: "overlayfs", EtcdImageTag: "3.6.16-0"}
+	if st.Options.Adapt != want {
+		t.Errorf("recorded adaptations %+v, want %+v", st.Options.Adapt, want)
+	}
+	for _, l := range want.Lines() {
+		if strings.Count(log.String(), "kind: adapting to this host: "+l+"\n") != 1 {
+			t.Errorf("not said once on a line of its own: %s", l)
+		}
+	}
+	if _, set := os.LookupEnv(SnapshotterEnv); set {
+		t.Errorf("%s is left set in kb-bench's environment", SnapshotterEnv)
+	}
+
+	// The check ran, and was gone, before kind's first node.
+	calls := rt.Calls()
+	firstNode := slices.IndexFunc(calls, func(c kindtest.Call) bool {
+		return c.Args[0] == "run" && slices.Contains(c.Args, kindtest.ClusterLabel+"=adapted")
+	})
+	var check []string
+	for _, c := range calls[:max(firstNode, 0)] {
+		if slices.ContainsFunc(c.Args, func(a string) bool {
+			return strings.HasPrefix(a, "kb-bench-preflight-") || a == "dev.kb-bench.preflight=adapted"
+		}) {
+			check = append(check, c.Args[0])
+		}
+	}
+	if !slices.Equal(check, []string{"run", "exec", "rm"}) || firstNode < 0 {
+		t.Errorf("before kind's first node (call %d) the check made %v, want run, exec, rm", firstNode, check)
+	}
+
+	nodes := rt.Containers()
+	if len(nodes) != 1 {
+		t.Fatalf("%d containers, want the node alone", len(nodes))
+	}
+	n := nodes[0]
+	if got := n.Env[SnapshotterEnv]; got != "overlayfs" {
+		t.Errorf("the node's %s is %q, want overlayfs", SnapshotterEnv, got)
+	}
+	conf := n.Files["/kind/kubeadm.conf"]
+	for _, w := range []string{"failCgroupV1: false", "imageTag: 3.6.16-0"} {
+		if !strings.Contains(conf, w) {
+			t.Errorf("the kubeadm configuration lacks %q:\n%s", w, conf)
+		}
+	}
+	kubeadmValidate(t, adm, n.Name, conf)
+	containerd := n.Files["/etc/containerd/config.toml"]
+	if !regexp.MustCompile(`(?s)\[plugins\."io\.containerd\.grpc\.v1\.cri"\][^\[]*restrict_oom_score_adj = true`).MatchString(containerd) {
+		t.Errorf("containerd's CRI plugin does not restrict oom_score_adj:\n%s", containerd)
+	}
+
+	// The record a run keeps says what was adapted.
+	back, err := ReadKindState(t.Context(), stateDir, "adapted", os.Getenv)
+	if err != nil || back.Options.Adapt != want {
+		t.Fatalf("state %+v, %v", back, err)
+	}
+	b, err := KindConfigYAML(back.Options)
+	if err != nil || strings.Count(string(b), "# adapted: ") != 4 {
+		t.Errorf("the recorded configuration does not say the 4 adaptations (%v):\n%s", err, b)
+	}
+	if err := KindDown(context.Background(), "adapted", stateDir, os.Getenv); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// --print-config shows the adaptations the host (as the runtime reports
+// it) and the node image call for, creating nothing.
+func TestKindConfigHere(t *testing.T) {
+	image := "kb-bench/kind-node:v1.37.1"
+	rt := kindDouble(t, kindtest.Options{Images: []string{image}, Labels: map[string]map[string]string{image: {EtcdImageTagLabel: "3.6.16-0"}},
+		Info: map[string]any{"CgroupVersion": "1"}})
+	b, err := KindConfigHere(context.Background(), KindOptions{NodeImage: image}, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# adapted: the host runs cgroup v1", `"path":"/failCgroupV1"`, `"imageTag":"3.6.16-0"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the configuration does not say %q:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER") {
+		t.Errorf("the double's overlay2 got a snapshotter:\n%s", b)
+	}
+	if c := rt.Containers(); len(c) > 0 {
+		t.Errorf("--print-config created %d containers", len(c))
 	}
 }

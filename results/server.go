@@ -30,6 +30,12 @@ type ServerCheck struct {
 	// kb-bench's clients did not send: the apiserver's own, such as quota
 	// admission updating a ResourceQuota's status.
 	Internal []RequestCount `json:"internal,omitempty"`
+	// Others are what the apiserver counted beyond kb-bench's requests on
+	// the resources kb-bench used, on a cluster whose own clients (its
+	// controllers, kubelets) use them too, once every request of
+	// kb-bench's is accounted for (analysis.AttributeOthers): theirs, not
+	// kb-bench's. Server holds the count. Requests then hold kb-bench's.
+	Others []RequestCount `json:"others,omitempty"`
 
 	// Etcd sums etcd requests per resource and operation.
 	Etcd []EtcdRequests `json:"etcd,omitempty"`

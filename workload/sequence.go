@@ -294,6 +294,11 @@ func (e *engine) finish(ctx context.Context, w window) (scenario.Report, error) 
 		} else {
 			lw, requests := e.living(w, f.requests)
 			res.Server = analysis.NewServerCheck(lw.before.server, lw.after.server, requests, e.Def.ServerResources, res.Measurements)
+			if t := e.Spec.Target; t.Kind == spec.TargetKindCluster || t.Kind == spec.TargetKubeconfig {
+				// A real cluster's controllers and kubelets use the same
+				// resources, and the apiserver counts them all.
+				analysis.AttributeOthers(res.Server, res.Measurements)
+			}
 			if len(w.before.servers) > 0 {
 				shares, err := analysis.APIServerShares(lw.names, lw.before.servers, lw.after.servers, requests)
 				if err != nil {

@@ -214,10 +214,12 @@ func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
 		}
 	} else if err := createNamespace(ctx, e.admin, e.env.Namespace, o.RunID, s.OpTimeout.Duration); err != nil {
 		return nil, err
-	} else if s.Target.ControllerManager {
+	} else if s.Target.ControllerManager || s.Target.Kind == spec.TargetKindCluster {
 		// kube-controller-manager puts a ConfigMap (kube-root-ca.crt) in
-		// every new namespace; wait for it, so that it is neither in the
-		// measured window's requests nor counted late by a scenario.
+		// every new namespace; wait for it (and, on a cluster made a
+		// moment ago, for the system namespaces' too), so that it is
+		// neither in the measured window's requests nor counted late by a
+		// scenario.
 		if err := waitForRootCA(ctx, e.admin, e.env.Namespace); err != nil {
 			e.warn("%v", err)
 		}

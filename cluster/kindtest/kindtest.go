@@ -8,10 +8,11 @@
 // the test process, which keeps the state a daemon would (images,
 // networks, containers and the files written into them), records every
 // call with its standard input, and answers what kind asks: info, inspect,
-// network, run, logs, exec, ps, rm, pull. A node "runs" the commands kind
-// execs in it: cat, mkdir, cp /dev/stdin (the kubeadm configuration kind
-// writes is kept), kubeadm init/join (which write /etc/kubernetes/admin.conf
-// from Options.AdminKubeconfig), kubectl. A port a container publishes is
+// network, run, logs, exec, ps, rm, pull (and kb-bench's image labels and
+// privileged-container check). A node "runs" the commands kind execs in
+// it: cat, mkdir, cp /dev/stdin (the kubeadm and containerd configurations
+// kind writes are kept), kubeadm init/join (which write
+// /etc/kubernetes/admin.conf from Options.AdminKubeconfig), kubectl, true. A port a container publishes is
 // listened on and forwarded to Options.Forward, as docker's proxy forwards
 // to a container: with a real local apiserver there, the kubeconfig kind
 // exports reaches it exactly as a kind user's reaches theirs.
@@ -70,6 +71,12 @@ type Options struct {
 	// Fail makes a call fail: when it returns ok, the call prints stderr
 	// and exits with code, and changes nothing.
 	Fail func(args []string) (stderr string, code int, ok bool)
+	// Info replaces fields of what `docker info` reports (default:
+	// cgroup v2, overlay2), e.g. {"CgroupVersion": "1", "Driver":
+	// "fuse-overlayfs"}.
+	Info map[string]any
+	// Labels are the labels of images, by image.
+	Labels map[string]map[string]string
 }
 
 // Call is one invocation of the docker program.
@@ -88,6 +95,9 @@ type Container struct {
 	// RunArgs are the arguments of the `docker run` that made it.
 	RunArgs []string
 	Labels  map[string]string
+	// Env is its environment as run set it (-e NAME=VALUE, or -e NAME
+	// with the value in the docker program's environment).
+	Env     map[string]string
 	Network string
 	// Publish are its --publish values (127.0.0.1:PORT:6443/tcp).
 	Publish []string
@@ -187,6 +197,7 @@ func (r *Runtime) Containers() []Container {
 		c := *r.containers[name]
 		c.Files = maps(c.Files)
 		c.Labels = maps(c.Labels)
+		c.Env = maps(c.Env)
 		c.Execs = slices.Clone(c.Execs)
 		c.listeners = nil
 		out = append(out, c)
@@ -250,11 +261,12 @@ func (r *Runtime) serve() {
 			var req struct {
 				Args  []string
 				Stdin []byte
+				Env   map[string]string
 			}
 			if err := json.NewDecoder(conn).Decode(&req); err != nil {
 				return
 			}
-			stdout, stderr, code := r.do(req.Args, req.Stdin)
+			stdout, stderr, code := r.do(req.Args, req.Stdin, req.Env)
 			_ = json.NewEncoder(conn).Encode(struct {
 				Stdout, Stderr []byte
 				Code           int
@@ -264,7 +276,7 @@ func (r *Runtime) serve() {
 }
 
 // do answers one call and records it.
-func (r *Runtime) do(args []string, stdin []byte) (stdout, stderr string, code int) {
+func (r *Runtime) do(args []string, stdin []byte, env map[string]string) (stdout, stderr string, code int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer func() { r.calls = append(r.calls, Call{Args: args, Stdin: string(stdin), Code: code}) }()
@@ -296,7 +308,7 @@ func (r *Runtime) do(args []string, stdin []byte) (stdout, stderr string, code i
 	case "network":
 		return r.network(args[1:])
 	case "run":
-		return r.run(args[1:])
+		return r.run(args[1:], env)
 	case "logs":
 		return r.logs(args[1:])
 	case "exec":
@@ -386,6 +398,9 @@ func (r *Runtime) info(args []string) (string, string, int) {
 		"SecurityOptions": []string{"name=seccomp,profile=default", "name=cgroupns"},
 		"DriverStatus":    [][]string{{"Backing Filesystem", "extfs"}, {"Supports d_type", "true"}},
 	}
+	for k, v := range r.o.Info {
+		info[k] = v
+	}
 	if format := last(f, "format", "f"); format != "" {
 		return formatted(format, info)
 	}
@@ -407,7 +422,11 @@ func (r *Runtime) imageInspect(names []string) (string, string, int) {
 		if !r.images[n] {
 			return "[]\n", "Error: No such image: " + n + "\n", 1
 		}
-		out = append(out, map[string]any{"RepoTags": []string{n}})
+		var labels map[string]string // null when none, as docker prints it
+		if l := r.o.Labels[n]; len(l) > 0 {
+			labels = l
+		}
+		out = append(out, map[string]any{"RepoTags": []string{n}, "Config": map[string]any{"Labels": labels}})
 	}
 	if format := last(f, "format", "f"); format != "" {
 		return formatted(format, out[0])
@@ -600,9 +619,10 @@ var runValued = map[string]bool{
 	"name": true, "hostname": true, "label": true, "l": true, "security-opt": true, "tmpfs": true,
 	"volume": true, "v": true, "e": true, "env": true, "net": true, "network": true, "device": true,
 	"publish": true, "p": true, "restart": true, "cgroupns": true, "sysctl": true, "userns": true, "entrypoint": true,
+	"runtime": true,
 }
 
-func (r *Runtime) run(args []string) (string, string, int) {
+func (r *Runtime) run(args []string, passed map[string]string) (string, string, int) {
 	f, rest := flags(args, runValued, true)
 	name := last(f, "name")
 	if name == "" || len(rest) == 0 {
@@ -627,7 +647,14 @@ func (r *Runtime) run(args []string) (string, string, int) {
 	if r.networkByName(netName) == nil {
 		return "", fmt.Sprintf("docker: Error response from daemon: network %s not found.\n", netName), 125
 	}
-	c := &Container{Name: name, ID: newID(), Image: image, RunArgs: slices.Clone(args), Labels: map[string]string{}, Network: netName, Files: map[string]string{}}
+	c := &Container{Name: name, ID: newID(), Image: image, RunArgs: slices.Clone(args), Labels: map[string]string{}, Network: netName, Files: map[string]string{}, Env: map[string]string{}}
+	for _, e := range append(f["e"], f["env"]...) {
+		if k, v, ok := strings.Cut(e, "="); ok {
+			c.Env[k] = v
+		} else if v, ok := passed[e]; ok {
+			c.Env[e] = v
+		}
+	}
 	for _, l := range append(f["label"], f["l"]...) {
 		k, v, _ := strings.Cut(l, "=")
 		c.Labels[k] = v
@@ -660,6 +687,7 @@ func (r *Runtime) run(args []string) (string, string, int) {
 		c.Files["/kind/version"] = version + "\n"
 		c.Files["/kind/manifests/default-cni.yaml"] = cniManifest
 		c.Files["/kind/manifests/default-storage.yaml"] = storageManifest
+		c.Files["/etc/containerd/config.toml"] = containerdConfig
 	}
 	r.containers[name] = c
 	return c.ID + "\n", pulled, 0
@@ -758,7 +786,7 @@ func (r *Runtime) exec(args []string, stdin []byte) (string, string, int) {
 			return "'True'", "", 0
 		}
 		return "", "", 0
-	case cmd[0] == "sh" || cmd[0] == "bash":
+	case cmd[0] == "sh" || cmd[0] == "bash" || cmd[0] == "true":
 		return "", "", 0
 	}
 	return "", fmt.Sprintf("OCI runtime exec failed: exec: %q: executable file not found in $PATH (kb-bench test double)\n", cmd[0]), 126
@@ -895,6 +923,18 @@ metadata:
   annotations:
     storageclass.kubernetes.io/is-default-class: "true"
 provisioner: rancher.io/local-path
+`
+
+// containerdConfig is a node's containerd configuration, shortened from
+// kind's base image.
+const containerdConfig = `version = 2
+
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  snapshotter = "overlayfs"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.k8s.io/pause:3.10"
+  restrict_oom_score_adj = false
 `
 
 // defaultAdmin is an admin.conf for a server nobody serves.

@@ -129,6 +129,33 @@ func NewServerCheck(before, after metrics.ServerSample, client map[metrics.Reque
 	return c
 }
 
+// AttributeOthers is for a target where other clients use the same
+// resources as kb-bench (a real cluster's controllers and kubelets): the
+// apiserver counts requests per resource, whoever sends them. When every
+// request of kb-bench's is accounted for (the apiserver counted at least
+// kb-bench's of every verb, resource and code, none went unanswered and
+// none timed out on the client), what it counted beyond them is another
+// client's: it moves to c.Others, the rows keep kb-bench's, and the check
+// matches. Otherwise c stays as it is, a mismatch with its causes.
+func AttributeOthers(c *results.ServerCheck, m results.Measurements) {
+	if c == nil || !c.Available || c.Match || m.WriteOutcomes[metrics.Timeout.String()] > 0 {
+		return
+	}
+	for _, r := range c.Requests {
+		if r.Server < r.Client || r.Code == results.CodeNoResponse {
+			return
+		}
+	}
+	for i, r := range c.Requests {
+		if r.Server > r.Client {
+			c.Others = append(c.Others, results.RequestCount{Verb: r.Verb, Resource: r.Resource, Code: r.Code, Server: r.Server - r.Client})
+			c.Requests[i].Server = r.Client
+		}
+	}
+	c.Requests = slices.DeleteFunc(c.Requests, func(r results.RequestCount) bool { return r.Client == 0 && r.Server == 0 })
+	c.Match, c.Mismatch = true, ""
+}
+
 // APIServerShares says, for each apiserver of a target that runs several,
 // how many of the requests the cross-check compares it counted between
 // its two scrapes (before[i], after[i] are servers[i]'s): every request,

@@ -301,3 +301,44 @@ func TestAPIServerShares(t *testing.T) {
 		t.Errorf("shares over a restart: %v, want an error naming apiserver a", err)
 	}
 }
+
+// On a cluster with other clients, what the apiserver counted beyond
+// kb-bench's is theirs once kb-bench's every request is accounted for (the
+// trial's kind run: GET, POST and PUT configmaps one to five more); a
+// shortfall, an unanswered request or a client timeout keeps the
+// mismatch, as another client cannot explain those.
+func TestAttributeOthers(t *testing.T) {
+	row := func(verb, code string, client, server int64) results.RequestCount {
+		return results.RequestCount{Verb: verb, Resource: "configmaps", Code: code, Client: client, Server: server}
+	}
+	trial := func() *results.ServerCheck {
+		return &results.ServerCheck{Available: true, Mismatch: "...", Requests: []results.RequestCount{
+			row("GET", "200", 1441, 1442), row("POST", "201", 0, 5), row("PUT", "200", 274, 275), row("PUT", "409", 50, 50)}}
+	}
+	c := trial()
+	analysis.AttributeOthers(c, results.Measurements{})
+	wantOthers := []results.RequestCount{row("GET", "200", 0, 1), row("POST", "201", 0, 5), row("PUT", "200", 0, 1)}
+	wantRequests := []results.RequestCount{row("GET", "200", 1441, 1441), row("PUT", "200", 274, 274), row("PUT", "409", 50, 50)}
+	if !c.Match || c.Mismatch != "" || !reflect.DeepEqual(c.Others, wantOthers) || !reflect.DeepEqual(c.Requests, wantRequests) {
+		t.Errorf("attributed: match %t %q\nothers %+v\nrequests %+v", c.Match, c.Mismatch, c.Others, c.Requests)
+	}
+
+	for _, tc := range []struct {
+		name string
+		edit func(c *results.ServerCheck)
+		m    results.Measurements
+	}{
+		{"the apiserver counted fewer", func(c *results.ServerCheck) { c.Requests[3].Server = 49 }, results.Measurements{}},
+		{"a request without an answer", func(c *results.ServerCheck) {
+			c.Requests = append(c.Requests, row("PUT", results.CodeNoResponse, 1, 0))
+		}, results.Measurements{}},
+		{"a client timeout", func(*results.ServerCheck) {}, timedOut(1)},
+	} {
+		c := trial()
+		tc.edit(c)
+		analysis.AttributeOthers(c, tc.m)
+		if c.Match || len(c.Others) > 0 || c.Mismatch == "" {
+			t.Errorf("%s: attributed to others: %+v", tc.name, c)
+		}
+	}
+}

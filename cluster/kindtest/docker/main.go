@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -38,7 +39,8 @@ func run() int {
 	if err := json.NewEncoder(conn).Encode(struct {
 		Args  []string
 		Stdin []byte
-	}{os.Args[1:], stdin}); err != nil {
+		Env   map[string]string
+	}{os.Args[1:], stdin, passedEnv(os.Args[1:])}); err != nil {
 		fmt.Fprintf(os.Stderr, "docker (kb-bench test double): %v\n", err)
 		return 125
 	}
@@ -53,4 +55,19 @@ func run() int {
 	_, _ = os.Stdout.Write(reply.Stdout)
 	_, _ = os.Stderr.Write(reply.Stderr)
 	return reply.Code
+}
+
+// passedEnv is what `-e NAME` (no value) passes to a container, as docker
+// does: NAME's value in this program's environment, when set.
+func passedEnv(args []string) map[string]string {
+	env := map[string]string{}
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] != "-e" && args[i] != "--env" || strings.Contains(args[i+1], "=") {
+			continue
+		}
+		if v, ok := os.LookupEnv(args[i+1]); ok {
+			env[args[i+1]] = v
+		}
+	}
+	return env
 }

@@ -48,11 +48,11 @@ Podman that grants privileged containers.`,
 		Example: `  kb-bench kind up
   kb-bench kind up --control-planes 3 --etcd-tmpfs --apiserver-arg max-mutating-requests-inflight=400
   kb-bench kind up --pull never --node-image kindest/node:v1.37.0   # air-gapped: docker load it first
-  kb-bench kind up --print-config --control-planes 3   # the kind configuration, nothing created`,
+  kb-bench kind up --print-config --control-planes 3   # the kind configuration, with this host's adaptations; nothing created`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if printConfig {
-				b, err := cluster.KindConfigYAML(o)
+				b, err := cluster.KindConfigHere(c.Context(), o, getenv)
 				if err != nil {
 					return err
 				}
@@ -80,7 +80,7 @@ Podman that grants privileged containers.`,
 	up.Flags().StringArrayVar(&o.APIServerArgs, "apiserver-arg", nil, "kube-apiserver flag NAME=VALUE (no dashes), repeatable")
 	up.Flags().BoolVar(&o.EtcdOnTmpfs, "etcd-tmpfs", false, "keep etcd's data on the node's tmpfs (less disk noise, nothing durable)")
 	up.Flags().BoolVar(&retain, "retain", false, "keep the nodes of a failed create, for debugging")
-	up.Flags().BoolVar(&printConfig, "print-config", false, "print the kind configuration and create nothing")
+	up.Flags().BoolVar(&printConfig, "print-config", false, "print the kind configuration, adapted to this host, and create nothing")
 
 	down := &cobra.Command{
 		Use:     "down",

@@ -229,6 +229,9 @@ func describeServer(c *results.ServerCheck) [][2]string {
 		verdict = fmt.Sprintf("apiserver counted the same %d requests as kb-bench: %s", total, describeCounts(c.Requests))
 	}
 	rows := [][2]string{{"server", verdict}}
+	if len(c.Others) > 0 {
+		rows = append(rows, [2]string{"", "other clients' requests on the same resources (the cluster's own; kb-bench's all counted): " + describeCounts(c.Others)})
+	}
 	if len(c.Internal) > 0 {
 		rows = append(rows, [2]string{"", "apiserver's own requests: " + describeCounts(c.Internal)})
 	}

@@ -296,3 +296,16 @@ func TestUnmeasuredLostUpdatesReadUnknown(t *testing.T) {
 		t.Errorf("sweep row %v, want lost updates unknown", got)
 	}
 }
+
+// A check that attributed the apiserver's extra counts to the cluster's
+// own clients says so beside the match, with the counts.
+func TestDescribeServerOthers(t *testing.T) {
+	c := &results.ServerCheck{Available: true, Match: true,
+		Requests: []results.RequestCount{{Verb: "PUT", Resource: "configmaps", Code: "200", Client: 274, Server: 274}},
+		Others:   []results.RequestCount{{Verb: "POST", Resource: "configmaps", Code: "201", Server: 5}}}
+	rows := describeServer(c)
+	if len(rows) < 2 || !strings.HasPrefix(rows[0][1], "apiserver counted the same 274 requests") ||
+		!strings.Contains(rows[1][1], "other clients' requests") || !strings.Contains(rows[1][1], "POST configmaps 5 (201)") {
+		t.Errorf("rows %q", rows)
+	}
+}
