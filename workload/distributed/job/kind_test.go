@@ -68,7 +68,9 @@ func needKind(t *testing.T) *kindBench {
 		t.Skipf("the Job's pods run on a real kind node, and %s names no node image to make one with (make test sets it; set %s=1 to fail instead)", nodeImageEnv, requireEnv)
 	}
 	tmp := t.TempDir()
-	b := &kindBench{bin: buildStatic(t, tmp), env: append(os.Environ(), "TMPDIR="+tmp, "XDG_STATE_HOME="+tmp), name: existing}
+	// The binary has a directory of its own: XDG_STATE_HOME=tmp puts
+	// kb-bench's state in tmp/kb-bench.
+	b := &kindBench{bin: buildStatic(t, filepath.Join(tmp, "bin")), env: append(os.Environ(), "TMPDIR="+tmp, "XDG_STATE_HOME="+tmp), name: existing}
 	if b.name == "" {
 		suffix := make([]byte, 3)
 		_, _ = rand.Read(suffix)
@@ -107,7 +109,7 @@ func buildStatic(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "kb-bench")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/kb-bench")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/kb-bench")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
