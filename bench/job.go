@@ -108,6 +108,14 @@ func (j JobOptions) runner(ctx context.Context, conn *cluster.Connection, kindCl
 			}
 		}
 	}
+	if conn.Target.Kind == spec.TargetKindCluster && j.RunnerKubeconfig == "" {
+		// The shard pods reach the apiserver through its service
+		// address: on a kind cluster made moments ago kube-proxy may not
+		// have programmed it yet (a cluster KindUp made waited already).
+		if err := cluster.WaitServiceNetwork(ctx, target, log); err != nil {
+			return nil, err
+		}
+	}
 	r := job.Runner{Kube: kube, Image: image, ImagePullPolicy: corev1.PullPolicy(j.PullPolicy), Resources: res,
 		AntiAffinity: j.AntiAffinity, NodeSelector: j.NodeSelector}
 	if j.RunnerKubeconfig != "" {

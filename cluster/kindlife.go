@@ -17,6 +17,11 @@ import (
 	"time"
 
 	"golang.org/x/term"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 
@@ -302,6 +307,9 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 		<-done
 		err = ctx.Err()
 	}
+	if err == nil {
+		err = waitServiceNetworkOf(ctx, st.Kubeconfig, uo.Log)
+	}
 	if err != nil {
 		if !uo.Retain {
 			_ = p.Delete(o.Name, st.Kubeconfig)
@@ -375,4 +383,65 @@ func ReadKindState(ctx context.Context, stateDir, name string, getenv func(strin
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &st, nil
+}
+
+// ServiceNetworkTimeout bounds the wait for a new cluster's service
+// network (WaitServiceNetwork).
+const ServiceNetworkTimeout = 3 * time.Minute
+
+// WaitServiceNetwork waits until the cluster's service network works: a
+// pod's request to a service address (the apiserver's, 10.96.0.1) reaches
+// the service once kube-proxy has programmed the node, some seconds after
+// the node is Ready; before that it is refused (kb-bench's node image
+// rejects what kube-proxy did not translate) or, on other images, leaves
+// the node for the host's network. CoreDNS reaches the apiserver through
+// that address, so its Deployment being available is the event. A cluster
+// without CoreDNS is not waited for; one whose CoreDNS does not become
+// available within ServiceNetworkTimeout, or whose Deployment cannot be
+// read, gets a warning on log, not an error: runs that start no pod do
+// not need it.
+func WaitServiceNetwork(ctx context.Context, cfg *rest.Config, log io.Writer) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	wait, cancel := context.WithTimeout(ctx, ServiceNetworkTimeout)
+	defer cancel()
+	announced := false
+	for {
+		d, err := kube.AppsV1().Deployments("kube-system").Get(wait, "coredns", metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			fmt.Fprintf(log, "kind: WARNING: cannot read CoreDNS's Deployment (%v): not waiting for the service network; pods may not reach services yet\n", err)
+			return nil
+		case d.Status.AvailableReplicas > 0:
+			return nil
+		case !announced:
+			fmt.Fprintln(log, "kind: waiting for the service network (kube-proxy programming the node; CoreDNS available)...")
+			announced = true
+		}
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-wait.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			fmt.Fprintf(log, "kind: WARNING: CoreDNS was not available within %s: pods may not reach services yet\n", ServiceNetworkTimeout)
+			return nil
+		}
+	}
+}
+
+// waitServiceNetworkOf is WaitServiceNetwork on the cluster of a
+// kubeconfig file kb-bench wrote.
+func waitServiceNetworkOf(ctx context.Context, kubeconfig string, log io.Writer) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading the new cluster's kubeconfig %s: %w", kubeconfig, err)
+	}
+	return WaitServiceNetwork(ctx, cfg, log)
 }

@@ -36,6 +36,10 @@ debian_packages=systemd,systemd-sysv,dbus,containerd,runc,iptables,iproute2,ca-c
 # The node's slice of kind's default podSubnet (10.244.0.0/16): the first
 # node gets 10.244.0.0/24 from the controller-manager.
 pod_cidr=10.244.0.0/24
+# kind's default pod and service subnets (v1alpha4 networking.podSubnet,
+# serviceSubnet).
+pod_subnet=10.244.0.0/16
+service_cidr=10.96.0.0/16
 
 say() { echo "kind-node-image: $*" >&2; }
 die() {
@@ -257,7 +261,32 @@ rm -f "${node}"/lib/systemd/system/multi-user.target.wants/* "${node}"/etc/syste
   "${node}"/lib/systemd/system/sockets.target.wants/*initctl* "${node}"/lib/systemd/system/basic.target.wants/*
 echo "ReadKMsg=no" >>"${node}/etc/systemd/journald.conf"
 [[ -e "${node}/sbin/init" ]] || ln -s /usr/lib/systemd/systemd "${node}/usr/sbin/init"
-chroot "${node}" systemctl enable kubelet.service containerd.service undo-mount-hacks.service >/dev/null 2>&1
+# Until kube-proxy has programmed the node, a pod's packet to a service
+# address (10.96.0.1, the apiserver's) is not translated and would follow
+# the node's default route out of the node, and on through the host's, to
+# whatever answers that address beyond this machine. The guard refuses it
+# instead; a translated packet no longer matches. A routing rule for the
+# pods' packets (policy routing sees the destination after kube-proxy's
+# DNAT, and no iptables tool rewrites it: an iptables rule alone was once
+# seen gone by the time the node was ready), and iptables rules for both
+# pods (FORWARD) and the node's own processes (OUTPUT), on kind's default
+# subnets.
+cat >"${node}/etc/systemd/system/kb-bench-service-guard.service" <<UNIT
+[Unit]
+Description=Refuse packets to the service subnet ${service_cidr} that kube-proxy did not translate
+Before=containerd.service kubelet.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/sbin/ip rule add from ${pod_subnet} to ${service_cidr} prohibit
+ExecStart=/usr/sbin/iptables -w -I FORWARD -d ${service_cidr} -j REJECT
+ExecStart=/usr/sbin/iptables -w -I OUTPUT -d ${service_cidr} -j REJECT
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+chroot "${node}" systemctl enable kubelet.service containerd.service undo-mount-hacks.service kb-bench-service-guard.service >/dev/null 2>&1
 chroot "${node}" systemctl mask systemd-binfmt.service >/dev/null 2>&1
 mkdir -p "${node}/etc/kubernetes/manifests"
 # kind's containerd unit runs /usr/local/bin/containerd; Debian's is in /usr/bin.
