@@ -272,7 +272,7 @@ thresholds:
 - conflictRate <= baseline +20%
 - lostUpdates == 0
 - serverMatch == true
-- apiserverCPUPerWrite <= baseline +10%
+- apiserverCPUPerWrite <= baseline +30%
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -298,6 +298,12 @@ thresholds:
 		}
 		return 0, string(out)
 	}
+	// The A/A must pass every threshold, so each margin is one that 1 s
+	// samples of identical runs cannot break by chance on a loaded
+	// machine: with 5 samples a side a tight margin over a steady figure
+	// fails an A/A at the test's 3.2% false-alarm rate (CI saw
+	// apiserverCPUPerWrite +11.4%, p=0.032, against +10%), and the A/B
+	// below still fails it by a factor of four.
 	if code, out := runAB("aa", "--writers", "4", "--baseline-with", "writers=4"); code != 0 || strings.Contains(out, "FAIL") {
 		t.Errorf("A/A run: exit %d, want 0 with every threshold held:\n%s", code, out)
 	}
