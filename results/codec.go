@@ -26,13 +26,18 @@ func Encode(r *Result) ([]byte, error) {
 // Decode reads it, with Summary.Percentiles PercentilesRoundedRank.
 const OlderAPIVersion = "kb-bench.io/v1alpha2"
 
+// PreFiguresAPIVersion is the Result version before Figures: Decode reads
+// it, with its scenario figures in Details.
+const PreFiguresAPIVersion = "kb-bench.io/v1alpha4"
+
 // PreIdleAPIVersion is the Result version before Cost.ApiserverIdle:
 // Decode reads it, as it is.
 const PreIdleAPIVersion = "kb-bench.io/v1alpha3"
 
 // Decode reads a Result document: apiVersion and kind first, then the body
 // strictly (unknown fields are errors), then its figures (Validate). It
-// reads APIVersion, PreIdleAPIVersion and OlderAPIVersion documents.
+// reads APIVersion, PreFiguresAPIVersion, PreIdleAPIVersion and
+// OlderAPIVersion documents.
 func Decode(rd io.Reader) (*Result, error) {
 	data, err := io.ReadAll(rd)
 	if err != nil {
@@ -48,11 +53,11 @@ func Decode(rd io.Reader) (*Result, error) {
 	if head.Kind != KindResult {
 		return nil, fmt.Errorf("kind is %q, not %q: this is not a kb-bench result document", head.Kind, KindResult)
 	}
-	if head.APIVersion != APIVersion && head.APIVersion != PreIdleAPIVersion && head.APIVersion != OlderAPIVersion {
+	if !slices.Contains([]string{APIVersion, PreFiguresAPIVersion, PreIdleAPIVersion, OlderAPIVersion}, head.APIVersion) {
 		if newer, _ := newerVersion(head.APIVersion); newer {
 			return nil, fmt.Errorf("apiVersion %s is newer than this kb-bench reads (%s): upgrade kb-bench to read it", head.APIVersion, APIVersion)
 		}
-		return nil, fmt.Errorf("apiVersion %q is not supported: this kb-bench reads %s, %s and %s", head.APIVersion, APIVersion, PreIdleAPIVersion, OlderAPIVersion)
+		return nil, fmt.Errorf("apiVersion %q is not supported: this kb-bench reads %s, %s, %s and %s", head.APIVersion, APIVersion, PreFiguresAPIVersion, PreIdleAPIVersion, OlderAPIVersion)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -60,7 +65,10 @@ func Decode(rd io.Reader) (*Result, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("decoding the %s result: %w", head.APIVersion, err)
 	}
-	if head.APIVersion != APIVersion && r.Cost != nil && r.Cost.ApiserverIdle != nil {
+	if head.APIVersion != APIVersion && len(r.Figures) > 0 {
+		return nil, fmt.Errorf("decoding the %s result: figures is not a %s field: remove it, or set apiVersion %s", head.APIVersion, head.APIVersion, APIVersion)
+	}
+	if head.APIVersion != APIVersion && head.APIVersion != PreFiguresAPIVersion && r.Cost != nil && r.Cost.ApiserverIdle != nil {
 		return nil, fmt.Errorf("decoding the %s result: cost.apiserverIdle is not a %s field: remove it, or set apiVersion %s", head.APIVersion, head.APIVersion, APIVersion)
 	}
 	if head.APIVersion == OlderAPIVersion {

@@ -23,13 +23,15 @@ import (
 // added (an older kb-bench reads strictly: a new field would be an unknown
 // one to it, and the version tells it to upgrade).
 //
+// v1alpha5: Figures, the scenario's own figures as data, in place of
+// Details. Decode still reads v1alpha4 Results (with Details).
 // v1alpha4: Cost.ApiserverIdle, the apiserver's background CPU. Decode
 // still reads v1alpha3 Results (without it).
 // v1alpha3: percentiles are nearest rank (Summary.Percentiles says so).
 // Decode still reads v1alpha2 Results, whose percentiles are
 // PercentilesRoundedRank.
 const (
-	APIVersion = "kb-bench.io/v1alpha4"
+	APIVersion = "kb-bench.io/v1alpha5"
 	KindResult = "Result"
 )
 
@@ -99,8 +101,11 @@ type Result struct {
 	Cost *Cost `json:"cost,omitempty"`
 	// Checks are the correctness verdicts (lost updates and the like).
 	Checks []Check `json:"checks,omitempty"`
-	// Details are the scenario's own figures (its report), as the
-	// scenario package defines them.
+	// Figures are the scenario's own figures, as data (Figure).
+	Figures []Figure `json:"figures,omitempty"`
+	// Details are the scenario's own figures as results before
+	// v1alpha5 kept them: its report's JSON, as the scenario package
+	// defined it. Read only.
 	Details json.RawMessage `json:"details,omitempty"`
 	// Warnings are things the reader should know (metrics forbidden, ...).
 	Warnings []string `json:"warnings,omitempty"`

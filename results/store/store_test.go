@@ -151,14 +151,14 @@ func TestReadRefuses(t *testing.T) {
 		doc  []byte
 		want string
 	}{
-		{"newer version", swap(`"apiVersion": "kb-bench.io/v1alpha4"`, `"apiVersion": "kb-bench.io/v1beta1"`), "upgrade kb-bench"},
-		{"newer major", swap(`"apiVersion": "kb-bench.io/v1alpha4"`, `"apiVersion": "kb-bench.io/v2"`), "upgrade kb-bench"},
-		{"older version", swap(`"apiVersion": "kb-bench.io/v1alpha4"`, `"apiVersion": "kb-bench.io/v1alpha1"`), "not supported"},
-		{"percentiles field in a v1alpha2 result", swap(`"apiVersion": "kb-bench.io/v1alpha4"`, `"apiVersion": "kb-bench.io/v1alpha2"`), "summary.percentiles is not a kb-bench.io/v1alpha2 field"},
-		{"foreign group", swap(`"apiVersion": "kb-bench.io/v1alpha4"`, `"apiVersion": "apps/v1"`), "not supported"},
+		{"newer version", swap(`"apiVersion": "kb-bench.io/v1alpha5"`, `"apiVersion": "kb-bench.io/v1beta1"`), "upgrade kb-bench"},
+		{"newer major", swap(`"apiVersion": "kb-bench.io/v1alpha5"`, `"apiVersion": "kb-bench.io/v2"`), "upgrade kb-bench"},
+		{"older version", swap(`"apiVersion": "kb-bench.io/v1alpha5"`, `"apiVersion": "kb-bench.io/v1alpha1"`), "not supported"},
+		{"percentiles field in a v1alpha2 result", swap(`"apiVersion": "kb-bench.io/v1alpha5"`, `"apiVersion": "kb-bench.io/v1alpha2"`), "summary.percentiles is not a kb-bench.io/v1alpha2 field"},
+		{"foreign group", swap(`"apiVersion": "kb-bench.io/v1alpha5"`, `"apiVersion": "apps/v1"`), "not supported"},
 		{"wrong kind", swap(`"kind": "Result"`, `"kind": "Profile"`), "not a kb-bench result"},
 		{"unknown field", swap(`"runID"`, `"runId2": 1, "runID"`), "unknown field"},
-		{"not JSON", []byte("apiVersion: kb-bench.io/v1alpha4\n"), "invalid JSON"},
+		{"not JSON", []byte("apiVersion: kb-bench.io/v1alpha5\n"), "invalid JSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), ResultFile)
@@ -175,7 +175,7 @@ func TestReadRefuses(t *testing.T) {
 	// version did not have is not one.
 	t.Run("v1alpha3", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), ResultFile)
-		if err := os.WriteFile(path, swap(`"apiVersion": "kb-bench.io/v1alpha4"`, `"apiVersion": "kb-bench.io/v1alpha3"`), 0o644); err != nil {
+		if err := os.WriteFile(path, swap(`"apiVersion": "kb-bench.io/v1alpha5"`, `"apiVersion": "kb-bench.io/v1alpha3"`), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := Read(t.Context(), path); err != nil {
@@ -185,7 +185,7 @@ func TestReadRefuses(t *testing.T) {
 		if doc, err = results.Encode(r); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(path, swap(`"apiVersion": "kb-bench.io/v1alpha4"`, `"apiVersion": "kb-bench.io/v1alpha3"`), 0o644); err != nil {
+		if err := os.WriteFile(path, swap(`"apiVersion": "kb-bench.io/v1alpha5"`, `"apiVersion": "kb-bench.io/v1alpha3"`), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := Read(t.Context(), path); err == nil || !strings.Contains(err.Error(), "cost.apiserverIdle is not a kb-bench.io/v1alpha3 field") {
