@@ -19,21 +19,29 @@ import (
 type Report struct {
 	// OwnedWrites and OwnedConflicts count the measured write attempts on
 	// the Pods one controller owns, and the 409s among them.
-	OwnedWrites    int64 `json:"ownedWrites"`
-	OwnedConflicts int64 `json:"ownedConflicts"`
+	OwnedWrites, OwnedConflicts int64
 	// SharedWrites and SharedConflicts count them on the shared Pods.
-	SharedWrites    int64 `json:"sharedWrites"`
-	SharedConflicts int64 `json:"sharedConflicts"`
-
-	scenario.Checked `json:"-"`
+	SharedWrites, SharedConflicts int64
+	checks                        []results.Check
 }
 
-// Rows are the writes and conflicts on owned and on shared Pods.
-func (r *Report) Rows() [][2]string {
-	return [][2]string{
-		{"owned Pods", fmt.Sprintf("%d writes, %d conflicts", r.OwnedWrites, r.OwnedConflicts)},
-		{"shared Pods", fmt.Sprintf("%d writes, %d conflicts", r.SharedWrites, r.SharedConflicts)},
+// Checks are the lost-update checks.
+func (r *Report) Checks() []results.Check { return r.checks }
+
+// Figures are the writes and conflicts on owned and on shared Pods.
+func (r *Report) Figures() []results.Figure {
+	var out []results.Figure
+	for _, p := range []struct {
+		pods              string
+		writes, conflicts int64
+	}{{"owned", r.OwnedWrites, r.OwnedConflicts}, {"shared", r.SharedWrites, r.SharedConflicts}} {
+		out = append(out,
+			results.Figure{Name: "statusWrites", Labels: map[string]string{"pods": p.pods}, Value: float64(p.writes), Unit: results.UnitCount, Sum: true,
+				Help: "Measured status write attempts on the Pods one controller owns (owned) or all share (shared)."},
+			results.Figure{Name: "statusConflicts", Labels: map[string]string{"pods": p.pods}, Value: float64(p.conflicts), Unit: results.UnitCount, Sum: true, Better: results.BetterLower,
+				Help: "409s among the measured status writes on owned Pods (none expected) or shared ones."})
 	}
+	return out
 }
 
 // Finish reads every Pod back and checks it against what each controller
@@ -55,7 +63,7 @@ func (r *controllers) Finish(ctx context.Context) (scenario.Report, error) {
 	for i := range list.Items {
 		pods[list.Items[i].Name] = &list.Items[i]
 	}
-	report.Checked = judge(r.views, pods)
+	report.checks = judge(r.views, pods)
 	return report, nil
 }
 

@@ -30,10 +30,9 @@ const LeaseName = "kb-bench-leader"
 
 // Definition registers the leader-election scenario.
 var Definition = scenario.Definition{
-	Name:         Name,
-	Description:  "candidates run client-go's leader election (or a watch-based Lease lock) on one Lease; failovers, faults (pause, partition, skew, delete, edit), overlapping leaders and writes from deposed leaders are measured",
-	NewSettings:  func() scenario.Settings { return &Settings{} },
-	DecodeReport: scenario.DecodeJSON[Report],
+	Name:        Name,
+	Description: "candidates run client-go's leader election (or a watch-based Lease lock) on one Lease; failovers, faults (pause, partition, skew, delete, edit), overlapping leaders and writes from deposed leaders are measured",
+	NewSettings: func() scenario.Settings { return &Settings{} },
 	Continuous: func(env *scenario.Env, settings scenario.Settings) scenario.Continuous {
 		return newElection(env, settings.(*Settings))
 	},

@@ -2,6 +2,7 @@ package leaderelection
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -263,116 +264,138 @@ func (r *Report) Checks() []results.Check {
 	return checks
 }
 
-// Rows are the leader-election lines of the summary.
-func (r *Report) Rows() [][2]string {
-	ms := results.FormatDuration
-	release := "lease kept on stop"
-	if r.ReleaseOnCancel {
-		release = "release on cancel"
+// Figures are the election's figures: how it ran, its leaderships and
+// failovers, the Lease requests by phase, and each fault, theft and
+// overlap with what followed (numbered from 1 by the label fault, theft
+// or span); identities are labels. Times ("At") are from the start of
+// the candidates.
+func (r *Report) Figures() []results.Figure {
+	var out []results.Figure
+	// add appends a figure with labels kv (key, value, ...; none of an
+	// empty value).
+	add := func(f results.Figure, kv ...string) {
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i+1] == "" {
+				continue
+			}
+			if f.Labels == nil {
+				f.Labels = map[string]string{}
+			}
+			f.Labels[kv[i]] = kv[i+1]
+		}
+		out = append(out, f)
 	}
-	head := fmt.Sprintf("%d candidates, lease %ds, %s", r.Candidates, r.LeaseDurationSeconds, release)
-	if r.Lock != "" {
-		head += ", lock " + r.Lock
+	const (
+		count, boolean, dur = results.UnitCount, results.UnitBool, results.UnitDuration
+		lower               = results.BetterLower
+	)
+	ns := func(d time.Duration) float64 { return float64(d) }
+	add(results.Figure{Name: "candidates", Value: float64(r.Candidates), Unit: count, Help: "Candidates running at any time, with the lock they use."}, "lock", r.Lock)
+	add(results.Figure{Name: "leaseDuration", Value: ns(time.Duration(r.LeaseDurationSeconds) * time.Second), Unit: dur, Help: "The lease duration the Lease recorded (whole seconds): what followers wait."})
+	add(results.Figure{Name: "releaseOnCancel", Value: one(r.ReleaseOnCancel), Unit: boolean, Help: "A stopped leader releases the Lease (else followers wait the lease out)."})
+	if r.FirstLeader != "" {
+		add(results.Figure{Name: "timeToFirstLeader", Value: ns(r.TimeToFirstLeader), Unit: dur, Better: lower, Help: "From starting the candidates to the first leader."})
+		add(results.Figure{Name: "firstLeader", Value: 1, Unit: boolean, Help: "The first candidate to lead, by its label candidate."}, "candidate", r.FirstLeader)
+		add(results.Figure{Name: "leaderless", Value: ns(r.Leaderless), Unit: dur, Better: lower, Help: "Time since the first leader during which no candidate believed it led."})
 	}
-	rows := [][2]string{{"leader election", head}}
-	add := func(name, format string, a ...any) { rows = append(rows, [2]string{name, fmt.Sprintf(format, a...)}) }
-	if r.FirstLeader == "" {
-		add("  first leader", "none elected")
-	} else {
-		add("  first leader", "%s after %s", r.FirstLeader, ms(r.TimeToFirstLeader))
+	add(results.Figure{Name: "leaderships", Value: float64(r.Leaderships), Unit: count, Sum: true, Help: "Leaderships begun (a candidate's OnStartedLeading), warm-up included."})
+	add(results.Figure{Name: "transitions", Value: float64(r.Transitions), Unit: count, Sum: true, Help: "Changes of the Lease's holder seen on its watch."})
+	add(results.Figure{Name: "leaseTransitions", Value: float64(r.LeaseTransitions), Unit: count, Help: "The Lease's spec.leaseTransitions at the end, as client-go counted."})
+	add(results.Figure{Name: "lostLeadership", Value: float64(r.LostLeadership), Unit: count, Sum: true, Better: lower, Help: "Leaderships lost on renew (not stopped by the scenario)."})
+	f := r.FailoverTime
+	add(results.Figure{Name: "failovers", Value: float64(f.Count), Unit: count, Sum: true, Help: "Leaders the scenario stopped."})
+	add(results.Figure{Name: "failoversResolved", Value: float64(f.Resolved), Unit: count, Sum: true, Help: "Stopped leaders followed by a new leader before the end."})
+	if f.Resolved > 0 {
+		for _, q := range []struct {
+			q string
+			d time.Duration
+		}{{"0", f.Min}, {"0.5", f.P50}, {"1", f.Max}} {
+			add(results.Figure{Name: "failoverTime", Value: ns(q.d), Unit: dur, Better: lower, Help: "From stopping the leader to the next leader (quantile 0: min, 1: max)."}, "quantile", q.q)
+		}
 	}
-	add("  transitions", "%d seen on the Lease (leaseTransitions %d), %d leaderships, %d lost on renew",
-		r.Transitions, r.LeaseTransitions, r.Leaderships, r.LostLeadership)
-	switch f := r.FailoverTime; {
-	case f.Count == 0:
-		add("  failovers", "none (no leader was stopped)")
-	case f.Resolved == 0:
-		add("  failovers", "%d, none resolved before the end", f.Count)
-	default:
-		add("  failovers", "%d (%d resolved): min %s  p50 %s  max %s", f.Count, f.Resolved, ms(f.Min), ms(f.P50), ms(f.Max))
+	for _, p := range []struct {
+		phase string
+		c     LeasePhase
+	}{{"acquire", r.Acquire}, {"renew", r.Renew}, {"release", r.Release}, {"intruder", r.Intruder}} {
+		if p.phase == "intruder" && p.c == (LeasePhase{}) {
+			continue
+		}
+		add(results.Figure{Name: "leaseWrites", Value: float64(p.c.Writes), Unit: count, Sum: true, Help: "Lease creates and updates in the measured window, by phase."}, "phase", p.phase)
+		add(results.Figure{Name: "leaseConflicts", Value: float64(p.c.Conflicts), Unit: count, Sum: true, Better: lower, Help: "Lease writes answered 409 in the measured window, by phase."}, "phase", p.phase)
+		add(results.Figure{Name: "leaseReads", Value: float64(p.c.Reads), Unit: count, Sum: true, Help: "Lease GETs in the measured window, by phase."}, "phase", p.phase)
+		add(results.Figure{Name: "leaseErrors", Value: float64(p.c.Errors), Unit: count, Sum: true, Better: lower, Help: "Lease requests that failed otherwise in the measured window, by phase."}, "phase", p.phase)
 	}
-	writes := fmt.Sprintf("%d: acquire %d (409: %d)  renew %d (409: %d)  release %d (409: %d)",
-		r.LeaseWrites(), r.Acquire.Writes, r.Acquire.Conflicts, r.Renew.Writes, r.Renew.Conflicts, r.Release.Writes, r.Release.Conflicts)
-	if r.Intruder != (LeasePhase{}) {
-		writes += fmt.Sprintf("  intruder %d (409: %d)", r.Intruder.Writes, r.Intruder.Conflicts)
-	}
-	add("  lease writes", "%s", writes)
-	add("  lease reads", "%d (other errors: %d)",
-		r.Acquire.Reads+r.Renew.Reads+r.Release.Reads+r.Intruder.Reads, r.Acquire.Errors+r.Renew.Errors+r.Release.Errors+r.Intruder.Errors)
-	// The faults, the thefts and the leader-only writes.
 	switch {
 	case r.Fault == FaultSkew:
-		add("  fault", "skew: the last candidate runs with lease %ds against the others' %ds", r.SkewedLeaseSeconds, r.LeaseDurationSeconds)
+		add(results.Figure{Name: "skewedLeaseDuration", Value: ns(time.Duration(r.SkewedLeaseSeconds) * time.Second), Unit: dur, Help: "The skew fault's last candidate's lease duration, against the others' leaseDuration."})
 	case r.Fault != "":
-		add("  fault", "%s, %s", r.Fault, results.Plural(len(r.Faults), "injection"))
+		add(results.Figure{Name: "faults", Value: float64(len(r.Faults)), Unit: count, Sum: true, Help: "Faults injected, of the kind its label says."}, "kind", r.Fault)
 	}
-	for _, f := range r.Faults {
-		what := f.Kind
-		if f.Duration > 0 {
-			what += " for " + ms(f.Duration)
+	for i, x := range r.Faults {
+		n := strconv.Itoa(i + 1)
+		add(results.Figure{Name: "faultAt", Value: ns(x.At), Unit: dur, Help: "When the fault was injected: its kind, its victim, who took the Lease, its first holder after, why it failed."},
+			"fault", n, "kind", x.Kind, "victim", x.Victim, "takenBy", x.TakenBy, "nextHolder", x.NextHolder, "failed", x.Failed)
+		if x.Duration > 0 {
+			add(results.Figure{Name: "faultDuration", Value: ns(x.Duration), Unit: dur, Help: "How long the pause or partition lasted."}, "fault", n)
 		}
-		line := fmt.Sprintf("at %s %s of %s: ", ms(f.At), what, f.Victim)
+		add(results.Figure{Name: "faultTaken", Value: one(x.Taken), Unit: boolean, Help: "Another holder took the Lease after the fault."}, "fault", n)
+		if x.Taken {
+			add(results.Figure{Name: "faultTakenAfter", Value: ns(x.TakenAfter), Unit: dur, Better: lower, Help: "From the fault to another holder taking the Lease."}, "fault", n)
+		}
+		if x.NextHolder != "" {
+			add(results.Figure{Name: "faultNextHolderAfter", Value: ns(x.NextHolderAfter), Unit: dur, Help: "From the fault to the first Lease write naming a holder (the victim's own, if it re-created the Lease)."}, "fault", n)
+		}
+		add(results.Figure{Name: "faultVictimStopped", Value: one(x.VictimStopped), Unit: boolean, Better: results.BetterHigher, Help: "The victim stopped believing it led (before the next fault or the end)."}, "fault", n)
+		if x.VictimStopped {
+			add(results.Figure{Name: "faultStoppedAfter", Value: ns(x.StoppedAfter), Unit: dur, Better: lower, Help: "From the fault to the victim stepping down."}, "fault", n)
+		}
 		switch {
-		case f.Failed != "":
-			line += "failed: " + f.Failed
-		case !f.Taken:
-			line += "the Lease was not taken"
-		default:
-			line += fmt.Sprintf("taken by %s after %s", f.TakenBy, ms(f.TakenAfter))
+		case x.Taken && x.Detection >= 0:
+			add(results.Figure{Name: "faultDetection", Value: ns(x.Detection), Unit: dur, Better: lower, Help: "From the Lease's taking to the victim stepping down (or the end): how long a deposed leader believed it led."}, "fault", n)
+		case x.Taken:
+			add(results.Figure{Name: "faultSteppedDownEarly", Value: ns(-x.Detection), Unit: dur, Help: "How long before the Lease's taking the victim stepped down."}, "fault", n)
 		}
-		switch {
-		case f.VictimStopped && f.Taken && f.Detection < 0:
-			line += fmt.Sprintf(", victim stepped down after %s (%s before the taking)", ms(f.StoppedAfter), ms(-f.Detection))
-		case f.VictimStopped && f.Taken:
-			line += fmt.Sprintf(", victim stepped down after %s (detection %s)", ms(f.StoppedAfter), ms(f.Detection))
-		case f.VictimStopped:
-			line += fmt.Sprintf(", victim stepped down after %s", ms(f.StoppedAfter))
-		default:
-			line += ", victim still leads"
-		}
-		add("", "%s", line)
-		add("", "  overlap %s, leaderless %s, lease writes %d (409: %d), deposed writes %d (fencing refuses %d)",
-			ms(f.Overlap), ms(f.Leaderless), f.LeaseWrites, f.LeaseConflicts, f.DeposedWrites, f.WouldBeFenced)
+		add(results.Figure{Name: "faultOverlap", Value: ns(x.Overlap), Unit: dur, Better: lower, Help: "Time after the fault with two or more leaders."}, "fault", n)
+		add(results.Figure{Name: "faultLeaderless", Value: ns(x.Leaderless), Unit: dur, Better: lower, Help: "Time after the fault with no leader."}, "fault", n)
+		add(results.Figure{Name: "faultLeaseWrites", Value: float64(x.LeaseWrites), Unit: count, Sum: true, Help: "Lease writes answered after the fault."}, "fault", n)
+		add(results.Figure{Name: "faultLeaseConflicts", Value: float64(x.LeaseConflicts), Unit: count, Sum: true, Help: "Lease writes answered 409 after the fault."}, "fault", n)
+		add(results.Figure{Name: "faultDeposedWrites", Value: float64(x.DeposedWrites), Unit: count, Sum: true, Better: lower, Help: "The victim's leader-only writes accepted after it lost the Lease."}, "fault", n)
+		add(results.Figure{Name: "faultWouldBeFenced", Value: float64(x.WouldBeFenced), Unit: count, Sum: true, Help: "The victim's accepted writes after the fault that a fencing check would refuse."}, "fault", n)
 	}
-	switch {
-	case len(r.Thefts) > 0:
-		add("  thefts", "%s: the Lease taken from a leader that still believed it led", results.Plural(len(r.Thefts), "theft"))
-		for _, t := range r.Thefts {
-			end := "stepped down"
-			if t.Ongoing {
-				end = "still leading at the end"
-			}
-			add("", "at %s %s from %s: %s %s later", ms(t.At), t.Thief, t.Victim, end, ms(t.Detection))
-		}
-	case r.Fault != "":
-		add("  thefts", "none: no candidate started leading while another believed it led")
+	if r.Fault != "" || len(r.Thefts) > 0 {
+		add(results.Figure{Name: "thefts", Value: float64(len(r.Thefts)), Unit: count, Sum: true, Better: lower, Help: "Leaderships begun while another candidate still believed it led."})
 	}
-	if r.Fault != "" {
-		add("  leaderless", "%s in total", ms(r.Leaderless))
+	for i, t := range r.Thefts {
+		n := strconv.Itoa(i + 1)
+		add(results.Figure{Name: "theftAt", Value: ns(t.At), Unit: dur, Help: "When the thief started leading while the victim believed it led."}, "theft", n, "thief", t.Thief, "victim", t.Victim)
+		add(results.Figure{Name: "theftDetection", Value: ns(t.Detection), Unit: dur, Better: lower, Help: "From the theft to the victim stepping down (or the end)."}, "theft", n)
+		add(results.Figure{Name: "theftOngoing", Value: one(t.Ongoing), Unit: boolean, Better: lower, Help: "The victim still believed it led at the end."}, "theft", n)
 	}
 	if w := r.LeaderWrites; w != nil {
-		line := fmt.Sprintf("%d sent, %d accepted (%d measured)", w.Writes, w.Accepted, w.Measured)
-		if w.Unclassified {
-			line += ": resourceVersions are not etcd revisions, deposed writes not told"
-		} else {
-			line += fmt.Sprintf(": %d from deposed leaders, fencing token refuses %d", w.Deposed, w.WouldBeFenced)
-			if w.Unfenced > 0 {
-				line += fmt.Sprintf(", LETS %d DEPOSED WRITES THROUGH", w.Unfenced)
-			}
+		add(results.Figure{Name: "leaderWrites", Value: float64(w.Writes), Unit: count, Sum: true, Help: "Leader-only writes sent, warm-up included."})
+		add(results.Figure{Name: "leaderWritesAccepted", Value: float64(w.Accepted), Unit: count, Sum: true, Help: "Leader-only writes the apiserver accepted, warm-up included."})
+		add(results.Figure{Name: "leaderWritesMeasured", Value: float64(w.Measured), Unit: count, Sum: true, Help: "Leader-only writes in the measured window."})
+		add(results.Figure{Name: "leaderWritesUnclassified", Value: one(w.Unclassified), Unit: boolean, Help: "resourceVersions were not etcd revisions, so deposed writes were not told."})
+		if !w.Unclassified {
+			add(results.Figure{Name: "deposedWrites", Value: float64(w.Deposed), Unit: count, Sum: true, Better: lower, Help: "Accepted leader-only writes from a candidate that no longer held the Lease."})
+			add(results.Figure{Name: "wouldBeFenced", Value: float64(w.WouldBeFenced), Unit: count, Sum: true, Help: "Accepted leader-only writes a fencing token check would have refused."})
+			add(results.Figure{Name: "unfencedWrites", Value: float64(w.Unfenced), Unit: count, Sum: true, Better: lower, Help: "Deposed leaders' writes a fencing token check would have let through."})
 		}
-		add("  leader writes", "%s", line)
 	}
-	if len(r.Overlaps) == 0 {
-		add("  overlap", "none: exactly one leader at a time")
-		return rows
+	add(results.Figure{Name: "overlaps", Value: float64(len(r.Overlaps)), Unit: count, Sum: true, Better: lower, Help: "Spans in which two or more candidates believed they led."})
+	add(results.Figure{Name: "overlap", Value: ns(r.OverlapTotal), Unit: dur, Better: lower, Help: "Time since the first leader during which two or more candidates believed they led."})
+	for i, o := range r.Overlaps {
+		n := strconv.Itoa(i + 1)
+		add(results.Figure{Name: "overlapAt", Value: ns(o.At), Unit: dur, Help: "When a span with two or more leaders began, and who they were."}, "span", n, "leaders", strings.Join(o.Leaders, ","))
+		add(results.Figure{Name: "overlapSpan", Value: ns(o.Duration), Unit: dur, Better: lower, Help: "How long a span with two or more leaders lasted."}, "span", n)
 	}
-	shout := "TWO LEADERS AT ONCE"
-	if r.Fault != "" {
-		shout = "two leaders at once"
+	return out
+}
+
+// one is 1 for true, 0 for false: a bool figure's value.
+func one(v bool) float64 {
+	if v {
+		return 1
 	}
-	add("  overlap", "%s, %s in total: %s", results.Plural(len(r.Overlaps), "span"), ms(r.OverlapTotal), shout)
-	for _, o := range r.Overlaps {
-		add("", "at %s for %s: %s", ms(o.At), ms(o.Duration), strings.Join(o.Leaders, ", "))
-	}
-	return rows
+	return 0
 }

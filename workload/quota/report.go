@@ -92,26 +92,61 @@ func (r *Report) Checks() []results.Check {
 	return c
 }
 
-// Rows are the quota lines of the summary table.
-func (r *Report) Rows() [][2]string {
-	note := ""
-	if r.StatusInitialized {
-		note = ", status initialised by kb-bench"
+// Figures are the quota's figures: its counts (those Live shows too),
+// what it held before and after, and the create latencies by answer.
+func (r *Report) Figures() []results.Figure {
+	out := r.counts()
+	add := func(name string, v float64, unit results.Unit, help string) {
+		out = append(out, results.Figure{Name: name, Value: v, Unit: unit, Help: help})
 	}
-	rows := [][2]string{
-		{"quota", fmt.Sprintf("%s hard %d, %s%s", r.Resource, r.Hard, results.Plural(r.Writers, "writer"), note)},
-		{"", fmt.Sprintf("creates %d: admitted %d  rejected %d (exceeded quota)  conflicts %d  errors %d",
-			r.Creates, r.Admitted, r.Rejected, r.Conflicts, r.Errors)},
+	add("writers", float64(r.Writers), results.UnitCount, "Concurrent creators (with an open loop, the creates allowed in flight).")
+	add("initialUsed", float64(r.InitialUsed), results.UnitCount, "Usage already in the namespace before the writers started.")
+	if r.StatusInitialized {
+		add("statusInitialized", 1, results.UnitBool, "kb-bench filled the quota's status itself, because no quota controller did.")
 	}
 	if r.FullAt > 0 {
-		rows = append(rows, [2]string{"", "full after " + results.FormatDuration(r.FullAt)})
+		add("fullAt", float64(r.FullAt), results.UnitDuration, "From the first create due to the first rejection: when the quota was full.")
 	}
 	if r.EndError == "" {
-		rows = append(rows, [2]string{"", fmt.Sprintf("at the end: existing %d  status.used %d  (before the run: %d)", r.ExistingAtEnd, r.UsedAtEnd, r.InitialUsed)})
+		add("existingAtEnd", float64(r.ExistingAtEnd), results.UnitCount, "Usage counted from the objects that exist at the end.")
+		add("usedAtEnd", float64(r.UsedAtEnd), results.UnitCount, "The quota's status.used at the end.")
 	}
-	return append(rows,
-		[2]string{"", "admitted latency " + results.ShortLatency(r.AdmittedLatency)},
-		[2]string{"", "rejected latency " + results.ShortLatency(r.RejectedLatency)})
+	out = append(out, quantiles("admittedLatency", "Latency of the admitted creates (two etcd writes: quota status and object), from when each was due.", r.AdmittedLatency)...)
+	return append(out, quantiles("rejectedLatency", "Latency of the creates quota admission rejected (no etcd write), from when each was due.", r.RejectedLatency)...)
+}
+
+// counts are the quota's limit and its creates by answer so far, over the
+// whole run (warm-up included, as every admitted object counts against
+// the quota).
+func (r *Report) counts() []results.Figure {
+	count := func(name string, v int64, better results.Better, help string) results.Figure {
+		return results.Figure{Name: name, Value: float64(v), Unit: results.UnitCount, Sum: true, Better: better, Help: help}
+	}
+	return []results.Figure{
+		{Name: "hard", Labels: map[string]string{"resource": r.Resource}, Value: float64(r.Hard), Unit: results.UnitCount,
+			Help: "The ResourceQuota's hard limit on what the writers create."},
+		count("creates", r.Creates, "", "Creates the writers sent under the quota, warm-up included."),
+		count("admitted", r.Admitted, "", "Creates quota admission let in, warm-up included: never more than hard."),
+		count("rejected", r.Rejected, "", "Creates quota admission refused (403 exceeded quota), warm-up included."),
+		count("conflicts", r.Conflicts, results.BetterLower, "Creates answered 409, warm-up included."),
+		count("errors", r.Errors, results.BetterLower, "Creates that failed otherwise (timeouts included), warm-up included."),
+	}
+}
+
+// quantiles are latency l as figures of one name by quantile (1 is the
+// maximum); none when nothing was timed.
+func quantiles(name, help string, l results.Latency) []results.Figure {
+	if l.Max == 0 {
+		return nil
+	}
+	var out []results.Figure
+	for _, q := range []struct {
+		q string
+		d time.Duration
+	}{{"0.5", l.P50}, {"0.9", l.P90}, {"0.99", l.P99}, {"0.999", l.P999}, {"1", l.Max}} {
+		out = append(out, results.Figure{Name: name, Labels: map[string]string{"quantile": q.q}, Value: float64(q.d), Unit: results.UnitDuration, Better: results.BetterLower, Help: help})
+	}
+	return out
 }
 
 // Finish counts what exists, reads the quota's status, and returns the
