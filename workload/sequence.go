@@ -368,14 +368,13 @@ func (e *engine) check(ctx context.Context) error {
 
 // valid are the figures that validate as a Result's, each checked beside
 // those kept before it; it warns of each one it leaves out.
-func (e *engine) valid(figures []results.Figure) []results.Figure {
-	var kept []results.Figure
+func (e *engine) valid(figures []results.Figure) (kept []results.Figure) {
 	for _, f := range figures {
-		if errs := results.ValidateFigures(field.NewPath("figures"), append(kept, f)); len(errs) > 0 {
+		if errs := results.ValidateFigures(field.NewPath("figures"), append(kept, f)); len(errs) == 0 {
+			kept = append(kept, f)
+		} else {
 			e.warn("the scenario's figure %s is left out (a bug in kb-bench: please report it): %v", f.Key(), errs.ToAggregate())
-			continue
 		}
-		kept = append(kept, f)
 	}
 	return kept
 }

@@ -30,18 +30,13 @@ func (r *Report) Checks() []results.Check { return r.checks }
 
 // Figures are the writes and conflicts on owned and on shared Pods.
 func (r *Report) Figures() []results.Figure {
-	var out []results.Figure
-	for _, p := range []struct {
-		pods              string
-		writes, conflicts int64
-	}{{"owned", r.OwnedWrites, r.OwnedConflicts}, {"shared", r.SharedWrites, r.SharedConflicts}} {
-		out = append(out,
-			results.Figure{Name: "statusWrites", Labels: map[string]string{"pods": p.pods}, Value: float64(p.writes), Unit: results.UnitCount, Sum: true,
-				Help: "Measured status write attempts on the Pods one controller owns (owned) or all share (shared)."},
-			results.Figure{Name: "statusConflicts", Labels: map[string]string{"pods": p.pods}, Value: float64(p.conflicts), Unit: results.UnitCount, Sum: true, Better: results.BetterLower,
-				Help: "409s among the measured status writes on owned Pods (none expected) or shared ones."})
+	fig := func(name, pods string, v int64, better results.Better, help string) results.Figure {
+		return results.Figure{Name: name, Labels: map[string]string{"pods": pods}, Value: float64(v), Unit: results.UnitCount, Sum: true, Better: better, Help: help}
 	}
-	return out
+	const writes = "Measured status write attempts on the Pods one controller owns (owned) or all share (shared)."
+	const conflicts = "409s among the measured status writes on owned Pods (none expected) or shared ones."
+	return []results.Figure{fig("statusWrites", "owned", r.OwnedWrites, "", writes), fig("statusConflicts", "owned", r.OwnedConflicts, results.BetterLower, conflicts),
+		fig("statusWrites", "shared", r.SharedWrites, "", writes), fig("statusConflicts", "shared", r.SharedConflicts, results.BetterLower, conflicts)}
 }
 
 // Finish reads every Pod back and checks it against what each controller

@@ -550,8 +550,7 @@ func (r *election) report(lease *coordinationv1.Lease, end time.Time) *Report {
 	if lease != nil && lease.Spec.LeaseTransitions != nil {
 		rep.LeaseTransitions = int(*lease.Spec.LeaseTransitions)
 	}
-	rep.Failovers = failovers(r.stops, ls, r.t0)
-	rep.FailoverTime = failoverStats(rep.Failovers)
+	rep.FailoverTime = failoverStats(failovers(r.stops, ls, r.t0))
 	rep.Overlaps = overlaps(ls, r.t0, end)
 	for _, o := range rep.Overlaps {
 		rep.OverlapTotal += o.Duration

@@ -24,43 +24,37 @@ const (
 // latencies cover the measured window only, like the summary.
 type Report struct {
 	// Resource is the quota'd resource, e.g. count/configmaps; Hard the limit H.
-	Resource string `json:"resource"`
-	Hard     int64  `json:"hard"`
+	Resource string
+	Hard     int64
 	// Writers is the number of concurrent creators.
-	Writers int `json:"writers"`
+	Writers int
 	// StatusInitialized is set when kb-bench filled status.hard/status.used
 	// itself because no quota controller did.
-	StatusInitialized bool `json:"statusInitialized"`
+	StatusInitialized bool
 	// InitialUsed is the usage already in the namespace before the writers started.
-	InitialUsed int64 `json:"initialUsed"`
+	InitialUsed int64
 
-	// Creates counts create requests; Admitted those that succeeded.
-	Creates  int64 `json:"creates"`
-	Admitted int64 `json:"admitted"`
-	// Rejected counts 403 Forbidden "exceeded quota" answers.
-	Rejected int64 `json:"rejected"`
-	// Conflicts counts 409s that reached the client.
-	Conflicts int64 `json:"conflicts"`
-	// Errors counts every other failure (timeouts included).
-	Errors int64 `json:"errors"`
+	// Creates counts create requests; Admitted those that succeeded;
+	// Rejected the 403 Forbidden "exceeded quota" answers; Conflicts the
+	// 409s that reached the client; Errors every other failure (timeouts
+	// included).
+	Creates, Admitted, Rejected, Conflicts, Errors int64
 	// FullAt is when the first rejection came, from when the first create
 	// was due; zero when the quota never filled.
-	FullAt time.Duration `json:"fullAt,omitempty"`
+	FullAt time.Duration
 
-	// ExistingAtEnd is the usage counted from the objects that exist at the end.
-	ExistingAtEnd int64 `json:"existingAtEnd"`
-	// UsedAtEnd is the quota's status.used at the end.
-	UsedAtEnd int64 `json:"usedAtEnd"`
+	// ExistingAtEnd is the usage counted from the objects that exist at
+	// the end; UsedAtEnd the quota's status.used then.
+	ExistingAtEnd, UsedAtEnd int64
 
 	// AdmittedLatency and RejectedLatency are create latencies of the
 	// measured window split by answer, from when each create was due: an
 	// admitted create writes to etcd twice (quota status and object), a
 	// rejected one not at all.
-	AdmittedLatency results.Latency `json:"admittedLatency"`
-	RejectedLatency results.Latency `json:"rejectedLatency"`
+	AdmittedLatency, RejectedLatency results.Latency
 
 	// EndError is why the end state could not be read, if it could not.
-	EndError string `json:"endError,omitempty"`
+	EndError string
 }
 
 // Checks are the quota invariants: no more creates admitted than the hard
@@ -140,11 +134,9 @@ func quantiles(name, help string, l results.Latency) []results.Figure {
 		return nil
 	}
 	var out []results.Figure
-	for _, q := range []struct {
-		q string
-		d time.Duration
-	}{{"0.5", l.P50}, {"0.9", l.P90}, {"0.99", l.P99}, {"0.999", l.P999}, {"1", l.Max}} {
-		out = append(out, results.Figure{Name: name, Labels: map[string]string{"quantile": q.q}, Value: float64(q.d), Unit: results.UnitDuration, Better: results.BetterLower, Help: help})
+	for i, d := range []time.Duration{l.P50, l.P90, l.P99, l.P999, l.Max} {
+		q := map[string]string{"quantile": []string{"0.5", "0.9", "0.99", "0.999", "1"}[i]}
+		out = append(out, results.Figure{Name: name, Labels: q, Value: float64(d), Unit: results.UnitDuration, Better: results.BetterLower, Help: help})
 	}
 	return out
 }
