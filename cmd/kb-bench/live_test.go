@@ -123,7 +123,9 @@ func scrapeLive(t *testing.T, url string) (s series, ok bool) {
 // kb_bench_scenario_<name>, name and labels in snake_case, a duration in
 // seconds (_seconds), a count that adds up a counter (_total).
 func scenarioSeries(figures []results.Figure) map[string]float64 {
-	snake := func(s string) string { return strings.ToLower(regexp.MustCompile("([A-Z])").ReplaceAllString(s, "_$1")) }
+	snake := func(s string) string {
+		return strings.ToLower(regexp.MustCompile("([A-Z])").ReplaceAllString(s, "_$1"))
+	}
 	w := map[string]float64{}
 	for _, f := range figures {
 		name, v := "kb_bench_scenario_"+snake(f.Name), f.Value
