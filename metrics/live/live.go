@@ -8,11 +8,11 @@ package live
 
 import (
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -306,16 +306,9 @@ func scenarioMetrics(ch chan<- prometheus.Metric, lv []string, fs []results.Figu
 }
 
 // snake is lowerCamelCase name in snake_case, as Prometheus names go.
-func snake(name string) string {
-	var b strings.Builder
-	for _, c := range name {
-		if unicode.IsUpper(c) {
-			b.WriteByte('_')
-		}
-		b.WriteRune(unicode.ToLower(c))
-	}
-	return b.String()
-}
+func snake(name string) string { return strings.ToLower(upper.ReplaceAllString(name, "_$1")) }
+
+var upper = regexp.MustCompile("([A-Z])")
 
 // Retries counts the write attempts after each operation's first, from
 // attempts[n] = operations that made n attempts.
