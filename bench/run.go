@@ -397,9 +397,10 @@ func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connecti
 	if err := lr.Finish(out.Result); err != nil {
 		return nil, nil, errors.Join(saveErr, err)
 	}
-	// The scenario's live report: Show decodes the same rows from the
-	// saved result (TestShowPrintsWhatTheRunPrinted compares the two).
-	return out.Result, out.Report.Rows(), saveErr
+	// Show renders the same rows from the saved result
+	// (TestShowPrintsWhatTheRunPrinted compares the two).
+	rows, _ := reportRows(out.Result)
+	return out.Result, rows, saveErr
 }
 
 // apiserverFault is the fault t asks for (spec.Target.KillAPIServer) on

@@ -12,7 +12,6 @@ import (
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/store"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload"
 )
 
 // Show writes on w what the run that saved path showed on its standard
@@ -158,21 +157,6 @@ func showPoint(ctx context.Context, v *view, dir string, sw *results.Sweep, pick
 	return most > 0, nil
 }
 
-// reportRows are the scenario's own rows of r's summary, from the report
-// the run kept in its Details, decoded by its scenario; none when the run
-// ended before its scenario could report.
-func reportRows(r *results.Result) ([][2]string, error) {
-	if len(r.Details) == 0 {
-		return nil, nil
-	}
-	for _, def := range workload.Scenarios() {
-		if def.Name == r.Spec.Scenario {
-			report, err := def.DecodeReport(r.Details, r.Checks)
-			if err != nil {
-				return nil, spec.Input(fmt.Errorf("run %s: %w", r.RunID, err))
-			}
-			return report.Rows(), nil
-		}
-	}
-	return nil, spec.Input(fmt.Errorf("run %s ran scenario %q, which this kb-bench does not know: show it with the kb-bench that ran it", r.RunID, r.Spec.Scenario))
-}
+// reportRows are the scenario's own rows of r's summary: none until the
+// readers render r.Figures (branch figures-readers replaces this).
+func reportRows(*results.Result) ([][2]string, error) { return nil, nil }

@@ -98,9 +98,9 @@ var (
 	labelName  = regexp.MustCompile(`^[a-z][a-zA-Z0-9_]*$`)
 )
 
-// validateFigures checks that each figure is named, labelled and valued as
+// ValidateFigures checks that each figure is named, labelled and valued as
 // Figure says, with no two of one key.
-func validateFigures(p *field.Path, figures []Figure) field.ErrorList {
+func ValidateFigures(p *field.Path, figures []Figure) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
 	for i, f := range figures {

@@ -112,7 +112,7 @@ func (r *Result) Validate() error {
 			}
 		}
 	}
-	errs = append(errs, validateFigures(field.NewPath("figures"), r.Figures)...)
+	errs = append(errs, ValidateFigures(field.NewPath("figures"), r.Figures)...)
 	for i, sh := range r.Shards {
 		errs = append(errs, checkCounts(field.NewPath("shards").Index(i), map[string]int64{"ops": sh.Ops}, false)...)
 	}

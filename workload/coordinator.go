@@ -281,7 +281,7 @@ func RunShard(ctx context.Context, o ShardOptions) (err error) {
 		go func() { _ = srv.Serve(o.LiveListener) }()
 		defer srv.Close()
 	}
-	_, err = e.execute(ctx)
+	err = e.execute(ctx)
 	if o.ResultOut != nil && e.result.Shard != nil {
 		// Whatever became of the apiserver: the coordinator reads it there
 		// when it cannot download it.

@@ -11,6 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -62,7 +63,7 @@ func runWith(ctx context.Context, t testing.TB, s spec.Spec, o Options) *results
 		t.Fatal(err)
 	}
 	var table strings.Builder
-	if err := text.WriteTable(&table, out.Result, out.Report.Rows()); err != nil {
+	if err := text.WriteTable(&table, out.Result, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", table.String())
@@ -360,19 +361,49 @@ func assertNamespaceGone(t *testing.T, cfg *rest.Config, name string) {
 
 // Every registered scenario runs on the real apiserver through the
 // engine's shared frame (namespace, clients, recorder, window, clean-up),
-// returns its checks, and its requests match the apiserver's counts
-// exactly: adding a scenario to the registry puts it under this test.
+// returns its checks and its figures, every one valid, and its requests
+// match the apiserver's counts exactly: adding a scenario to the registry
+// puts it under this test. Where a scenario's settings make something
+// happen (a quota that fills, a leader stopped), the figure that says so
+// is there.
 func TestEveryScenarioRunsAndMatchesTheServer(t *testing.T) {
 	cfg := local.Config(t)
+	// What some scenarios are made to do, and the figure (key: least
+	// value) that must show it.
+	happens := map[string]struct {
+		settings map[string]any
+		want     map[string]float64
+	}{
+		"quota": {map[string]any{"hard": 3}, map[string]float64{"admitted": 3, "rejected": 1, `hard{resource="count/configmaps"}`: 3}},
+		"leader-election": {map[string]any{"leaseDuration": "1s", "renewDeadline": "500ms", "retryPeriod": "100ms", "failoverEvery": "700ms", "releaseOnCancel": true},
+			map[string]float64{"failovers": 1, "failoversResolved": 1, `failoverTime{quantile="1"}`: 1, "leaderships": 2}},
+		"controller-status": {nil, map[string]float64{`statusWrites{pods="owned"}`: 1, `statusWrites{pods="shared"}`: 1}},
+	}
 	for _, def := range Scenarios() {
 		t.Run(def.Name, func(t *testing.T) {
-			s := spec.Spec{Scenario: def.Name, Writers: 2, Duration: spec.D(short)}
+			s := spec.Spec{Scenario: def.Name, Writers: 2, Duration: spec.D(short), Settings: happens[def.Name].settings}
 			res := runOn(context.Background(), t, cfg, s)
 			if res.Started.IsZero() || !res.Ended.After(res.Started) {
 				t.Errorf("measured window %v to %v", res.Started, res.Ended)
 			}
 			if len(res.Checks) == 0 {
 				t.Errorf("the scenario's checks did not reach the result")
+			}
+			if errs := results.ValidateFigures(field.NewPath("figures"), res.Figures); len(errs) > 0 {
+				t.Errorf("the scenario's figures do not validate: %v", errs)
+			}
+			for _, w := range res.Warnings {
+				if strings.Contains(w, "figure") {
+					t.Errorf("warning: %s", w)
+				}
+			}
+			for key, least := range happens[def.Name].want {
+				if f, ok := res.FigureNamed(key); !ok || f.Value < least {
+					t.Errorf("figure %s = %v (there: %t), want at least %v; figures %+v", key, f.Value, ok, least, res.Figures)
+				}
+			}
+			for _, f := range res.Figures {
+				t.Logf("figure %s = %v %s", f.Key(), f.Value, f.Unit)
 			}
 			assertServerMatch(t, res)
 			assertNamespaceGone(t, cfg, res.Namespace)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/kb-bench/kb-bench/metrics/live"
+	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
@@ -13,17 +14,17 @@ import (
 // Until the window opens only warm-up operations count. A distributed
 // run's coordinator adds up its shards' instead.
 func (e *engine) liveFigures() live.Figures {
-	var gauges []live.Gauge
+	var own []results.Figure
 	if l, ok := e.sc.Scenario.(scenario.Live); ok {
-		gauges = l.Live()
+		own = l.Live()
 	}
 	if c, ok := e.role.(*coordinator); ok {
 		// The load is the shards': their figures, added up.
 		f := c.liveFigures()
-		f.Gauges = gauges
+		f.Scenario = own
 		return f
 	}
-	f := live.Figures{Totals: e.rec.Totals(), Gauges: gauges}
+	f := live.Figures{Totals: e.rec.Totals(), Scenario: own}
 	p := e.window.Load()
 	if p == nil {
 		return f

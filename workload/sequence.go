@@ -3,7 +3,6 @@ package workload
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/discovery"
 
 	"github.com/kb-bench/kb-bench/metrics"
@@ -21,7 +21,6 @@ import (
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 	"github.com/kb-bench/kb-bench/workload/transport"
 )
 
@@ -88,12 +87,12 @@ type figures struct {
 //	         window's requests
 //	finish   the figures, the server cross-check, the scenario's checks
 //	         and report, the summary: the Result
-func (e *engine) run(ctx context.Context) (scenario.Report, error) {
+func (e *engine) run(ctx context.Context) error {
 	if err := e.role.ready(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	if err := e.role.warmup(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	if ctx.Err() != nil {
 		now := time.Now()
@@ -104,7 +103,7 @@ func (e *engine) run(ctx context.Context) (scenario.Report, error) {
 	before := e.edge(ctx, 1)
 	start, end, err := e.role.open(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	e.rec.MeasureFrom(start)
 	e.window.Store(&window{start: start, before: &before})
@@ -113,7 +112,7 @@ func (e *engine) run(ctx context.Context) (scenario.Report, error) {
 	ended, stopped, err := e.role.load(ctx, start, end)
 	faultDone()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	e.result.Interrupted = ctx.Err() != nil || stopped
 	after := e.edge(ctx, 2)
@@ -274,12 +273,12 @@ func (e *engine) scrape(ctx context.Context) (metrics.ServerSample, []metrics.Se
 const scrapeTimeout = 10 * time.Second
 
 // finish assembles the Result, in one place for every role: the window's
-// figures, the server cross-check, the scenario's checks and report (a
+// figures, the server cross-check, the scenario's checks and figures (a
 // shard's are the coordinator's), the summary.
-func (e *engine) finish(ctx context.Context, w window) (scenario.Report, error) {
+func (e *engine) finish(ctx context.Context, w window) error {
 	f, err := e.role.figures(ctx, w)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res := e.result
 	res.Started, res.Ended = f.started, f.ended
@@ -313,10 +312,9 @@ func (e *engine) finish(ctx context.Context, w window) (scenario.Report, error) 
 	if fr := e.fault.Load(); fr != nil {
 		res.Faults = append(res.Faults, e.faultReport(*fr, w, f))
 	}
-	var report scenario.Report = noReport{}
 	if res.Shard == nil {
-		if report, err = e.check(ctx); err != nil {
-			return nil, err
+		if err := e.check(ctx); err != nil {
+			return err
 		}
 	}
 	if e.opts.ClientLog != nil {
@@ -325,9 +323,9 @@ func (e *engine) finish(ctx context.Context, w window) (scenario.Report, error) 
 		}
 	}
 	if res.Summary, err = results.Summarize(res.Measurements, res.Ended.Sub(res.Started).Seconds(), res.Checks); err != nil {
-		return nil, fmt.Errorf("summarizing the run: %w", err)
+		return fmt.Errorf("summarizing the run: %w", err)
 	}
-	return report, nil
+	return nil
 }
 
 // cost is what the window cost the apiserver, etcd and this process.
@@ -345,9 +343,9 @@ func (e *engine) cost(w window, f figures) *results.Cost {
 	return analysis.NewCost(edge(w.before), edge(w.after), f.requests)
 }
 
-// check asks the scenario for its checks and report, also after Ctrl-C,
+// check asks the scenario for its checks and figures, also after Ctrl-C,
 // and briefly on a target that stopped answering.
-func (e *engine) check(ctx context.Context) (scenario.Report, error) {
+func (e *engine) check(ctx context.Context) error {
 	budget := cleanupTimeout
 	lost := errors.Is(context.Cause(ctx), ErrTargetLost)
 	if lost {
@@ -359,15 +357,26 @@ func (e *engine) check(ctx context.Context) (scenario.Report, error) {
 	switch {
 	case err != nil && lost:
 		e.warn("the scenario's checks could not be made on a target that stopped answering: %v", err)
-		return noReport{}, nil
+		return nil
 	case err != nil:
-		return nil, err
+		return err
 	}
-	e.result.Checks = report.Checks()
-	if b, err := json.Marshal(report); err == nil && string(b) != "{}" && string(b) != "null" {
-		e.result.Details = b
+	e.report, e.result.Checks = report, report.Checks()
+	e.result.Figures = e.valid(report.Figures())
+	return nil
+}
+
+// valid are the figures that validate as a Result's, each checked beside
+// those kept before it; it warns of each one it leaves out.
+func (e *engine) valid(figures []results.Figure) (kept []results.Figure) {
+	for _, f := range figures {
+		if errs := results.ValidateFigures(field.NewPath("figures"), append(kept, f)); len(errs) == 0 {
+			kept = append(kept, f)
+		} else {
+			e.warn("the scenario's figure %s is left out (a bug in kb-bench: please report it): %v", f.Key(), errs.ToAggregate())
+		}
 	}
-	return report, nil
+	return kept
 }
 
 // lostTargetBudget bounds the end phase (reading objects back) of a run

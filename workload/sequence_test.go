@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
 
+	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -60,13 +63,23 @@ func (f *fakeRole) close(_ context.Context, err error) error {
 	return nil
 }
 
-// fakeScenario is a Driven scenario that makes no request.
-type fakeScenario struct{ finished bool }
+// fakeScenario is a Driven scenario that makes no request and reports
+// figures.
+type fakeScenario struct {
+	finished bool
+	figures  fakeReport
+}
+
+// fakeReport is a report of figures and no checks.
+type fakeReport []results.Figure
+
+func (r fakeReport) Checks() []results.Check   { return nil }
+func (r fakeReport) Figures() []results.Figure { return r }
 
 func (s *fakeScenario) Setup(context.Context) error { return nil }
 func (s *fakeScenario) Finish(context.Context) (scenario.Report, error) {
 	s.finished = true
-	return noReport{}, nil
+	return s.figures, nil
 }
 func (s *fakeScenario) Workers() int            { return 1 }
 func (s *fakeScenario) Do(int, time.Time)       {}
@@ -102,19 +115,8 @@ func TestSequenceEndsRunsInOnePlace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sc := &fakeScenario{}
-			def := scenario.Definition{Name: "fake", NewSettings: func() scenario.Settings { return fakeSettings{} },
-				Driven: func(*scenario.Env, scenario.Settings) scenario.Driven { return sc }}
-			s := spec.Spec{Scenario: "fake", Writers: 1, OpTimeout: spec.D(time.Second)}
-			e, err := newEngine(&Resolved{Spec: s, Def: def, Settings: fakeSettings{}}, Options{Config: &rest.Config{Host: "https://127.0.0.1:1"}, RunID: "t"}, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancelCause(context.Background())
-			defer cancel(nil)
-			role := &fakeRole{e: e, cancel: cancel, at: tt.at, cause: tt.cause, err: tt.err}
-			e.role = role
-			_, err = e.execute(ctx)
+			e, role, sc, ctx := fakeEngine(t, tt.at, tt.cause, tt.err)
+			err := e.execute(ctx)
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
 				t.Fatalf("execute = %v, want %v", err, tt.wantErr)
 			}
@@ -134,5 +136,53 @@ func TestSequenceEndsRunsInOnePlace(t *testing.T) {
 				t.Errorf("a run without a window has no server cross-check to make: %+v", e.result.Server)
 			}
 		})
+	}
+}
+
+// fakeEngine is an engine of fakeScenario in a fakeRole whose phase at
+// cancels ctx with cause or fails with err.
+func fakeEngine(t *testing.T, at string, cause, err error) (*engine, *fakeRole, *fakeScenario, context.Context) {
+	t.Helper()
+	sc := &fakeScenario{}
+	def := scenario.Definition{Name: "fake", NewSettings: func() scenario.Settings { return fakeSettings{} },
+		Driven: func(*scenario.Env, scenario.Settings) scenario.Driven { return sc }}
+	s := spec.Spec{Scenario: "fake", Writers: 1, OpTimeout: spec.D(time.Second)}
+	e, nerr := newEngine(&Resolved{Spec: s, Def: def, Settings: fakeSettings{}}, Options{Config: &rest.Config{Host: "https://127.0.0.1:1"}, RunID: "t"}, 1)
+	if nerr != nil {
+		t.Fatal(nerr)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	t.Cleanup(func() { cancel(nil) })
+	role := &fakeRole{e: e, cancel: cancel, at: at, cause: cause, err: err}
+	e.role = role
+	return e, role, sc, ctx
+}
+
+// The Result keeps the scenario's figures that validate; each one that
+// does not (a bug in the scenario) is left out with a warning that names
+// it, so the rest still reach the reader.
+func TestFiguresThatDoNotValidateAreLeftOutWithAWarning(t *testing.T) {
+	e, _, sc, ctx := fakeEngine(t, "", nil, nil)
+	count := func(name string, v float64) results.Figure {
+		return results.Figure{Name: name, Value: v, Unit: results.UnitCount, Help: "a count"}
+	}
+	sc.figures = fakeReport{count("admitted", 5), count("Rejected", 1), count("negative", -1), count("admitted", 6), count("conflicts", 0)}
+	if err := e.execute(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, f := range e.result.Figures {
+		kept = append(kept, fmt.Sprintf("%s=%g", f.Key(), f.Value))
+	}
+	if got, want := strings.Join(kept, " "), "admitted=5 conflicts=0"; got != want {
+		t.Errorf("the result keeps figures %q, want %q", got, want)
+	}
+	for _, bad := range []string{"Rejected", "negative", "admitted"} {
+		if !slices.ContainsFunc(e.result.Warnings, func(w string) bool { return strings.Contains(w, "figure "+bad+" is left out") }) {
+			t.Errorf("no warning names the figure %s left out: %q", bad, e.result.Warnings)
+		}
+	}
+	if err := e.result.Validate(); err != nil {
+		t.Errorf("the result does not validate: %v", err)
 	}
 }

@@ -110,8 +110,9 @@ var ErrTargetLost = transport.ErrTargetLost
 // ExitTargetLost is distributed.ExitTargetLost.
 const ExitTargetLost = distributed.ExitTargetLost
 
-// Outcome is a finished run: its Result, and the scenario's live Report,
-// which renders the scenario's own summary lines.
+// Outcome is a finished run: its Result, and its scenario's Report (nil
+// when the run ended before the scenario could report), whose checks and
+// figures the Result holds, for a caller that knows the scenario's type.
 type Outcome struct {
 	Result *results.Result
 	Report scenario.Report
@@ -131,6 +132,7 @@ type engine struct {
 	sc      scenario.Instance
 	rec     *metrics.Recorder
 	result  *results.Result
+	report  scenario.Report // the scenario's, once it reported
 	role    role
 	// scrapes: this process reads the apiserver's /metrics at the
 	// window's edges (a local run, a coordinator).
@@ -224,12 +226,9 @@ func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
 			e.warn("%v", err)
 		}
 	}
-	report, runErr := e.execute(ctx)
+	runErr := e.execute(ctx)
 	if errors.Is(runErr, ErrTargetLost) {
 		runErr = nil // the Result says so
-	}
-	if report == nil {
-		report = noReport{} // the run ended before the scenario could report
 	}
 	e.cleanUp(ctx, rules)
 	if runErr != nil {
@@ -241,7 +240,7 @@ func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
 		}
 		return nil, runErr
 	}
-	return &Outcome{Result: e.result, Report: report}, nil
+	return &Outcome{Result: e.result, Report: e.report}, nil
 }
 
 // cleanUp deletes what the run made on the target, or says what is left.
@@ -364,9 +363,9 @@ func (e *engine) record(workers int) {
 // does a caller that cancels ctx with that cause (its own control plane
 // died). It is the one place a lost target is told from other failures:
 // that cause, or a lost target a shard reported, marks the Result
-// TargetLost (not Interrupted) and is the error execute returns, beside
-// what the run got to report.
-func (e *engine) execute(ctx context.Context) (scenario.Report, error) {
+// TargetLost (not Interrupted) and is the error execute returns; the
+// Result keeps what the run got to report.
+func (e *engine) execute(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	e.lose = cancel
@@ -380,7 +379,7 @@ func (e *engine) execute(ctx context.Context) (scenario.Report, error) {
 		}
 	})
 	defer stopAbandon()
-	report, err := e.run(ctx)
+	err := e.run(ctx)
 	stopWatching()
 	if cerr := e.role.close(ctx, err); cerr != nil {
 		e.warn("%v", cerr)
@@ -391,7 +390,7 @@ func (e *engine) execute(ctx context.Context) (scenario.Report, error) {
 	if errors.Is(err, ErrTargetLost) {
 		e.result.TargetLost, e.result.Interrupted = err.Error()+e.whenLost(), false
 	}
-	return report, err
+	return err
 }
 
 // whenLost says when the run learnt that its target was lost, and how far
@@ -411,9 +410,3 @@ func (e *engine) whenLost() string {
 // notYet is a time no operation is due at: the measured window's start
 // until the engine knows it.
 var notYet = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// noReport is the report of a scenario that could not finish.
-type noReport struct{}
-
-func (noReport) Checks() []results.Check { return nil }
-func (noReport) Rows() [][2]string       { return nil }

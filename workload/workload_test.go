@@ -57,7 +57,7 @@ func TestResolve(t *testing.T) {
 }
 
 // Every scenario says how it runs once, by its one constructor, from
-// which its traits follow, and can decode the report it saves.
+// which its traits follow.
 func TestEveryScenarioDeclaresHowItRuns(t *testing.T) {
 	for _, def := range Scenarios() {
 		t.Run(def.Name, func(t *testing.T) {
@@ -67,8 +67,8 @@ func TestEveryScenarioDeclaresHowItRuns(t *testing.T) {
 					n++
 				}
 			}
-			if n != 1 || def.DecodeReport == nil || def.NewSettings == nil {
-				t.Errorf("%d constructors (want exactly one of Driven, Sharded, Continuous), DecodeReport set %t", n, def.DecodeReport != nil)
+			if n != 1 || def.NewSettings == nil {
+				t.Errorf("%d constructors (want exactly one of Driven, Sharded, Continuous), NewSettings set %t", n, def.NewSettings != nil)
 			}
 			if tr := def.Traits(); tr.Shardable && !tr.Driven {
 				t.Errorf("traits %+v: a scenario that runs in shards is driven", tr)

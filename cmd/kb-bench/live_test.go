@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -119,6 +119,34 @@ func scrapeLive(t *testing.T, url string) (s series, ok bool) {
 	return s, true
 }
 
+// scenarioSeries are the series of a scenario's figures:
+// kb_bench_scenario_<name>, name and labels in snake_case, a duration in
+// seconds (_seconds), a count that adds up a counter (_total).
+func scenarioSeries(figures []results.Figure) map[string]float64 {
+	snake := func(s string) string {
+		return strings.ToLower(regexp.MustCompile("([A-Z])").ReplaceAllString(s, "_$1"))
+	}
+	w := map[string]float64{}
+	for _, f := range figures {
+		name, v := "kb_bench_scenario_"+snake(f.Name), f.Value
+		switch {
+		case f.Unit == results.UnitDuration:
+			name, v = name+"_seconds", v/1e9
+		case f.Sum:
+			name += "_total"
+		}
+		var labels []string
+		for k, lv := range f.Labels {
+			labels = append(labels, fmt.Sprintf("%s=%q", snake(k), lv))
+		}
+		if sort.Strings(labels); len(labels) > 0 {
+			name += "{" + strings.Join(labels, ",") + "}"
+		}
+		w[name] = v
+	}
+	return w
+}
+
 // want are the series a run's live figures must end at: result.json's.
 func want(r *results.Result) map[string]float64 {
 	m := r.Measurements
@@ -172,10 +200,10 @@ func TestLiveMetricsEqualResults(t *testing.T) {
 		name string
 		args []string
 		runs int
-		// scenario are the scenario's own final figures, from its report
-		// in result.json; during are those a scrape of the run in
-		// progress must show.
-		scenario func(details map[string]any) map[string]float64
+		// scenario: the scenario's own figures in result.json are on the
+		// endpoint too; during are those a scrape of the run in progress
+		// must show.
+		scenario bool
 		during   func(got map[string]float64) bool
 	}{
 		{name: "run", args: []string{"run", "--writers", "4", "--duration", "3s"}, runs: 1},
@@ -184,24 +212,9 @@ func TestLiveMetricsEqualResults(t *testing.T) {
 		{name: "shards", args: []string{"run", "--writers", "4", "--shards", "2", "--duration", "3s"}, runs: 1,
 			during: func(got map[string]float64) bool { return got[`kb_bench_operations_total{outcome="success"}`] > 0 }},
 		{name: "quota", args: []string{"run", "--scenario", "quota", "--writers", "4", "--duration", "2s"}, runs: 1,
-			scenario: func(d map[string]any) map[string]float64 {
-				return map[string]float64{
-					"kb_bench_scenario_quota_hard":           d["hard"].(float64),
-					"kb_bench_scenario_quota_creates_total":  d["creates"].(float64),
-					"kb_bench_scenario_quota_admitted_total": d["admitted"].(float64),
-					"kb_bench_scenario_quota_rejected_total": d["rejected"].(float64),
-				}
-			},
-			during: func(got map[string]float64) bool { return got["kb_bench_scenario_quota_creates_total"] > 0 }},
+			scenario: true, during: func(got map[string]float64) bool { return got["kb_bench_scenario_creates_total"] > 0 }},
 		{name: "leader-election", args: []string{"run", "--scenario", "leader-election", "--writers", "3", "--duration", "4s"}, runs: 1,
-			scenario: func(d map[string]any) map[string]float64 {
-				return map[string]float64{
-					"kb_bench_scenario_leaderships_total":       d["leaderships"].(float64),
-					"kb_bench_scenario_lease_transitions_total": d["transitions"].(float64),
-					"kb_bench_scenario_lost_leadership_total":   d["lostLeadership"].(float64),
-				}
-			},
-			during: func(got map[string]float64) bool { return got["kb_bench_scenario_leaders"] == 1 }},
+			scenario: true, during: func(got map[string]float64) bool { return got["kb_bench_scenario_leaders"] == 1 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "result")
@@ -257,12 +270,11 @@ func TestLiveMetricsEqualResults(t *testing.T) {
 					t.Errorf("run %s measured nothing", r.RunID)
 				}
 				w := want(r)
-				if tc.scenario != nil {
-					var details map[string]any
-					if err := json.Unmarshal(r.Details, &details); err != nil {
-						t.Fatalf("the scenario's report in result.json: %v", err)
+				if tc.scenario {
+					if len(r.Figures) == 0 {
+						t.Errorf("run %s: no scenario figures in result.json", r.RunID)
 					}
-					maps.Copy(w, tc.scenario(details))
+					maps.Copy(w, scenarioSeries(r.Figures))
 				}
 				for key, w := range w {
 					if g, ok := got[key]; !ok || g != w {

@@ -8,7 +8,9 @@ package live
 
 import (
 	"math"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,17 +54,9 @@ type Figures struct {
 	LostKnown bool
 	// Finished says these are the run's final figures, its Result's.
 	Finished bool
-	// Gauges are the scenario's own live figures (leadership, quota
-	// admissions...), exported as kb_bench_scenario_<name>.
-	Gauges []Gauge
-}
-
-// Gauge is one of a scenario's own figures, exported as
-// kb_bench_scenario_<Name>. A Counter only grows; otherwise it is a gauge.
-type Gauge struct {
-	Name, Help string
-	Counter    bool
-	Value      float64
+	// Scenario are the scenario's own figures (leadership, quota
+	// admissions...), exported as kb_bench_scenario_<name> (scenarioMetrics).
+	Scenario []results.Figure
 }
 
 // Exporter is a prometheus.Collector of every run added to it: those in
@@ -140,10 +134,6 @@ func (r *Run) Finish(res *results.Result) error {
 		return err
 	}
 	r.mu.Lock()
-	if r.read != nil {
-		// The scenario's live figures stay as they ended.
-		f.Gauges = r.read().Gauges
-	}
 	r.final, r.read = &f, nil
 	r.mu.Unlock()
 	r.x.mu.Lock()
@@ -168,7 +158,7 @@ func (r *Run) Figures() Figures {
 }
 
 // FromResult are the figures a Result saved: the same counts, histograms
-// and client figures, and its lost updates.
+// and client figures, its lost updates and its scenario's figures.
 func FromResult(res *results.Result) (Figures, error) {
 	f, err := fromMeasurements(res.Measurements)
 	if err != nil {
@@ -176,7 +166,7 @@ func FromResult(res *results.Result) (Figures, error) {
 	}
 	// The Summary's, which has no monotonic clock reading to lose.
 	f.Window = time.Duration(math.Round(res.Summary.Seconds * float64(time.Second)))
-	f.Finished = true
+	f.Finished, f.Scenario = true, res.Figures
 	if lost := res.Summary.LostUpdates; lost != nil {
 		f.Lost, f.LostKnown = *lost, true
 	}
@@ -274,14 +264,51 @@ func collect(ch chan<- prometheus.Metric, lv []string, f Figures) {
 	ch <- Histogram(descOpLatency, t.Op, lv...)
 	ch <- Histogram(descReqLatency, t.Read, with("read")...)
 	ch <- Histogram(descReqLatency, t.Write, with("write")...)
-	for _, g := range f.Gauges {
-		kind, d := prometheus.GaugeValue, prometheus.NewDesc("kb_bench_scenario_"+g.Name, g.Help, labelNames, nil)
-		if g.Counter {
-			kind = prometheus.CounterValue
+	scenarioMetrics(ch, lv, f.Scenario)
+}
+
+// scenarioMetrics sends a scenario's figures fs of the run labelled lv,
+// each as kb_bench_scenario_<name>, its name and labels in snake_case
+// beside the run's labels: a duration in seconds (<name>_seconds), a
+// figure that adds up (Sum) as a counter (<name>_total), any other as a
+// gauge. Figures of one name get the same label names (empty where one
+// has none), as Prometheus wants of a metric family.
+func scenarioMetrics(ch chan<- prometheus.Metric, lv []string, fs []results.Figure) {
+	keys := map[string][]string{}
+	for _, f := range fs {
+		for k := range f.Labels {
+			if !slices.Contains(keys[f.Name], k) {
+				keys[f.Name] = append(keys[f.Name], k)
+			}
 		}
-		ch <- prometheus.MustNewConstMetric(d, kind, g.Value, lv...)
+	}
+	for _, f := range fs {
+		ks := keys[f.Name]
+		slices.Sort(ks)
+		names, values := slices.Clone(labelNames), slices.Clone(lv)
+		for _, k := range ks {
+			names, values = append(names, snake(k)), append(values, f.Labels[k])
+		}
+		name, kind, v := "kb_bench_scenario_"+snake(f.Name), prometheus.GaugeValue, f.Value
+		switch {
+		case f.Unit == results.UnitDuration:
+			name, v = name+"_seconds", v/float64(time.Second)
+		case f.Sum:
+			name, kind = name+"_total", prometheus.CounterValue
+		}
+		d := prometheus.NewDesc(name, f.Help, names, nil)
+		m, err := prometheus.NewConstMetric(d, kind, v, values...)
+		if err != nil { // a label named as one of the run's
+			m = prometheus.NewInvalidMetric(d, err)
+		}
+		ch <- m
 	}
 }
+
+// snake is lowerCamelCase name in snake_case, as Prometheus names go.
+func snake(name string) string { return strings.ToLower(upper.ReplaceAllString(name, "_$1")) }
+
+var upper = regexp.MustCompile("([A-Z])")
 
 // Retries counts the write attempts after each operation's first, from
 // attempts[n] = operations that made n attempts.

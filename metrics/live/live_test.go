@@ -421,3 +421,52 @@ func TestShardFiguresAddUp(t *testing.T) {
 		t.Errorf("client %+v, window %s: want both shards' client figures added, and the longest window", sum.Client, sum.Window)
 	}
 }
+
+// A scenario's figures are exported as kb_bench_scenario_<name> beside
+// the run's labels and their own: a count that adds up as a counter
+// (_total), a duration in seconds (_seconds), others as gauges; figures
+// of one name that lack a label another has still make one family. When
+// the run ends, they are its Result's figures.
+func TestScenarioFigures(t *testing.T) {
+	x := live.NewExporter()
+	run := x.Add(labels)
+	figures := []results.Figure{
+		{Name: "leaders", Value: 1, Unit: results.UnitCount, Help: "Candidates that lead now."},
+		{Name: "lostLeadership", Value: 2, Unit: results.UnitCount, Sum: true, Help: "Leaderships lost on renew."},
+		{Name: "faultAt", Labels: map[string]string{"fault": "1", "takenBy": "b"}, Value: float64(1500 * time.Millisecond), Unit: results.UnitDuration, Help: "When."},
+		{Name: "faultAt", Labels: map[string]string{"fault": "2"}, Value: float64(3 * time.Second), Unit: results.UnitDuration, Help: "When."},
+	}
+	run.Watch(func() live.Figures { return live.Figures{Scenario: figures} })
+	got := gather(t, x)
+	for key, want := range map[string]float64{
+		"kb_bench_scenario_leaders":                             1,
+		"kb_bench_scenario_lost_leadership_total":               2,
+		"kb_bench_scenario_fault_at_seconds,fault=1,taken_by=b": 1.5,
+		"kb_bench_scenario_fault_at_seconds,fault=2,taken_by=":  3,
+	} {
+		if v := value(t, got, key); v != want {
+			t.Errorf("%s = %v, want %v", key, v, want)
+		}
+	}
+	if m := got["kb_bench_scenario_lost_leadership_total"]; m.Counter == nil {
+		t.Errorf("a figure that adds up is not a counter: %v", m)
+	}
+	if m := got["kb_bench_scenario_leaders"]; m.Gauge == nil {
+		t.Errorf("a figure that does not add up is not a gauge: %v", m)
+	}
+
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	res := &results.Result{Started: t0, Ended: t0.Add(time.Second), Summary: results.Summary{Seconds: 1},
+		Measurements: results.FromSnapshot(metrics.NewRecorder(t0, 1, false).Snapshot(t0.Add(time.Second)), results.ClientStats{}),
+		Figures:      []results.Figure{{Name: "lostLeadership", Value: 3, Unit: results.UnitCount, Sum: true, Help: "Leaderships lost on renew."}}}
+	if err := run.Finish(res); err != nil {
+		t.Fatal(err)
+	}
+	got = gather(t, x)
+	if v := value(t, got, "kb_bench_scenario_lost_leadership_total"); v != 3 {
+		t.Errorf("after the run: lost leadership %v, want the Result's 3", v)
+	}
+	if _, ok := got["kb_bench_scenario_leaders"]; ok {
+		t.Errorf("after the run a live figure the Result does not hold is still exported")
+	}
+}

@@ -44,11 +44,10 @@ const (
 // condition with a new message on the worker's next Pod, the way
 // Spec.Strategy says (write), through client c for controller c.
 var Definition = scenario.Definition{
-	Name:         Name,
-	Description:  "controllers keep a status condition of their own on the Pods they own and on Pods they share; 409s and lost status updates are counted",
-	Strategies:   true,
-	NewSettings:  func() scenario.Settings { return &Settings{} },
-	DecodeReport: scenario.DecodeJSON[Report],
+	Name:        Name,
+	Description: "controllers keep a status condition of their own on the Pods they own and on Pods they share; 409s and lost status updates are counted",
+	Strategies:  true,
+	NewSettings: func() scenario.Settings { return &Settings{} },
 	Driven: func(env *scenario.Env, settings scenario.Settings) scenario.Driven {
 		return newControllers(env, settings.(*Settings))
 	},

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -469,24 +469,19 @@ func TestJudge(t *testing.T) {
 	}
 }
 
-// A saved result shows what the run showed: the report, marshalled into
-// the result's details and decoded with the result's checks, has the live
-// report's rows and checks.
-func TestReportDecodes(t *testing.T) {
-	live := &Report{OwnedWrites: 120, OwnedConflicts: 0, SharedWrites: 80, SharedConflicts: 31, Checked: scenario.Checked{
-		{Name: "controller status: controller-0's own Pods hold its last status", Expected: 4, Observed: 4, Passed: true},
-		{Name: "controller status: shared Pod shared-0 holds every controller's last status", Expected: 2, Observed: 1, Lost: 1,
-			Detail: `1 of 2 controllers lost their last status update; e.g. controller-1's condition on Pod shared-0 is missing, but its last accepted write was "write 3"`},
-	}}
-	details, err := json.Marshal(live)
-	if err != nil {
-		t.Fatal(err)
+// The report's figures are the writes and 409s on owned and on shared
+// Pods, by a label, as a Result keeps them.
+func TestReportFigures(t *testing.T) {
+	r := &Report{OwnedWrites: 120, OwnedConflicts: 0, SharedWrites: 80, SharedConflicts: 31}
+	got := map[string]float64{}
+	for _, f := range r.Figures() {
+		got[f.Key()] = f.Value
 	}
-	got, err := Definition.DecodeReport(details, live.Checks())
-	if err != nil {
-		t.Fatal(err)
+	want := map[string]float64{`statusWrites{pods="owned"}`: 120, `statusConflicts{pods="owned"}`: 0, `statusWrites{pods="shared"}`: 80, `statusConflicts{pods="shared"}`: 31}
+	if !maps.Equal(got, want) {
+		t.Errorf("figures %v, want %v", got, want)
 	}
-	if !reflect.DeepEqual(got.Rows(), live.Rows()) || !reflect.DeepEqual(got.Checks(), live.Checks()) {
-		t.Errorf("decoded from %s: rows %q checks %+v, want %q %+v", details, got.Rows(), got.Checks(), live.Rows(), live.Checks())
+	if errs := results.ValidateFigures(field.NewPath("figures"), r.Figures()); len(errs) > 0 {
+		t.Errorf("the figures do not validate: %v", errs)
 	}
 }

@@ -19,21 +19,24 @@ import (
 type Report struct {
 	// OwnedWrites and OwnedConflicts count the measured write attempts on
 	// the Pods one controller owns, and the 409s among them.
-	OwnedWrites    int64 `json:"ownedWrites"`
-	OwnedConflicts int64 `json:"ownedConflicts"`
+	OwnedWrites, OwnedConflicts int64
 	// SharedWrites and SharedConflicts count them on the shared Pods.
-	SharedWrites    int64 `json:"sharedWrites"`
-	SharedConflicts int64 `json:"sharedConflicts"`
-
-	scenario.Checked `json:"-"`
+	SharedWrites, SharedConflicts int64
+	checks                        []results.Check
 }
 
-// Rows are the writes and conflicts on owned and on shared Pods.
-func (r *Report) Rows() [][2]string {
-	return [][2]string{
-		{"owned Pods", fmt.Sprintf("%d writes, %d conflicts", r.OwnedWrites, r.OwnedConflicts)},
-		{"shared Pods", fmt.Sprintf("%d writes, %d conflicts", r.SharedWrites, r.SharedConflicts)},
+// Checks are the lost-update checks.
+func (r *Report) Checks() []results.Check { return r.checks }
+
+// Figures are the writes and conflicts on owned and on shared Pods.
+func (r *Report) Figures() []results.Figure {
+	fig := func(name, pods string, v int64, better results.Better, help string) results.Figure {
+		return results.Figure{Name: name, Labels: map[string]string{"pods": pods}, Value: float64(v), Unit: results.UnitCount, Sum: true, Better: better, Help: help}
 	}
+	const writes = "Measured status write attempts on the Pods one controller owns (owned) or all share (shared)."
+	const conflicts = "409s among the measured status writes on owned Pods (none expected) or shared ones."
+	return []results.Figure{fig("statusWrites", "owned", r.OwnedWrites, "", writes), fig("statusConflicts", "owned", r.OwnedConflicts, results.BetterLower, conflicts),
+		fig("statusWrites", "shared", r.SharedWrites, "", writes), fig("statusConflicts", "shared", r.SharedConflicts, results.BetterLower, conflicts)}
 }
 
 // Finish reads every Pod back and checks it against what each controller
@@ -55,7 +58,7 @@ func (r *controllers) Finish(ctx context.Context) (scenario.Report, error) {
 	for i := range list.Items {
 		pods[list.Items[i].Name] = &list.Items[i]
 	}
-	report.Checked = judge(r.views, pods)
+	report.checks = judge(r.views, pods)
 	return report, nil
 }
 

@@ -32,7 +32,6 @@ var Definition = scenario.Definition{
 	Rules: func(scenario.Settings) []rbacv1.PolicyRule {
 		return []rbacv1.PolicyRule{scenario.Rule("", []string{"configmaps"}, "get", "list", "create", "update", "patch")}
 	},
-	DecodeReport: scenario.DecodeJSON[Report],
 }
 
 // counter is one run of the scenario: its objects, writers and the
@@ -200,13 +199,15 @@ func (c *counter) newWriters(seed uint64) []*writer {
 }
 
 // Report is the counter scenario's report: its lost-update checks, one
-// per object (or per object and writer).
-type Report struct {
-	scenario.Checked `json:"-"`
-}
+// per object (or per object and writer), and no figures of its own (the
+// engine's count the lost updates).
+type Report []results.Check
 
-// Rows adds nothing: the engine prints the lost updates from the checks.
-func (r *Report) Rows() [][2]string { return nil }
+// Checks are the lost-update checks.
+func (r Report) Checks() []results.Check { return r }
+
+// Figures are none: the engine's figures say all the counter does.
+func (r Report) Figures() []results.Figure { return nil }
 
 // Finish reads every object back and checks it against the writes.
 func (c *counter) Finish(ctx context.Context) (scenario.Report, error) {
@@ -214,14 +215,14 @@ func (c *counter) Finish(ctx context.Context) (scenario.Report, error) {
 	objects, err := readObjects(ctx, env.Admin.CoreV1().ConfigMaps(env.Namespace), env.RunID, c.keys)
 	if err != nil {
 		env.Warn("%v", err)
-		return &Report{Checked: []results.Check{{Name: "objects read back", Detail: err.Error()}}}, nil
+		return Report{{Name: "objects read back", Detail: err.Error()}}, nil
 	}
 	if c.shared != nil {
-		return &Report{Checked: sharedChecks(c.names, objects, counterKey, c.shared)}, nil
+		return Report(sharedChecks(c.names, objects, counterKey, c.shared)), nil
 	}
 	own := make([][]fieldTally, len(c.writers))
 	for i, w := range c.writers {
 		own[i] = w.own
 	}
-	return &Report{Checked: disjointChecks(c.names, objects, c.keys, own)}, nil
+	return Report(disjointChecks(c.names, objects, c.keys, own)), nil
 }

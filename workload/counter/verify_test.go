@@ -1,8 +1,6 @@
 package counter
 
 import (
-	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -138,22 +136,5 @@ func assertCheck(t *testing.T, c results.Check, passed bool, lost int64, detail 
 	}
 	if !c.Passed && c.Detail == "" {
 		t.Errorf("%s failed without a sentence saying why", c.Name)
-	}
-}
-
-// A saved result shows what the run showed: the counter's report is its
-// checks, which the result keeps, and it decodes with them.
-func TestReportDecodes(t *testing.T) {
-	live := &Report{Checked: sharedChecks([]string{"kb-bench-0"}, map[string]map[string]string{"kb-bench-0": {counterKey: "7"}}, counterKey, shared([2]int64{9, 0}))}
-	details, err := json.Marshal(live)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Definition.DecodeReport(details, live.Checks())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got.Rows(), live.Rows()) || !reflect.DeepEqual(got.Checks(), live.Checks()) || got.Checks()[0].Lost != 2 {
-		t.Errorf("decoded rows %q checks %+v, want %q %+v", got.Rows(), got.Checks(), live.Rows(), live.Checks())
 	}
 }

@@ -247,38 +247,6 @@ func TestFaultChecks(t *testing.T) {
 	}
 }
 
-func TestFaultRows(t *testing.T) {
-	ms := time.Millisecond
-	r := Report{
-		Candidates: 3, LeaseDurationSeconds: 2, Lock: LockWatch, Fault: FaultPartition,
-		TimeToFirstLeader: 7 * ms, FirstLeader: "candidate-0.0", Leaderships: 2, Transitions: 1, LeaseTransitions: 1, LostLeadership: 1,
-		Renew: LeasePhase{Writes: 30}, Acquire: LeasePhase{Writes: 1, Reads: 40},
-		Faults: []FaultReport{{Kind: FaultPartition, At: 1500 * ms, Victim: "candidate-0.0", Duration: 4 * time.Second,
-			Taken: true, TakenBy: "candidate-1.0", TakenAfter: 1920 * ms, VictimStopped: true, StoppedAfter: 862 * ms, Detection: -1058 * ms,
-			Leaderless: 1058 * ms, LeaseWrites: 34, DeposedWrites: 1, WouldBeFenced: 1}},
-		Leaderless:   1058 * ms,
-		LeaderWrites: &LeaderWrites{Writes: 79, Accepted: 79, Measured: 74, Deposed: 1, WouldBeFenced: 1},
-	}
-	want := [][2]string{
-		{"leader election", "3 candidates, lease 2s, lease kept on stop, lock watch"},
-		{"  first leader", "candidate-0.0 after 7.00ms"},
-		{"  transitions", "1 seen on the Lease (leaseTransitions 1), 2 leaderships, 1 lost on renew"},
-		{"  failovers", "none (no leader was stopped)"},
-		{"  lease writes", "31: acquire 1 (409: 0)  renew 30 (409: 0)  release 0 (409: 0)"},
-		{"  lease reads", "40 (other errors: 0)"},
-		{"  fault", "partition, 1 injection"},
-		{"", "at 1.50s partition for 4.00s of candidate-0.0: taken by candidate-1.0 after 1.92s, victim stepped down after 862ms (1.06s before the taking)"},
-		{"", "  overlap 0s, leaderless 1.06s, lease writes 34 (409: 0), deposed writes 1 (fencing refuses 1)"},
-		{"  thefts", "none: no candidate started leading while another believed it led"},
-		{"  leaderless", "1.06s in total"},
-		{"  leader writes", "79 sent, 79 accepted (74 measured): 1 from deposed leaders, fencing token refuses 1"},
-		{"  overlap", "none: exactly one leader at a time"},
-	}
-	if got := r.Rows(); !reflect.DeepEqual(got, want) {
-		t.Errorf("Rows() =\n%q\nwant\n%q", got, want)
-	}
-}
-
 // A fault asked for too late to be seen is refused up front: the run
 // would skip it (failoverLoop) and report no injection.
 func TestSettingsValidateFaultFitsTheWindow(t *testing.T) {

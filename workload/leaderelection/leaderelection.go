@@ -30,10 +30,9 @@ const LeaseName = "kb-bench-leader"
 
 // Definition registers the leader-election scenario.
 var Definition = scenario.Definition{
-	Name:         Name,
-	Description:  "candidates run client-go's leader election (or a watch-based Lease lock) on one Lease; failovers, faults (pause, partition, skew, delete, edit), overlapping leaders and writes from deposed leaders are measured",
-	NewSettings:  func() scenario.Settings { return &Settings{} },
-	DecodeReport: scenario.DecodeJSON[Report],
+	Name:        Name,
+	Description: "candidates run client-go's leader election (or a watch-based Lease lock) on one Lease; failovers, faults (pause, partition, skew, delete, edit), overlapping leaders and writes from deposed leaders are measured",
+	NewSettings: func() scenario.Settings { return &Settings{} },
 	Continuous: func(env *scenario.Env, settings scenario.Settings) scenario.Continuous {
 		return newElection(env, settings.(*Settings))
 	},
@@ -551,8 +550,7 @@ func (r *election) report(lease *coordinationv1.Lease, end time.Time) *Report {
 	if lease != nil && lease.Spec.LeaseTransitions != nil {
 		rep.LeaseTransitions = int(*lease.Spec.LeaseTransitions)
 	}
-	rep.Failovers = failovers(r.stops, ls, r.t0)
-	rep.FailoverTime = failoverStats(rep.Failovers)
+	rep.FailoverTime = failoverStats(failovers(r.stops, ls, r.t0))
 	rep.Overlaps = overlaps(ls, r.t0, end)
 	for _, o := range rep.Overlaps {
 		rep.OverlapTotal += o.Duration

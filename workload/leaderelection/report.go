@@ -2,6 +2,7 @@ package leaderelection
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,78 +27,69 @@ const CheckCandidates = "leader election: every candidate process ran to the end
 // server cross-check does.
 type Report struct {
 	// Candidates is the number of candidates running at any time.
-	Candidates int `json:"candidates"`
+	Candidates int
 	// ReleaseOnCancel says whether a stopped leader released the Lease.
-	ReleaseOnCancel bool `json:"releaseOnCancel"`
+	ReleaseOnCancel bool
 	// LeaseDurationSeconds is what the Lease recorded: client-go stores
 	// whole seconds, and followers wait that long, not the configured value.
-	LeaseDurationSeconds int `json:"leaseDurationSeconds"`
+	LeaseDurationSeconds int
 	// Lock is the lock implementation: client-go or watch.
-	Lock string `json:"lock,omitempty"`
+	Lock string
 	// Fault is the fault injected ("" for none); SkewedLeaseSeconds the
 	// skewed candidate's lease with the skew fault.
-	Fault              string `json:"fault,omitempty"`
-	SkewedLeaseSeconds int    `json:"skewedLeaseSeconds,omitempty"`
+	Fault              string
+	SkewedLeaseSeconds int
 	// CandidatesLost, with the pause fault, says how each candidate
 	// process that ended before the run stopped it ended.
-	CandidatesLost []string `json:"candidatesLost,omitempty"`
+	CandidatesLost []string
 
 	// TimeToFirstLeader is from starting the candidates to the first
 	// OnStartedLeading; zero with FirstLeader empty when none was elected.
-	TimeToFirstLeader time.Duration `json:"timeToFirstLeader"`
+	TimeToFirstLeader time.Duration
 	// FirstLeader is the identity of the first leader.
-	FirstLeader string `json:"firstLeader,omitempty"`
+	FirstLeader string
 	// Leaderships counts OnStartedLeading callbacks over the whole run.
-	Leaderships int `json:"leaderships"`
+	Leaderships int
 	// Transitions counts holder changes seen by watching the Lease: a new
 	// non-empty holder that differs from the previous one.
-	Transitions int `json:"transitions"`
+	Transitions int
 	// LeaseTransitions is the Lease's own spec.leaseTransitions at the end,
 	// as client-go counted it.
-	LeaseTransitions int `json:"leaseTransitions"`
+	LeaseTransitions int
 	// LostLeadership counts leaders that stopped on their own because a
 	// renewal did not succeed within the renew deadline.
-	LostLeadership int `json:"lostLeadership"`
+	LostLeadership int
 
-	// Failovers lists every leader the scenario stopped, in order.
-	Failovers []Failover `json:"failovers,omitempty"`
-	// FailoverTime summarises the resolved failovers.
-	FailoverTime FailoverStats `json:"failoverTime"`
+	// FailoverTime summarises the failovers: every leader the scenario
+	// stopped.
+	FailoverTime FailoverStats
 
 	// Acquire, Renew and Release count the measured window's Lease
 	// requests by phase: acquire while a candidate does not hold the Lease,
 	// renew while it does, release when a stopped leader gives it up
 	// (ReleaseOnCancel).
-	Acquire LeasePhase `json:"acquire"`
-	Renew   LeasePhase `json:"renew"`
-	Release LeasePhase `json:"release"`
+	Acquire, Renew, Release LeasePhase
 	// Intruder counts the delete and edit faults' requests (sent through
 	// a measured client, so the server cross-check counts them too).
-	Intruder LeasePhase `json:"intruder,omitzero"`
+	Intruder LeasePhase
 
 	// Faults lists every fault injected, with what followed it.
-	Faults []FaultReport `json:"faults,omitempty"`
+	Faults []FaultReport
 	// Thefts lists every leadership that began while another candidate
 	// still believed it led.
-	Thefts []Theft `json:"thefts,omitempty"`
+	Thefts []Theft
 	// Leaderless is the time, from the first leader on, during which no
 	// candidate believed it led.
-	Leaderless time.Duration `json:"leaderless"`
+	Leaderless time.Duration
 	// LeaderWrites are the writes of the fenced ConfigMap that candidates
 	// made while they believed they led.
-	LeaderWrites *LeaderWrites `json:"leaderWrites,omitempty"`
+	LeaderWrites *LeaderWrites
 
 	// Overlaps lists every span during which two or more candidates
 	// believed they led. None is the expected outcome.
-	Overlaps []Overlap `json:"overlaps,omitempty"`
+	Overlaps []Overlap
 	// OverlapTotal is the summed duration of Overlaps.
-	OverlapTotal time.Duration `json:"overlapTotal"`
-}
-
-// LeaseWrites is the number of Lease writes (creates and updates) in every
-// phase, 409s and errors included.
-func (r *Report) LeaseWrites() int64 {
-	return r.Acquire.Writes + r.Renew.Writes + r.Release.Writes + r.Intruder.Writes
+	OverlapTotal time.Duration
 }
 
 // LeaderWrites are the leader-only writes: each candidate, while it
@@ -106,27 +98,26 @@ func (r *Report) LeaseWrites() int64 {
 // holder). Counts cover the whole run, warm-up included, but Measured.
 type LeaderWrites struct {
 	// Writes is every write sent; Accepted those the apiserver took.
-	Writes   int `json:"writes"`
-	Accepted int `json:"accepted"`
+	Writes, Accepted int
 	// Measured is the writes in the measured window (the server
 	// cross-check's PUT configmaps).
-	Measured int64 `json:"measured"`
+	Measured int64
 	// Deposed is the accepted writes whose writer no longer held the
 	// Lease when the apiserver accepted them: the damage a stolen lease
 	// does.
-	Deposed int `json:"deposed"`
+	Deposed int
 	// WouldBeFenced is the accepted writes a fencing check would have
 	// refused: their token older than the revision at which the Lease last
 	// changed hands. It may exceed Deposed: a leader whose deleted Lease
 	// it re-created itself has a new token, and a write it sent with the
 	// old one is refused although it still leads.
-	WouldBeFenced int `json:"wouldBeFenced"`
+	WouldBeFenced int
 	// Unfenced is the deposed writes the fencing check would have let
 	// through: none, when the token does its job.
-	Unfenced int `json:"unfenced"`
+	Unfenced int
 	// Unclassified is set when resourceVersions were not numbers (not
 	// etcd revisions), so Deposed and WouldBeFenced could not be told.
-	Unclassified bool `json:"unclassified,omitempty"`
+	Unclassified bool
 }
 
 // FaultReport is one injected fault and what followed it, up to the next
@@ -134,105 +125,97 @@ type LeaderWrites struct {
 type FaultReport struct {
 	// Kind is pause, partition, delete or edit; At when it was injected;
 	// Victim the leader it hit.
-	Kind   string        `json:"kind"`
-	At     time.Duration `json:"at"`
-	Victim string        `json:"victim"`
+	Kind   string
+	At     time.Duration
+	Victim string
 	// Duration is how long a pause or partition lasted.
-	Duration time.Duration `json:"duration,omitempty"`
+	Duration time.Duration
 	// Failed says why a delete or edit failed.
-	Failed string `json:"failed,omitempty"`
+	Failed string
 	// Taken: another holder (a candidate, or the intruder of the edit
 	// fault) took the Lease, TakenAfter the fault, by TakenBy.
-	Taken      bool          `json:"taken"`
-	TakenBy    string        `json:"takenBy,omitempty"`
-	TakenAfter time.Duration `json:"takenAfter,omitempty"`
+	Taken      bool
+	TakenBy    string
+	TakenAfter time.Duration
 	// NextHolder is the first holder any write named after the fault
 	// (the victim itself when it re-created a deleted Lease), NextHolderAfter
 	// the fault.
-	NextHolder      string        `json:"nextHolder,omitempty"`
-	NextHolderAfter time.Duration `json:"nextHolderAfter,omitempty"`
+	NextHolder      string
+	NextHolderAfter time.Duration
 	// VictimStopped: the victim stopped believing it led, StoppedAfter
 	// the fault.
-	VictimStopped bool          `json:"victimStopped"`
-	StoppedAfter  time.Duration `json:"stoppedAfter,omitempty"`
+	VictimStopped bool
+	StoppedAfter  time.Duration
 	// Detection is from the taking to the victim's step-down (to the end
 	// of the window if it never stepped down): how long a deposed leader
 	// went on believing. Negative: it stepped down that long before the
 	// Lease was taken. Meaningful only when Taken.
-	Detection time.Duration `json:"detection,omitempty"`
+	Detection time.Duration
 	// Overlap and Leaderless are the time, in the window, with two or
 	// more leaders and with none.
-	Overlap    time.Duration `json:"overlap"`
-	Leaderless time.Duration `json:"leaderless"`
+	Overlap, Leaderless time.Duration
 	// LeaseWrites and LeaseConflicts count the Lease writes answered in
 	// the window, and their 409s.
-	LeaseWrites    int `json:"leaseWrites"`
-	LeaseConflicts int `json:"leaseConflicts"`
+	LeaseWrites, LeaseConflicts int
 	// DeposedWrites are the victim's leader-only writes accepted after it
 	// lost the Lease; WouldBeFenced those a fencing check would refuse.
-	DeposedWrites int `json:"deposedWrites"`
-	WouldBeFenced int `json:"wouldBeFenced"`
+	DeposedWrites, WouldBeFenced int
 }
 
 // Theft is a leadership that began while another candidate still
 // believed it led.
 type Theft struct {
 	// At is when the thief started leading.
-	At time.Duration `json:"at"`
+	At time.Duration
 	// Victim believed it led when Thief started to.
-	Victim string `json:"victim"`
-	Thief  string `json:"thief"`
+	Victim, Thief string
 	// Detection is from the theft to the victim's step-down.
-	Detection time.Duration `json:"detection"`
+	Detection time.Duration
 	// Ongoing: the victim still believed it led at the end.
-	Ongoing bool `json:"ongoing,omitempty"`
+	Ongoing bool
 }
 
 // Failover is one stop of the current leader and what followed.
 type Failover struct {
 	// At is when the leader was stopped.
-	At time.Duration `json:"at"`
+	At time.Duration
 	// Stopped is the identity of the stopped leader.
-	Stopped string `json:"stopped"`
+	Stopped string
 	// NewLeader is the next candidate to start leading, if any did.
-	NewLeader string `json:"newLeader,omitempty"`
+	NewLeader string
 	// Resolved is false when no candidate started leading before the end.
-	Resolved bool `json:"resolved"`
+	Resolved bool
 	// Duration is from the stop to the next OnStartedLeading anywhere.
-	Duration time.Duration `json:"duration,omitempty"`
+	Duration time.Duration
 }
 
 // FailoverStats summarises failover durations.
 type FailoverStats struct {
 	// Count is the number of failovers; Resolved those that ended with a new leader.
-	Count    int `json:"count"`
-	Resolved int `json:"resolved"`
+	Count, Resolved int
 	// Min, P50 and Max of the resolved failovers' durations.
-	Min time.Duration `json:"min"`
-	P50 time.Duration `json:"p50"`
-	Max time.Duration `json:"max"`
+	Min, P50, Max time.Duration
 }
 
 // LeasePhase counts the Lease requests of one phase.
 type LeasePhase struct {
 	// Reads counts GETs of the Lease.
-	Reads int64 `json:"reads"`
+	Reads int64
 	// Writes counts creates and updates; Conflicts those answered 409
 	// (a stale resourceVersion, or AlreadyExists for a lost create race).
-	Writes    int64 `json:"writes"`
-	Conflicts int64 `json:"conflicts"`
+	Writes, Conflicts int64
 	// Errors counts other failed requests (reads and writes).
-	Errors int64 `json:"errors"`
+	Errors int64
 }
 
 // Overlap is a span during which two or more candidates believed they led.
 type Overlap struct {
 	// At is when the span started.
-	At time.Duration `json:"at"`
+	At time.Duration
 	// Duration of the span.
-	Duration time.Duration `json:"duration"`
+	Duration time.Duration
 	// Leaders are the identities that believed they led during the span.
-	Leaders []string `json:"leaders"`
+	Leaders []string
 }
 
 // Checks is the one-leader check: no span in which two candidates
@@ -263,116 +246,132 @@ func (r *Report) Checks() []results.Check {
 	return checks
 }
 
-// Rows are the leader-election lines of the summary.
-func (r *Report) Rows() [][2]string {
-	ms := results.FormatDuration
-	release := "lease kept on stop"
-	if r.ReleaseOnCancel {
-		release = "release on cancel"
+// Figures are the election's figures: how it ran, its leaderships and
+// failovers, the Lease requests by phase, and each fault, theft and
+// overlap with what followed (numbered from 1 by the label fault, theft
+// or span); identities are labels. Times ("At") are from the start of
+// the candidates.
+func (r *Report) Figures() []results.Figure {
+	var out []results.Figure
+	// add appends a figure with labels kv (key, value, ...; none of an
+	// empty value).
+	add := func(f results.Figure, kv ...string) {
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i+1] == "" {
+				continue
+			}
+			if f.Labels == nil {
+				f.Labels = map[string]string{}
+			}
+			f.Labels[kv[i]] = kv[i+1]
+		}
+		out = append(out, f)
 	}
-	head := fmt.Sprintf("%d candidates, lease %ds, %s", r.Candidates, r.LeaseDurationSeconds, release)
-	if r.Lock != "" {
-		head += ", lock " + r.Lock
+	count, boolean, dur, lower := results.UnitCount, results.UnitBool, results.UnitDuration, results.BetterLower
+	add(results.Figure{Name: "candidates", Value: float64(r.Candidates), Unit: count, Help: "Candidates running at any time, with the lock they use."}, "lock", r.Lock)
+	add(results.Figure{Name: "leaseDuration", Value: float64(time.Duration(r.LeaseDurationSeconds) * time.Second), Unit: dur, Help: "The lease duration the Lease recorded (whole seconds): what followers wait."})
+	add(results.Figure{Name: "releaseOnCancel", Value: one(r.ReleaseOnCancel), Unit: boolean, Help: "A stopped leader releases the Lease (else followers wait the lease out)."})
+	if r.FirstLeader != "" {
+		add(results.Figure{Name: "timeToFirstLeader", Value: float64(r.TimeToFirstLeader), Unit: dur, Better: lower, Help: "From starting the candidates to the first leader."})
+		add(results.Figure{Name: "firstLeader", Value: 1, Unit: boolean, Help: "The first candidate to lead, by its label candidate."}, "candidate", r.FirstLeader)
+		add(results.Figure{Name: "leaderless", Value: float64(r.Leaderless), Unit: dur, Better: lower, Help: "Time since the first leader during which no candidate believed it led."})
 	}
-	rows := [][2]string{{"leader election", head}}
-	add := func(name, format string, a ...any) { rows = append(rows, [2]string{name, fmt.Sprintf(format, a...)}) }
-	if r.FirstLeader == "" {
-		add("  first leader", "none elected")
-	} else {
-		add("  first leader", "%s after %s", r.FirstLeader, ms(r.TimeToFirstLeader))
+	add(results.Figure{Name: "leaderships", Value: float64(r.Leaderships), Unit: count, Sum: true, Help: "Leaderships begun (a candidate's OnStartedLeading), warm-up included."})
+	add(results.Figure{Name: "transitions", Value: float64(r.Transitions), Unit: count, Sum: true, Help: "Changes of the Lease's holder seen on its watch."})
+	add(results.Figure{Name: "leaseTransitions", Value: float64(r.LeaseTransitions), Unit: count, Help: "The Lease's spec.leaseTransitions at the end, as client-go counted."})
+	add(results.Figure{Name: "lostLeadership", Value: float64(r.LostLeadership), Unit: count, Sum: true, Better: lower, Help: "Leaderships lost on renew (not stopped by the scenario)."})
+	f := r.FailoverTime
+	add(results.Figure{Name: "failovers", Value: float64(f.Count), Unit: count, Sum: true, Help: "Leaders the scenario stopped."})
+	add(results.Figure{Name: "failoversResolved", Value: float64(f.Resolved), Unit: count, Sum: true, Help: "Stopped leaders followed by a new leader before the end."})
+	if f.Resolved > 0 {
+		const help = "From stopping the leader to the next leader (quantile 0: min, 1: max)."
+		add(results.Figure{Name: "failoverTime", Value: float64(f.Min), Unit: dur, Better: lower, Help: help}, "quantile", "0")
+		add(results.Figure{Name: "failoverTime", Value: float64(f.P50), Unit: dur, Better: lower, Help: help}, "quantile", "0.5")
+		add(results.Figure{Name: "failoverTime", Value: float64(f.Max), Unit: dur, Better: lower, Help: help}, "quantile", "1")
 	}
-	add("  transitions", "%d seen on the Lease (leaseTransitions %d), %d leaderships, %d lost on renew",
-		r.Transitions, r.LeaseTransitions, r.Leaderships, r.LostLeadership)
-	switch f := r.FailoverTime; {
-	case f.Count == 0:
-		add("  failovers", "none (no leader was stopped)")
-	case f.Resolved == 0:
-		add("  failovers", "%d, none resolved before the end", f.Count)
-	default:
-		add("  failovers", "%d (%d resolved): min %s  p50 %s  max %s", f.Count, f.Resolved, ms(f.Min), ms(f.P50), ms(f.Max))
+	for _, p := range []struct {
+		phase string
+		c     LeasePhase
+	}{{"acquire", r.Acquire}, {"renew", r.Renew}, {"release", r.Release}, {"intruder", r.Intruder}} {
+		if p.phase == "intruder" && p.c == (LeasePhase{}) {
+			continue
+		}
+		add(results.Figure{Name: "leaseWrites", Value: float64(p.c.Writes), Unit: count, Sum: true, Help: "Lease creates and updates in the measured window, by phase."}, "phase", p.phase)
+		add(results.Figure{Name: "leaseConflicts", Value: float64(p.c.Conflicts), Unit: count, Sum: true, Better: lower, Help: "Lease writes answered 409 in the measured window, by phase."}, "phase", p.phase)
+		add(results.Figure{Name: "leaseReads", Value: float64(p.c.Reads), Unit: count, Sum: true, Help: "Lease GETs in the measured window, by phase."}, "phase", p.phase)
+		add(results.Figure{Name: "leaseErrors", Value: float64(p.c.Errors), Unit: count, Sum: true, Better: lower, Help: "Lease requests that failed otherwise in the measured window, by phase."}, "phase", p.phase)
 	}
-	writes := fmt.Sprintf("%d: acquire %d (409: %d)  renew %d (409: %d)  release %d (409: %d)",
-		r.LeaseWrites(), r.Acquire.Writes, r.Acquire.Conflicts, r.Renew.Writes, r.Renew.Conflicts, r.Release.Writes, r.Release.Conflicts)
-	if r.Intruder != (LeasePhase{}) {
-		writes += fmt.Sprintf("  intruder %d (409: %d)", r.Intruder.Writes, r.Intruder.Conflicts)
-	}
-	add("  lease writes", "%s", writes)
-	add("  lease reads", "%d (other errors: %d)",
-		r.Acquire.Reads+r.Renew.Reads+r.Release.Reads+r.Intruder.Reads, r.Acquire.Errors+r.Renew.Errors+r.Release.Errors+r.Intruder.Errors)
-	// The faults, the thefts and the leader-only writes.
 	switch {
 	case r.Fault == FaultSkew:
-		add("  fault", "skew: the last candidate runs with lease %ds against the others' %ds", r.SkewedLeaseSeconds, r.LeaseDurationSeconds)
+		add(results.Figure{Name: "skewedLeaseDuration", Value: float64(time.Duration(r.SkewedLeaseSeconds) * time.Second), Unit: dur, Help: "The skew fault's last candidate's lease duration, against the others' leaseDuration."})
 	case r.Fault != "":
-		add("  fault", "%s, %s", r.Fault, results.Plural(len(r.Faults), "injection"))
+		add(results.Figure{Name: "faults", Value: float64(len(r.Faults)), Unit: count, Sum: true, Help: "Faults injected, of the kind its label says."}, "kind", r.Fault)
 	}
-	for _, f := range r.Faults {
-		what := f.Kind
-		if f.Duration > 0 {
-			what += " for " + ms(f.Duration)
+	for i, x := range r.Faults {
+		n := strconv.Itoa(i + 1)
+		add(results.Figure{Name: "faultAt", Value: float64(x.At), Unit: dur, Help: "When the fault was injected: its kind, its victim, who took the Lease, its first holder after, why it failed."},
+			"fault", n, "kind", x.Kind, "victim", x.Victim, "takenBy", x.TakenBy, "nextHolder", x.NextHolder, "failed", x.Failed)
+		if x.Duration > 0 {
+			add(results.Figure{Name: "faultDuration", Value: float64(x.Duration), Unit: dur, Help: "How long the pause or partition lasted."}, "fault", n)
 		}
-		line := fmt.Sprintf("at %s %s of %s: ", ms(f.At), what, f.Victim)
+		add(results.Figure{Name: "faultTaken", Value: one(x.Taken), Unit: boolean, Help: "Another holder took the Lease after the fault."}, "fault", n)
+		if x.Taken {
+			add(results.Figure{Name: "faultTakenAfter", Value: float64(x.TakenAfter), Unit: dur, Better: lower, Help: "From the fault to another holder taking the Lease."}, "fault", n)
+		}
+		if x.NextHolder != "" {
+			add(results.Figure{Name: "faultNextHolderAfter", Value: float64(x.NextHolderAfter), Unit: dur, Help: "From the fault to the first Lease write naming a holder (the victim's own, if it re-created the Lease)."}, "fault", n)
+		}
+		add(results.Figure{Name: "faultVictimStopped", Value: one(x.VictimStopped), Unit: boolean, Better: results.BetterHigher, Help: "The victim stopped believing it led (before the next fault or the end)."}, "fault", n)
+		if x.VictimStopped {
+			add(results.Figure{Name: "faultStoppedAfter", Value: float64(x.StoppedAfter), Unit: dur, Better: lower, Help: "From the fault to the victim stepping down."}, "fault", n)
+		}
 		switch {
-		case f.Failed != "":
-			line += "failed: " + f.Failed
-		case !f.Taken:
-			line += "the Lease was not taken"
-		default:
-			line += fmt.Sprintf("taken by %s after %s", f.TakenBy, ms(f.TakenAfter))
+		case x.Taken && x.Detection >= 0:
+			add(results.Figure{Name: "faultDetection", Value: float64(x.Detection), Unit: dur, Better: lower, Help: "From the Lease's taking to the victim stepping down (or the end): how long a deposed leader believed it led."}, "fault", n)
+		case x.Taken:
+			add(results.Figure{Name: "faultSteppedDownEarly", Value: float64(-x.Detection), Unit: dur, Help: "How long before the Lease's taking the victim stepped down."}, "fault", n)
 		}
-		switch {
-		case f.VictimStopped && f.Taken && f.Detection < 0:
-			line += fmt.Sprintf(", victim stepped down after %s (%s before the taking)", ms(f.StoppedAfter), ms(-f.Detection))
-		case f.VictimStopped && f.Taken:
-			line += fmt.Sprintf(", victim stepped down after %s (detection %s)", ms(f.StoppedAfter), ms(f.Detection))
-		case f.VictimStopped:
-			line += fmt.Sprintf(", victim stepped down after %s", ms(f.StoppedAfter))
-		default:
-			line += ", victim still leads"
-		}
-		add("", "%s", line)
-		add("", "  overlap %s, leaderless %s, lease writes %d (409: %d), deposed writes %d (fencing refuses %d)",
-			ms(f.Overlap), ms(f.Leaderless), f.LeaseWrites, f.LeaseConflicts, f.DeposedWrites, f.WouldBeFenced)
+		add(results.Figure{Name: "faultOverlap", Value: float64(x.Overlap), Unit: dur, Better: lower, Help: "Time after the fault with two or more leaders."}, "fault", n)
+		add(results.Figure{Name: "faultLeaderless", Value: float64(x.Leaderless), Unit: dur, Better: lower, Help: "Time after the fault with no leader."}, "fault", n)
+		add(results.Figure{Name: "faultLeaseWrites", Value: float64(x.LeaseWrites), Unit: count, Sum: true, Help: "Lease writes answered after the fault."}, "fault", n)
+		add(results.Figure{Name: "faultLeaseConflicts", Value: float64(x.LeaseConflicts), Unit: count, Sum: true, Help: "Lease writes answered 409 after the fault."}, "fault", n)
+		add(results.Figure{Name: "faultDeposedWrites", Value: float64(x.DeposedWrites), Unit: count, Sum: true, Better: lower, Help: "The victim's leader-only writes accepted after it lost the Lease."}, "fault", n)
+		add(results.Figure{Name: "faultWouldBeFenced", Value: float64(x.WouldBeFenced), Unit: count, Sum: true, Help: "The victim's accepted writes after the fault that a fencing check would refuse."}, "fault", n)
 	}
-	switch {
-	case len(r.Thefts) > 0:
-		add("  thefts", "%s: the Lease taken from a leader that still believed it led", results.Plural(len(r.Thefts), "theft"))
-		for _, t := range r.Thefts {
-			end := "stepped down"
-			if t.Ongoing {
-				end = "still leading at the end"
-			}
-			add("", "at %s %s from %s: %s %s later", ms(t.At), t.Thief, t.Victim, end, ms(t.Detection))
-		}
-	case r.Fault != "":
-		add("  thefts", "none: no candidate started leading while another believed it led")
+	if r.Fault != "" || len(r.Thefts) > 0 {
+		add(results.Figure{Name: "thefts", Value: float64(len(r.Thefts)), Unit: count, Sum: true, Better: lower, Help: "Leaderships begun while another candidate still believed it led."})
 	}
-	if r.Fault != "" {
-		add("  leaderless", "%s in total", ms(r.Leaderless))
+	for i, t := range r.Thefts {
+		n := strconv.Itoa(i + 1)
+		add(results.Figure{Name: "theftAt", Value: float64(t.At), Unit: dur, Help: "When the thief started leading while the victim believed it led."}, "theft", n, "thief", t.Thief, "victim", t.Victim)
+		add(results.Figure{Name: "theftDetection", Value: float64(t.Detection), Unit: dur, Better: lower, Help: "From the theft to the victim stepping down (or the end)."}, "theft", n)
+		add(results.Figure{Name: "theftOngoing", Value: one(t.Ongoing), Unit: boolean, Better: lower, Help: "The victim still believed it led at the end."}, "theft", n)
 	}
 	if w := r.LeaderWrites; w != nil {
-		line := fmt.Sprintf("%d sent, %d accepted (%d measured)", w.Writes, w.Accepted, w.Measured)
-		if w.Unclassified {
-			line += ": resourceVersions are not etcd revisions, deposed writes not told"
-		} else {
-			line += fmt.Sprintf(": %d from deposed leaders, fencing token refuses %d", w.Deposed, w.WouldBeFenced)
-			if w.Unfenced > 0 {
-				line += fmt.Sprintf(", LETS %d DEPOSED WRITES THROUGH", w.Unfenced)
-			}
+		add(results.Figure{Name: "leaderWrites", Value: float64(w.Writes), Unit: count, Sum: true, Help: "Leader-only writes sent, warm-up included."})
+		add(results.Figure{Name: "leaderWritesAccepted", Value: float64(w.Accepted), Unit: count, Sum: true, Help: "Leader-only writes the apiserver accepted, warm-up included."})
+		add(results.Figure{Name: "leaderWritesMeasured", Value: float64(w.Measured), Unit: count, Sum: true, Help: "Leader-only writes in the measured window."})
+		add(results.Figure{Name: "leaderWritesUnclassified", Value: one(w.Unclassified), Unit: boolean, Help: "resourceVersions were not etcd revisions, so deposed writes were not told."})
+		if !w.Unclassified {
+			add(results.Figure{Name: "deposedWrites", Value: float64(w.Deposed), Unit: count, Sum: true, Better: lower, Help: "Accepted leader-only writes from a candidate that no longer held the Lease."})
+			add(results.Figure{Name: "wouldBeFenced", Value: float64(w.WouldBeFenced), Unit: count, Sum: true, Help: "Accepted leader-only writes a fencing token check would have refused."})
+			add(results.Figure{Name: "unfencedWrites", Value: float64(w.Unfenced), Unit: count, Sum: true, Better: lower, Help: "Deposed leaders' writes a fencing token check would have let through."})
 		}
-		add("  leader writes", "%s", line)
 	}
-	if len(r.Overlaps) == 0 {
-		add("  overlap", "none: exactly one leader at a time")
-		return rows
+	add(results.Figure{Name: "overlaps", Value: float64(len(r.Overlaps)), Unit: count, Sum: true, Better: lower, Help: "Spans in which two or more candidates believed they led."})
+	add(results.Figure{Name: "overlap", Value: float64(r.OverlapTotal), Unit: dur, Better: lower, Help: "Time since the first leader during which two or more candidates believed they led."})
+	for i, o := range r.Overlaps {
+		n := strconv.Itoa(i + 1)
+		add(results.Figure{Name: "overlapAt", Value: float64(o.At), Unit: dur, Help: "When a span with two or more leaders began, and who they were."}, "span", n, "leaders", strings.Join(o.Leaders, ","))
+		add(results.Figure{Name: "overlapSpan", Value: float64(o.Duration), Unit: dur, Better: lower, Help: "How long a span with two or more leaders lasted."}, "span", n)
 	}
-	shout := "TWO LEADERS AT ONCE"
-	if r.Fault != "" {
-		shout = "two leaders at once"
+	return out
+}
+
+// one is 1 for true, 0 for false: a bool figure's value.
+func one(v bool) float64 {
+	if v {
+		return 1
 	}
-	add("  overlap", "%s, %s in total: %s", results.Plural(len(r.Overlaps), "span"), ms(r.OverlapTotal), shout)
-	for _, o := range r.Overlaps {
-		add("", "at %s for %s: %s", ms(o.At), ms(o.Duration), strings.Join(o.Leaders, ", "))
-	}
-	return rows
+	return 0
 }

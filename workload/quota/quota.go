@@ -37,7 +37,6 @@ var Definition = scenario.Definition{
 		return newQuota(env, settings.(*Settings))
 	},
 	ServerResources: []string{"resourcequotas"},
-	DecodeReport:    scenario.DecodeJSON[Report],
 	Rules: func(settings scenario.Settings) []rbacv1.PolicyRule {
 		rules := []rbacv1.PolicyRule{
 			scenario.Rule("", []string{"resourcequotas"}, "get", "create"),

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -127,40 +126,54 @@ func TestChecks(t *testing.T) {
 	}
 }
 
-func TestRows(t *testing.T) {
+// The report's figures say what the summary said: the creates by answer,
+// when the quota filled, the end state when it was read, the latencies by
+// quantile when there were some; each validates as a Result's.
+func TestFigures(t *testing.T) {
 	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	full := &Report{Resource: ResourceConfigMaps, Hard: 50, Writers: 8, StatusInitialized: true,
 		Creates: 1200, Admitted: 50, Rejected: 1149, Errors: 1, FullAt: ms(180), ExistingAtEnd: 50, UsedAtEnd: 50,
-		AdmittedLatency: results.Latency{P50: ms(4), P99: ms(21), Max: ms(30)},
-		RejectedLatency: results.Latency{P50: ms(0.9), P99: ms(3), Max: ms(5)}}
-	notFull := &Report{Resource: ResourceGPU, Hard: 1000, Writers: 1, InitialUsed: 3,
-		Creates: 20, Admitted: 20, ExistingAtEnd: 23, UsedAtEnd: 23,
-		AdmittedLatency: results.Latency{P50: ms(6), P99: ms(150), Max: ms(151)}}
+		AdmittedLatency: results.Latency{P50: ms(4), P90: ms(10), P99: ms(21), P999: ms(29), Max: ms(30)},
+		RejectedLatency: results.Latency{P50: ms(0.9), P90: ms(2), P99: ms(3), P999: ms(4), Max: ms(5)}}
+	notRead := &Report{Resource: ResourceGPU, Hard: 1000, Writers: 1, InitialUsed: 3,
+		Creates: 20, Admitted: 20, EndError: "connection refused",
+		AdmittedLatency: results.Latency{P50: ms(6), P90: ms(7), P99: ms(150), P999: ms(151), Max: ms(151)}}
+	counts := func(resource, hard, creates, admitted, rejected, conflicts, errors, writers, initial string) []string {
+		return []string{fmt.Sprintf("hard{resource=%q} %s", resource, hard), "creates " + creates, "admitted " + admitted, "rejected " + rejected,
+			"conflicts " + conflicts, "errors " + errors, "writers " + writers, "initialUsed " + initial}
+	}
 	tests := []struct {
 		name string
 		rep  *Report
-		want [][2]string
+		want []string
 	}{
-		{"full", full, [][2]string{
-			{"quota", "count/configmaps hard 50, 8 writers, status initialised by kb-bench"},
-			{"", "creates 1200: admitted 50  rejected 1149 (exceeded quota)  conflicts 0  errors 1"},
-			{"", "full after 180ms"},
-			{"", "at the end: existing 50  status.used 50  (before the run: 0)"},
-			{"", "admitted latency p50 4.00ms  p99 21.0ms  max 30.0ms"},
-			{"", "rejected latency p50 0.90ms  p99 3.00ms  max 5.00ms"},
-		}},
-		{"not full", notFull, [][2]string{
-			{"quota", "requests.nvidia.com/gpu hard 1000, 1 writer"},
-			{"", "creates 20: admitted 20  rejected 0 (exceeded quota)  conflicts 0  errors 0"},
-			{"", "at the end: existing 23  status.used 23  (before the run: 3)"},
-			{"", "admitted latency p50 6.00ms  p99 150ms  max 151ms"},
-			{"", "rejected latency -"},
-		}},
+		{"full", full, append(counts("count/configmaps", "50", "1200", "50", "1149", "0", "1", "8", "0"),
+			"statusInitialized 1", "fullAt 180ms", "existingAtEnd 50", "usedAtEnd 50",
+			`admittedLatency{quantile="0.5"} 4ms`, `admittedLatency{quantile="0.9"} 10ms`, `admittedLatency{quantile="0.99"} 21ms`,
+			`admittedLatency{quantile="0.999"} 29ms`, `admittedLatency{quantile="1"} 30ms`,
+			`rejectedLatency{quantile="0.5"} 900µs`, `rejectedLatency{quantile="0.9"} 2ms`, `rejectedLatency{quantile="0.99"} 3ms`,
+			`rejectedLatency{quantile="0.999"} 4ms`, `rejectedLatency{quantile="1"} 5ms`)},
+		// Not full: no fullAt; the end not read: no end state; no
+		// rejection: no rejected latency.
+		{"end not read", notRead, append(counts("requests.nvidia.com/gpu", "1000", "20", "20", "0", "0", "0", "1", "3"),
+			`admittedLatency{quantile="0.5"} 6ms`, `admittedLatency{quantile="0.9"} 7ms`, `admittedLatency{quantile="0.99"} 150ms`,
+			`admittedLatency{quantile="0.999"} 151ms`, `admittedLatency{quantile="1"} 151ms`)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.rep.Rows(); !slices.Equal(got, tt.want) {
-				t.Errorf("rows\n%q\nwant\n%q", got, tt.want)
+			var got []string
+			for _, f := range tt.rep.Figures() {
+				v := fmt.Sprint(f.Value)
+				if f.Unit == results.UnitDuration {
+					v = time.Duration(f.Value).String()
+				}
+				got = append(got, f.Key()+" "+v)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("figures\n%q\nwant\n%q", got, tt.want)
+			}
+			if errs := results.ValidateFigures(field.NewPath("figures"), tt.rep.Figures()); len(errs) > 0 {
+				t.Errorf("the figures do not validate: %v", errs)
 			}
 		})
 	}
@@ -291,32 +304,5 @@ func TestDoRecordsEachCreate(t *testing.T) {
 	}
 	if snap.Ops != 5 || len(snap.Attempts) != 2 || snap.Attempts[1] != 5 {
 		t.Errorf("%d ops, attempts per op %v: want 5 ops of one attempt each", snap.Ops, snap.Attempts)
-	}
-}
-
-// A saved result shows what the run showed: a report, marshalled into
-// the result's details, decodes to one with the same rows and checks, the
-// end that could not be read included.
-func TestReportDecodes(t *testing.T) {
-	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
-	for name, live := range map[string]*Report{
-		"full": {Resource: ResourceConfigMaps, Hard: 50, Writers: 8, StatusInitialized: true, InitialUsed: 1, Creates: 200, Admitted: 49,
-			Rejected: 150, Conflicts: 1, FullAt: ms(830), ExistingAtEnd: 50, UsedAtEnd: 50,
-			AdmittedLatency: results.Latency{P50: ms(4), P99: ms(21), Max: ms(30)}, RejectedLatency: results.Latency{P50: ms(0.9), P99: ms(3), Max: ms(5)}},
-		"end not read": {Resource: ResourceGPU, Hard: 10, Writers: 2, Creates: 12, Admitted: 10, Rejected: 1, Errors: 1, EndError: "connection refused"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			details, err := json.Marshal(live)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := Definition.DecodeReport(details, live.Checks())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got.Rows(), live.Rows()) || !reflect.DeepEqual(got.Checks(), live.Checks()) {
-				t.Errorf("decoded from %s:\nrows %q\nwant %q\nchecks %+v\nwant %+v", details, got.Rows(), live.Rows(), got.Checks(), live.Checks())
-			}
-		})
 	}
 }

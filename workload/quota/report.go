@@ -24,43 +24,37 @@ const (
 // latencies cover the measured window only, like the summary.
 type Report struct {
 	// Resource is the quota'd resource, e.g. count/configmaps; Hard the limit H.
-	Resource string `json:"resource"`
-	Hard     int64  `json:"hard"`
+	Resource string
+	Hard     int64
 	// Writers is the number of concurrent creators.
-	Writers int `json:"writers"`
+	Writers int
 	// StatusInitialized is set when kb-bench filled status.hard/status.used
 	// itself because no quota controller did.
-	StatusInitialized bool `json:"statusInitialized"`
+	StatusInitialized bool
 	// InitialUsed is the usage already in the namespace before the writers started.
-	InitialUsed int64 `json:"initialUsed"`
+	InitialUsed int64
 
-	// Creates counts create requests; Admitted those that succeeded.
-	Creates  int64 `json:"creates"`
-	Admitted int64 `json:"admitted"`
-	// Rejected counts 403 Forbidden "exceeded quota" answers.
-	Rejected int64 `json:"rejected"`
-	// Conflicts counts 409s that reached the client.
-	Conflicts int64 `json:"conflicts"`
-	// Errors counts every other failure (timeouts included).
-	Errors int64 `json:"errors"`
+	// Creates counts create requests; Admitted those that succeeded;
+	// Rejected the 403 Forbidden "exceeded quota" answers; Conflicts the
+	// 409s that reached the client; Errors every other failure (timeouts
+	// included).
+	Creates, Admitted, Rejected, Conflicts, Errors int64
 	// FullAt is when the first rejection came, from when the first create
 	// was due; zero when the quota never filled.
-	FullAt time.Duration `json:"fullAt,omitempty"`
+	FullAt time.Duration
 
-	// ExistingAtEnd is the usage counted from the objects that exist at the end.
-	ExistingAtEnd int64 `json:"existingAtEnd"`
-	// UsedAtEnd is the quota's status.used at the end.
-	UsedAtEnd int64 `json:"usedAtEnd"`
+	// ExistingAtEnd is the usage counted from the objects that exist at
+	// the end; UsedAtEnd the quota's status.used then.
+	ExistingAtEnd, UsedAtEnd int64
 
 	// AdmittedLatency and RejectedLatency are create latencies of the
 	// measured window split by answer, from when each create was due: an
 	// admitted create writes to etcd twice (quota status and object), a
 	// rejected one not at all.
-	AdmittedLatency results.Latency `json:"admittedLatency"`
-	RejectedLatency results.Latency `json:"rejectedLatency"`
+	AdmittedLatency, RejectedLatency results.Latency
 
 	// EndError is why the end state could not be read, if it could not.
-	EndError string `json:"endError,omitempty"`
+	EndError string
 }
 
 // Checks are the quota invariants: no more creates admitted than the hard
@@ -92,26 +86,59 @@ func (r *Report) Checks() []results.Check {
 	return c
 }
 
-// Rows are the quota lines of the summary table.
-func (r *Report) Rows() [][2]string {
-	note := ""
-	if r.StatusInitialized {
-		note = ", status initialised by kb-bench"
+// Figures are the quota's figures: its counts (those Live shows too),
+// what it held before and after, and the create latencies by answer.
+func (r *Report) Figures() []results.Figure {
+	out := r.counts()
+	add := func(name string, v float64, unit results.Unit, help string) {
+		out = append(out, results.Figure{Name: name, Value: v, Unit: unit, Help: help})
 	}
-	rows := [][2]string{
-		{"quota", fmt.Sprintf("%s hard %d, %s%s", r.Resource, r.Hard, results.Plural(r.Writers, "writer"), note)},
-		{"", fmt.Sprintf("creates %d: admitted %d  rejected %d (exceeded quota)  conflicts %d  errors %d",
-			r.Creates, r.Admitted, r.Rejected, r.Conflicts, r.Errors)},
+	add("writers", float64(r.Writers), results.UnitCount, "Concurrent creators (with an open loop, the creates allowed in flight).")
+	add("initialUsed", float64(r.InitialUsed), results.UnitCount, "Usage already in the namespace before the writers started.")
+	if r.StatusInitialized {
+		add("statusInitialized", 1, results.UnitBool, "kb-bench filled the quota's status itself, because no quota controller did.")
 	}
 	if r.FullAt > 0 {
-		rows = append(rows, [2]string{"", "full after " + results.FormatDuration(r.FullAt)})
+		add("fullAt", float64(r.FullAt), results.UnitDuration, "From the first create due to the first rejection: when the quota was full.")
 	}
 	if r.EndError == "" {
-		rows = append(rows, [2]string{"", fmt.Sprintf("at the end: existing %d  status.used %d  (before the run: %d)", r.ExistingAtEnd, r.UsedAtEnd, r.InitialUsed)})
+		add("existingAtEnd", float64(r.ExistingAtEnd), results.UnitCount, "Usage counted from the objects that exist at the end.")
+		add("usedAtEnd", float64(r.UsedAtEnd), results.UnitCount, "The quota's status.used at the end.")
 	}
-	return append(rows,
-		[2]string{"", "admitted latency " + results.ShortLatency(r.AdmittedLatency)},
-		[2]string{"", "rejected latency " + results.ShortLatency(r.RejectedLatency)})
+	out = append(out, quantiles("admittedLatency", "Latency of the admitted creates (two etcd writes: quota status and object), from when each was due.", r.AdmittedLatency)...)
+	return append(out, quantiles("rejectedLatency", "Latency of the creates quota admission rejected (no etcd write), from when each was due.", r.RejectedLatency)...)
+}
+
+// counts are the quota's limit and its creates by answer so far, over the
+// whole run (warm-up included, as every admitted object counts against
+// the quota).
+func (r *Report) counts() []results.Figure {
+	count := func(name string, v int64, better results.Better, help string) results.Figure {
+		return results.Figure{Name: name, Value: float64(v), Unit: results.UnitCount, Sum: true, Better: better, Help: help}
+	}
+	return []results.Figure{
+		{Name: "hard", Labels: map[string]string{"resource": r.Resource}, Value: float64(r.Hard), Unit: results.UnitCount,
+			Help: "The ResourceQuota's hard limit on what the writers create."},
+		count("creates", r.Creates, "", "Creates the writers sent under the quota, warm-up included."),
+		count("admitted", r.Admitted, "", "Creates quota admission let in, warm-up included: never more than hard."),
+		count("rejected", r.Rejected, "", "Creates quota admission refused (403 exceeded quota), warm-up included."),
+		count("conflicts", r.Conflicts, results.BetterLower, "Creates answered 409, warm-up included."),
+		count("errors", r.Errors, results.BetterLower, "Creates that failed otherwise (timeouts included), warm-up included."),
+	}
+}
+
+// quantiles are latency l as figures of one name by quantile (1 is the
+// maximum); none when nothing was timed.
+func quantiles(name, help string, l results.Latency) []results.Figure {
+	if l.Max == 0 {
+		return nil
+	}
+	var out []results.Figure
+	for i, d := range []time.Duration{l.P50, l.P90, l.P99, l.P999, l.Max} {
+		q := map[string]string{"quantile": []string{"0.5", "0.9", "0.99", "0.999", "1"}[i]}
+		out = append(out, results.Figure{Name: name, Labels: q, Value: float64(d), Unit: results.UnitDuration, Better: results.BetterLower, Help: help})
+	}
+	return out
 }
 
 // Finish counts what exists, reads the quota's status, and returns the

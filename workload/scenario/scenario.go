@@ -15,8 +15,9 @@
 //     fields follow from those tags), and its constructor, which says how
 //     it runs: Driven, Sharded or Continuous.
 //  2. Implement Scenario and the interface its constructor returns
-//     (Driven, Sharded or Continuous); Finish returns a Report, which
-//     DecodeReport reads back from a saved Result.
+//     (Driven, Sharded or Continuous); Finish returns a Report: its
+//     checks and its own figures as data (results.Figure), which the
+//     Result keeps and every reader renders without the scenario's code.
 //  3. Measure every operation with its worker's Measurer (Env.Measurer),
 //     or record the requests the scenario times itself (RecordRequest),
 //     and send the load only through Env.Clients, whose requests the
@@ -30,7 +31,6 @@ package scenario
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -40,7 +40,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/metrics/live"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
 )
@@ -73,39 +72,7 @@ type Definition struct {
 	// with these settings: what it reads and writes (the engine adds
 	// deleting the kinds it creates). They make `kb-bench rbac`'s Role.
 	Rules func(settings Settings) []rbacv1.PolicyRule
-	// DecodeReport decodes the Report a run kept in its Result's Details,
-	// given the Result's Checks, so that a saved result shows what the run
-	// showed: the decoded report's Rows and Checks are the live one's.
-	DecodeReport func(details json.RawMessage, checks []results.Check) (Report, error)
 }
-
-// DecodeJSON decodes a Report whose figures are all in its JSON (a *R),
-// its checks among them or kept apart (Checked).
-func DecodeJSON[R any, P interface {
-	*R
-	Report
-}](details json.RawMessage, checks []results.Check) (Report, error) {
-	p := P(new(R))
-	if c, ok := any(p).(interface{ keep([]results.Check) }); ok {
-		c.keep(checks)
-	}
-	if len(details) == 0 {
-		return p, nil
-	}
-	if err := json.Unmarshal(details, p); err != nil {
-		return nil, fmt.Errorf("decoding the scenario's report: %w", err)
-	}
-	return p, nil
-}
-
-// Checked is the checks of a Report that keeps them apart from its JSON,
-// as the Result does: embed it, tagged `json:"-"`.
-type Checked []results.Check
-
-// Checks are the report's checks.
-func (c Checked) Checks() []results.Check { return c }
-
-func (c *Checked) keep(checks []results.Check) { *c = checks }
 
 // Traits are the shared settings the scenario takes, which follow from
 // how it runs.
@@ -162,11 +129,12 @@ type Scenario interface {
 // Live is a Scenario with figures of its own to show while it runs
 // (leadership, admissions), beside the engine's, on the live metrics
 // endpoint (kb-bench run --metrics-addr): each is exported as
-// kb_bench_scenario_<name>. Live is called at each scrape, from the
-// scrape's goroutine, from Setup on and after Finish: it reads, never
-// waits.
+// kb_bench_scenario_<name>, and named as its Report's figure is, whose
+// final value replaces it when the run ends. Live is called at each
+// scrape, from the scrape's goroutine, from Setup on and after Finish: it
+// reads, never waits.
 type Live interface {
-	Live() []live.Gauge
+	Live() []results.Figure
 }
 
 // Driven is a Scenario whose operations the engine's driver runs: Workers
@@ -215,14 +183,16 @@ type Continuous interface {
 }
 
 // Report is what a scenario returns from Finish: its verdicts and its own
-// figures. It is marshalled as JSON into the Result's details, and
-// decoded from there by its Definition's DecodeReport.
+// figures, which the engine keeps in the Result.
 type Report interface {
 	// Checks are the scenario's correctness verdicts; a check with Lost > 0
 	// counts lost updates.
 	Checks() []results.Check
-	// Rows are the scenario's own summary lines, as name and value.
-	Rows() [][2]string
+	// Figures are the scenario's own figures, each named, typed and
+	// explained (results.Figure): all the summary, show, the HTML report,
+	// compare and gate know of the scenario. One that does not validate
+	// is left out with a warning.
+	Figures() []results.Figure
 }
 
 // Env is what the engine gives a scenario for one run.
