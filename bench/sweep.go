@@ -296,6 +296,9 @@ func parseStops(texts []string) ([]analysis.Threshold, error) {
 		if err != nil {
 			return nil, spec.Input(fmt.Errorf("--stop-at: %w", err))
 		}
+		if th.Unit == "" { // a scenario's figure: a typo would never stop
+			return nil, spec.Input(fmt.Errorf("--stop-at %q: metric %q is not known: a sweep stops on %s", t, th.Metric, strings.Join(analysis.MetricNames(), ", ")))
+		}
 		if th.Relative {
 			return nil, spec.Input(fmt.Errorf("--stop-at %q: a stop condition is absolute (e.g. \"p99 > 5s\"); there is no baseline in a sweep", t))
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,11 +85,93 @@ func Decode(rd io.Reader) (*Result, error) {
 	if LostUpdatesOf(r.Checks) == nil {
 		r.Summary.LostUpdates = nil
 	}
+	if head.APIVersion == PreFiguresAPIVersion && len(r.Details) > 0 {
+		figures, err := detailsFigures(r.Details)
+		if err != nil {
+			return nil, fmt.Errorf("decoding the %s result: details: %w", head.APIVersion, err)
+		}
+		r.Figures = figures
+	}
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
 	return &r, nil
 }
+
+// detailsFigures converts a v1alpha4 result's Details once, at read time,
+// without the scenario's code: each number 0 or more and each bool is a
+// figure of unit count (its real unit is not known: a duration reads in
+// nanoseconds) or bool, named by its path (failoverTime.p50 is
+// failoverTimeP50), an array's index or an object's key that is no name
+// a label (index, key; index2, key2 deeper). Strings and negative numbers
+// stay in Details only.
+func detailsFigures(details json.RawMessage) ([]Figure, error) {
+	var doc any
+	if err := json.Unmarshal(details, &doc); err != nil {
+		return nil, err
+	}
+	var out []Figure
+	seen := map[string]bool{}
+	var walk func(v any, name, path string, labels map[string]string)
+	label := func(labels map[string]string, kind, value string) map[string]string {
+		l := maps.Clone(labels)
+		if l == nil {
+			l = map[string]string{}
+		}
+		k := kind
+		for n := 2; l[k] != ""; n++ {
+			k = kind + strconv.Itoa(n)
+		}
+		l[k] = value
+		return l
+	}
+	walk = func(v any, name, path string, labels map[string]string) {
+		f := Figure{Name: name, Labels: labels, Unit: UnitCount,
+			Help: "details." + strings.TrimPrefix(path, ".") + " of a " + PreFiguresAPIVersion + " result (its unit is not known)"}
+		switch v := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				if detailsKey.MatchString(k) {
+					part := strings.ToLower(k[:1]) + k[1:]
+					if name != "" {
+						part = strings.ToUpper(k[:1]) + k[1:]
+					}
+					walk(v[k], name+part, path+"."+k, labels)
+				} else {
+					walk(v[k], name, path+"."+k, label(labels, "key", k))
+				}
+			}
+			return
+		case []any:
+			for i, e := range v {
+				walk(e, name, fmt.Sprintf("%s[%d]", path, i), label(labels, "index", strconv.Itoa(i)))
+			}
+			return
+		case float64:
+			if v < 0 {
+				return
+			}
+			f.Value = v
+		case bool:
+			f.Unit = UnitBool
+			if v {
+				f.Value = 1
+			}
+		default:
+			return
+		}
+		if name == "" || seen[f.Key()] {
+			return
+		}
+		seen[f.Key()] = true
+		out = append(out, f)
+	}
+	walk(doc, "", "", nil)
+	return out, nil
+}
+
+// detailsKey is a Details object key that is part of a figure's name.
+var detailsKey = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9]*$`)
 
 // newerVersion reports whether apiVersion v ("kb-bench.io/v1beta2") is
 // newer than APIVersion in Kubernetes version order (v1alpha1 < v1beta1 <
