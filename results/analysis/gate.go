@@ -31,11 +31,11 @@ const (
 // nanoseconds for a duration, a fraction (0.5) for a percentage, 1 or 0
 // for true or false.
 type Threshold struct {
-	Text   string  `json:"threshold"`
-	Metric string  `json:"metric"`
-	Unit   results.Unit    `json:"unit,omitempty"`
-	Op     string  `json:"op"`
-	Value  float64 `json:"value"`
+	Text   string       `json:"threshold"`
+	Metric string       `json:"metric"`
+	Unit   results.Unit `json:"unit,omitempty"`
+	Op     string       `json:"op"`
+	Value  float64      `json:"value"`
 	// Relative thresholds compare with the baseline's median moved by
 	// Value (a fraction: 0.1 is +10%).
 	Relative bool `json:"relative,omitempty"`

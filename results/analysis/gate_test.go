@@ -714,3 +714,26 @@ func TestJudgeScenarioFigure(t *testing.T) {
 		})
 	}
 }
+
+// A comparison shows each scenario figure a sample holds as a row, named
+// by its Key, in its unit, better the figure's way; a side whose samples
+// lack it shows it unknown.
+func TestCompareShowsFigures(t *testing.T) {
+	failover := results.Figure{Name: "failoverTime", Labels: map[string]string{"quantile": "0.5"}, Unit: results.UnitDuration, Better: results.BetterLower, Help: "h"}
+	s := float64(time.Second)
+	samples := func() []*results.Result { return side(100, 20, 101, 21, 99, 20, 100, 22, 102, 19) }
+	a := withFigure(failover, samples(), s, s, s, 1.1*s, 0.9*s)
+	b := withFigure(failover, scaled(samples(), 1, 1), 0.5*s, 0.5*s, 0.4*s, 0.5*s, 0.6*s)
+	c, err := analysis.Compare([]results.Side{{Label: "a", Results: a}, {Label: "b", Results: b}, {Label: "c", Results: scaled(samples(), 1, 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(c.Rows, func(r analysis.ComparedRow) bool { return r.Metric == `failoverTime{quantile="0.5"}` })
+	if i < 0 {
+		t.Fatalf("no row for the figure: %+v", c.Rows)
+	}
+	row := c.Rows[i]
+	if row.Unit != "ms" || row.Cells[0].Median != 1000 || row.Cells[1].Median != 500 || !row.Cells[1].Significant || !row.Cells[1].Better || row.Cells[2].Unknown == "" {
+		t.Errorf("figure row: %+v", row)
+	}
+}
