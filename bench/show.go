@@ -12,12 +12,11 @@ import (
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/store"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload"
 )
 
 // Show writes on w what the run that saved path showed on its standard
 // output, from the saved documents alone: a result's summary with its
-// scenario's own rows; a set's or a matrix run's samples, one line each
+// scenario's own figures; a set's or a matrix run's samples, one line each
 // in the order they ran, and the comparison of their medians; a sweep's
 // points and tables. In format "json", a result's document, a set's or a
 // matrix run's documents in the order they ran, or a sweep's document.
@@ -78,11 +77,7 @@ func showCells(ctx context.Context, w io.Writer, format string, cells []store.Ma
 			continue
 		}
 		r := sides[smp.Cell].Results[smp.Index-1]
-		rows, err := reportRows(r)
-		if err != nil {
-			return err
-		}
-		if err := v.sample(cells[smp.Cell].Label, smp.Index, r, rows); err != nil {
+		if err := v.sample(cells[smp.Cell].Label, smp.Index, r); err != nil {
 			return err
 		}
 		if r.Interrupted || r.TargetLost != "" {
@@ -156,23 +151,4 @@ func showPoint(ctx context.Context, v *view, dir string, sw *results.Sweep, pick
 		}
 	}
 	return most > 0, nil
-}
-
-// reportRows are the scenario's own rows of r's summary, from the report
-// the run kept in its Details, decoded by its scenario; none when the run
-// ended before its scenario could report.
-func reportRows(r *results.Result) ([][2]string, error) {
-	if len(r.Details) == 0 {
-		return nil, nil
-	}
-	for _, def := range workload.Scenarios() {
-		if def.Name == r.Spec.Scenario {
-			report, err := def.DecodeReport(r.Details, r.Checks)
-			if err != nil {
-				return nil, spec.Input(fmt.Errorf("run %s: %w", r.RunID, err))
-			}
-			return report.Rows(), nil
-		}
-	}
-	return nil, spec.Input(fmt.Errorf("run %s ran scenario %q, which this kb-bench does not know: show it with the kb-bench that ran it", r.RunID, r.Spec.Scenario))
 }

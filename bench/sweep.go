@@ -142,7 +142,7 @@ func runSweep(ctx context.Context, p *Plan, o SweepOptions, conn *cluster.Connec
 				}
 				label := pointLabel(ser.label, sw.Axis, x, i, p.Count)
 				fmt.Fprintf(o.Log, "%s\n", label)
-				r, _, dir, err := points[k].run(ctx, p.Cells[ser.cells[xi]], o.Options, conn)
+				r, dir, err := points[k].run(ctx, p.Cells[ser.cells[xi]], o.Options, conn)
 				if r == nil {
 					return err
 				}
