@@ -91,6 +91,8 @@ func Decode(rd io.Reader) (*Result, error) {
 			return nil, fmt.Errorf("decoding the %s result: details: %w", head.APIVersion, err)
 		}
 		r.Figures = figures
+		r.Warnings = append(r.Warnings, "the scenario's figures were read from the details of this "+PreFiguresAPIVersion+
+			" result: their units are not known (a duration is in nanoseconds); its text is in details (show --format json)")
 	}
 	if err := r.Validate(); err != nil {
 		return nil, err
@@ -99,20 +101,16 @@ func Decode(rd io.Reader) (*Result, error) {
 }
 
 // detailsFigures converts a v1alpha4 result's Details once, at read time,
-// without the scenario's code: each number 0 or more and each bool is a
-// figure of unit count (its real unit is not known: a duration reads in
-// nanoseconds) or bool, named by its path (failoverTime.p50 is
-// failoverTimeP50), an array's index or an object's key that is no name
-// a label (index, key; index2, key2 deeper). Strings and negative numbers
-// stay in Details only.
+// without the scenario's code: each number 0 or more and each bool, in
+// the order written, is a figure of unit count (its real unit is not
+// known: a duration reads in nanoseconds) or bool, named by its path
+// (failoverTime.p50 is failoverTimeP50), an array's index or an object's
+// key that is no name a label (index, key; index2, key2 deeper). Strings
+// and negative numbers stay in Details only.
 func detailsFigures(details json.RawMessage) ([]Figure, error) {
-	var doc any
-	if err := json.Unmarshal(details, &doc); err != nil {
-		return nil, err
-	}
+	dec := json.NewDecoder(bytes.NewReader(details))
 	var out []Figure
 	seen := map[string]bool{}
-	var walk func(v any, name, path string, labels map[string]string)
 	label := func(labels map[string]string, kind, value string) map[string]string {
 		l := maps.Clone(labels)
 		if l == nil {
@@ -125,49 +123,53 @@ func detailsFigures(details json.RawMessage) ([]Figure, error) {
 		l[k] = value
 		return l
 	}
-	walk = func(v any, name, path string, labels map[string]string) {
+	var walk func(name, path string, labels map[string]string) error
+	walk = func(name, path string, labels map[string]string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
 		f := Figure{Name: name, Labels: labels, Unit: UnitCount,
-			Help: "details." + strings.TrimPrefix(path, ".") + " of a " + PreFiguresAPIVersion + " result (its unit is not known)"}
-		switch v := v.(type) {
-		case map[string]any:
-			for _, k := range slices.Sorted(maps.Keys(v)) {
-				if detailsKey.MatchString(k) {
-					part := strings.ToLower(k[:1]) + k[1:]
-					if name != "" {
-						part = strings.ToUpper(k[:1]) + k[1:]
-					}
-					walk(v[k], name+part, path+"."+k, labels)
+			Help: "details" + path + " of a " + PreFiguresAPIVersion + " result (its unit is not known)"}
+		switch t := tok.(type) {
+		case json.Delim:
+			for i := 0; dec.More(); i++ {
+				if t == '[' {
+					err = walk(name, fmt.Sprintf("%s[%d]", path, i), label(labels, "index", strconv.Itoa(i)))
+				} else if k, _ := dec.Token(); !detailsKey.MatchString(k.(string)) {
+					err = walk(name, path+"."+k.(string), label(labels, "key", k.(string)))
+				} else if key := k.(string); name == "" {
+					err = walk(strings.ToLower(key[:1])+key[1:], path+"."+key, labels)
 				} else {
-					walk(v[k], name, path+"."+k, label(labels, "key", k))
+					err = walk(name+strings.ToUpper(key[:1])+key[1:], path+"."+key, labels)
+				}
+				if err != nil {
+					return err
 				}
 			}
-			return
-		case []any:
-			for i, e := range v {
-				walk(e, name, fmt.Sprintf("%s[%d]", path, i), label(labels, "index", strconv.Itoa(i)))
-			}
-			return
+			_, err = dec.Token() // the closing ] or }
+			return err
 		case float64:
-			if v < 0 {
-				return
+			if t < 0 {
+				return nil
 			}
-			f.Value = v
+			f.Value = t
 		case bool:
 			f.Unit = UnitBool
-			if v {
+			if t {
 				f.Value = 1
 			}
-		default:
-			return
+		default: // a string or null
+			return nil
 		}
 		if name == "" || seen[f.Key()] {
-			return
+			return nil
 		}
 		seen[f.Key()] = true
 		out = append(out, f)
+		return nil
 	}
-	walk(doc, "", "", nil)
-	return out, nil
+	return out, walk("", "", nil)
 }
 
 // detailsKey is a Details object key that is part of a figure's name.
