@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -97,6 +98,9 @@ type SweepPoint struct {
 	// Cost is the medians of the samples' cost (nil when a sample has
 	// none: results from before kb-bench measured it).
 	Cost *PointCost `json:"cost,omitempty"`
+	// Figures are the medians of the scenario's figures every sample
+	// holds (a bool: the most samples' answer).
+	Figures []Figure `json:"figures,omitempty"`
 }
 
 // PointCost is what a sweep point cost the server, medians over its
@@ -161,6 +165,36 @@ func (s *Sweep) PointFigures(p SweepPoint) []string {
 	}
 	return []string{s.AxisValue(p.Value), fmt.Sprintf("%.1f", p.Throughput), fmt.Sprintf("%.1f", p.WriteThroughput),
 		Percent(p.ConflictRate), strconv.FormatInt(p.AttemptsP99, 10), FormatDuration(p.P99), gaveUp, FormatLost(p.LostUpdates), server}
+}
+
+// FigureColumns are the Keys of the scenario figures a sweep's table of
+// ser shows after its other columns: those with a direction (Better),
+// which say how each point did, in the order they first come; a figure
+// without one (a setting, a count that only describes) is in the points'
+// results.
+func (ser SweepSeries) FigureColumns() []string {
+	var keys []string
+	for _, p := range ser.Points {
+		for _, f := range p.Figures {
+			if f.Better != "" {
+				keys = AppendNew(keys, f.Key())
+			}
+		}
+	}
+	return keys
+}
+
+// FigureCells are p's cells of the figure columns keys ("-" where p
+// lacks one).
+func (p SweepPoint) FigureCells(keys []string) []string {
+	cells := make([]string, len(keys))
+	for i, k := range keys {
+		cells[i] = "-"
+		if j := slices.IndexFunc(p.Figures, func(f Figure) bool { return f.Key() == k }); j >= 0 {
+			cells[i] = p.Figures[j].Text()
+		}
+	}
+	return cells
 }
 
 // Fits say a series' fitted models in words, "" where there is nothing

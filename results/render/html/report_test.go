@@ -75,7 +75,9 @@ func testSweep() *results.Sweep {
 		{16, 930, 820, 0.71, 1400 * ms},
 	} {
 		retry.Points = append(retry.Points, results.SweepPoint{Value: p.n, Dir: "retry/w" + string(rune('1'+i)), Samples: 3,
-			Throughput: p.ops, WriteThroughput: p.writes, ConflictRate: p.conflicts, AttemptsP99: int64(1 + i), P99: p.p99, LostUpdates: new(int64(0)), ServerMatch: true})
+			Throughput: p.ops, WriteThroughput: p.writes, ConflictRate: p.conflicts, AttemptsP99: int64(1 + i), P99: p.p99, LostUpdates: new(int64(0)), ServerMatch: true,
+			// A figure with a direction is a column; one without is not.
+			Figures: []results.Figure{{Name: "rejected", Value: 10 * p.n, Unit: results.UnitCount, Better: results.BetterLower, Help: "h"}, {Name: "hard", Value: 50, Unit: results.UnitCount, Help: "h"}}})
 	}
 	ssa := results.SweepSeries{Label: "strategy=ssa"}
 	for i, p := range []struct {
