@@ -62,7 +62,7 @@ func runWith(ctx context.Context, t testing.TB, s spec.Spec, o Options) *results
 		t.Fatal(err)
 	}
 	var table strings.Builder
-	if err := text.WriteTable(&table, out.Result, out.Report.Rows()); err != nil {
+	if err := text.WriteTable(&table, out.Result); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", table.String())
