@@ -102,74 +102,68 @@ func Decode(rd io.Reader) (*Result, error) {
 
 // detailsFigures converts a v1alpha4 result's Details once, at read time,
 // without the scenario's code: each number 0 or more and each bool, in
-// the order written, is a figure of unit count (its real unit is not
-// known: a duration reads in nanoseconds) or bool, named by its path
-// (failoverTime.p50 is failoverTimeP50), an array's index or an object's
-// key that is no name a label (index, key; index2, key2 deeper). Strings
-// and negative numbers stay in Details only.
+// the order written, is a figure named by its path (failoverTime.p50:
+// failoverTimeP50), of unit count (its unit is not known: a duration is
+// in nanoseconds) or bool. An array's index, or an object's key that is
+// no name, is a label (withLabel). Strings and negative numbers stay in
+// Details only.
 func detailsFigures(details json.RawMessage) ([]Figure, error) {
 	dec := json.NewDecoder(bytes.NewReader(details))
 	var out []Figure
-	seen := map[string]bool{}
-	label := func(labels map[string]string, kind, value string) map[string]string {
-		l := maps.Clone(labels)
-		if l == nil {
-			l = map[string]string{}
-		}
-		k := kind
-		for n := 2; l[k] != ""; n++ {
-			k = kind + strconv.Itoa(n)
-		}
-		l[k] = value
-		return l
-	}
 	var walk func(name, path string, labels map[string]string) error
 	walk = func(name, path string, labels map[string]string) error {
 		tok, err := dec.Token()
 		if err != nil {
 			return err
 		}
-		f := Figure{Name: name, Labels: labels, Unit: UnitCount,
-			Help: "details" + path + " of a " + PreFiguresAPIVersion + " result (its unit is not known)"}
+		f := Figure{Name: name, Labels: labels, Unit: UnitCount, Help: "details" + path + " of a " + PreFiguresAPIVersion + " result (its unit is not known)"}
 		switch t := tok.(type) {
 		case json.Delim:
-			for i := 0; dec.More(); i++ {
+			for i := 0; dec.More() && err == nil; i++ {
 				if t == '[' {
-					err = walk(name, fmt.Sprintf("%s[%d]", path, i), label(labels, "index", strconv.Itoa(i)))
-				} else if k, _ := dec.Token(); !detailsKey.MatchString(k.(string)) {
-					err = walk(name, path+"."+k.(string), label(labels, "key", k.(string)))
-				} else if key := k.(string); name == "" {
+					err = walk(name, fmt.Sprintf("%s[%d]", path, i), withLabel(labels, "index", strconv.Itoa(i)))
+					continue
+				}
+				k, _ := dec.Token()
+				switch key := k.(string); {
+				case !detailsKey.MatchString(key):
+					err = walk(name, path+"."+key, withLabel(labels, "key", key))
+				case name == "":
 					err = walk(strings.ToLower(key[:1])+key[1:], path+"."+key, labels)
-				} else {
+				default:
 					err = walk(name+strings.ToUpper(key[:1])+key[1:], path+"."+key, labels)
 				}
-				if err != nil {
-					return err
-				}
 			}
-			_, err = dec.Token() // the closing ] or }
+			if err == nil {
+				_, err = dec.Token() // the closing ] or }
+			}
 			return err
 		case float64:
-			if t < 0 {
-				return nil
-			}
 			f.Value = t
 		case bool:
-			f.Unit = UnitBool
-			if t {
-				f.Value = 1
-			}
+			f.Value, f.Unit = map[bool]float64{true: 1}[t], UnitBool
 		default: // a string or null
 			return nil
 		}
-		if name == "" || seen[f.Key()] {
-			return nil
+		if f.Value >= 0 && name != "" && !slices.ContainsFunc(out, func(g Figure) bool { return g.Key() == f.Key() }) {
+			out = append(out, f)
 		}
-		seen[f.Key()] = true
-		out = append(out, f)
 		return nil
 	}
 	return out, walk("", "", nil)
+}
+
+// withLabel is labels and one more, named kind (kind2, kind3... when
+// labels has 1, 2... already).
+func withLabel(labels map[string]string, kind, value string) map[string]string {
+	l := maps.Clone(labels)
+	if l == nil {
+		l = map[string]string{}
+	} else {
+		kind += strconv.Itoa(len(l) + 1)
+	}
+	l[kind] = value
+	return l
 }
 
 // detailsKey is a Details object key that is part of a figure's name.

@@ -3,7 +3,6 @@ package results
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 )
@@ -167,13 +166,11 @@ func (s *Sweep) PointFigures(p SweepPoint) []string {
 		Percent(p.ConflictRate), strconv.FormatInt(p.AttemptsP99, 10), FormatDuration(p.P99), gaveUp, FormatLost(p.LostUpdates), server}
 }
 
-// FigureColumns are the Keys of the scenario figures a sweep's table of
-// ser shows after its other columns: those with a direction (Better),
-// which say how each point did, in the order they first come; a figure
-// without one (a setting, a count that only describes) is in the points'
-// results.
-func (ser SweepSeries) FigureColumns() []string {
-	var keys []string
+// FigureColumns are the Keys of the scenario figures with a direction
+// (Better) that ser's points hold, in the order they come: a sweep's
+// table shows them after its other columns (a figure without one, a
+// setting or a count that only describes, is in the points' results).
+func (ser SweepSeries) FigureColumns() (keys []string) {
 	for _, p := range ser.Points {
 		for _, f := range p.Figures {
 			if f.Better != "" {
@@ -189,9 +186,10 @@ func (ser SweepSeries) FigureColumns() []string {
 func (p SweepPoint) FigureCells(keys []string) []string {
 	cells := make([]string, len(keys))
 	for i, k := range keys {
+		r := Result{Figures: p.Figures}
 		cells[i] = "-"
-		if j := slices.IndexFunc(p.Figures, func(f Figure) bool { return f.Key() == k }); j >= 0 {
-			cells[i] = p.Figures[j].Text()
+		if f, ok := r.FigureNamed(k); ok {
+			cells[i] = f.Text()
 		}
 	}
 	return cells

@@ -17,7 +17,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/kb-bench/kb-bench/results"
@@ -132,18 +131,6 @@ func metricsOf(rs []*results.Result) []figure {
 		}
 	}
 	return all
-}
-
-// figureKeys lists the scenario figures rs hold, for a message.
-func figureKeys(rs []*results.Result) string {
-	var keys []string
-	for _, m := range metricsOf(rs)[len(figures):] {
-		keys = append(keys, m.metric)
-	}
-	if len(keys) == 0 {
-		return "none"
-	}
-	return strings.Join(keys, ", ")
 }
 
 // cpuPerWrite is a process's CPU per successful write, which a result

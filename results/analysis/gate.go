@@ -77,8 +77,12 @@ func parseThreshold(text string, rs []*results.Result) (Threshold, error) {
 	case !ok && !figureKeyRE.MatchString(t.Metric):
 		return t, fmt.Errorf("threshold %s: metric %s is not known: use %s, or a scenario's figure (name{label=\"value\"})", q, shortQuote(t.Metric), strings.Join(MetricNames(), ", "))
 	case !ok && rs != nil:
+		var held []string
+		for _, m := range metricsOf(rs)[len(figures):] {
+			held = append(held, m.metric)
+		}
 		return t, fmt.Errorf("threshold %s: metric %s is not known: no sample holds a figure of that name; the built-in metrics are %s; the samples' figures are %s",
-			q, shortQuote(t.Metric), strings.Join(MetricNames(), ", "), figureKeys(rs))
+			q, shortQuote(t.Metric), strings.Join(MetricNames(), ", "), cmp.Or(strings.Join(held, ", "), "none"))
 	case !ok:
 		gm.unit = "" // a scenario's figure: its value is read when judged
 	}
