@@ -110,7 +110,10 @@ func parseThreshold(text string, rs []*results.Result) (Threshold, error) {
 		}
 		return t, nil
 	}
-	if t.Unit == "" {
+	if t.Unit == "" { // read when judged, in the figure's unit: one of them
+		if !slices.ContainsFunc(results.Units, func(u results.Unit) bool { _, err := parseGateValue(u, m[3]); return err == nil }) {
+			return t, fmt.Errorf("threshold %s: %s is not a value such as 50ms, 100/s, 50%%, 3 or true", q, shortQuote(m[3]))
+		}
 		return t, nil
 	}
 	v, err := parseGateValue(gm.unit, m[3])
