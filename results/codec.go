@@ -124,8 +124,8 @@ func detailsFigures(details json.RawMessage) ([]Figure, error) {
 					err = walk(name, fmt.Sprintf("%s[%d]", path, i), withLabel(labels, "index", strconv.Itoa(i)))
 					continue
 				}
-				k, _ := dec.Token()
-				switch key := k.(string); {
+				k, _ := dec.Token() // a key: Details is valid JSON
+				switch key, _ := k.(string); {
 				case !detailsKey.MatchString(key):
 					err = walk(name, path+"."+key, withLabel(labels, "key", key))
 				case name == "":
