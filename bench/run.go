@@ -131,11 +131,9 @@ type CellResults struct {
 }
 
 // run runs the cell's next sample and saves it: its result and where it
-// is. A sample that ran
-// but could not be saved comes back with the error (ErrNotSaved), to be
-// shown before the run ends. Without conn (sides
-// of different control planes) the sample runs on a fresh target of its
-// own.
+// is. A sample that ran but could not be saved comes back with the error
+// (ErrNotSaved), to be shown before the run ends. Without conn (sides of
+// different control planes) the sample runs on a fresh target of its own.
 func (c *CellResults) run(ctx context.Context, cell Cell, o Options, conn *cluster.Connection) (*results.Result, string, error) {
 	id, dir := c.runID, c.Dir
 	if c.set != nil {

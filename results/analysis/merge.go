@@ -42,9 +42,9 @@ func mergeFigures(rs []*results.Result) (merged []results.Figure, dropped []stri
 // several processes or machines) into one Result, exactly: counts add,
 // histograms merge losslessly, series points add by second (interval
 // histograms merged, so per-second p50/p99 are exact), checks concatenate,
-// scenario figures merge (mergeFigures) and the summary is recomputed. The server cross-check is not merged (each
-// shard's scrape already saw every shard's requests) and is dropped with a
-// warning.
+// scenario figures merge (mergeFigures) and the summary is recomputed.
+// The server cross-check is not merged (each shard's scrape already saw
+// every shard's requests) and is dropped with a warning.
 func Merge(rs ...*results.Result) (*results.Result, error) {
 	if len(rs) == 0 {
 		return nil, errors.New("no results to merge")
