@@ -219,9 +219,12 @@ type ComparedSide struct {
 
 // ComparedRow is one figure across the sides.
 type ComparedRow struct {
-	Metric string         `json:"metric"`
-	Unit   string         `json:"unit,omitempty"`
-	Cells  []ComparedCell `json:"cells"`
+	Metric string `json:"metric"`
+	Unit   string `json:"unit,omitempty"`
+	// Neutral: no way is better (a scenario's figure with no direction),
+	// so a change of it is neither better nor worse.
+	Neutral bool           `json:"neutral,omitempty"`
+	Cells   []ComparedCell `json:"cells"`
 }
 
 // ComparedCell is one figure of one side: the median of its samples with
@@ -294,7 +297,7 @@ func Compare(sides []results.Side) (*Comparison, error) {
 		if m.name == "" || slices.ContainsFunc(allResults(sides), lacks) && !m.unknownCells {
 			continue // results from before it was measured, or a process not read
 		}
-		row := ComparedRow{Metric: m.name, Unit: m.compareUnit()}
+		row := ComparedRow{Metric: m.name, Unit: m.compareUnit(), Neutral: m.better == ""}
 		unknown := func(rs []*results.Result) string {
 			if n := len(slices.DeleteFunc(slices.Clone(rs), func(r *results.Result) bool { return !lacks(r) })); n > 0 {
 				return fmt.Sprintf("%d of %d samples did not measure it", n, len(rs))

@@ -727,6 +727,8 @@ func TestCompareShowsFigures(t *testing.T) {
 	samples := func() []*results.Result { return side(100, 20, 101, 21, 99, 20, 100, 22, 102, 19) }
 	a := withFigure(failover, samples(), s, s, s, 1.1*s, 0.9*s)
 	b := withFigure(failover, scaled(samples(), 1, 1), 0.5*s, 0.5*s, 0.4*s, 0.5*s, 0.6*s)
+	hard := results.Figure{Name: "hard", Unit: results.UnitCount, Help: "a setting: no way is better"}
+	a, b = withFigure(hard, a, 50, 50, 50, 50, 50), withFigure(hard, b, 80, 80, 80, 80, 80)
 	c, err := analysis.Compare([]results.Side{{Label: "a", Results: a}, {Label: "b", Results: b}, {Label: "c", Results: scaled(samples(), 1, 1)}})
 	if err != nil {
 		t.Fatal(err)
@@ -738,5 +740,8 @@ func TestCompareShowsFigures(t *testing.T) {
 	row := c.Rows[i]
 	if row.Unit != "ms" || row.Cells[0].Median != 1000 || row.Cells[1].Median != 500 || !row.Cells[1].Significant || !row.Cells[1].Better || row.Cells[2].Unknown == "" {
 		t.Errorf("figure row: %+v", row)
+	}
+	if i := slices.IndexFunc(c.Rows, func(r analysis.ComparedRow) bool { return r.Metric == "hard" }); i < 0 || !c.Rows[i].Neutral || !c.Rows[i].Cells[1].Significant || c.Rows[i].Cells[1].Better {
+		t.Errorf("a figure with no direction: %+v", c.Rows)
 	}
 }
