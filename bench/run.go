@@ -130,22 +130,19 @@ type CellResults struct {
 	set *results.ResultSet
 }
 
-// run runs the cell's next sample and saves it: its result, the
-// scenario's own rows of its summary and where it is. A sample that ran
-// but could not be saved comes back with the error (ErrNotSaved), to be
-// shown before the run ends. Without conn (sides
-// of different control planes) the sample runs on a fresh target of its
-// own.
-func (c *CellResults) run(ctx context.Context, cell Cell, o Options, conn *cluster.Connection) (*results.Result, [][2]string, string, error) {
+// run runs the cell's next sample and saves it: its result and where it
+// is. A sample that ran but could not be saved comes back with the error
+// (ErrNotSaved), to be shown before the run ends. Without conn (sides of
+// different control planes) the sample runs on a fresh target of its own.
+func (c *CellResults) run(ctx context.Context, cell Cell, o Options, conn *cluster.Connection) (*results.Result, string, error) {
 	id, dir := c.runID, c.Dir
 	if c.set != nil {
 		n := len(c.Results) + 1
 		id, dir = fmt.Sprintf("%s-s%d", c.runID, n), store.SampleDir(c.Dir, n)
 	}
 	var r *results.Result
-	var rows [][2]string
 	sample := func(ctx context.Context, conn *cluster.Connection) (err error) {
-		r, rows, err = runSample(ctx, cell, o, conn, id, c.point, dir)
+		r, err = runSample(ctx, cell, o, conn, id, c.point, dir)
 		return err
 	}
 	var err error
@@ -156,18 +153,18 @@ func (c *CellResults) run(ctx context.Context, cell Cell, o Options, conn *clust
 	}
 	switch {
 	case r == nil:
-		return nil, nil, "", err
+		return nil, "", err
 	case err != nil: // not saved: the figures are shown, never kept
-		return r, rows, dir, err
+		return r, dir, err
 	}
 	c.Results = append(c.Results, r)
 	if c.set != nil {
 		c.set.Samples = append(c.set.Samples, filepath.Base(dir))
 		if err := store.WriteSet(c.Dir, c.set); err != nil {
-			return nil, nil, "", err
+			return nil, "", err
 		}
 	}
-	return r, rows, dir, nil
+	return r, dir, nil
 }
 
 // Run runs every sample of p on its target, interleaved, and saves each
@@ -254,11 +251,11 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 		if sets {
 			fmt.Fprintln(o.Log, strings.TrimSpace(fmt.Sprintf("%s sample %d of %d", c.Label, smp.Index, p.Count)))
 		}
-		r, rows, dir, err := cell.run(ctx, c, o, conn)
+		r, dir, err := cell.run(ctx, c, o, conn)
 		if r == nil {
 			return err
 		}
-		if verr := v.sample(c.Label, smp.Index, r, rows); verr != nil {
+		if verr := v.sample(c.Label, smp.Index, r); verr != nil {
 			return verr
 		}
 		if err != nil { // shown above, not saved
@@ -334,13 +331,13 @@ func checkFailed(r *results.Result, dir string) error {
 }
 
 // runSample runs one sample of cell as run runID and saves it in dir; its
-// live figures are labelled point. It returns the result and the
-// scenario's own rows of its summary; when the sample ran but could not
-// be saved, them and ErrNotSaved.
-func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connection, runID, point, dir string) (*results.Result, [][2]string, error) {
+// live figures are labelled point. It returns the result as saved (the
+// summary shows it, as Show does); when the sample ran but could not be
+// saved, it and ErrNotSaved.
+func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connection, runID, point, dir string) (*results.Result, error) {
 	resolved, err := cell.resolve("(" + cmp.Or(cell.Label, "the run") + ")")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	sp := resolved.Spec
 	if o.ClientLog != nil {
@@ -348,7 +345,7 @@ func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connecti
 	}
 	runner, err := shardRunner(ctx, conn, sp, o)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var progress func(time.Duration, metrics.SeriesPoint)
 	if o.Progress != nil {
@@ -357,7 +354,7 @@ func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connecti
 	}
 	fault, err := apiserverFault(conn, sp.Target)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	lr := o.Live.Add(live.Labels{RunID: runID, Scenario: sp.Scenario, Strategy: string(sp.Strategy), Point: point})
 	out, err := workload.Run(ctx, resolved, workload.Options{
@@ -382,7 +379,7 @@ func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connecti
 		o.Progress.Done()
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	out.Result.Target = conn.Target
 	if conn.EtcdDelay != nil {
@@ -395,12 +392,9 @@ func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connecti
 	}
 	// From now on the live figures are the saved ones, exactly.
 	if err := lr.Finish(out.Result); err != nil {
-		return nil, nil, errors.Join(saveErr, err)
+		return nil, errors.Join(saveErr, err)
 	}
-	// Show renders the same rows from the saved result
-	// (TestShowPrintsWhatTheRunPrinted compares the two).
-	rows, _ := reportRows(out.Result)
-	return out.Result, rows, saveErr
+	return out.Result, saveErr
 }
 
 // apiserverFault is the fault t asks for (spec.Target.KillAPIServer) on

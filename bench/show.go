@@ -16,7 +16,7 @@ import (
 
 // Show writes on w what the run that saved path showed on its standard
 // output, from the saved documents alone: a result's summary with its
-// scenario's own rows; a set's or a matrix run's samples, one line each
+// scenario's own figures; a set's or a matrix run's samples, one line each
 // in the order they ran, and the comparison of their medians; a sweep's
 // points and tables. In format "json", a result's document, a set's or a
 // matrix run's documents in the order they ran, or a sweep's document.
@@ -77,11 +77,7 @@ func showCells(ctx context.Context, w io.Writer, format string, cells []store.Ma
 			continue
 		}
 		r := sides[smp.Cell].Results[smp.Index-1]
-		rows, err := reportRows(r)
-		if err != nil {
-			return err
-		}
-		if err := v.sample(cells[smp.Cell].Label, smp.Index, r, rows); err != nil {
+		if err := v.sample(cells[smp.Cell].Label, smp.Index, r); err != nil {
 			return err
 		}
 		if r.Interrupted || r.TargetLost != "" {
@@ -156,7 +152,3 @@ func showPoint(ctx context.Context, v *view, dir string, sw *results.Sweep, pick
 	}
 	return most > 0, nil
 }
-
-// reportRows are the scenario's own rows of r's summary: none until the
-// readers render r.Figures (branch figures-readers replaces this).
-func reportRows(*results.Result) ([][2]string, error) { return nil, nil }

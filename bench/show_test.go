@@ -2,6 +2,8 @@ package bench
 
 import (
 	"bytes"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,5 +63,58 @@ func TestShowMatrix(t *testing.T) {
 	}
 	if err := Show(t.Context(), &out, t.TempDir(), "text"); err == nil || !strings.Contains(err.Error(), "holds no result") {
 		t.Errorf("an empty directory: %v", err)
+	}
+}
+
+// A result written before figures (v1alpha4, with its scenario's Details)
+// shows its numbers and flags as figures named by their path, said to be
+// of unknown unit, with no scenario code; a gate can fail it on one.
+func TestShowAndGateV1alpha4Results(t *testing.T) {
+	tests := []struct {
+		dir  string
+		want []string
+	}{
+		{"testdata/v1alpha4-quota", []string{"\nquota         hard 50\n", "              rejected 1155\n", "              fullAt 180000000\n", "              statusInitialized no\n"}},
+		{"testdata/v1alpha4-leader-election", []string{"\nleader-election  candidates 3\n", "releaseOnCancel yes\n", "failoversDuration index=0: 1200000000, index=1: 2100000000\n", "failoverTimeP50 1200000000\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dir, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := Show(t.Context(), &out, tt.dir, "text"); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range append(tt.want, "their units are not known (a duration is in nanoseconds)") {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("show lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+	gate := filepath.Join(t.TempDir(), "gate.yaml")
+	if err := os.WriteFile(gate, []byte("apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds:\n- rejected < 1000\n- hard == 50\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := Gate(t.Context(), GateRequest{Candidate: "testdata/v1alpha4-quota", Thresholds: gate})
+	if !errors.Is(err, ErrGateFailed) || len(vs) != 2 || vs[0].Passed || !strings.Contains(vs[0].Why, "1155 < 1000 does not hold") || !vs[1].Passed {
+		t.Errorf("gate on a scenario figure: %v %+v", err, vs)
+	}
+}
+
+// A result of a scenario this build does not know shows its figures:
+// show reads the saved figures, not the scenario's code.
+func TestShowUnknownScenario(t *testing.T) {
+	r, err := store.Read(t.Context(), "testdata/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Spec.Scenario = "informerreads"
+	r.Figures = []results.Figure{{Name: "watchDelay", Labels: map[string]string{"quantile": "0.99"}, Value: 2.5e6, Unit: results.UnitDuration, Better: results.BetterLower, Help: "h"}}
+	dir := t.TempDir()
+	if err := store.Write(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Show(t.Context(), &out, dir, "text"); err != nil || !strings.Contains(out.String(), "\ninformerreads  watchDelay quantile=0.99: 2.50ms\n") {
+		t.Errorf("show of an unknown scenario: %v\n%s", err, out.String())
 	}
 }

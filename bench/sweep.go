@@ -142,7 +142,7 @@ func runSweep(ctx context.Context, p *Plan, o SweepOptions, conn *cluster.Connec
 				}
 				label := pointLabel(ser.label, sw.Axis, x, i, p.Count)
 				fmt.Fprintf(o.Log, "%s\n", label)
-				r, _, dir, err := points[k].run(ctx, p.Cells[ser.cells[xi]], o.Options, conn)
+				r, dir, err := points[k].run(ctx, p.Cells[ser.cells[xi]], o.Options, conn)
 				if r == nil {
 					return err
 				}
@@ -295,6 +295,9 @@ func parseStops(texts []string) ([]analysis.Threshold, error) {
 		th, err := analysis.ParseThreshold(t)
 		if err != nil {
 			return nil, spec.Input(fmt.Errorf("--stop-at: %w", err))
+		}
+		if th.Unit == "" { // a scenario's figure: a typo would never stop
+			return nil, spec.Input(fmt.Errorf("--stop-at %q: metric %q is not known: a sweep stops on %s", t, th.Metric, strings.Join(analysis.MetricNames(), ", ")))
 		}
 		if th.Relative {
 			return nil, spec.Input(fmt.Errorf("--stop-at %q: a stop condition is absolute (e.g. \"p99 > 5s\"); there is no baseline in a sweep", t))

@@ -32,8 +32,8 @@ func newView(o Options, sets bool) *view {
 }
 
 // sample shows sample i of the cell labelled label: its JSON document, its
-// line, or its summary with the scenario's own rows.
-func (v *view) sample(label string, i int, r *results.Result, rows [][2]string) error {
+// line, or its summary with the scenario's own figures.
+func (v *view) sample(label string, i int, r *results.Result) error {
 	switch {
 	case v.w == nil:
 		return nil
@@ -47,7 +47,7 @@ func (v *view) sample(label string, i int, r *results.Result, rows [][2]string) 
 	case v.sets:
 		return v.line(strings.TrimSpace(fmt.Sprintf("%s sample %d", label, i)), r)
 	}
-	return text.WriteTable(v.w, r, rows)
+	return text.WriteTable(v.w, r)
 }
 
 // line shows one sample on one line, after its label.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,11 +85,89 @@ func Decode(rd io.Reader) (*Result, error) {
 	if LostUpdatesOf(r.Checks) == nil {
 		r.Summary.LostUpdates = nil
 	}
+	if head.APIVersion == PreFiguresAPIVersion && len(r.Details) > 0 {
+		figures, err := detailsFigures(r.Details)
+		if err != nil {
+			return nil, fmt.Errorf("decoding the %s result: details: %w", head.APIVersion, err)
+		}
+		r.Figures = figures
+		r.Warnings = append(r.Warnings, "the scenario's figures were read from the details of this "+PreFiguresAPIVersion+
+			" result: their units are not known (a duration is in nanoseconds); its text is in details (show --format json)")
+	}
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
 	return &r, nil
 }
+
+// detailsFigures converts a v1alpha4 result's Details once, at read time,
+// without the scenario's code: each number 0 or more and each bool, in
+// the order written, is a figure named by its path (failoverTime.p50:
+// failoverTimeP50), of unit count (its unit is not known: a duration is
+// in nanoseconds) or bool. An array's index, or an object's key that is
+// no name, is a label (withLabel). Strings and negative numbers stay in
+// Details only.
+func detailsFigures(details json.RawMessage) ([]Figure, error) {
+	dec := json.NewDecoder(bytes.NewReader(details))
+	var out []Figure
+	var walk func(name, path string, labels map[string]string) error
+	walk = func(name, path string, labels map[string]string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		f := Figure{Name: name, Labels: labels, Unit: UnitCount, Help: "details" + path + " of a " + PreFiguresAPIVersion + " result (its unit is not known)"}
+		switch t := tok.(type) {
+		case json.Delim:
+			for i := 0; dec.More() && err == nil; i++ {
+				if t == '[' {
+					err = walk(name, fmt.Sprintf("%s[%d]", path, i), withLabel(labels, "index", strconv.Itoa(i)))
+					continue
+				}
+				k, _ := dec.Token() // a key: Details is valid JSON
+				switch key, _ := k.(string); {
+				case !detailsKey.MatchString(key):
+					err = walk(name, path+"."+key, withLabel(labels, "key", key))
+				case name == "":
+					err = walk(strings.ToLower(key[:1])+key[1:], path+"."+key, labels)
+				default:
+					err = walk(name+strings.ToUpper(key[:1])+key[1:], path+"."+key, labels)
+				}
+			}
+			if err == nil {
+				_, err = dec.Token() // the closing ] or }
+			}
+			return err
+		case float64:
+			f.Value = t
+		case bool:
+			f.Value, f.Unit = map[bool]float64{true: 1}[t], UnitBool
+		default: // a string or null
+			return nil
+		}
+		if f.Value >= 0 && name != "" && !slices.ContainsFunc(out, func(g Figure) bool { return g.Key() == f.Key() }) {
+			out = append(out, f)
+		}
+		return nil
+	}
+	return out, walk("", "", nil)
+}
+
+// withLabel is labels and one more, named kind (kind2, kind3... when
+// labels has 1, 2... already).
+func withLabel(labels map[string]string, kind, value string) map[string]string {
+	l := maps.Clone(labels)
+	if l == nil {
+		l = map[string]string{}
+	} else {
+		kind += strconv.Itoa(len(l) + 1)
+	}
+	l[kind] = value
+	return l
+}
+
+// detailsKey is a Details object key that is part of a figure's name.
+var detailsKey = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9]*$`)
 
 // newerVersion reports whether apiVersion v ("kb-bench.io/v1beta2") is
 // newer than APIVersion in Kubernetes version order (v1alpha1 < v1beta1 <

@@ -6,7 +6,9 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -61,6 +63,31 @@ const (
 
 // Units are the units, in the order a reader lists them.
 var Units = []Unit{UnitDuration, UnitRate, UnitPercent, UnitCount, UnitBool}
+
+// Format writes a value of the unit as a threshold or a verdict shows it:
+// "50ms", "100.0/s", "12.3%", "true", "3".
+func (u Unit) Format(v float64) string {
+	switch u {
+	case UnitDuration:
+		return FormatDuration(time.Duration(v))
+	case UnitRate:
+		return fmt.Sprintf("%.1f/s", v)
+	case UnitPercent:
+		return Percent(v)
+	case UnitBool:
+		return strconv.FormatBool(v == 1)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// Text is the figure's value as a summary shows it: in its unit, a bool
+// as yes or no.
+func (f Figure) Text() string {
+	if f.Unit == UnitBool {
+		return map[bool]string{true: "yes", false: "no"}[f.Value == 1]
+	}
+	return f.Unit.Format(f.Value)
+}
 
 // Better is the direction of improvement of a figure.
 type Better string

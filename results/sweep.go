@@ -97,6 +97,9 @@ type SweepPoint struct {
 	// Cost is the medians of the samples' cost (nil when a sample has
 	// none: results from before kb-bench measured it).
 	Cost *PointCost `json:"cost,omitempty"`
+	// Figures are the medians of the scenario's figures every sample
+	// holds (a bool: the most samples' answer).
+	Figures []Figure `json:"figures,omitempty"`
 }
 
 // PointCost is what a sweep point cost the server, medians over its
@@ -161,6 +164,35 @@ func (s *Sweep) PointFigures(p SweepPoint) []string {
 	}
 	return []string{s.AxisValue(p.Value), fmt.Sprintf("%.1f", p.Throughput), fmt.Sprintf("%.1f", p.WriteThroughput),
 		Percent(p.ConflictRate), strconv.FormatInt(p.AttemptsP99, 10), FormatDuration(p.P99), gaveUp, FormatLost(p.LostUpdates), server}
+}
+
+// FigureColumns are the Keys of the scenario figures with a direction
+// (Better) that ser's points hold, in the order they come: a sweep's
+// table shows them after its other columns (a figure without one, a
+// setting or a count that only describes, is in the points' results).
+func (ser SweepSeries) FigureColumns() (keys []string) {
+	for _, p := range ser.Points {
+		for _, f := range p.Figures {
+			if f.Better != "" {
+				keys = AppendNew(keys, f.Key())
+			}
+		}
+	}
+	return keys
+}
+
+// FigureCells are p's cells of the figure columns keys ("-" where p
+// lacks one).
+func (p SweepPoint) FigureCells(keys []string) []string {
+	cells := make([]string, len(keys))
+	for i, k := range keys {
+		r := Result{Figures: p.Figures}
+		cells[i] = "-"
+		if f, ok := r.FigureNamed(k); ok {
+			cells[i] = f.Text()
+		}
+	}
+	return cells
 }
 
 // Fits say a series' fitted models in words, "" where there is nothing

@@ -241,6 +241,7 @@ func validatePoint(pp *field.Path, pt SweepPoint) field.ErrorList {
 	if math.IsNaN(pt.Value) || math.IsInf(pt.Value, 0) || pt.Value <= 0 || pt.Value > maxAxisValue {
 		errs = append(errs, field.Invalid(pp.Child("value"), pt.Value, fmt.Sprintf("an axis value above 0 and at most %g", float64(maxAxisValue))))
 	}
+	errs = append(errs, ValidateFigures(pp.Child("figures"), pt.Figures)...)
 	errs = append(errs, checkFloat(pp.Child("throughput"), pt.Throughput, 0, math.MaxFloat64)...)
 	errs = append(errs, checkFloat(pp.Child("writeThroughput"), pt.WriteThroughput, 0, math.MaxFloat64)...)
 	errs = append(errs, checkFloat(pp.Child("conflictRate"), pt.ConflictRate, 0, 1)...)

@@ -161,3 +161,34 @@ func TestDecodeTellsUnmeasuredLostUpdates(t *testing.T) {
 		})
 	}
 }
+
+// A v1alpha4 result's Details are converted once, at read time, with no
+// scenario code: numbers 0 or more and bools become figures named by
+// their path, in the order written, an array's index or a key that is no
+// name a label; strings and negative numbers are not figures.
+func TestDecodeConvertsV1alpha4Details(t *testing.T) {
+	r := resultstest.Simulated(t, false, resultstest.All, nil)
+	doc, err := results.Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc = bytes.Replace(doc, []byte(`"apiVersion": "`+results.APIVersion+`"`), []byte(`"apiVersion": "`+results.PreFiguresAPIVersion+`"`), 1)
+	details := `"details": {"hard": 50, "lock": "watch", "released": true, "detection": -5,
+		"failovers": [{"duration": 1200000000, "faults": [{"lost": 2}]}], "perController": {"ctrl-a": {"conflicts": 3}}},`
+	doc = bytes.Replace(doc, []byte(`"kind": "Result",`), []byte(`"kind": "Result",`+details), 1)
+	back, err := results.Decode(bytes.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range back.Figures {
+		got = append(got, f.Key()+" "+f.Text())
+	}
+	want := `hard 50|released yes|failoversDuration{index="0"} 1200000000|failoversFaultsLost{index="0",index2="0"} 2|perControllerConflicts{key="ctrl-a"} 3`
+	if strings.Join(got, "|") != want {
+		t.Errorf("figures %s\nwant    %s", strings.Join(got, "|"), want)
+	}
+	if f := back.Figures[0]; f.Unit != results.UnitCount || !strings.Contains(f.Help, "details.hard of a kb-bench.io/v1alpha4 result (its unit is not known)") {
+		t.Errorf("converted figure %+v", f)
+	}
+}

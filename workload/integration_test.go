@@ -63,7 +63,7 @@ func runWith(ctx context.Context, t testing.TB, s spec.Spec, o Options) *results
 		t.Fatal(err)
 	}
 	var table strings.Builder
-	if err := text.WriteTable(&table, out.Result, nil); err != nil {
+	if err := text.WriteTable(&table, out.Result); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", table.String())

@@ -32,9 +32,9 @@ type figure struct {
 	// name is its row in a comparison ("" when not compared), metric its
 	// name in a threshold.
 	name, metric string
-	unit         Unit
-	// higherIsBetter says which way is an improvement.
-	higherIsBetter bool
+	unit         results.Unit
+	// better says which way is an improvement ("": neither).
+	better results.Better
 	// percentile is its latencyPercentiles name when it is one.
 	percentile string
 	// value reads it in its unit, as Threshold.Value holds it.
@@ -53,16 +53,16 @@ type figure struct {
 
 // figures are the figures of a result, in the order a comparison shows them.
 var figures = []figure{
-	{"ops/s", "throughput", UnitRate, true, "", func(r *results.Result) float64 { return r.Summary.Throughput }, nil, false},
-	{"successful writes/s", "writeThroughput", UnitRate, true, "", func(r *results.Result) float64 { return r.Summary.WriteThroughput }, nil, false},
-	{"conflict rate", "conflictRate", UnitPercent, false, "", func(r *results.Result) float64 { return r.Summary.ConflictRate }, nil, false},
-	{"attempts p99", "attemptsP99", UnitCount, false, "", func(r *results.Result) float64 { return float64(r.Summary.AttemptsP99) }, nil, false},
-	{"gave up", "gaveUp", UnitCount, false, "", func(r *results.Result) float64 { return float64(r.Summary.GaveUp) }, nil, false},
-	{"latency p50", "p50", UnitDuration, false, "p50", func(r *results.Result) float64 { return float64(r.Summary.Latency.P50) }, nil, false},
-	{"", "p90", UnitDuration, false, "p90", func(r *results.Result) float64 { return float64(r.Summary.Latency.P90) }, nil, false},
-	{"latency p99", "p99", UnitDuration, false, "p99", func(r *results.Result) float64 { return float64(r.Summary.Latency.P99) }, nil, false},
-	{"latency p99.9", "p999", UnitDuration, false, "p99.9", func(r *results.Result) float64 { return float64(r.Summary.Latency.P999) }, nil, false},
-	{"lost updates", "lostUpdates", UnitCount, false, "", func(r *results.Result) float64 {
+	{"ops/s", "throughput", results.UnitRate, results.BetterHigher, "", func(r *results.Result) float64 { return r.Summary.Throughput }, nil, false},
+	{"successful writes/s", "writeThroughput", results.UnitRate, results.BetterHigher, "", func(r *results.Result) float64 { return r.Summary.WriteThroughput }, nil, false},
+	{"conflict rate", "conflictRate", results.UnitPercent, results.BetterLower, "", func(r *results.Result) float64 { return r.Summary.ConflictRate }, nil, false},
+	{"attempts p99", "attemptsP99", results.UnitCount, results.BetterLower, "", func(r *results.Result) float64 { return float64(r.Summary.AttemptsP99) }, nil, false},
+	{"gave up", "gaveUp", results.UnitCount, results.BetterLower, "", func(r *results.Result) float64 { return float64(r.Summary.GaveUp) }, nil, false},
+	{"latency p50", "p50", results.UnitDuration, results.BetterLower, "p50", func(r *results.Result) float64 { return float64(r.Summary.Latency.P50) }, nil, false},
+	{"", "p90", results.UnitDuration, results.BetterLower, "p90", func(r *results.Result) float64 { return float64(r.Summary.Latency.P90) }, nil, false},
+	{"latency p99", "p99", results.UnitDuration, results.BetterLower, "p99", func(r *results.Result) float64 { return float64(r.Summary.Latency.P99) }, nil, false},
+	{"latency p99.9", "p999", results.UnitDuration, results.BetterLower, "p99.9", func(r *results.Result) float64 { return float64(r.Summary.Latency.P999) }, nil, false},
+	{"lost updates", "lostUpdates", results.UnitCount, results.BetterLower, "", func(r *results.Result) float64 {
 		if r.Summary.LostUpdates == nil {
 			return math.NaN() // not measured: missing says so first
 		}
@@ -73,7 +73,7 @@ var figures = []figure{
 		}
 		return ""
 	}, true},
-	{"server match", "serverMatch", UnitBool, true, "", func(r *results.Result) float64 {
+	{"server match", "serverMatch", results.UnitBool, results.BetterHigher, "", func(r *results.Result) float64 {
 		if r.Server != nil && r.Server.Available && r.Server.Match {
 			return 1
 		}
@@ -98,19 +98,46 @@ func MetricNames() []string {
 	return names
 }
 
-func figureNamed(metric string) (figure, bool) {
-	i := slices.IndexFunc(figures, func(f figure) bool { return f.metric == metric })
+// figureNamed is the figure a threshold's metric names: a built-in one,
+// or a scenario's figure by its Key that one of rs holds.
+func figureNamed(metric string, rs ...[]*results.Result) (figure, bool) {
+	all := metricsOf(slices.Concat(rs...))
+	i := slices.IndexFunc(all, func(f figure) bool { return f.metric == metric })
 	if i < 0 {
 		return figure{}, false
 	}
-	return figures[i], true
+	return all[i], true
+}
+
+// metricsOf is the built-in figures, then each scenario figure rs hold
+// (by its Key, in the order they first appear), in the unit and
+// direction of the first that holds it; a sample without it lacks it.
+func metricsOf(rs []*results.Result) []figure {
+	all := slices.Clone(figures)
+	for _, r := range rs {
+		for _, f := range r.Figures {
+			key := f.Key()
+			if slices.ContainsFunc(all, func(m figure) bool { return m.metric == key }) {
+				continue
+			}
+			all = append(all, figure{key, key, f.Unit, f.Better, "",
+				func(r *results.Result) float64 { g, _ := r.FigureNamed(key); return g.Value },
+				func(r *results.Result) string {
+					if _, ok := r.FigureNamed(key); !ok {
+						return "has no figure " + key
+					}
+					return ""
+				}, true})
+		}
+	}
+	return all
 }
 
 // cpuPerWrite is a process's CPU per successful write, which a result
 // from before kb-bench measured cost, or one whose process was not read,
 // does not hold.
 func cpuPerWrite(name, metric, what string, per func(results.CostFigures) results.PerUnit, process func(*results.Cost) results.ProcessCost) figure {
-	return figure{name, metric, UnitDuration, false, "",
+	return figure{name, metric, results.UnitDuration, results.BetterLower, "",
 		func(r *results.Result) float64 { return float64(per(r.Cost.Figures(r.Summary)).PerWrite) },
 		func(r *results.Result) string {
 			switch {
@@ -130,7 +157,7 @@ func cpuPerWrite(name, metric, what string, per func(results.CostFigures) result
 // measured does not hold.
 func netCPUPerWrite() figure {
 	gross := cpuPerWrite("", "", "apiserver", nil, func(c *results.Cost) results.ProcessCost { return c.Apiserver })
-	return figure{"apiserver net CPU/write", "apiserverNetCPUPerWrite", UnitDuration, false, "",
+	return figure{"apiserver net CPU/write", "apiserverNetCPUPerWrite", results.UnitDuration, results.BetterLower, "",
 		func(r *results.Result) float64 { return float64(r.Cost.Figures(r.Summary).ApiserverNet.PerWrite) },
 		func(r *results.Result) string {
 			if why := gross.missing(r); why != "" {
@@ -144,16 +171,16 @@ func netCPUPerWrite() figure {
 }
 
 func (f figure) compareUnit() string {
-	return map[Unit]string{UnitRate: "/s", UnitPercent: "%", UnitDuration: "ms", UnitBool: "yes/no"}[f.unit]
+	return map[results.Unit]string{results.UnitRate: "/s", results.UnitPercent: "%", results.UnitDuration: "ms", results.UnitBool: "yes/no"}[f.unit]
 }
 
 // compareValue is the figure as a comparison shows it: a percentage times
 // 100, a duration in milliseconds.
 func (f figure) compareValue(r *results.Result) float64 {
 	switch v := f.value(r); f.unit {
-	case UnitPercent:
+	case results.UnitPercent:
 		return 100 * v
-	case UnitDuration:
+	case results.UnitDuration:
 		return v / float64(time.Millisecond)
 	default:
 		return v
@@ -192,9 +219,12 @@ type ComparedSide struct {
 
 // ComparedRow is one figure across the sides.
 type ComparedRow struct {
-	Metric string         `json:"metric"`
-	Unit   string         `json:"unit,omitempty"`
-	Cells  []ComparedCell `json:"cells"`
+	Metric string `json:"metric"`
+	Unit   string `json:"unit,omitempty"`
+	// Neutral: no way is better (a scenario's figure with no direction),
+	// so a change of it is neither better nor worse.
+	Neutral bool           `json:"neutral,omitempty"`
+	Cells   []ComparedCell `json:"cells"`
 }
 
 // ComparedCell is one figure of one side: the median of its samples with
@@ -262,12 +292,12 @@ func Compare(sides []results.Side) (*Comparison, error) {
 			c.Notes = append(c.Notes, fmt.Sprintf("%s ran interleaved with %s: its p-values are from the %s (each pair shared the machine's moment)", sides[i].Label, sides[0].Label, t))
 		}
 	}
-	for _, m := range figures {
+	for _, m := range metricsOf(allResults(sides)) {
 		lacks := func(r *results.Result) bool { return m.missing != nil && m.missing(r) != "" }
 		if m.name == "" || slices.ContainsFunc(allResults(sides), lacks) && !m.unknownCells {
 			continue // results from before it was measured, or a process not read
 		}
-		row := ComparedRow{Metric: m.name, Unit: m.compareUnit()}
+		row := ComparedRow{Metric: m.name, Unit: m.compareUnit(), Neutral: m.better == ""}
 		unknown := func(rs []*results.Result) string {
 			if n := len(slices.DeleteFunc(slices.Clone(rs), func(r *results.Result) bool { return !lacks(r) })); n > 0 {
 				return fmt.Sprintf("%d of %d samples did not measure it", n, len(rs))
@@ -291,7 +321,7 @@ func Compare(sides []results.Side) (*Comparison, error) {
 				}
 				p := tests[i].pValue(pairs[i], base, values)
 				cell.P, cell.Significant = &p, p <= Alpha
-				cell.Better = cell.Significant && (cell.Median > b) == m.higherIsBetter
+				cell.Better = cell.Significant && m.better != "" && (cell.Median > b) == (m.better == results.BetterHigher)
 			}
 			row.Cells = append(row.Cells, cell)
 		}

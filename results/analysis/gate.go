@@ -25,36 +25,17 @@ const (
 	KindGate       = "Gate"
 )
 
-// Unit is what a gate metric measures: it decides how a threshold's value
-// is written and which values make sense.
-type Unit string
-
-// The units of the gate metrics.
-const (
-	// UnitDuration is a latency, written "50ms"; a limit is above 0.
-	UnitDuration Unit = "duration"
-	// UnitRate is per second, written "100/s" (or "100"); 0 or more.
-	UnitRate Unit = "rate"
-	// UnitPercent is a share, written "50%" (a bare number is refused:
-	// 0.5 and 50 would both be plausible); 0% to 100%.
-	UnitPercent Unit = "percent"
-	// UnitCount is a number of things, written "3"; 0 or more.
-	UnitCount Unit = "count"
-	// UnitBool is "true" or "false", compared with == or != only.
-	UnitBool Unit = "bool"
-)
-
 // Threshold is one parsed line of a gate: "p99 < 50ms", "lostUpdates == 0",
 // "serverMatch == true", "writeThroughput > 100/s", "p99 <= baseline +10%".
 // Its Value is in the metric's Unit, checked for range when parsed:
 // nanoseconds for a duration, a fraction (0.5) for a percentage, 1 or 0
 // for true or false.
 type Threshold struct {
-	Text   string  `json:"threshold"`
-	Metric string  `json:"metric"`
-	Unit   Unit    `json:"unit,omitempty"`
-	Op     string  `json:"op"`
-	Value  float64 `json:"value"`
+	Text   string       `json:"threshold"`
+	Metric string       `json:"metric"`
+	Unit   results.Unit `json:"unit,omitempty"`
+	Op     string       `json:"op"`
+	Value  float64      `json:"value"`
 	// Relative thresholds compare with the baseline's median moved by
 	// Value (a fraction: 0.1 is +10%).
 	Relative bool `json:"relative,omitempty"`
@@ -63,12 +44,22 @@ type Threshold struct {
 // maxThresholdLen bounds a threshold's text, far above any real one.
 const maxThresholdLen = 200
 
-var thresholdRE = regexp.MustCompile(`^\s*([A-Za-z0-9]+)\s*(<=|>=|==|!=|<|>)\s*(.+?)\s*$`)
+var thresholdRE = regexp.MustCompile(`^\s*([A-Za-z0-9]+(?:\{[^{}]*\})?)\s*(<=|>=|==|!=|<|>)\s*(.+?)\s*$`)
 var relativeRE = regexp.MustCompile(`^baseline\s*(?:([+-])\s*([0-9.]+)\s*%)?$`)
 
+// figureKeyRE is what a scenario figure's Key looks like.
+var figureKeyRE = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*(\{.*\})?$`)
+
 // ParseThreshold reads one threshold, its value in the metric's unit and
-// that unit's range (see the Unit constants); never NaN or infinite.
-func ParseThreshold(text string) (Threshold, error) {
+// that unit's range (see the Unit constants); never NaN or infinite. A
+// metric that is not built in names a scenario's figure by its Key
+// (failoverTime{quantile="0.5"}): its unit is the samples', so Judge
+// reads its value (Unit is "" until then).
+func ParseThreshold(text string) (Threshold, error) { return parseThreshold(text, nil) }
+
+// parseThreshold is ParseThreshold knowing the samples rs, whose figures
+// the metric may name (nil: not known yet).
+func parseThreshold(text string, rs []*results.Result) (Threshold, error) {
 	q := shortQuote(text)
 	if len(text) > maxThresholdLen {
 		return Threshold{}, fmt.Errorf("threshold %s is %d bytes long: a threshold is one short line such as \"p99 < 50ms\"", q, len(text))
@@ -81,16 +72,26 @@ func ParseThreshold(text string) (Threshold, error) {
 	if strings.ContainsAny(m[3][:1], "<>=!") {
 		return t, fmt.Errorf("threshold %s: %q is not a comparison: use <, <=, >, >=, == or !=", q, m[2]+m[3][:1])
 	}
-	gm, ok := figureNamed(t.Metric)
-	if !ok {
-		return t, fmt.Errorf("threshold %s: metric %s is not known: use %s", q, shortQuote(t.Metric), strings.Join(MetricNames(), ", "))
+	gm, ok := figureNamed(t.Metric, rs)
+	switch {
+	case !ok && !figureKeyRE.MatchString(t.Metric):
+		return t, fmt.Errorf("threshold %s: metric %s is not known: use %s, or a scenario's figure (name{label=\"value\"})", q, shortQuote(t.Metric), strings.Join(MetricNames(), ", "))
+	case !ok && rs != nil:
+		var held []string
+		for _, m := range metricsOf(rs)[len(figures):] {
+			held = append(held, m.metric)
+		}
+		return t, fmt.Errorf("threshold %s: metric %s is not known: no sample holds a figure of that name; the built-in metrics are %s; the samples' figures are %s",
+			q, shortQuote(t.Metric), strings.Join(MetricNames(), ", "), cmp.Or(strings.Join(held, ", "), "none"))
+	case !ok:
+		gm.unit = "" // a scenario's figure: its value is read when judged
 	}
 	t.Unit = gm.unit
-	if gm.unit == UnitBool && t.Op != "==" && t.Op != "!=" {
+	if gm.unit == results.UnitBool && t.Op != "==" && t.Op != "!=" {
 		return t, fmt.Errorf("threshold %s: %s is true or false: compare it with == or !=", q, t.Metric)
 	}
 	if r := relativeRE.FindStringSubmatch(m[3]); r != nil {
-		if gm.unit == UnitBool {
+		if gm.unit == results.UnitBool {
 			return t, fmt.Errorf("threshold %s: %s is true or false, not relative to a baseline", q, t.Metric)
 		}
 		t.Relative = true
@@ -106,6 +107,12 @@ func ParseThreshold(text string) (Threshold, error) {
 				pct = -pct
 			}
 			t.Value = pct / 100
+		}
+		return t, nil
+	}
+	if t.Unit == "" { // read when judged, in the figure's unit: one of them
+		if !slices.ContainsFunc(results.Units, func(u results.Unit) bool { _, err := parseGateValue(u, m[3]); return err == nil }) {
+			return t, fmt.Errorf("threshold %s: %s is not a value such as 50ms, 100/s, 50%%, 3 or true", q, shortQuote(m[3]))
 		}
 		return t, nil
 	}
@@ -133,10 +140,10 @@ func shortQuote(s string) string {
 
 // parseGateValue reads a value of a unit, in its range: "50ms", "100/s",
 // "50%", "3", "true".
-func parseGateValue(u Unit, s string) (float64, error) {
+func parseGateValue(u results.Unit, s string) (float64, error) {
 	q := shortQuote(s)
 	switch u {
-	case UnitDuration:
+	case results.UnitDuration:
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			return 0, fmt.Errorf("%s is not a duration such as 50ms", q)
@@ -145,7 +152,7 @@ func parseGateValue(u Unit, s string) (float64, error) {
 			return 0, fmt.Errorf("%s: a latency limit is above 0, e.g. 50ms", q)
 		}
 		return float64(d), nil
-	case UnitBool:
+	case results.UnitBool:
 		switch s {
 		case "true":
 			return 1, nil
@@ -153,14 +160,14 @@ func parseGateValue(u Unit, s string) (float64, error) {
 			return 0, nil
 		}
 		return 0, fmt.Errorf("%s is not true or false", q)
-	case UnitPercent:
+	case results.UnitPercent:
 		p, ok := strings.CutSuffix(s, "%")
 		if !ok {
 			return 0, fmt.Errorf("%s: write a rate as a percentage, e.g. 50%% (a bare number could mean 0.5 or 50)", q)
 		}
 		v, err := number(q, p, 100, "a rate is 0% to 100%")
 		return v / 100, err
-	case UnitRate:
+	case results.UnitRate:
 		return number(q, strings.TrimSuffix(s, "/s"), math.MaxFloat64, "a throughput is 0/s or more")
 	}
 	return number(q, s, math.MaxFloat64, "a count is 0 or more")
@@ -320,7 +327,7 @@ func burdenWords(t Threshold, gm figure) string {
 	if t.Op != "!=" {
 		higher := t.Op == ">" || t.Op == ">="
 		change = map[bool]string{true: "a rise", false: "a fall"}[higher]
-		if higher == gm.higherIsBetter {
+		if gm.better != "" && higher == (gm.better == results.BetterHigher) {
 			change = "an improvement"
 		}
 	}
@@ -403,7 +410,14 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 		fewer = fmt.Sprintf("; judged on %d of %d candidate samples (the incomplete left out)", len(cand), len(candidate))
 	}
 	for _, t := range g.Thresholds {
-		gm, _ := figureNamed(t.Metric)
+		if t.Unit == "" { // a scenario's figure, read in the samples' unit
+			var err error
+			if t, err = parseThreshold(t.Text, slices.Concat(candidate, baseline)); err != nil {
+				out = append(out, Verdict{Threshold: t, Shape: t.Shape(), Why: err.Error()})
+				continue
+			}
+		}
+		gm, _ := figureNamed(t.Metric, candidate, baseline)
 		v := Verdict{Threshold: t, Shape: t.Shape()}
 		words := burdenWords(t, gm)
 		if why := missingIn(gm, t.Relative, base, cand, baseline, candidate); why != "" {
@@ -644,7 +658,7 @@ func iqr(v []float64) float64 {
 // noiseWords says the change d's samples cannot tell from noise, as a
 // share of the baseline's median when it is not 0: "with 5 samples a
 // side, changes under 6.1% cannot be told from noise here".
-func noiseWords(u Unit, d decision, base, cand []float64) string {
+func noiseWords(u results.Unit, d decision, base, cand []float64) string {
 	side := fmt.Sprintf("%d samples a side", len(base))
 	switch {
 	case d.test.Pairs > 0:
@@ -685,7 +699,13 @@ func tooFew(n1, n2 int) string {
 // HeldBy reports whether an absolute threshold holds for the median of
 // rs, with the figure it was judged on ("p99 7.2s").
 func (t Threshold) HeldBy(rs []*results.Result) (bool, string) {
-	gm, _ := figureNamed(t.Metric)
+	if t.Unit == "" { // a scenario's figure, read in the samples' unit
+		var err error
+		if t, err = parseThreshold(t.Text, rs); err != nil {
+			return false, t.Metric + " not measured"
+		}
+	}
+	gm, _ := figureNamed(t.Metric, rs)
 	if why := missingIn(gm, false, nil, rs, nil, rs); why != "" {
 		return false, t.Metric + " not measured"
 	}
@@ -723,22 +743,6 @@ func values(rs []*results.Result, f func(*results.Result) float64) []float64 {
 
 func compareOp(a float64, op string, b float64) bool {
 	return map[string]bool{"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[op]
-}
-
-// Format writes a value of the unit as a threshold or a verdict shows it:
-// "50ms", "100.0/s", "12.3%", "true", "3".
-func (u Unit) Format(v float64) string {
-	switch u {
-	case UnitDuration:
-		return results.FormatDuration(time.Duration(v))
-	case UnitRate:
-		return fmt.Sprintf("%.1f/s", v)
-	case UnitPercent:
-		return results.Percent(v)
-	case UnitBool:
-		return strconv.FormatBool(v == 1)
-	}
-	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 // Passed reports whether every verdict passed.

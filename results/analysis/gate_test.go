@@ -22,18 +22,22 @@ func TestParseThreshold(t *testing.T) {
 		want    analysis.Threshold
 		wantErr string
 	}{
-		{"p99 < 50ms", analysis.Threshold{Metric: "p99", Unit: analysis.UnitDuration, Op: "<", Value: float64(50 * time.Millisecond)}, ""},
-		{"writeThroughput > 100/s", analysis.Threshold{Metric: "writeThroughput", Unit: analysis.UnitRate, Op: ">", Value: 100}, ""},
-		{"throughput >= 0", analysis.Threshold{Metric: "throughput", Unit: analysis.UnitRate, Op: ">=", Value: 0}, ""},
-		{"conflictRate < 50%", analysis.Threshold{Metric: "conflictRate", Unit: analysis.UnitPercent, Op: "<", Value: 0.5}, ""},
-		{"conflictRate <= 100%", analysis.Threshold{Metric: "conflictRate", Unit: analysis.UnitPercent, Op: "<=", Value: 1}, ""},
-		{"lostUpdates == 0", analysis.Threshold{Metric: "lostUpdates", Unit: analysis.UnitCount, Op: "==", Value: 0}, ""},
-		{"serverMatch == true", analysis.Threshold{Metric: "serverMatch", Unit: analysis.UnitBool, Op: "==", Value: 1}, ""},
-		{"serverMatch != false", analysis.Threshold{Metric: "serverMatch", Unit: analysis.UnitBool, Op: "!=", Value: 0}, ""},
-		{"p99 <= baseline +10%", analysis.Threshold{Metric: "p99", Unit: analysis.UnitDuration, Op: "<=", Value: 0.1, Relative: true}, ""},
-		{"throughput >= baseline -5%", analysis.Threshold{Metric: "throughput", Unit: analysis.UnitRate, Op: ">=", Value: -0.05, Relative: true}, ""},
-		{"lostUpdates <= baseline", analysis.Threshold{Metric: "lostUpdates", Unit: analysis.UnitCount, Op: "<=", Relative: true}, ""},
-		{"latency < 5ms", analysis.Threshold{}, `metric "latency" is not known`},
+		{"p99 < 50ms", analysis.Threshold{Metric: "p99", Unit: results.UnitDuration, Op: "<", Value: float64(50 * time.Millisecond)}, ""},
+		{"writeThroughput > 100/s", analysis.Threshold{Metric: "writeThroughput", Unit: results.UnitRate, Op: ">", Value: 100}, ""},
+		{"throughput >= 0", analysis.Threshold{Metric: "throughput", Unit: results.UnitRate, Op: ">=", Value: 0}, ""},
+		{"conflictRate < 50%", analysis.Threshold{Metric: "conflictRate", Unit: results.UnitPercent, Op: "<", Value: 0.5}, ""},
+		{"conflictRate <= 100%", analysis.Threshold{Metric: "conflictRate", Unit: results.UnitPercent, Op: "<=", Value: 1}, ""},
+		{"lostUpdates == 0", analysis.Threshold{Metric: "lostUpdates", Unit: results.UnitCount, Op: "==", Value: 0}, ""},
+		{"serverMatch == true", analysis.Threshold{Metric: "serverMatch", Unit: results.UnitBool, Op: "==", Value: 1}, ""},
+		{"serverMatch != false", analysis.Threshold{Metric: "serverMatch", Unit: results.UnitBool, Op: "!=", Value: 0}, ""},
+		{"p99 <= baseline +10%", analysis.Threshold{Metric: "p99", Unit: results.UnitDuration, Op: "<=", Value: 0.1, Relative: true}, ""},
+		{"throughput >= baseline -5%", analysis.Threshold{Metric: "throughput", Unit: results.UnitRate, Op: ">=", Value: -0.05, Relative: true}, ""},
+		{"lostUpdates <= baseline", analysis.Threshold{Metric: "lostUpdates", Unit: results.UnitCount, Op: "<=", Relative: true}, ""},
+		{"Latency < 5ms", analysis.Threshold{}, `metric "Latency" is not known`},
+		// A scenario's figure: its unit, and so its value, is the samples'.
+		{`failoverTime{quantile="0.5"} < 5s`, analysis.Threshold{Metric: `failoverTime{quantile="0.5"}`, Op: "<"}, ""},
+		{"rejected <= baseline +10%", analysis.Threshold{Metric: "rejected", Op: "<=", Value: 0.1, Relative: true}, ""},
+		{"rejected < lots", analysis.Threshold{}, `"lots" is not a value such as 50ms`},
 		{"p99 < fast", analysis.Threshold{}, `"fast" is not a duration`},
 		{"serverMatch == baseline", analysis.Threshold{}, "true or false, not relative"},
 		{"p99 about 5ms", analysis.Threshold{}, "write METRIC OP VALUE"},
@@ -77,11 +81,11 @@ func TestParseThreshold(t *testing.T) {
 // A typo in an operator is called one, and every bad line of a gate is
 // listed at once.
 func TestGateTypos(t *testing.T) {
-	_, err := analysis.NewGate([]string{"p99 <== 5ms", "p99 < 5ms", "throughput >> 10/s", "p98 < 1s"})
+	_, err := analysis.NewGate([]string{"p99 <== 5ms", "p99 < 5ms", "throughput >> 10/s", "P98 < 1s"})
 	if err == nil {
 		t.Fatal("a gate of typos parsed")
 	}
-	for _, want := range []string{`"<==" is not a comparison`, `">>" is not a comparison`, `metric "p98" is not known`} {
+	for _, want := range []string{`"<==" is not a comparison`, `">>" is not a comparison`, `metric "P98" is not known`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
@@ -334,31 +338,33 @@ func TestTenfoldRegressionFails(t *testing.T) {
 
 // Whatever a thresholds file holds, ParseGate does not panic, and every
 // threshold it accepts has a known metric, its unit, an operator the unit
-// allows and a finite value in the unit's range, and reads back the same
-// from its text.
+// allows and a finite value in the unit's range (a scenario's figure: no
+// unit, no value, until judged), and reads back the same from its text.
 func FuzzParseGate(f *testing.F) {
 	for _, seed := range []string{
 		"apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds:\n- p99 < 50ms\n- conflictRate < 50%\n- serverMatch == true\n- throughput >= baseline -10%\n",
 		"apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds:\n- conflictRate < NaN%\n",
 		"apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds: [\"lostUpdates <= baseline\", \"writeThroughput > 1e3/s\"]\n---\nkind: Gate\n",
 		"p99 <= baseline +10%",
+		`failoverTime{quantile="0.5"} < 2s`, "a<0", "a> ",
 	} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data string) {
 		check := func(th analysis.Threshold) {
 			switch {
-			case th.Unit == "":
+			case th.Unit == "" && (slices.Contains(analysis.MetricNames(), th.Metric) || !th.Relative && th.Value != 0):
+				// A scenario's figure: its unit, and its value, are read when judged.
 				t.Fatalf("%q: metric %q of no unit", th.Text, th.Metric)
 			case math.IsNaN(th.Value) || math.IsInf(th.Value, 0):
 				t.Fatalf("%q: value %v", th.Text, th.Value)
-			case th.Unit == analysis.UnitBool && (th.Relative || th.Op != "==" && th.Op != "!="):
+			case th.Unit == results.UnitBool && (th.Relative || th.Op != "==" && th.Op != "!="):
 				t.Fatalf("%q: a boolean compared with %s", th.Text, th.Op)
 			case th.Relative && th.Value <= -1:
 				t.Fatalf("%q: baseline moved by %v", th.Text, th.Value)
-			case !th.Relative && th.Unit == analysis.UnitPercent && (th.Value < 0 || th.Value > 1):
+			case !th.Relative && th.Unit == results.UnitPercent && (th.Value < 0 || th.Value > 1):
 				t.Fatalf("%q: rate %v", th.Text, th.Value)
-			case !th.Relative && th.Unit == analysis.UnitDuration && th.Value <= 0:
+			case !th.Relative && th.Unit == results.UnitDuration && th.Value <= 0:
 				t.Fatalf("%q: latency %v", th.Text, th.Value)
 			case !th.Relative && th.Value < 0:
 				t.Fatalf("%q: value %v", th.Text, th.Value)
@@ -636,15 +642,106 @@ func TestJudgeUnmeasuredLostUpdatesFail(t *testing.T) {
 }
 
 // The hint for an unknown metric lists every metric a threshold may name,
-// from the one list of them, so it cannot drift from it.
+// from the one list of them, so it cannot drift from it, and the figures
+// the samples hold: a threshold naming a figure no sample holds fails.
 func TestUnknownMetricHintListsEveryMetric(t *testing.T) {
-	_, err := analysis.ParseThreshold("cpu < 1ms")
-	if err == nil {
-		t.Fatal("an unknown metric parsed")
+	g, err := analysis.NewGate([]string{"cpu < 1ms"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, m := range append(analysis.MetricNames(), "apiserverCPUPerWrite", "etcdCPUPerWrite") {
-		if !strings.Contains(err.Error(), m) {
-			t.Errorf("the hint lacks %s: %v", m, err)
+	r := resultstest.Sample(100, 20)
+	r.Figures = []results.Figure{{Name: "rejected", Unit: results.UnitCount, Help: "h"}, {Name: "failoverTime", Labels: map[string]string{"quantile": "0.5"}, Unit: results.UnitDuration, Help: "h"}}
+	vs, err := analysis.Judge(g, nil, []*results.Result{r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if analysis.Passed(vs) {
+		t.Fatalf("a threshold on a figure no sample holds passed: %+v", vs)
+	}
+	for _, m := range append(analysis.MetricNames(), "apiserverCPUPerWrite", "etcdCPUPerWrite", "rejected", `failoverTime{quantile="0.5"}`, `metric "cpu" is not known`) {
+		if !strings.Contains(vs[0].Why, m) {
+			t.Errorf("the hint lacks %s: %v", m, vs[0].Why)
 		}
+	}
+}
+
+// withFigure is rs, each with the figure f of value v in turn.
+func withFigure(f results.Figure, rs []*results.Result, v ...float64) []*results.Result {
+	for i, r := range rs {
+		f.Value = v[i]
+		r.Figures = append(r.Figures, f)
+	}
+	return rs
+}
+
+// A gate fails a run on a scenario's figure as on a built-in metric: an
+// absolute threshold on its median, in its unit; a relative one only when
+// the difference is significant; a sample without it fails the threshold
+// and says which.
+func TestJudgeScenarioFigure(t *testing.T) {
+	failover := results.Figure{Name: "failoverTime", Labels: map[string]string{"quantile": "0.5"}, Unit: results.UnitDuration, Better: results.BetterLower, Help: "h"}
+	rejected := results.Figure{Name: "rejected", Unit: results.UnitCount, Better: results.BetterLower, Sum: true, Help: "h"}
+	g, err := analysis.NewGate([]string{`failoverTime{quantile="0.5"} < 2s`, "rejected <= baseline +10%"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := float64(time.Second)
+	samples := func() []*results.Result { return side(100, 20, 101, 21, 99, 20, 100, 22, 102, 19) }
+	mk := func(failovers []float64, rejections ...float64) []*results.Result {
+		return withFigure(rejected, withFigure(failover, scaled(samples(), 1, 1), failovers...), rejections...)
+	}
+	base := withFigure(rejected, withFigure(failover, samples(), s, s, s, s, s), 10, 11, 10, 9, 10)
+	tests := []struct {
+		name      string
+		candidate []*results.Result
+		passed    []bool
+		why       []string
+	}{
+		{"same", mk([]float64{s, 1.1 * s, s, 0.9 * s, s}, 10, 10, 11, 10, 9), []bool{true, true}, []string{"1.00s < 2.00s holds", "holds"}},
+		{"slow failover, more rejections", mk([]float64{3 * s, 3 * s, 3 * s, 3 * s, 3 * s}, 30, 31, 29, 30, 32), []bool{false, false},
+			[]string{"3.00s < 2.00s does not hold", "30 <= 11 does not hold, and the difference is significant"}},
+		{"no figure", scaled(samples(), 1, 1), []bool{false, false},
+			[]string{"candidate sample run-1-100-scaled has no figure failoverTime{quantile=\"0.5\"}", "has no figure rejected"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vs, err := analysis.Judge(g, base, tt.candidate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range vs {
+				if v.Passed != tt.passed[i] || !strings.Contains(v.Why, tt.why[i]) {
+					t.Errorf("%s: passed %v, want %v: %s (want %q)", v.Text, v.Passed, tt.passed[i], v.Why, tt.why[i])
+				}
+			}
+		})
+	}
+}
+
+// A comparison shows each scenario figure a sample holds as a row, named
+// by its Key, in its unit, better the figure's way; a side whose samples
+// lack it shows it unknown.
+func TestCompareShowsFigures(t *testing.T) {
+	failover := results.Figure{Name: "failoverTime", Labels: map[string]string{"quantile": "0.5"}, Unit: results.UnitDuration, Better: results.BetterLower, Help: "h"}
+	s := float64(time.Second)
+	samples := func() []*results.Result { return side(100, 20, 101, 21, 99, 20, 100, 22, 102, 19) }
+	a := withFigure(failover, samples(), s, s, s, 1.1*s, 0.9*s)
+	b := withFigure(failover, scaled(samples(), 1, 1), 0.5*s, 0.5*s, 0.4*s, 0.5*s, 0.6*s)
+	hard := results.Figure{Name: "hard", Unit: results.UnitCount, Help: "a setting: no way is better"}
+	a, b = withFigure(hard, a, 50, 50, 50, 50, 50), withFigure(hard, b, 80, 80, 80, 80, 80)
+	c, err := analysis.Compare([]results.Side{{Label: "a", Results: a}, {Label: "b", Results: b}, {Label: "c", Results: scaled(samples(), 1, 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(c.Rows, func(r analysis.ComparedRow) bool { return r.Metric == `failoverTime{quantile="0.5"}` })
+	if i < 0 {
+		t.Fatalf("no row for the figure: %+v", c.Rows)
+	}
+	row := c.Rows[i]
+	if row.Unit != "ms" || row.Cells[0].Median != 1000 || row.Cells[1].Median != 500 || !row.Cells[1].Significant || !row.Cells[1].Better || row.Cells[2].Unknown == "" {
+		t.Errorf("figure row: %+v", row)
+	}
+	if i := slices.IndexFunc(c.Rows, func(r analysis.ComparedRow) bool { return r.Metric == "hard" }); i < 0 || !c.Rows[i].Neutral || !c.Rows[i].Cells[1].Significant || c.Rows[i].Cells[1].Better {
+		t.Errorf("a figure with no direction: %+v", c.Rows)
 	}
 }

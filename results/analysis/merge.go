@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
@@ -14,13 +15,36 @@ import (
 	"github.com/kb-bench/kb-bench/results"
 )
 
+// mergeFigures is the scenario figures of rs merged: a figure that adds
+// up (Sum) adds over the shards that hold it; any other is kept when one
+// shard holds it, and dropped (its Key in dropped) when several do.
+func mergeFigures(rs []*results.Result) (merged []results.Figure, dropped []string) {
+	at := map[string]int{}
+	for _, r := range rs {
+		for _, f := range r.Figures {
+			i, ok := at[f.Key()]
+			switch {
+			case !ok:
+				at[f.Key()] = len(merged)
+				merged = append(merged, f)
+			case f.Sum && merged[i].Sum:
+				merged[i].Value += f.Value
+			default:
+				dropped = results.AppendNew(dropped, f.Key())
+			}
+		}
+	}
+	merged = slices.DeleteFunc(merged, func(f results.Figure) bool { return slices.Contains(dropped, f.Key()) })
+	return merged, dropped
+}
+
 // Merge combines the shards of one run (results with the same spec, from
 // several processes or machines) into one Result, exactly: counts add,
 // histograms merge losslessly, series points add by second (interval
-// histograms merged, so per-second p50/p99 are exact), checks concatenate
-// and the summary is recomputed. The server cross-check is not merged (each
-// shard's scrape already saw every shard's requests) and is dropped with a
-// warning.
+// histograms merged, so per-second p50/p99 are exact), checks concatenate,
+// scenario figures merge (mergeFigures) and the summary is recomputed.
+// The server cross-check is not merged (each shard's scrape already saw
+// every shard's requests) and is dropped with a warning.
 func Merge(rs ...*results.Result) (*results.Result, error) {
 	if len(rs) == 0 {
 		return nil, errors.New("no results to merge")
@@ -44,7 +68,7 @@ func Merge(rs ...*results.Result) (*results.Result, error) {
 	warn := func(format string, a ...any) {
 		out.Warnings = results.AppendNew(out.Warnings, fmt.Sprintf(format, a...))
 	}
-	seconds := 0.0
+	seconds, dropped := 0.0, []string(nil)
 	ms := make([]results.Measurements, 0, len(rs))
 	for i, r := range rs {
 		if !reflect.DeepEqual(r.Spec, first.Spec) {
@@ -70,13 +94,9 @@ func Merge(rs ...*results.Result) (*results.Result, error) {
 		if r.Server != nil && r.Server.Available && len(rs) > 1 {
 			warn("server cross-check of shard %d dropped: each shard's /metrics scrape counted every shard's requests, so the per-shard checks do not add up", i+1)
 		}
-		if r.Details != nil {
-			if out.Details != nil {
-				warn("the scenario's own figures of shard %d dropped: they do not merge (shown: the first shard's)", i+1)
-			} else {
-				out.Details = r.Details
-			}
-		}
+	}
+	if out.Figures, dropped = mergeFigures(rs); len(dropped) > 0 {
+		warn("the scenario's figures %s dropped: several shards hold them, and they do not add up", strings.Join(dropped, ", "))
 	}
 	if len(rs) == 1 {
 		out.Server = first.Server

@@ -1,7 +1,6 @@
 package analysis_test
 
 import (
-	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -59,7 +58,7 @@ func TestMergeOne(t *testing.T) {
 	r := resultstest.Simulated(t, false, resultstest.All, nil)
 	r.Server = &results.ServerCheck{Available: true, Match: true,
 		Requests: []results.RequestCount{{Verb: "PUT", Resource: "configmaps", Code: "200", Client: 1141, Server: 1141}}}
-	r.Details = json.RawMessage(`{"objects":1}`)
+	r.Figures = []results.Figure{{Name: "objects", Unit: results.UnitCount, Value: 1, Help: "h"}}
 	got, err := analysis.Merge(r)
 	if err != nil {
 		t.Fatal(err)
@@ -102,24 +101,35 @@ func TestMergeRefusesAndWarns(t *testing.T) {
 	}
 }
 
-// The scenario's own figures do not merge: the first shard's are kept,
-// and the others' dropped with a warning.
-func TestMergeKeepsTheFirstShardsDetails(t *testing.T) {
+// Scenario figures that add up add over the shards; any other is kept
+// when one shard holds it, and dropped with a warning naming it when
+// several do.
+func TestMergeScenarioFigures(t *testing.T) {
 	a := resultstest.Simulated(t, false, resultstest.All, nil)
 	b := resultstest.Simulated(t, false, resultstest.All, nil)
 	c := resultstest.Simulated(t, false, resultstest.All, nil)
-	b.Details = json.RawMessage(`{"failovers":3}`)
-	c.Details = json.RawMessage(`{"failovers":5}`)
+	rejected := results.Figure{Name: "rejected", Unit: results.UnitCount, Sum: true, Help: "h"}
+	p50 := results.Figure{Name: "failoverTime", Labels: map[string]string{"quantile": "0.5"}, Unit: results.UnitDuration, Help: "h"}
+	only := results.Figure{Name: "leaseTransitions", Unit: results.UnitCount, Value: 4, Help: "h"}
+	b.Figures = []results.Figure{rejected, p50, only}
+	b.Figures[0].Value, b.Figures[1].Value = 3, 1e9
+	c.Figures = []results.Figure{rejected, p50}
+	c.Figures[0].Value, c.Figures[1].Value = 5, 2e9
 	got, err := analysis.Merge(a, b, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(got.Details) != `{"failovers":3}` {
-		t.Errorf("details %s, want the first shard that has some: %s", got.Details, b.Details)
+	if f, ok := got.FigureNamed("rejected"); !ok || f.Value != 8 {
+		t.Errorf("rejected %+v, want 3+5", f)
 	}
-	joined := strings.Join(got.Warnings, "\n")
-	if !strings.Contains(joined, "figures of shard 3 dropped") || strings.Contains(joined, "shard 2 dropped") {
-		t.Errorf("warnings %q: want one for shard 3's figures only", got.Warnings)
+	if f, ok := got.FigureNamed("leaseTransitions"); !ok || f.Value != 4 {
+		t.Errorf("a figure one shard holds: %+v, want it kept", f)
+	}
+	if _, ok := got.FigureNamed(p50.Key()); ok {
+		t.Errorf("two shards' p50 kept: %+v", got.Figures)
+	}
+	if joined := strings.Join(got.Warnings, "\n"); !strings.Contains(joined, `figures failoverTime{quantile="0.5"} dropped`) {
+		t.Errorf("warnings %q: want one naming the dropped figure", got.Warnings)
 	}
 }
 

@@ -28,6 +28,16 @@ func NewSweepPoint(value float64, dir string, samples []*results.Result) results
 		return float64(r.Summary.GaveUp) / float64(r.Summary.Ops)
 	})
 	p.Cost = pointCost(samples)
+	for _, m := range metricsOf(samples)[len(figures):] {
+		if slices.ContainsFunc(samples, func(r *results.Result) bool { return m.missing(r) != "" }) {
+			continue
+		}
+		f, _ := samples[0].FigureNamed(m.metric)
+		if f.Value = med(m.value); f.Unit == results.UnitBool {
+			f.Value = math.Round(f.Value)
+		}
+		p.Figures = append(p.Figures, f)
+	}
 	p.LostUpdates = new(int64)
 	for _, r := range samples {
 		switch lost := r.Summary.LostUpdates; {

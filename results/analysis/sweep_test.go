@@ -94,3 +94,25 @@ func TestFitCost(t *testing.T) {
 		t.Error("3 points fitted")
 	}
 }
+
+// A sweep point holds the medians of the scenario figures every sample
+// holds, a bool the most samples' answer; one a sample lacks is left out.
+func TestSweepPointFigures(t *testing.T) {
+	fig := func(r *results.Result, v float64, yes float64, extra bool) *results.Result {
+		r.Figures = []results.Figure{{Name: "rejected", Value: v, Unit: results.UnitCount, Better: results.BetterLower, Help: "h"},
+			{Name: "released", Value: yes, Unit: results.UnitBool, Help: "h"}}
+		if extra {
+			r.Figures = append(r.Figures, results.Figure{Name: "once", Value: 1, Unit: results.UnitCount, Help: "h"})
+		}
+		return r
+	}
+	sample := func() *results.Result { return withCost("s", 100, 0.1, 1) }
+	p := analysis.NewSweepPoint(1, "w1", []*results.Result{fig(sample(), 10, 1, true), fig(sample(), 30, 0, false), fig(sample(), 20, 1, false)})
+	var got []string
+	for _, f := range p.Figures {
+		got = append(got, f.Key()+" "+f.Text())
+	}
+	if strings.Join(got, ", ") != "rejected 20, released yes" {
+		t.Errorf("point figures: %v", got)
+	}
+}

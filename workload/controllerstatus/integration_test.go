@@ -144,7 +144,7 @@ func TestStrategiesOnTheRealAPIServer(t *testing.T) {
 			res := out.Result
 			if tt.table {
 				var table strings.Builder
-				if err := text.WriteTable(&table, res, nil); err != nil {
+				if err := text.WriteTable(&table, res); err != nil {
 					t.Fatal(err)
 				}
 				t.Logf("\n%s", table.String())

@@ -51,7 +51,7 @@ func runFault(t *testing.T, settings map[string]any, d time.Duration) *leaderele
 	}, nil)
 	res := out.Result
 	var b strings.Builder
-	if err := text.WriteTable(&b, res, nil); err != nil {
+	if err := text.WriteTable(&b, res); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", b.String())

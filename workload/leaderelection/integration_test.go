@@ -165,7 +165,7 @@ func TestLeaderElectionOnLocalControlPlane(t *testing.T) {
 			res := out.Result
 			if tt.table {
 				var b strings.Builder
-				if err := text.WriteTable(&b, res, nil); err != nil {
+				if err := text.WriteTable(&b, res); err != nil {
 					t.Fatal(err)
 				}
 				t.Logf("\n%s", b.String())

@@ -101,7 +101,7 @@ func TestQuotaOnLocalControlPlane(t *testing.T) {
 			result := out.Result
 			if i == 0 {
 				var table strings.Builder
-				if err := text.WriteTable(&table, result, nil); err != nil {
+				if err := text.WriteTable(&table, result); err != nil {
 					t.Fatal(err)
 				}
 				t.Logf("\n%s", table.String())

@@ -56,7 +56,9 @@ Thresholds come from a file:
 A value is checked against its metric's unit and range: a latency (or
 apiserverCPUPerWrite and etcdCPUPerWrite, CPU time per successful write) above 0,
 a rate 0% to 100% (written with %), a throughput or a count 0 or more,
-serverMatch with == or != only.
+serverMatch with == or != only. Any other metric is one of the scenario's
+own figures, named as 'kb-bench compare' lists them (rejected,
+failoverTime{quantile="0.5"}), judged in the unit the samples give it.
 
 Without one: the server cross-check must match and, with a baseline, lost
 updates must not rise, throughput not fall by 10% nor p99 rise by 10%.

@@ -41,11 +41,19 @@ func FuzzReport(f *testing.F) {
 	r.Summary = results.Summary{Seconds: 1, Ops: 3, Successes: 3, Throughput: 3, WriteThroughput: 3, SuccessRatio: 1, ConflictRate: 0.25,
 		AttemptsP50: 1, AttemptsP99: 2, AttemptsMax: 2, Latency: results.Latency{P50: time.Millisecond, P99: 15 * time.Millisecond}}
 	r.Measurements = results.Measurements{Ops: 3, Attempts: []int64{0, 2, 1}, Histograms: map[string]string{results.HistOp: enc}}
+	r.Figures = []results.Figure{{Name: "failoverTime", Labels: map[string]string{"quantile": "0.5"}, Value: 1e9, Unit: results.UnitDuration, Better: results.BetterLower, Help: "h"}}
 	doc, err := results.Encode(r)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(doc)
+	// A v1alpha4 result, whose details become figures when read.
+	r.Figures = nil
+	r.Details = json.RawMessage(`{"a":[{"b":1,"c-d":{"e":true}}],"f":"x"}`)
+	if doc, err = results.Encode(r); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(bytes.Replace(doc, []byte(results.APIVersion), []byte(results.PreFiguresAPIVersion), 1))
 	sw := &results.Sweep{APIVersion: results.APIVersion, Kind: results.KindSweep, Axis: "writers", SLO: time.Second,
 		Series: []results.SweepSeries{{Points: []results.SweepPoint{
 			{Value: 1, Throughput: 300, WriteThroughput: 300, P99: 5 * time.Millisecond, ServerMatch: true},

@@ -162,7 +162,7 @@ func newComparison(runs []Run) (*comparisonView, error) {
 		for j, text := range table[r+1][1:] {
 			// Columns alternate from the second side: its value, its change.
 			if i := (j + 1) / 2; j > 0 && j%2 == 0 {
-				line = append(line, change(row.Cells[i], text))
+				line = append(line, change(row.Cells[i], text, row.Neutral))
 			} else {
 				line = append(line, cell{Text: text, Class: "num"})
 			}
@@ -190,12 +190,13 @@ func newComparison(runs []Run) (*comparisonView, error) {
 }
 
 // change is a compared figure's change against the first side, as
-// kb-bench compare says it (text), marked better or worse when significant.
-func change(c analysis.ComparedCell, text string) cell {
+// kb-bench compare says it (text), marked better or worse when significant
+// (unless neutral: no way is better).
+func change(c analysis.ComparedCell, text string, neutral bool) cell {
 	switch {
 	case text == "":
 		return cell{Class: "num"}
-	case !c.Significant:
+	case !c.Significant || neutral:
 		return cell{Text: text, Class: "num same"}
 	case c.Better:
 		return cell{Text: text + " better", Class: "num better"}

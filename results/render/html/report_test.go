@@ -75,7 +75,9 @@ func testSweep() *results.Sweep {
 		{16, 930, 820, 0.71, 1400 * ms},
 	} {
 		retry.Points = append(retry.Points, results.SweepPoint{Value: p.n, Dir: "retry/w" + string(rune('1'+i)), Samples: 3,
-			Throughput: p.ops, WriteThroughput: p.writes, ConflictRate: p.conflicts, AttemptsP99: int64(1 + i), P99: p.p99, LostUpdates: new(int64(0)), ServerMatch: true})
+			Throughput: p.ops, WriteThroughput: p.writes, ConflictRate: p.conflicts, AttemptsP99: int64(1 + i), P99: p.p99, LostUpdates: new(int64(0)), ServerMatch: true,
+			// A figure with a direction is a column; one without is not.
+			Figures: []results.Figure{{Name: "rejected", Value: 10 * p.n, Unit: results.UnitCount, Better: results.BetterLower, Help: "h"}, {Name: "hard", Value: 50, Unit: results.UnitCount, Help: "h"}}})
 	}
 	ssa := results.SweepSeries{Label: "strategy=ssa"}
 	for i, p := range []struct {
@@ -105,6 +107,24 @@ func testSweep() *results.Sweep {
 	return s
 }
 
+// withFigures gives rs a scenario's figures: a count, a duration of two
+// labels, a bool, and one the last sample lacks.
+func withFigures(rs []*results.Result) []*results.Result {
+	for i, r := range rs {
+		q := func(v string) map[string]string { return map[string]string{"quantile": v} }
+		r.Figures = []results.Figure{
+			{Name: "rejected", Value: float64(1150 + i), Unit: results.UnitCount, Better: results.BetterLower, Sum: true, Help: "creates the quota refused (403)"},
+			{Name: "failoverTime", Labels: q("0.5"), Value: float64(time.Duration(1200+10*i) * time.Millisecond), Unit: results.UnitDuration, Better: results.BetterLower, Help: "from a leader's stop to the next leader"},
+			{Name: "failoverTime", Labels: q("0.99"), Value: float64(2100 * time.Millisecond), Unit: results.UnitDuration, Better: results.BetterLower, Help: "from a leader's stop to the next leader"},
+			{Name: "releaseOnCancel", Value: 1, Unit: results.UnitBool, Help: "a stopped leader released the Lease"},
+		}
+		if i == len(rs)-1 {
+			r.Figures = r.Figures[:3]
+		}
+	}
+	return rs
+}
+
 // testPages are the pages the golden files hold.
 func testPages(t *testing.T) map[string]Page {
 	closed := readResult(t, "closed-loop-result.json.golden")
@@ -119,7 +139,7 @@ func testPages(t *testing.T) map[string]Page {
 			Title:   "retry against ssa <& a sweep>",
 			Version: "v0.9.0-test",
 			Runs: []Run{
-				{Label: "retry", Results: samples(closed, 5, 0.03)},
+				{Label: "retry", Results: withFigures(samples(closed, 5, 0.03))},
 				{Label: "ssa", Results: samples(open, 5, 0.02)},
 			},
 			Sweeps: []*results.Sweep{testSweep()},

@@ -24,10 +24,13 @@ type runView struct {
 	Interrupted bool
 	Headline    [][]cell
 	Notes       []string
-	Checks      []checkView
-	Warnings    []string
-	Errors      []string
-	Charts      []figure
+	// Figures is the scenario's figures, a row a figure and a column a
+	// sample (nil: none).
+	Figures  *table
+	Checks   []checkView
+	Warnings []string
+	Errors   []string
+	Charts   []figure
 }
 
 // checkView is a correctness check, or several that passed.
@@ -50,6 +53,7 @@ func newRunView(i int, r Run) (runView, error) {
 		return rv, err
 	}
 	rv.Checks = checks(r.Results)
+	rv.Figures = scenarioFigures(r.Results)
 
 	m, err := merged(r.Results)
 	if err != nil {
@@ -79,8 +83,8 @@ func headline(r Run) ([][]cell, []string, error) {
 		rows = append(rows, []cell{{Text: "samples"}, {Text: fmt.Sprintf("%d: medians (range)", n), Class: "num"}})
 	}
 	for _, row := range c.Rows {
-		if row.Metric == "server match" {
-			continue // said in words below
+		if row.Metric == "server match" || slices.ContainsFunc(r.Results, func(x *results.Result) bool { _, ok := x.FigureNamed(row.Metric); return ok }) {
+			continue // said in words below; a scenario's figure in its own table
 		}
 		cl := row.Cells[0]
 		class := "num"
@@ -96,6 +100,49 @@ func headline(r Run) ([][]cell, []string, error) {
 	}
 	rows = append(rows, []cell{{Text: "server"}, {Text: server, Class: class}})
 	return rows, c.Notes, nil
+}
+
+// table is a table's head and rows.
+type table struct {
+	Head []cell
+	Rows [][]cell
+}
+
+// scenarioFigures is the table of the scenario's figures of rs: a row
+// each (by its Key, in the order they first come), its value in each
+// sample ("-" where a sample lacks it) and what it is; nil when rs hold
+// none.
+func scenarioFigures(rs []*results.Result) *table {
+	t := &table{Head: []cell{{Text: "figure"}}}
+	for i := range rs {
+		t.Head = append(t.Head, cell{Text: "sample " + strconv.Itoa(i+1), Class: "num"})
+	}
+	if len(rs) == 1 {
+		t.Head[1].Text = "value"
+	}
+	t.Head = append(t.Head, cell{Text: "what it is"})
+	seen := map[string]bool{}
+	for _, r := range rs {
+		for _, f := range r.Figures {
+			if seen[f.Key()] {
+				continue
+			}
+			seen[f.Key()] = true
+			row := []cell{{Text: f.Key()}}
+			for _, x := range rs {
+				v := "-"
+				if g, ok := x.FigureNamed(f.Key()); ok {
+					v = g.Text()
+				}
+				row = append(row, cell{Text: v, Class: "num"})
+			}
+			t.Rows = append(t.Rows, append(row, cell{Text: f.Help}))
+		}
+	}
+	if len(t.Rows) == 0 {
+		return nil
+	}
+	return t
 }
 
 // serverText says how the results' server cross-checks went; bad is set

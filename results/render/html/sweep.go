@@ -53,12 +53,16 @@ func newSweepView(i int, s *results.Sweep) sweepView {
 	for _, ser := range s.Series {
 		// One series has no label: the workload is said above.
 		v := sweepSeriesView{Title: cmp.Or(ser.Label, "Every point"), Head: head, Summary: ser.Summary + "."}
+		keys := ser.FigureColumns()
+		for _, k := range keys {
+			v.Head = append(slices.Clip(v.Head), cell{Text: k, Class: "num"})
+		}
 		for _, p := range ser.Points {
 			// p99 over the objective, retries given up, lost updates and a
 			// mismatch are marked bad.
 			bad := map[int]bool{5: p.P99 > s.SLO, 6: p.GaveUp > 0, 7: p.LostUpdates == nil || *p.LostUpdates > 0, 8: !p.ServerMatch}
 			var row []cell
-			for j, text := range s.PointFigures(p) {
+			for j, text := range append(s.PointFigures(p), p.FigureCells(keys)...) {
 				row = append(row, cell{Text: text, Class: "num"})
 				if bad[j] {
 					row[j].Class += " bad"

@@ -27,7 +27,7 @@ func TestSmallSampleSummary(t *testing.T) {
 		t.Errorf("the rounded rank's p99.9 = %s, want 12.103ms (12.1ms's bucket): the figure this test guards against", old)
 	}
 	var buf bytes.Buffer
-	if err := WriteTable(&buf, r, nil); err != nil {
+	if err := WriteTable(&buf, r); err != nil {
 		t.Fatal(err)
 	}
 	if want := "p99.9 of 590 ops = the slowest op (fewer than 5 ops beyond: weakly supported)"; !strings.Contains(buf.String(), want) {

@@ -35,12 +35,14 @@ func WriteSweepTables(w io.Writer, s *results.Sweep, format string) error {
 		if cost {
 			rows[0] = append(rows[0], "apiserver cores", "apiserver CPU/write", "etcd CPU/write")
 		}
+		keys := ser.FigureColumns()
+		rows[0] = append(rows[0], keys...)
 		for _, p := range ser.Points {
 			row := s.PointFigures(p)
 			if cost {
 				row = append(row, costCells(p.Cost)...)
 			}
-			rows = append(rows, row)
+			rows = append(rows, append(row, p.FigureCells(keys)...))
 		}
 		if p := ser.UnderWay; p != nil {
 			row := s.PointFigures(*p)
@@ -48,7 +50,7 @@ func WriteSweepTables(w io.Writer, s *results.Sweep, format string) error {
 			if cost {
 				row = append(row, costCells(p.Cost)...)
 			}
-			rows = append(rows, row)
+			rows = append(rows, append(row, p.FigureCells(keys)...))
 		}
 		if err := writeRows(w, rows, markdown); err != nil {
 			return err

@@ -40,3 +40,25 @@ func TestSweepTablesWithCost(t *testing.T) {
 	}
 	golden.Check(t, "sweep-cost.text.golden", out.Bytes())
 }
+
+// A scenario figure with a direction is a column of the sweep's table
+// ("-" where a point lacks it); one without (a setting) is not.
+func TestSweepTablesWithFigures(t *testing.T) {
+	sw := resultstest.Sweep()
+	for i := range sw.Series[0].Points {
+		w := sw.Series[0].Points[i].Value
+		sw.Series[0].Points[i].Figures = []results.Figure{
+			{Name: "failoverTime", Labels: map[string]string{"quantile": "0.5"}, Value: w * 1e8, Unit: results.UnitDuration, Better: results.BetterLower, Help: "h"},
+			{Name: "releaseOnCancel", Value: 1, Unit: results.UnitBool, Help: "h"},
+		}
+		if i == 1 {
+			sw.Series[0].Points[i].Figures = nil
+		}
+	}
+	analysis.Analyze(sw)
+	var out bytes.Buffer
+	if err := WriteSweepTables(&out, sw, "text"); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "sweep-figures.text.golden", out.Bytes())
+}

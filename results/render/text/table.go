@@ -24,8 +24,8 @@ import (
 // WriteTable writes the compact end-of-run summary: what ran and where,
 // throughput, success ratio, conflicts, attempts per operation, latency
 // percentiles, lost updates, the server cross-check and warnings, then the
-// scenario's own lines.
-func WriteTable(w io.Writer, r *results.Result, scenarioRows [][2]string) error {
+// scenario's own figures (FigureRows).
+func WriteTable(w io.Writer, r *results.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(name, format string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", name, fmt.Sprintf(format, a...)) }
 	s := r.Summary
@@ -93,7 +93,7 @@ func WriteTable(w io.Writer, r *results.Result, scenarioRows [][2]string) error 
 			row("CHECK FAILED", "%s: %s", c.Name, c.Detail)
 		}
 	}
-	for _, line := range slices.Concat(describeServer(r.Server), describeCost(r), describeTime(r), scenarioRows) {
+	for _, line := range slices.Concat(describeServer(r.Server), describeCost(r), describeTime(r), FigureRows(r)) {
 		row(line[0], "%s", line[1])
 	}
 	for _, e := range m.Errors {
@@ -106,6 +106,35 @@ func WriteTable(w io.Writer, r *results.Result, scenarioRows [][2]string) error 
 		row("warning", "%s", wmsg)
 	}
 	return tw.Flush()
+}
+
+// FigureRows are the scenario's figures of r, a row a name in the order
+// they come, the first row named after the scenario: "rejected 1155",
+// "failoverTime quantile=0.5: 1.20s, quantile=0.99: 2.10s", each value in
+// its unit (Figure.Text).
+func FigureRows(r *results.Result) [][2]string {
+	var rows [][2]string
+	at := map[string]int{}
+	for _, f := range r.Figures {
+		item := f.Text()
+		if len(f.Labels) > 0 {
+			var labels []string
+			for _, k := range slices.Sorted(maps.Keys(f.Labels)) {
+				labels = append(labels, k+"="+f.Labels[k])
+			}
+			item = strings.Join(labels, " ") + ": " + item
+		}
+		if i, ok := at[f.Name]; ok {
+			rows[i][1] += ", " + item
+			continue
+		}
+		at[f.Name] = len(rows)
+		rows = append(rows, [2]string{"", f.Name + " " + item})
+	}
+	if len(rows) > 0 {
+		rows[0][0] = cmp.Or(r.Spec.Scenario, "scenario")
+	}
+	return rows
 }
 
 // describeShards says how a distributed run's shards started and what

@@ -36,9 +36,9 @@ func plus(counts, more map[string]int64) map[string]int64 {
 func TestWriteTable(t *testing.T) {
 	tests := []struct {
 		name  string
-		build func(t *testing.T) (*results.Result, [][2]string)
+		build func(t *testing.T) *results.Result
 	}{
-		{"table-retry-server-match", func(t *testing.T) (*results.Result, [][2]string) {
+		{"table-retry-server-match", func(t *testing.T) *results.Result {
 			r := resultstest.Simulated(t, false, resultstest.All, []results.Check{{Name: "counter kb-bench-0", Passed: true, Expected: 1141, Observed: 1141}})
 			r.Workload = results.Describe(r.Spec, resultstest.What, true)
 			r.Measurements.Client.SentContent = map[string]int64{"application/vnd.kubernetes.protobuf": 1678}
@@ -53,9 +53,9 @@ func TestWriteTable(t *testing.T) {
 			if !r.Server.Match {
 				t.Fatalf("the check does not match: %s", r.Server.Mismatch)
 			}
-			return r, nil
+			return r
 		}},
-		{"table-lost-updates", func(t *testing.T) (*results.Result, [][2]string) {
+		{"table-lost-updates", func(t *testing.T) *results.Result {
 			r := resultstest.Simulated(t, false, resultstest.All, []results.Check{
 				{Name: "counter kb-bench-0", Expected: 412, Observed: 375, Lost: 37},
 				{Name: "counter kb-bench-1", Passed: true, Expected: 300, Observed: 300},
@@ -65,9 +65,9 @@ func TestWriteTable(t *testing.T) {
 			r.Workload = results.Describe(r.Spec, resultstest.What, true)
 			r.Server = results.UnavailableServerCheck("the apiserver's /metrics is not readable (HTTP 403)")
 			r.Warnings = []string{"the apiserver's /metrics is not readable (HTTP 403): server cross-check skipped"}
-			return r, nil
+			return r
 		}},
-		{"table-open-loop-mismatch", func(t *testing.T) (*results.Result, [][2]string) {
+		{"table-open-loop-mismatch", func(t *testing.T) *results.Result {
 			r := resultstest.Simulated(t, true, resultstest.All, nil)
 			r.Spec.Client = spec.Client{QPS: 50, Burst: 100, ContentType: spec.ContentProtobuf}
 			r.Spec.Settings = map[string]any{"objects": float64(10), "distribution": "zipf", "zipfExponent": 1.1, "fields": "shared"}
@@ -92,9 +92,9 @@ func TestWriteTable(t *testing.T) {
 			if r.Server.Match {
 				t.Fatal("the check matches")
 			}
-			return r, nil
+			return r
 		}},
-		{"table-scenario-rows", func(t *testing.T) (*results.Result, [][2]string) {
+		{"table-scenario-rows", func(t *testing.T) *results.Result {
 			r := resultstest.Simulated(t, false, resultstest.All, nil)
 			r.Spec.Scenario, r.Spec.Settings = "quota", map[string]any{"resource": "count/configmaps", "hard": float64(50)}
 			r.Spec.Strategy, r.Spec.Backoff = "", nil
@@ -104,13 +104,35 @@ func TestWriteTable(t *testing.T) {
 				plus(sent, map[string]int64{"PUT resourcequotas/status 200": 50, "PUT resourcequotas/status 409": 3}),
 				map[string]int64{"create configmaps": 50, "update resourcequotas": 58}, []string{"resourcequotas"})
 			r.Warnings = []string{"a warning comes last"}
-			// The scenario's own lines come after the server check.
-			return r, [][2]string{
-				{"quota", "count/configmaps hard 50, full after 180ms"},
-				{"", "50 admitted, 1155 rejected"},
+			// The scenario's own figures come after the server check.
+			r.Figures = []results.Figure{
+				{Name: "hard", Value: 50, Unit: results.UnitCount, Help: "the quota's limit"},
+				{Name: "fullAfter", Value: float64(180 * time.Millisecond), Unit: results.UnitDuration, Help: "h"},
+				{Name: "admitted", Value: 50, Unit: results.UnitCount, Sum: true, Help: "h"},
+				{Name: "rejected", Value: 1155, Unit: results.UnitCount, Sum: true, Better: results.BetterLower, Help: "h"},
 			}
+			return r
 		}},
-		{"table-cost", func(t *testing.T) (*results.Result, [][2]string) {
+		{"table-scenario-figures", func(t *testing.T) *results.Result {
+			r := resultstest.Simulated(t, false, resultstest.All, nil)
+			r.Spec.Scenario = "leader-election"
+			r.Workload = "leader-election: 3 candidates"
+			r.Server = results.UnavailableServerCheck("not part of this test")
+			// Figures of one name on one row, each in its unit, a bool as
+			// yes or no.
+			q := func(v string) map[string]string { return map[string]string{"quantile": v} }
+			r.Figures = []results.Figure{
+				{Name: "releaseOnCancel", Value: 1, Unit: results.UnitBool, Help: "h"},
+				{Name: "failoverTime", Labels: q("0.5"), Value: float64(1200 * time.Millisecond), Unit: results.UnitDuration, Help: "h"},
+				{Name: "failoverTime", Labels: q("0.99"), Value: float64(2100 * time.Millisecond), Unit: results.UnitDuration, Help: "h"},
+				{Name: "leaderlessShare", Value: 0.042, Unit: results.UnitPercent, Help: "h"},
+				{Name: "leaseWrites", Labels: map[string]string{"phase": "renew", "code": "409"}, Value: 3, Unit: results.UnitCount, Help: "h"},
+				{Name: "renewRate", Value: 4.5, Unit: results.UnitRate, Help: "h"},
+				{Name: "leaseWrites", Labels: map[string]string{"phase": "acquire", "code": "409"}, Value: 7, Unit: results.UnitCount, Help: "h"},
+			}
+			return r
+		}},
+		{"table-cost", func(t *testing.T) *results.Result {
 			r := resultstest.Simulated(t, false, resultstest.All, nil)
 			r.Workload = results.Describe(r.Spec, resultstest.What, true)
 			r.Server = results.UnavailableServerCheck("not part of this test")
@@ -127,9 +149,9 @@ func TestWriteTable(t *testing.T) {
 				// 0.05 cores of background: 0.21s of the window's 1.81s.
 				ApiserverIdle: &results.IdleCPU{Seconds: 1.02, CPUSeconds: 0.051},
 			}
-			return r, nil
+			return r
 		}},
-		{"table-nothing-ran", func(t *testing.T) (*results.Result, [][2]string) {
+		{"table-nothing-ran", func(t *testing.T) *results.Result {
 			rec := metrics.NewRecorder(resultstest.Start(), 1, false)
 			s := spec.Spec{Scenario: "counter", Settings: map[string]any{"objects": float64(1), "distribution": "uniform", "fields": "shared"}}
 			s.Defaults(spec.Traits{Strategies: true, Driven: true}) // the counter scenario's
@@ -141,14 +163,14 @@ func TestWriteTable(t *testing.T) {
 			if r.Summary, err = results.Summarize(r.Measurements, 0, nil); err != nil {
 				t.Fatal(err)
 			}
-			return r, nil
+			return r
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, rows := tc.build(t)
+			r := tc.build(t)
 			var buf bytes.Buffer
-			if err := WriteTable(&buf, r, rows); err != nil {
+			if err := WriteTable(&buf, r); err != nil {
 				t.Fatal(err)
 			}
 			golden.Check(t, tc.name+".golden", buf.Bytes())
@@ -156,17 +178,19 @@ func TestWriteTable(t *testing.T) {
 	}
 }
 
-// The scenario's rows render below the common table and the server
+// The scenario's figures render below the common table and the server
 // check, before errors and warnings.
 func TestWriteTableScenarioRowsOrder(t *testing.T) {
 	r := resultstest.Simulated(t, false, resultstest.All, nil)
+	r.Spec.Scenario = "quota"
 	r.Warnings = []string{"last"}
+	r.Figures = []results.Figure{{Name: "hard", Value: 50, Unit: results.UnitCount, Help: "h"}}
 	var buf bytes.Buffer
-	if err := WriteTable(&buf, r, [][2]string{{"quota", "count/configmaps hard 50"}}); err != nil {
+	if err := WriteTable(&buf, r); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	server, quota, other, warning := strings.Index(out, "\nserver "), strings.Index(out, "count/configmaps hard 50"), strings.Index(out, "\nother error"), strings.Index(out, "\nwarning")
+	server, quota, other, warning := strings.Index(out, "\nserver "), strings.Index(out, "\nquota         hard 50"), strings.Index(out, "\nother error"), strings.Index(out, "\nwarning")
 	if server < 0 || quota < 0 || other < 0 || warning < 0 || !(server < quota && quota < other && other < warning) {
 		t.Errorf("want server, then the scenario's rows, then errors and warnings:\n%s", out)
 	}
@@ -273,7 +297,7 @@ func TestUnmeasuredLostUpdatesReadUnknown(t *testing.T) {
 		t.Errorf("headline: %s", line)
 	}
 	var table bytes.Buffer
-	if err := WriteTable(&table, r, nil); err != nil || !strings.Contains(table.String(), "lost updates  unknown: 1 of 1 checks could not be made") {
+	if err := WriteTable(&table, r); err != nil || !strings.Contains(table.String(), "lost updates  unknown: 1 of 1 checks could not be made") {
 		t.Errorf("summary (%v):\n%s", err, table.String())
 	}
 	ok := resultstest.Simulated(t, false, resultstest.All, []results.Check{{Name: "counter kb-bench-0", Passed: true}})
