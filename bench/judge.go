@@ -11,7 +11,6 @@ import (
 	"github.com/kb-bench/kb-bench/internal/readfile"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
-	"github.com/kb-bench/kb-bench/results/render/text"
 	"github.com/kb-bench/kb-bench/results/store"
 	"github.com/kb-bench/kb-bench/spec"
 )
@@ -159,20 +158,23 @@ func judge(g *analysis.Gate, base, candidate []*results.Result, force bool) ([]a
 }
 
 // gateEnd judges a finished run's samples in dir with o's gate against
-// base, and shows the verdicts on o.Stdout. force judges a baseline of
-// another workload (the baseline side of an A/B run, which the user
-// asked for).
-func gateEnd(ctx context.Context, o Options, base []*results.Result, dir string, force bool) ([]analysis.Verdict, error) {
+// base, saves the verdicts in runDir (see Show) and shows them on
+// o.Stdout. force judges a baseline of another workload (the baseline
+// side of an A/B run, which the user asked for).
+func gateEnd(ctx context.Context, o Options, base []*results.Result, dir, runDir string, force bool) ([]analysis.Verdict, error) {
 	candidate, err := readSide(ctx, o.Log, dir)
 	if err != nil {
 		return nil, err
 	}
 	verdicts, err := judge(o.Gate, base, candidate.Results, force)
-	if o.Stdout != nil && verdicts != nil {
-		fmt.Fprintln(o.Stdout)
-		if werr := text.WriteVerdicts(o.Stdout, verdicts, "text"); werr != nil {
-			return verdicts, fmt.Errorf("writing the verdicts: %w", werr)
-		}
+	if verdicts == nil {
+		return nil, err
+	}
+	if serr := store.WriteVerdicts(runDir, verdicts); serr != nil {
+		err = errors.Join(err, fmt.Errorf("%w: the gate's verdicts, shown above, are not in %s: %w", ErrNotSaved, runDir, serr))
+	}
+	if werr := showVerdicts(o.Stdout, o.Format, verdicts); werr != nil {
+		return verdicts, fmt.Errorf("writing the verdicts: %w", werr)
 	}
 	return verdicts, err
 }

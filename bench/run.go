@@ -79,7 +79,8 @@ type Options struct {
 	Job          JobOptions
 
 	// Gate, when set, judges the run at its end against Baseline (for
-	// relative thresholds) and fails it with ErrGateFailed when a
+	// relative thresholds), saves the verdicts beside the results
+	// (store.VerdictsFile) and fails it with ErrGateFailed when a
 	// threshold does not hold. Report writes report.html in the result
 	// directory.
 	Gate     *analysis.Gate
@@ -290,9 +291,9 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 	}
 	var err error
 	if p.Sides {
-		out.Verdicts, err = gateEnd(ctx, o, out.Cells[0].Results, out.Cells[1].Dir, true)
+		out.Verdicts, err = gateEnd(ctx, o, out.Cells[0].Results, out.Cells[1].Dir, out.Dir, true)
 	} else {
-		out.Verdicts, err = gateEnd(ctx, o, o.Baseline, out.Dir, false)
+		out.Verdicts, err = gateEnd(ctx, o, o.Baseline, out.Dir, out.Dir, false)
 	}
 	return err
 }
@@ -377,17 +378,14 @@ func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connecti
 		FinalizeNamespace: conn.Target.Kind == spec.TargetLocal && !conn.Target.ControllerManager,
 		Servers:           conn.Servers,
 		Fault:             fault,
+		Target:            conn.Target,
+		EtcdDelay:         conn.EtcdDelay,
 	})
 	if o.Progress != nil {
 		o.Progress.Done()
 	}
 	if err != nil {
 		return nil, nil, err
-	}
-	out.Result.Target = conn.Target
-	if conn.EtcdDelay != nil {
-		observed := conn.EtcdDelay()
-		out.Result.Target.EtcdProxy = &observed
 	}
 	saveErr := store.Write(dir, out.Result)
 	if saveErr != nil {

@@ -19,8 +19,9 @@ import (
 // output, from the saved documents alone: a result's summary with its
 // scenario's own rows; a set's or a matrix run's samples, one line each
 // in the order they ran, and the comparison of their medians; a sweep's
-// points and tables. In format "json", a result's document, a set's or a
-// matrix run's documents in the order they ran, or a sweep's document.
+// points and tables; then a gated run's verdicts. In format "json", a
+// result's document, a set's or a matrix run's documents in the order
+// they ran, or a sweep's document; then a gated run's verdicts document.
 // What cannot be read is bad input.
 func Show(ctx context.Context, w io.Writer, path, format string) error {
 	if format != "text" && format != "json" {
@@ -35,26 +36,35 @@ func Show(ctx context.Context, w io.Writer, path, format string) error {
 			return spec.Input(fmt.Errorf("%s is not a result.json, set.json or sweep.json: pass one, or its directory", path))
 		}
 	}
+	var cells []store.MatrixCell
+	sets := true
 	switch exists := func(f string) bool { _, err := os.Stat(filepath.Join(dir, f)); return err == nil }; {
 	case exists(store.SweepFile):
 		return showSweep(ctx, w, dir, format)
 	case exists(store.ResultFile):
-		return showCells(ctx, w, format, []store.MatrixCell{{Dir: dir}}, false)
+		cells, sets = []store.MatrixCell{{Dir: dir}}, false
 	case exists(store.SetFile):
 		set, err := store.ReadSet(ctx, dir)
 		if err != nil {
 			return spec.Input(err)
 		}
-		return showCells(ctx, w, format, []store.MatrixCell{{Dir: dir, Label: set.Label}}, true)
+		cells = []store.MatrixCell{{Dir: dir, Label: set.Label}}
+	default:
+		var err error
+		if cells, err = store.ReadMatrix(ctx, dir); err != nil {
+			return spec.Input(err)
+		} else if len(cells) == 0 {
+			return spec.Input(fmt.Errorf("%s holds no result, set of samples, matrix run or sweep kb-bench wrote", path))
+		}
 	}
-	cells, err := store.ReadMatrix(ctx, dir)
+	verdicts, err := store.ReadVerdicts(ctx, dir)
 	if err != nil {
 		return spec.Input(err)
 	}
-	if len(cells) == 0 {
-		return spec.Input(fmt.Errorf("%s holds no result, set of samples, matrix run or sweep kb-bench wrote", path))
+	if err := showCells(ctx, w, format, cells, sets); err != nil || verdicts == nil {
+		return err
 	}
-	return showCells(ctx, w, format, cells, true)
+	return showVerdicts(w, format, verdicts)
 }
 
 // showCells shows the cells of a run (a matrix run's, or one result or

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -80,4 +81,23 @@ func (v *view) sweep(sw *results.Sweep) error {
 	}
 	fmt.Fprintln(v.w)
 	return text.WriteSweepTables(v.w, sw, "text")
+}
+
+// showVerdicts shows a gated run's verdicts on w (nil: nowhere) after the
+// rest: in text a blank line and their table, in json their document
+// (the verdicts.json the run saved).
+func showVerdicts(w io.Writer, format string, vs []analysis.Verdict) error {
+	if w == nil {
+		return nil
+	}
+	if format == "json" {
+		b, err := json.MarshalIndent(analysis.NewVerdicts(vs), "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	fmt.Fprintln(w)
+	return text.WriteVerdicts(w, vs, "text")
 }

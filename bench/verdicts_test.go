@@ -1,0 +1,70 @@
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kb-bench/kb-bench/internal/golden"
+	"github.com/kb-bench/kb-bench/results/analysis"
+	"github.com/kb-bench/kb-bench/results/store"
+)
+
+// A gated run saves its verdicts beside its results (an A/B run's in its
+// directory, beside its sides), and show prints them after the rest
+// exactly as the run printed them, in text and in json; the saved
+// document and show's output are golden.
+func TestGatedRunSavesItsVerdicts(t *testing.T) {
+	dir := abRun(t, 3)
+	g, err := analysis.NewGate([]string{"p99 <= baseline +10%", "conflictRate < 1%", "lostUpdates == 0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"text", "json"} {
+		var printed bytes.Buffer
+		o := Options{Gate: g, Stdout: &printed, Format: format}
+		base, err := ReadSide(t.Context(), filepath.Join(dir, "baseline"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs, err := gateEnd(t.Context(), o, base, filepath.Join(dir, "candidate"), dir, true)
+		if !errors.Is(err, ErrGateFailed) || analysis.Passed(vs) {
+			t.Fatalf("%s: %v, want the conflict rate's threshold to fail the gate", format, err)
+		}
+		var shown bytes.Buffer
+		if err := Show(t.Context(), &shown, dir, format); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasSuffix(shown.Bytes(), printed.Bytes()) || !strings.Contains(printed.String(), "conflictRate") {
+			t.Errorf("%s: show does not end with the verdicts the run printed:\n%s\nthe run printed\n%s", format, shown.String(), printed.String())
+		}
+		golden.Check(t, "gated-ab.show."+format+".golden", shown.Bytes())
+	}
+	saved, err := os.ReadFile(filepath.Join(dir, store.VerdictsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "gated-ab."+store.VerdictsFile+".golden", saved)
+}
+
+// Verdicts that cannot be saved are still shown, and the run fails
+// saying where they are not.
+func TestVerdictsNotSavedAreShown(t *testing.T) {
+	dir := abRun(t, 1)
+	g, err := analysis.NewGate([]string{"lostUpdates == 0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notADir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notADir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var printed bytes.Buffer
+	_, err = gateEnd(t.Context(), Options{Gate: g, Stdout: &printed, Format: "text"}, nil, filepath.Join(dir, "candidate"), notADir, false)
+	if !errors.Is(err, ErrNotSaved) || !strings.Contains(err.Error(), notADir) || !strings.Contains(printed.String(), "lostUpdates == 0") {
+		t.Errorf("verdicts that cannot be saved: %v, printed\n%s", err, printed.String())
+	}
+}
