@@ -16,7 +16,7 @@ import (
 // A gated run saves its verdicts beside its results (an A/B run's in its
 // directory, beside its sides), and show prints them after the rest
 // exactly as the run printed them, in text and in json; the saved
-// document and show's output are golden.
+// document and show's text are golden.
 func TestGatedRunSavesItsVerdicts(t *testing.T) {
 	dir := abRun(t, 3)
 	g, err := analysis.NewGate([]string{"p99 <= baseline +10%", "conflictRate < 1%", "lostUpdates == 0"})
@@ -41,7 +41,9 @@ func TestGatedRunSavesItsVerdicts(t *testing.T) {
 		if !bytes.HasSuffix(shown.Bytes(), printed.Bytes()) || !strings.Contains(printed.String(), "conflictRate") {
 			t.Errorf("%s: show does not end with the verdicts the run printed:\n%s\nthe run printed\n%s", format, shown.String(), printed.String())
 		}
-		golden.Check(t, "gated-ab.show."+format+".golden", shown.Bytes())
+		if format == "text" { // json: the documents, and the verdicts' below
+			golden.Check(t, "gated-ab.show.golden", shown.Bytes())
+		}
 	}
 	saved, err := os.ReadFile(filepath.Join(dir, store.VerdictsFile))
 	if err != nil {
