@@ -79,12 +79,11 @@ type Options struct {
 	Job          JobOptions
 
 	// Gate, when set, judges the run at its end against Baseline (for
-	// relative thresholds), saves the verdicts beside the results
-	// (store.VerdictsFile) and fails it with ErrGateFailed when a
-	// threshold does not hold. Report writes report.html in the result
+	// relative thresholds), saves the verdicts (store.VerdictsFile) and
+	// fails it with ErrGateFailed when a threshold does not hold. Report writes report.html in the result
 	// directory.
 	Gate     *analysis.Gate
-	Baseline []*results.Result
+	Baseline results.Side
 	Report   bool
 
 	// Live, when set, exports each sample's figures while it runs and,
@@ -108,12 +107,10 @@ type Progress interface {
 // Outcome is what a run ran and where it is.
 type Outcome struct {
 	RunID string
-	// Dir is the run's result directory.
+	// Dir is the run's result directory (and its verdicts' when gated).
 	Dir string
 	// Cells are the results of each cell of the plan, in order.
 	Cells []CellResults
-	// Verdicts are the gate's, when the run was gated.
-	Verdicts []analysis.Verdict
 }
 
 // CellResults are one cell's saved samples and where they are: its
@@ -191,7 +188,7 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	for _, n := range p.Notes {
 		fmt.Fprintln(o.Log, "note: "+n)
 	}
-	if err := checkGate(o.Gate, p, o.Baseline, o.Log); err != nil {
+	if err := checkGate(o.Gate, p, o.Baseline.Results, o.Log); err != nil {
 		return nil, err
 	}
 	out := &Outcome{RunID: newRunID(time.Now())}
@@ -289,13 +286,7 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 	if failed != nil || o.Gate == nil {
 		return failed
 	}
-	var err error
-	if p.Sides {
-		out.Verdicts, err = gateEnd(ctx, o, out.Cells[0].Results, out.Cells[1].Dir, out.Dir, true)
-	} else {
-		out.Verdicts, err = gateEnd(ctx, o, o.Baseline, out.Dir, out.Dir, false)
-	}
-	return err
+	return gateEnd(o, p.Sides, out)
 }
 
 // saved ends a run or sweep (what) saved in dir: it writes its report

@@ -19,9 +19,8 @@ import (
 // output, from the saved documents alone: a result's summary with its
 // scenario's own rows; a set's or a matrix run's samples, one line each
 // in the order they ran, and the comparison of their medians; a sweep's
-// points and tables; then a gated run's verdicts. In format "json", a
-// result's document, a set's or a matrix run's documents in the order
-// they ran, or a sweep's document; then a gated run's verdicts document.
+// points and tables; a gated run's verdicts. In format "json", a result's
+// document, a set's or a matrix run's in the order they ran, or a sweep's.
 // What cannot be read is bad input.
 func Show(ctx context.Context, w io.Writer, path, format string) error {
 	if format != "text" && format != "json" {
@@ -36,21 +35,20 @@ func Show(ctx context.Context, w io.Writer, path, format string) error {
 			return spec.Input(fmt.Errorf("%s is not a result.json, set.json or sweep.json: pass one, or its directory", path))
 		}
 	}
-	var cells []store.MatrixCell
-	sets := true
+	cells, sets := []store.MatrixCell{{Dir: dir}}, true
+	var err error
 	switch exists := func(f string) bool { _, err := os.Stat(filepath.Join(dir, f)); return err == nil }; {
 	case exists(store.SweepFile):
 		return showSweep(ctx, w, dir, format)
 	case exists(store.ResultFile):
-		cells, sets = []store.MatrixCell{{Dir: dir}}, false
+		sets = false
 	case exists(store.SetFile):
 		set, err := store.ReadSet(ctx, dir)
 		if err != nil {
 			return spec.Input(err)
 		}
-		cells = []store.MatrixCell{{Dir: dir, Label: set.Label}}
+		cells[0].Label = set.Label
 	default:
-		var err error
 		if cells, err = store.ReadMatrix(ctx, dir); err != nil {
 			return spec.Input(err)
 		} else if len(cells) == 0 {
@@ -76,9 +74,9 @@ func showCells(ctx context.Context, w io.Writer, format string, cells []store.Ma
 	sides := make([]results.Side, len(cells))
 	most := 0
 	for k, c := range cells {
-		side, err := readSide(ctx, nil, c.Dir)
+		side, err := ReadSide(ctx, c.Dir, nil)
 		if err != nil {
-			return spec.Input(err)
+			return err
 		}
 		sides[k] = results.Side{Label: cmp.Or(c.Label, filepath.Base(filepath.Clean(c.Dir))), Results: side.Results}
 		most = max(most, len(side.Results))
@@ -147,9 +145,9 @@ func showPoint(ctx context.Context, v *view, dir string, sw *results.Sweep, pick
 		if p == nil {
 			continue
 		}
-		side, err := readSide(ctx, nil, filepath.Join(dir, filepath.FromSlash(p.Dir)))
+		side, err := ReadSide(ctx, filepath.Join(dir, filepath.FromSlash(p.Dir)), nil)
 		if err != nil {
-			return false, spec.Input(err)
+			return false, err
 		}
 		samples[k] = side.Results
 		most = max(most, len(side.Results))

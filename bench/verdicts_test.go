@@ -23,15 +23,18 @@ func TestGatedRunSavesItsVerdicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, format := range []string{"text", "json"} {
-		var printed bytes.Buffer
-		o := Options{Gate: g, Stdout: &printed, Format: format}
-		base, err := ReadSide(t.Context(), filepath.Join(dir, "baseline"), nil)
+	out := &Outcome{Dir: dir}
+	for _, side := range []string{"baseline", "candidate"} {
+		rs, err := ReadSide(t.Context(), filepath.Join(dir, side), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		vs, err := gateEnd(t.Context(), o, base, filepath.Join(dir, "candidate"), dir, true)
-		if !errors.Is(err, ErrGateFailed) || analysis.Passed(vs) {
+		out.Cells = append(out.Cells, CellResults{Dir: filepath.Join(dir, side), Results: rs.Results})
+	}
+	for _, format := range []string{"text", "json"} {
+		var printed bytes.Buffer
+		err := gateEnd(Options{Gate: g, Stdout: &printed, Format: format}, true, out)
+		if !errors.Is(err, ErrGateFailed) {
 			t.Fatalf("%s: %v, want the conflict rate's threshold to fail the gate", format, err)
 		}
 		var shown bytes.Buffer
@@ -64,8 +67,12 @@ func TestVerdictsNotSavedAreShown(t *testing.T) {
 	if err := os.WriteFile(notADir, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	rs, err := ReadSide(t.Context(), filepath.Join(dir, "candidate"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var printed bytes.Buffer
-	_, err = gateEnd(t.Context(), Options{Gate: g, Stdout: &printed, Format: "text"}, nil, filepath.Join(dir, "candidate"), notADir, false)
+	err = gateEnd(Options{Gate: g, Stdout: &printed, Format: "text"}, false, &Outcome{Dir: notADir, Cells: []CellResults{{Results: rs.Results}}})
 	if !errors.Is(err, ErrNotSaved) || !strings.Contains(err.Error(), notADir) || !strings.Contains(printed.String(), "lostUpdates == 0") {
 		t.Errorf("verdicts that cannot be saved: %v, printed\n%s", err, printed.String())
 	}

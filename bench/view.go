@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -84,20 +83,13 @@ func (v *view) sweep(sw *results.Sweep) error {
 }
 
 // showVerdicts shows a gated run's verdicts on w (nil: nowhere) after the
-// rest: in text a blank line and their table, in json their document
-// (the verdicts.json the run saved).
+// rest, as 'kb-bench gate' does: in text after a blank line, or as JSON.
 func showVerdicts(w io.Writer, format string, vs []analysis.Verdict) error {
 	if w == nil {
 		return nil
 	}
-	if format == "json" {
-		b, err := json.MarshalIndent(analysis.NewVerdicts(vs), "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+	if format == "text" {
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w)
-	return text.WriteVerdicts(w, vs, "text")
+	return text.WriteVerdicts(w, vs, format)
 }

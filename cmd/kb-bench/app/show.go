@@ -15,9 +15,8 @@ func newShowCommand(s Streams) *cobra.Command {
 		Long: `Print what a run printed at its end, from the files it saved alone: a
 result's summary with its scenario's own figures (a leader election's
 failovers, a quota's admissions), a set's or a matrix run's samples and
-their comparison, a sweep's points and tables, and a gated run's verdicts
-(run --gate; 'kb-bench gate' judges a saved run again, and saves
-nothing). The saved result is the
+their comparison, a sweep's points and tables, a gated run's verdicts
+(run --gate; 'kb-bench gate' saves none). The saved result is the
 source of truth: show prints what the live run printed, so a run can be
 read again, compared or gated long after its cluster is gone.
 
