@@ -65,15 +65,16 @@ func Gate(ctx context.Context, r GateRequest) ([]analysis.Verdict, error) {
 			r.Baseline, r.Candidate, r.Force, oneRun = base, cand, true, true
 		}
 	}
-	candidate, err := ReadSide(ctx, r.Candidate, r.Notes)
-	if err != nil {
-		return nil, err
-	}
 	g := analysis.DefaultGate(r.Baseline != "")
 	if r.Thresholds != "" {
+		var err error
 		if g, err = ReadGate(ctx, r.Thresholds); err != nil {
 			return nil, err
 		}
+	}
+	candidate, err := ReadSide(ctx, r.Candidate, r.Notes)
+	if err != nil {
+		return nil, err
 	}
 	var base results.Side
 	if r.Baseline != "" {
