@@ -11,7 +11,6 @@ import (
 	"github.com/kb-bench/kb-bench/internal/readfile"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
-	"github.com/kb-bench/kb-bench/results/render/text"
 	"github.com/kb-bench/kb-bench/results/store"
 	"github.com/kb-bench/kb-bench/spec"
 )
@@ -28,9 +27,9 @@ func Compare(ctx context.Context, paths []string, notes io.Writer) (*analysis.Co
 			sidePaths = []string{base, cand} // an A/B run: its two sides
 		}
 		for _, sp := range sidePaths {
-			s, err := readSide(ctx, notes, sp)
+			s, err := ReadSide(ctx, sp, notes)
 			if err != nil {
-				return nil, spec.Input(err)
+				return nil, err
 			}
 			sides = append(sides, s)
 		}
@@ -73,14 +72,14 @@ func Gate(ctx context.Context, r GateRequest) ([]analysis.Verdict, error) {
 			return nil, err
 		}
 	}
-	candidate, err := readSide(ctx, r.Notes, r.Candidate)
+	candidate, err := ReadSide(ctx, r.Candidate, r.Notes)
 	if err != nil {
-		return nil, spec.Input(err)
+		return nil, err
 	}
 	var base results.Side
 	if r.Baseline != "" {
-		if base, err = readSide(ctx, r.Notes, r.Baseline); err != nil {
-			return nil, spec.Input(err)
+		if base, err = ReadSide(ctx, r.Baseline, r.Notes); err != nil {
+			return nil, err
 		}
 		if r.Notes != nil && !oneRun && !interleaved(base.Results, candidate.Results) {
 			fmt.Fprintln(r.Notes, "kb-bench: note: "+storedBaseline)
@@ -95,11 +94,8 @@ const storedBaseline = "the baseline's samples ran at another time than the cand
 	"(on a busy 2-core machine sets of one spec drift by 10% and more); for a verdict that can, run both in one job: kb-bench run ... --baseline-with SETTING=VALUE, or --baseline-spec FILE"
 
 // sidesOfOneRun reports whether base and cand are the baseline's and the
-// candidate's directories of one A/B run.
+// candidate's directories of one A/B run (never when base is "").
 func sidesOfOneRun(base, cand string) bool {
-	if base == "" {
-		return false
-	}
 	b, c, ok := store.ABSides(filepath.Dir(filepath.Clean(base)))
 	return ok && filepath.Clean(base) == b && filepath.Clean(cand) == c
 }
@@ -127,13 +123,6 @@ func ReadGate(ctx context.Context, path string) (*analysis.Gate, error) {
 	return g, spec.Input(err)
 }
 
-// ReadSide reads the samples at path as one side (see store.ReadSide),
-// noting on notes what it leaves out; errors are bad input.
-func ReadSide(ctx context.Context, path string, notes io.Writer) ([]*results.Result, error) {
-	side, err := readSide(ctx, notes, path)
-	return side.Results, spec.Input(err)
-}
-
 // judge judges g on the candidate against base: the verdicts, and
 // ErrGateFailed when one fails. A baseline that ran another workload is
 // bad input unless force.
@@ -158,23 +147,25 @@ func judge(g *analysis.Gate, base, candidate []*results.Result, force bool) ([]a
 	return verdicts, nil
 }
 
-// gateEnd judges a finished run's samples in dir with o's gate against
-// base, and shows the verdicts on o.Stdout. force judges a baseline of
-// another workload (the baseline side of an A/B run, which the user
-// asked for).
-func gateEnd(ctx context.Context, o Options, base []*results.Result, dir string, force bool) ([]analysis.Verdict, error) {
-	candidate, err := readSide(ctx, o.Log, dir)
-	if err != nil {
-		return nil, err
+// gateEnd judges the run out with o's gate against o.Baseline, or an A/B
+// run's (sides) candidate against its baseline (of another workload, as
+// asked), saves the verdicts in out.Dir (see Show) and shows them.
+func gateEnd(o Options, sides bool, out *Outcome) error {
+	base := o.Baseline.Results
+	if sides {
+		base = out.Cells[0].Results
 	}
-	verdicts, err := judge(o.Gate, base, candidate.Results, force)
-	if o.Stdout != nil && verdicts != nil {
-		fmt.Fprintln(o.Stdout)
-		if werr := text.WriteVerdicts(o.Stdout, verdicts, "text"); werr != nil {
-			return verdicts, fmt.Errorf("writing the verdicts: %w", werr)
-		}
+	verdicts, err := judge(o.Gate, base, out.Cells[len(out.Cells)-1].Results, sides)
+	if verdicts == nil {
+		return err
 	}
-	return verdicts, err
+	if serr := store.WriteVerdicts(out.Dir, verdicts); serr != nil {
+		err = errors.Join(err, fmt.Errorf("%w: the gate's verdicts, shown above, are not in %s: %w", ErrNotSaved, out.Dir, serr))
+	}
+	if werr := showVerdicts(o.Stdout, o.Format, verdicts); werr != nil {
+		return fmt.Errorf("writing the verdicts: %w", werr)
+	}
+	return err
 }
 
 // checkGate refuses, before a run, a gate that cannot judge it: one of a
@@ -237,14 +228,14 @@ func likeUnits(base, cand *results.Result) error {
 	return nil
 }
 
-// readSide reads one side (store.ReadSide) and notes on notes what was
-// left out of it.
-func readSide(ctx context.Context, notes io.Writer, path string) (results.Side, error) {
+// ReadSide reads the samples at path as one side (see store.ReadSide),
+// noting on notes (nil: nowhere) what it leaves out; errors are bad input.
+func ReadSide(ctx context.Context, path string, notes io.Writer) (results.Side, error) {
 	side, ns, err := store.ReadSide(ctx, path)
 	if notes != nil {
 		for _, n := range ns {
 			fmt.Fprintf(notes, "kb-bench: note: %s\n", n)
 		}
 	}
-	return side, err
+	return side, spec.Input(err)
 }

@@ -106,7 +106,7 @@ func readRuns(ctx context.Context, notes io.Writer, path string) ([]html.Run, []
 	var runs []html.Run
 	var files []string
 	for _, c := range cells {
-		side, err := readSide(ctx, notes, c.Dir)
+		side, err := ReadSide(ctx, c.Dir, notes)
 		if err != nil {
 			return nil, nil, err
 		}

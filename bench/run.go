@@ -79,11 +79,11 @@ type Options struct {
 	Job          JobOptions
 
 	// Gate, when set, judges the run at its end against Baseline (for
-	// relative thresholds) and fails it with ErrGateFailed when a
-	// threshold does not hold. Report writes report.html in the result
+	// relative thresholds), saves the verdicts (store.VerdictsFile) and
+	// fails it with ErrGateFailed when a threshold does not hold. Report writes report.html in the result
 	// directory.
 	Gate     *analysis.Gate
-	Baseline []*results.Result
+	Baseline results.Side
 	Report   bool
 
 	// Live, when set, exports each sample's figures while it runs and,
@@ -107,12 +107,10 @@ type Progress interface {
 // Outcome is what a run ran and where it is.
 type Outcome struct {
 	RunID string
-	// Dir is the run's result directory.
+	// Dir is the run's result directory (and its verdicts' when gated).
 	Dir string
 	// Cells are the results of each cell of the plan, in order.
 	Cells []CellResults
-	// Verdicts are the gate's, when the run was gated.
-	Verdicts []analysis.Verdict
 }
 
 // CellResults are one cell's saved samples and where they are: its
@@ -187,7 +185,7 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	for _, n := range p.Notes {
 		fmt.Fprintln(o.Log, "note: "+n)
 	}
-	if err := checkGate(o.Gate, p, o.Baseline, o.Log); err != nil {
+	if err := checkGate(o.Gate, p, o.Baseline.Results, o.Log); err != nil {
 		return nil, err
 	}
 	out := &Outcome{RunID: newRunID(time.Now())}
@@ -285,13 +283,7 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 	if failed != nil || o.Gate == nil {
 		return failed
 	}
-	var err error
-	if p.Sides {
-		out.Verdicts, err = gateEnd(ctx, o, out.Cells[0].Results, out.Cells[1].Dir, true)
-	} else {
-		out.Verdicts, err = gateEnd(ctx, o, o.Baseline, out.Dir, false)
-	}
-	return err
+	return gateEnd(o, p.Sides, out)
 }
 
 // saved ends a run or sweep (what) saved in dir: it writes its report
@@ -374,17 +366,14 @@ func runSample(ctx context.Context, cell Cell, o Options, conn *cluster.Connecti
 		FinalizeNamespace: conn.Target.Kind == spec.TargetLocal && !conn.Target.ControllerManager,
 		Servers:           conn.Servers,
 		Fault:             fault,
+		Target:            conn.Target,
+		EtcdDelay:         conn.EtcdDelay,
 	})
 	if o.Progress != nil {
 		o.Progress.Done()
 	}
 	if err != nil {
 		return nil, err
-	}
-	out.Result.Target = conn.Target
-	if conn.EtcdDelay != nil {
-		observed := conn.EtcdDelay()
-		out.Result.Target.EtcdProxy = &observed
 	}
 	saveErr := store.Write(dir, out.Result)
 	if saveErr != nil {

@@ -18,8 +18,8 @@ import (
 // output, from the saved documents alone: a result's summary with its
 // scenario's own figures; a set's or a matrix run's samples, one line each
 // in the order they ran, and the comparison of their medians; a sweep's
-// points and tables. In format "json", a result's document, a set's or a
-// matrix run's documents in the order they ran, or a sweep's document.
+// points and tables; a gated run's verdicts. In format "json", a result's
+// document, a set's or a matrix run's in the order they ran, or a sweep's.
 // What cannot be read is bad input.
 func Show(ctx context.Context, w io.Writer, path, format string) error {
 	if format != "text" && format != "json" {
@@ -34,26 +34,34 @@ func Show(ctx context.Context, w io.Writer, path, format string) error {
 			return spec.Input(fmt.Errorf("%s is not a result.json, set.json or sweep.json: pass one, or its directory", path))
 		}
 	}
+	cells, sets := []store.MatrixCell{{Dir: dir}}, true
+	var err error
 	switch exists := func(f string) bool { _, err := os.Stat(filepath.Join(dir, f)); return err == nil }; {
 	case exists(store.SweepFile):
 		return showSweep(ctx, w, dir, format)
 	case exists(store.ResultFile):
-		return showCells(ctx, w, format, []store.MatrixCell{{Dir: dir}}, false)
+		sets = false
 	case exists(store.SetFile):
 		set, err := store.ReadSet(ctx, dir)
 		if err != nil {
 			return spec.Input(err)
 		}
-		return showCells(ctx, w, format, []store.MatrixCell{{Dir: dir, Label: set.Label}}, true)
+		cells[0].Label = set.Label
+	default:
+		if cells, err = store.ReadMatrix(ctx, dir); err != nil {
+			return spec.Input(err)
+		} else if len(cells) == 0 {
+			return spec.Input(fmt.Errorf("%s holds no result, set of samples, matrix run or sweep kb-bench wrote", path))
+		}
 	}
-	cells, err := store.ReadMatrix(ctx, dir)
+	verdicts, err := store.ReadVerdicts(ctx, dir)
 	if err != nil {
 		return spec.Input(err)
 	}
-	if len(cells) == 0 {
-		return spec.Input(fmt.Errorf("%s holds no result, set of samples, matrix run or sweep kb-bench wrote", path))
+	if err := showCells(ctx, w, format, cells, sets); err != nil || verdicts == nil {
+		return err
 	}
-	return showCells(ctx, w, format, cells, true)
+	return showVerdicts(w, format, verdicts)
 }
 
 // showCells shows the cells of a run (a matrix run's, or one result or
@@ -65,9 +73,9 @@ func showCells(ctx context.Context, w io.Writer, format string, cells []store.Ma
 	sides := make([]results.Side, len(cells))
 	most := 0
 	for k, c := range cells {
-		side, err := readSide(ctx, nil, c.Dir)
+		side, err := ReadSide(ctx, c.Dir, nil)
 		if err != nil {
-			return spec.Input(err)
+			return err
 		}
 		sides[k] = results.Side{Label: cmp.Or(c.Label, filepath.Base(filepath.Clean(c.Dir))), Results: side.Results}
 		most = max(most, len(side.Results))
@@ -132,9 +140,9 @@ func showPoint(ctx context.Context, v *view, dir string, sw *results.Sweep, pick
 		if p == nil {
 			continue
 		}
-		side, err := readSide(ctx, nil, filepath.Join(dir, filepath.FromSlash(p.Dir)))
+		side, err := ReadSide(ctx, filepath.Join(dir, filepath.FromSlash(p.Dir)), nil)
 		if err != nil {
-			return false, spec.Input(err)
+			return false, err
 		}
 		samples[k] = side.Results
 		most = max(most, len(side.Results))

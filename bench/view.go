@@ -81,3 +81,15 @@ func (v *view) sweep(sw *results.Sweep) error {
 	fmt.Fprintln(v.w)
 	return text.WriteSweepTables(v.w, sw, "text")
 }
+
+// showVerdicts shows a gated run's verdicts on w (nil: nowhere) after the
+// rest, as 'kb-bench gate' does: in text after a blank line, or as JSON.
+func showVerdicts(w io.Writer, format string, vs []analysis.Verdict) error {
+	if w == nil {
+		return nil
+	}
+	if format == "text" {
+		fmt.Fprintln(w)
+	}
+	return text.WriteVerdicts(w, vs, format)
+}

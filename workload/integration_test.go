@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -299,6 +300,22 @@ func TestBoundsOnTheRealAPIServer(t *testing.T) {
 		// The correctness check covers warm-up writes too.
 		assertNoLostUpdates(t, res)
 	})
+}
+
+// The engine, not its caller, says in the Result what the run ran
+// against: the target it was given, and what the delaying proxy in front
+// of etcd observed, read once the run is over.
+func TestResultNamesItsTarget(t *testing.T) {
+	cfg := local.Config(t)
+	target := spec.TargetInfo{Kind: spec.TargetLocal, Server: cfg.Host, ServerVersion: "v1.37.1", Storage: spec.StorageMemory}
+	reads := 0
+	observed := spec.DelayObserved{Count: 42, Mean: spec.D(time.Millisecond), Max: spec.D(3 * time.Millisecond)}
+	res := runWith(context.Background(), t, spec.Spec{Writers: 2, Operations: 20}, Options{Config: cfg, Target: target,
+		EtcdDelay: func() spec.DelayObserved { reads++; return observed }})
+	target.EtcdProxy = &observed
+	if !reflect.DeepEqual(res.Target, target) || reads != 1 {
+		t.Errorf("the result's target is %+v (the proxy read %d times), want %+v read once", res.Target, reads, target)
+	}
 }
 
 // Ctrl-C: the run stops early, keeps its figures, still checks and cleans up.

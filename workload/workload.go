@@ -88,6 +88,11 @@ type Options struct {
 	// Fault, when set, is done to the target during the measured window
 	// (spec.Target.KillAPIServer): the engine times it, the caller does it.
 	Fault *Fault
+	// Target describes the target for the Result; EtcdDelay, when set,
+	// says at the run's end what the delaying proxy in front of its etcd
+	// observed (Target.EtcdProxy).
+	Target    spec.TargetInfo
+	EtcdDelay func() spec.DelayObserved
 }
 
 // Fault is something done to the target At into the measured window: Do
@@ -174,7 +179,6 @@ func (e *engine) warn(format string, a ...any) {
 // the run early: operations in flight finish or hit their timeout, the
 // figures so far are kept and the Result says Interrupted. An apiserver
 // that stops answering ends it too, and the Result says TargetLost.
-// Result.Target is left for the caller to fill.
 func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
 	s := r.Spec
 	if o.Config == nil {
@@ -227,6 +231,10 @@ func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
 		}
 	}
 	runErr := e.execute(ctx)
+	if o.EtcdDelay != nil {
+		observed := o.EtcdDelay()
+		e.result.Target.EtcdProxy = &observed
+	}
 	if errors.Is(runErr, ErrTargetLost) {
 		runErr = nil // the Result says so
 	}
@@ -281,6 +289,7 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 		RunID:      o.RunID,
 		Version:    o.Version,
 		Spec:       s,
+		Target:     o.Target,
 		Namespace:  cmp.Or(s.Namespace, "kb-bench-"+o.RunID), // the existing one, or the run's own
 		Workload:   r.Workload(),
 	}

@@ -32,7 +32,7 @@ func PointDir(sweepDir, series, axis, x string) string {
 // directory appears with the first result written, so a run that fails or
 // is killed before that leaves no empty directory behind.
 func CheckOutDir(dir string) error {
-	for _, f := range []string{ResultFile, SetFile, SweepFile} {
+	for _, f := range []string{ResultFile, SetFile, SweepFile, VerdictsFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			return spec.Input(fmt.Errorf("%s already holds a result (%s): choose another --out, or remove it first", dir, f))
 		}

@@ -1,8 +1,8 @@
 // Package store is the one place that knows how kb-bench lays its
 // documents out on disk: a result directory (result.json, latency.hlog,
 // series.csv), a set of samples (set.json and a directory per sample), a
-// matrix run (a set per configuration) and a sweep (sweep.json and a
-// directory per point). It writes every file atomically
+// matrix run (a set per configuration), a sweep (sweep.json and a
+// directory per point) and a gated run's verdicts (verdicts.json). It writes every file atomically
 // (internal/atomicfile), reads each kind as what it is, and names the
 // directories a run makes.
 package store
@@ -28,6 +28,7 @@ import (
 	"github.com/kb-bench/kb-bench/internal/readfile"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/analysis"
 )
 
 // The files of kb-bench's directories.
@@ -37,6 +38,9 @@ const (
 	SeriesFile = "series.csv"   // a result's per-second series
 	SetFile    = "set.json"     // a set's list of samples
 	SweepFile  = "sweep.json"   // a sweep's document, which links its points
+	// VerdictsFile is a gated run's verdicts, beside the results judged
+	// (an A/B run's: in its directory, beside its sides).
+	VerdictsFile = "verdicts.json"
 )
 
 // Write saves r in dir (created if needed) as result.json, latency.hlog and
@@ -274,6 +278,26 @@ func ReadSweep(ctx context.Context, path string) (*results.Sweep, error) {
 		path = filepath.Join(path, SweepFile)
 	}
 	return readDocument(ctx, path, "a sweep", results.DecodeSweep)
+}
+
+// WriteVerdicts saves a gated run's verdicts as dir/verdicts.json,
+// atomically.
+func WriteVerdicts(dir string, vs []analysis.Verdict) error {
+	return writeDocument(filepath.Join(dir, VerdictsFile), "the gate's verdicts", analysis.NewVerdicts(vs))
+}
+
+// ReadVerdicts reads the verdicts of the gated run saved in dir; none
+// (nil) when it was not gated.
+func ReadVerdicts(ctx context.Context, dir string) ([]analysis.Verdict, error) {
+	path := filepath.Join(dir, VerdictsFile)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	d, err := readDocument(ctx, path, "the gate's verdicts", analysis.DecodeVerdicts)
+	if err != nil {
+		return nil, err
+	}
+	return d.Verdicts, nil
 }
 
 // readDocument reads the document in path, of kind what, with decode.

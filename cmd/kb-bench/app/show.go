@@ -15,14 +15,14 @@ func newShowCommand(s Streams) *cobra.Command {
 		Long: `Print what a run printed at its end, from the files it saved alone: a
 result's summary with its scenario's own figures (a leader election's
 failovers, a quota's admissions), a set's or a matrix run's samples and
-their comparison, a sweep's points and tables (a gate's verdicts aside:
-judge the saved run again with 'kb-bench gate'). The saved result is the
+their comparison, a sweep's points and tables, a gated run's verdicts
+(run --gate; 'kb-bench gate' saves none). The saved result is the
 source of truth: show prints what the live run printed, so a run can be
 read again, compared or gated long after its cluster is gone.
 
 The argument is a result directory (or its result.json), a set of
 samples, a matrix run's directory or a sweep's directory. --format json
-prints the result documents (a sweep's document) instead.`,
+prints the result documents (a sweep's document) and the verdicts' instead.`,
 		Example: `  kb-bench show kb-bench-results/20261123-101500-ab12cd
   kb-bench show kb-bench-results/my-sweep
   kb-bench show kb-bench-results/20261123-101500-ab12cd --format json | jq .summary`,
