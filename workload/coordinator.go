@@ -17,13 +17,13 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/metrics/live"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/distributed"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // coordinator is a distributed run's coordinator: the scenario's Setup
@@ -230,7 +230,7 @@ type ShardOptions struct {
 func RunShard(ctx context.Context, o ShardOptions) (err error) {
 	// No client-side limit: the protocol's polls must not queue behind
 	// client-go's default 5 QPS.
-	adminCfg := scenario.ClientConfig(o.Config, spec.Client{QPS: -1}, o.Version)
+	adminCfg := k8s.ClientConfig(o.Config, spec.Client{QPS: -1}, o.Version)
 	adminCfg.Timeout = spec.DefaultOpTimeout
 	admin, err := kubernetes.NewForConfig(adminCfg)
 	if err != nil {

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/distributed"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // Rules are the namespaced permissions a run of s needs in its namespace:
@@ -56,11 +56,11 @@ func (r *Resolved) rulesFor() []rbacv1.PolicyRule {
 		rules = append(rules, distributed.CoordinatorRules()...)
 	}
 	for _, g := range cleanupResources(rules) {
-		rules = append(rules, scenario.Rule(g.group, []string{g.resource}, "deletecollection"))
+		rules = append(rules, k8s.Rule(g.group, []string{g.resource}, "deletecollection"))
 	}
 	if r.Spec.Client.ContentType == spec.ContentCBOR {
 		// The CBOR probe is a dry-run create of a ConfigMap.
-		rules = append(rules, scenario.Rule("", []string{"configmaps"}, "create"))
+		rules = append(rules, k8s.Rule("", []string{"configmaps"}, "create"))
 	}
 	return rules
 }

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/internal/netdelay"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/metrics/live"
@@ -255,11 +256,11 @@ func (e *engine) cleanUp(ctx context.Context, rules []rbacv1.PolicyRule) {
 	case res.TargetLost != "" && e.opts.Ephemeral:
 		// Its data goes with it.
 	case res.TargetLost != "" && s.Namespace != "":
-		e.warn("the run's objects are left on the target, which stopped answering: once it answers, delete them with kubectl delete -n %s %s -l %s=%s", s.Namespace, OwnKinds, scenario.LabelRunID, e.opts.RunID)
+		e.warn("the run's objects are left on the target, which stopped answering: once it answers, delete them with kubectl delete -n %s %s -l %s=%s", s.Namespace, OwnKinds, k8s.LabelRunID, e.opts.RunID)
 	case res.TargetLost != "":
 		e.warn("the run's namespace is left on the target, which stopped answering: once it answers, delete it with kubectl delete namespace %s", e.env.Namespace)
 	case s.Keep && s.Namespace != "":
-		fmt.Fprintf(e.log, "note: keeping the run's objects in namespace %s (keep is set; they are labelled %s=%s)\n", e.env.Namespace, scenario.LabelRunID, e.opts.RunID)
+		fmt.Fprintf(e.log, "note: keeping the run's objects in namespace %s (keep is set; they are labelled %s=%s)\n", e.env.Namespace, k8s.LabelRunID, e.opts.RunID)
 	case s.Keep:
 		fmt.Fprintf(e.log, "note: keeping namespace %s (keep is set)\n", e.env.Namespace)
 	case s.Namespace != "":
@@ -285,7 +286,7 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 		Namespace:  cmp.Or(s.Namespace, "kb-bench-"+o.RunID), // the existing one, or the run's own
 		Workload:   r.Workload(),
 	}
-	cfg := scenario.ClientConfig(o.Config, s.Client, o.Version)
+	cfg := k8s.ClientConfig(o.Config, s.Client, o.Version)
 	if len(o.Servers) > 1 {
 		var err error
 		if e.servers, err = transport.NewServers(o.Servers); err != nil {
@@ -309,7 +310,7 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 	// longer than an operation may: a hung apiserver cannot hold the run.
 	// It sends the writers' user agent, so that the objects it creates
 	// have the writers' field manager.
-	adminCfg := scenario.ClientConfig(o.Config, spec.Client{QPS: s.Client.QPS, Burst: s.Client.Burst, UserAgent: s.Client.UserAgent}, o.Version)
+	adminCfg := k8s.ClientConfig(o.Config, spec.Client{QPS: s.Client.QPS, Burst: s.Client.Burst, UserAgent: s.Client.UserAgent}, o.Version)
 	adminCfg.Timeout = s.OpTimeout.Duration
 	setupCfg := adminCfg
 	if e.servers != nil {

@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 )
@@ -648,7 +649,7 @@ func noiseWords(u Unit, d decision, base, cand []float64) string {
 	side := fmt.Sprintf("%d samples a side", len(base))
 	switch {
 	case d.test.Pairs > 0:
-		side = results.Plural(d.test.Pairs, "interleaved pair")
+		side = words.Plural(d.test.Pairs, "interleaved pair")
 	case len(base) != len(cand):
 		side = fmt.Sprintf("%d and %d samples", len(base), len(cand))
 	}
@@ -730,11 +731,11 @@ func compareOp(a float64, op string, b float64) bool {
 func (u Unit) Format(v float64) string {
 	switch u {
 	case UnitDuration:
-		return results.FormatDuration(time.Duration(v))
+		return words.Duration(time.Duration(v))
 	case UnitRate:
 		return fmt.Sprintf("%.1f/s", v)
 	case UnitPercent:
-		return results.Percent(v)
+		return words.Percent(v)
 	case UnitBool:
 		return strconv.FormatBool(v == 1)
 	}

@@ -21,10 +21,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 	"github.com/kb-bench/kb-bench/workload/transport"
 )
 
@@ -111,16 +111,16 @@ const silence = 5 * time.Second
 // its coordination Lease, and uploading its result.
 func ShardRules(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
 	return append(slices.Clone(rules),
-		scenario.Rule("coordination.k8s.io", []string{"leases"}, "get", "create", "update"),
-		scenario.Rule("", []string{"configmaps"}, "create"))
+		k8s.Rule("coordination.k8s.io", []string{"leases"}, "get", "create", "update"),
+		k8s.Rule("", []string{"configmaps"}, "create"))
 }
 
 // CoordinatorRules are what the coordinator needs beyond the scenario's:
 // the Leases, reading and removing the uploaded results.
 func CoordinatorRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		scenario.Rule("coordination.k8s.io", []string{"leases"}, "get", "list", "create", "update"),
-		scenario.Rule("", []string{"configmaps"}, "get", "delete"),
+		k8s.Rule("coordination.k8s.io", []string{"leases"}, "get", "list", "create", "update"),
+		k8s.Rule("", []string{"configmaps"}, "get", "delete"),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/results"
 )
 
@@ -252,7 +253,7 @@ func (r *Report) Checks() []results.Check {
 	}
 	if r.Fault == "" {
 		check(CheckOneLeader, len(r.Overlaps), fmt.Sprintf("%d spans, %s in total, in which two or more candidates believed they led at once",
-			len(r.Overlaps), results.FormatDuration(r.OverlapTotal)))
+			len(r.Overlaps), words.Duration(r.OverlapTotal)))
 	}
 	if r.Fault == FaultPause {
 		check(CheckCandidates, len(r.CandidatesLost), "candidate processes ended during the run, so the figures lack what they would have done: "+strings.Join(r.CandidatesLost, "; "))
@@ -265,7 +266,7 @@ func (r *Report) Checks() []results.Check {
 
 // Rows are the leader-election lines of the summary.
 func (r *Report) Rows() [][2]string {
-	ms := results.FormatDuration
+	ms := words.Duration
 	release := "lease kept on stop"
 	if r.ReleaseOnCancel {
 		release = "release on cancel"
@@ -304,7 +305,7 @@ func (r *Report) Rows() [][2]string {
 	case r.Fault == FaultSkew:
 		add("  fault", "skew: the last candidate runs with lease %ds against the others' %ds", r.SkewedLeaseSeconds, r.LeaseDurationSeconds)
 	case r.Fault != "":
-		add("  fault", "%s, %s", r.Fault, results.Plural(len(r.Faults), "injection"))
+		add("  fault", "%s, %s", r.Fault, words.Plural(len(r.Faults), "injection"))
 	}
 	for _, f := range r.Faults {
 		what := f.Kind
@@ -336,7 +337,7 @@ func (r *Report) Rows() [][2]string {
 	}
 	switch {
 	case len(r.Thefts) > 0:
-		add("  thefts", "%s: the Lease taken from a leader that still believed it led", results.Plural(len(r.Thefts), "theft"))
+		add("  thefts", "%s: the Lease taken from a leader that still believed it led", words.Plural(len(r.Thefts), "theft"))
 		for _, t := range r.Thefts {
 			end := "stepped down"
 			if t.Ongoing {
@@ -370,7 +371,7 @@ func (r *Report) Rows() [][2]string {
 	if r.Fault != "" {
 		shout = "two leaders at once"
 	}
-	add("  overlap", "%s, %s in total: %s", results.Plural(len(r.Overlaps), "span"), ms(r.OverlapTotal), shout)
+	add("  overlap", "%s, %s in total: %s", words.Plural(len(r.Overlaps), "span"), ms(r.OverlapTotal), shout)
 	for _, o := range r.Overlaps {
 		add("", "at %s for %s: %s", ms(o.At), ms(o.Duration), strings.Join(o.Leaders, ", "))
 	}

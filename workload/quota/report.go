@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -99,12 +100,12 @@ func (r *Report) Rows() [][2]string {
 		note = ", status initialised by kb-bench"
 	}
 	rows := [][2]string{
-		{"quota", fmt.Sprintf("%s hard %d, %s%s", r.Resource, r.Hard, results.Plural(r.Writers, "writer"), note)},
+		{"quota", fmt.Sprintf("%s hard %d, %s%s", r.Resource, r.Hard, words.Plural(r.Writers, "writer"), note)},
 		{"", fmt.Sprintf("creates %d: admitted %d  rejected %d (exceeded quota)  conflicts %d  errors %d",
 			r.Creates, r.Admitted, r.Rejected, r.Conflicts, r.Errors)},
 	}
 	if r.FullAt > 0 {
-		rows = append(rows, [2]string{"", "full after " + results.FormatDuration(r.FullAt)})
+		rows = append(rows, [2]string{"", "full after " + words.Duration(r.FullAt)})
 	}
 	if r.EndError == "" {
 		rows = append(rows, [2]string{"", fmt.Sprintf("at the end: existing %d  status.used %d  (before the run: %d)", r.ExistingAtEnd, r.UsedAtEnd, r.InitialUsed)})

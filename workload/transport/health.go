@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kb-bench/kb-bench/workload/scenario"
+	"github.com/kb-bench/kb-bench/internal/k8s"
 )
 
 // Target health: a dead apiserver answers nothing (connection refused or
@@ -77,7 +77,7 @@ const failingBackoff = 50 * time.Millisecond
 // failing, and not at all otherwise.
 func (h *Health) backoff(ctx context.Context) {
 	if h.failures.Load() >= targetFailures {
-		scenario.Sleep(ctx, failingBackoff)
+		k8s.Sleep(ctx, failingBackoff)
 	}
 }
 

@@ -1,4 +1,4 @@
-package scenario
+package k8s
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"

@@ -1,14 +1,13 @@
-package scenario
+// Package k8s is the house's Kubernetes toolbox, below the engine and its
+// scenarios: the labels and field managers on what kb-bench creates, the
+// RBAC rules and Roles that grant what it asks for, client configuration,
+// setup helpers and how a failed request is explained.
+package k8s
 
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// The rights kb-bench asks for and the objects that grant them: the one
-// place that builds RBAC rules and Roles, for the scenarios' rules, a
-// run's Role ('kb-bench rbac'), the Job runner's shards and their own
-// check.
 
 // Rule is a PolicyRule for resources of one API group ("" for core).
 func Rule(group string, resources []string, verbs ...string) rbacv1.PolicyRule {

@@ -1,4 +1,4 @@
-package scenario
+package k8s
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kb-bench/kb-bench/metrics"
@@ -29,19 +28,7 @@ const (
 	// SchedulingGate keeps those Pods Pending on clusters that have a
 	// scheduler: they are there to be written, not run.
 	SchedulingGate = "kb-bench.io/never-schedule"
-	// MaxObjectSize bounds a scenario's filler (--object-size): room
-	// under etcd's and the apiserver's 1.5 MiB request limit and a
-	// ConfigMap's 1 MiB data limit.
-	MaxObjectSize = 900 * 1024
 )
-
-// ValidObjectSize checks a filler of size bytes, at p.
-func ValidObjectSize(p *field.Path, size int) field.ErrorList {
-	if size < 0 || size > MaxObjectSize {
-		return field.ErrorList{field.Invalid(p, size, fmt.Sprintf("use 0 to %d bytes (--object-size): a ConfigMap holds at most 1 MiB", MaxObjectSize))}
-	}
-	return nil
-}
 
 // Pod is a Pod that never runs, for a scenario to write: its one
 // container ctr runs PauseImage, behind SchedulingGate, with no service
@@ -158,4 +145,16 @@ func MayHaveLanded(outcome metrics.Outcome, err error) bool {
 		return !errors.As(err, &status)
 	}
 	return false
+}
+
+// Sleep waits d, or until ctx is done; it reports whether the whole d passed.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
