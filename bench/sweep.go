@@ -170,9 +170,9 @@ func runSweep(ctx context.Context, p *Plan, o SweepOptions, conn *cluster.Connec
 					}
 					fmt.Fprintf(o.Log, "sweep saved in %s\n", outDir)
 					if r.TargetLost != "" {
-						return fmt.Errorf("%w: %s", ErrTargetLost, r.TargetLost)
+						return fmt.Errorf("%w: %s", spec.ErrTargetLost, r.TargetLost)
 					}
-					return ErrInterrupted
+					return spec.ErrInterrupted
 				}
 			}
 		}

@@ -140,7 +140,7 @@ func (r *coordinator) open(ctx context.Context) (start, end time.Time, err error
 // hand over without the apiserver when their runner can.
 func (r *coordinator) load(ctx context.Context, _, end time.Time) (time.Time, bool, error) {
 	stopped, err := r.c.AwaitWindow(ctx, end, r.e.opts.Progress)
-	if errors.Is(err, ErrTargetLost) {
+	if errors.Is(err, spec.ErrTargetLost) {
 		r.e.lose(err) // a no-op when ctx already ended with the loss
 		return time.Time{}, false, nil
 	}
@@ -154,7 +154,7 @@ func (r *coordinator) load(ctx context.Context, _, end time.Time) (time.Time, bo
 func (r *coordinator) figures(ctx context.Context, _ window) (figures, error) {
 	var shards []*results.Result
 	var err error
-	if cause := context.Cause(ctx); errors.Is(cause, ErrTargetLost) {
+	if cause := context.Cause(ctx); errors.Is(cause, spec.ErrTargetLost) {
 		var notes []string
 		if shards, notes, err = r.c.Salvage(ctx); err != nil {
 			r.e.warn("%v", err) // the result is saved without figures: say why
@@ -241,7 +241,7 @@ func RunShard(ctx context.Context, o ShardOptions) (err error) {
 		return err
 	}
 	defer func() {
-		if err != nil && !errors.Is(err, distributed.ErrAborted) && !errors.Is(err, ErrTargetLost) {
+		if err != nil && !errors.Is(err, distributed.ErrAborted) && !errors.Is(err, spec.ErrTargetLost) {
 			sh.Fail(ctx, err, spec.DefaultOpTimeout)
 		}
 	}()

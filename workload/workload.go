@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -104,12 +105,6 @@ type Fault struct {
 
 // DefaultShardTimeout is distributed.DefaultShardTimeout.
 const DefaultShardTimeout = distributed.DefaultShardTimeout
-
-// ErrTargetLost is transport.ErrTargetLost.
-var ErrTargetLost = transport.ErrTargetLost
-
-// ExitTargetLost is distributed.ExitTargetLost.
-const ExitTargetLost = distributed.ExitTargetLost
 
 // Outcome is a finished run: its Result, and the scenario's live Report,
 // which renders the scenario's own summary lines.
@@ -226,7 +221,7 @@ func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
 		}
 	}
 	report, runErr := e.execute(ctx)
-	if errors.Is(runErr, ErrTargetLost) {
+	if errors.Is(runErr, spec.ErrTargetLost) {
 		runErr = nil // the Result says so
 	}
 	if report == nil {
@@ -361,7 +356,7 @@ func (e *engine) record(workers int) {
 }
 
 // execute runs the phase sequence while watching the target: one that
-// stops answering ends the run with ErrTargetLost as its cause, and so
+// stops answering ends the run with spec.ErrTargetLost as its cause, and so
 // does a caller that cancels ctx with that cause (its own control plane
 // died). It is the one place a lost target is told from other failures:
 // that cause, or a lost target a shard reported, marks the Result
@@ -374,7 +369,7 @@ func (e *engine) execute(ctx context.Context) (scenario.Report, error) {
 	stopWatching := e.health.Watch(cancel)
 	// A lost target abandons what waits on it too.
 	stopAbandon := context.AfterFunc(ctx, func() {
-		if errors.Is(context.Cause(ctx), ErrTargetLost) {
+		if errors.Is(context.Cause(ctx), spec.ErrTargetLost) {
 			now := time.Now()
 			e.lostAt.Store(&now)
 			e.health.Abandon()
@@ -386,11 +381,13 @@ func (e *engine) execute(ctx context.Context) (scenario.Report, error) {
 	if cerr := e.role.close(ctx, err); cerr != nil {
 		e.warn("%v", cerr)
 	}
-	if cause := context.Cause(ctx); errors.Is(cause, ErrTargetLost) {
+	if cause := context.Cause(ctx); errors.Is(cause, spec.ErrTargetLost) {
 		err = cause
 	}
-	if errors.Is(err, ErrTargetLost) {
-		e.result.TargetLost, e.result.Interrupted = err.Error()+e.whenLost(), false
+	if errors.Is(err, spec.ErrTargetLost) {
+		// The Result says how it was lost; that it was is its field's name.
+		how := strings.TrimPrefix(err.Error(), spec.ErrTargetLost.Error()+": ")
+		e.result.TargetLost, e.result.Interrupted = how+e.whenLost(), false
 	}
 	return report, err
 }

@@ -25,7 +25,7 @@ import (
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
-	"github.com/kb-bench/kb-bench/workload/transport"
+	"github.com/kb-bench/kb-bench/spec"
 )
 
 // ShardRunner starts the shards of a distributed run (Spec.Shards).
@@ -315,7 +315,7 @@ func (c *Coordinator) Salvage(ctx context.Context) (shards []*results.Result, no
 // then it stops them and removes what the runner made, at once when the
 // target is lost. It returns the runner's error.
 func (c *Coordinator) Close(ctx context.Context, failed error) error {
-	lost := errors.Is(context.Cause(ctx), transport.ErrTargetLost)
+	lost := errors.Is(context.Cause(ctx), spec.ErrTargetLost)
 	if failed != nil && !lost {
 		// A shard that lost the target says so; the coordinator may still
 		// reach it, and the other shards must stop loading it now.
@@ -354,7 +354,7 @@ func (c *Coordinator) await(ctx context.Context, want State, notBefore, timeout 
 		case err != nil && failingSince.IsZero():
 			failingSince = time.Now()
 		case err != nil && time.Since(failingSince) > c.opTimeout:
-			return nil, fmt.Errorf("%w: %v", transport.ErrTargetLost, err)
+			return nil, fmt.Errorf("%w: the apiserver stopped answering: %v", spec.ErrTargetLost, err)
 		case err == nil:
 			failingSince = time.Time{}
 			if onPoll != nil {
@@ -391,7 +391,7 @@ func (c *Coordinator) await(ctx context.Context, want State, notBefore, timeout 
 			return nil, err
 		case <-ctx.Done():
 			t.Stop()
-			if cause := context.Cause(ctx); errors.Is(cause, transport.ErrTargetLost) {
+			if cause := context.Cause(ctx); errors.Is(cause, spec.ErrTargetLost) {
 				return nil, cause // the target is gone: nothing to wait for
 			}
 			if onCancel == nil {
@@ -454,15 +454,11 @@ func describeStates(states map[int]shardState, n int) string {
 	return strings.Join(parts, "; ")
 }
 
-// ExitTargetLost is the exit status of a shard, and of kb-bench, whose run
-// ended with transport.ErrTargetLost; ShardExited maps it back to the error.
-const ExitTargetLost = 3
-
 // ShardExited is the error err of a shard that exited with code, marked
-// transport.ErrTargetLost when code says so, for the runners.
+// spec.ErrTargetLost when code says so (spec.ExitTargetLost), for the runners.
 func ShardExited(code int, err error) error {
-	if code == ExitTargetLost {
-		return fmt.Errorf("%w: %w", transport.ErrTargetLost, err)
+	if code == spec.ExitTargetLost {
+		return fmt.Errorf("%w: %w", spec.ErrTargetLost, err)
 	}
 	return err
 }
