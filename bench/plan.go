@@ -612,3 +612,25 @@ func (s *Setting) get(sp spec.Spec) any {
 	}
 	return sp.Settings[s.json]
 }
+
+// Scenario is a scenario that 'run --scenario' takes: its name, what it
+// does, and its own flags.
+type Scenario struct {
+	Name, Description string
+	Flags             []string
+}
+
+// Scenarios lists the scenarios kb-bench runs, in the registry's order.
+func Scenarios() []Scenario {
+	var list []Scenario
+	for _, def := range workload.Scenarios() {
+		sc := Scenario{Name: def.Name, Description: def.Description}
+		for _, f := range slices.Collect(reflect.TypeOf(def.NewSettings()).Elem().Fields()) {
+			if name := f.Tag.Get("flag"); name != "" {
+				sc.Flags = append(sc.Flags, "--"+name)
+			}
+		}
+		list = append(list, sc)
+	}
+	return list
+}

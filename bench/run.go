@@ -69,7 +69,7 @@ type Options struct {
 	// warnings.
 	ClientLog func() []string
 	// ShardTimeout bounds the wait for a distributed run's shards to join
-	// (0: workload.DefaultShardTimeout); Job is how --runner job runs
+	// (0: spec.DefaultShardTimeout); Job is how --runner job runs
 	// them.
 	ShardTimeout time.Duration
 	Job          JobOptions

@@ -16,6 +16,9 @@ const (
 	DefaultWriters   = 8
 	DefaultDuration  = 10 * time.Second
 	DefaultOpTimeout = 10 * time.Second
+	// DefaultShardTimeout bounds how long a distributed run waits for
+	// every shard to join (start, find the run, connect).
+	DefaultShardTimeout = 2 * time.Minute
 	// MaxWriters bounds Writers (and MaxInFlight): each writer is a
 	// goroutine with its own state, and far past this one machine runs
 	// out of memory before the apiserver is the bottleneck.

@@ -67,7 +67,7 @@ func (r *coordinator) ready(ctx context.Context) error {
 	}
 	timeout := e.opts.ShardTimeout
 	if timeout <= 0 {
-		timeout = DefaultShardTimeout
+		timeout = spec.DefaultShardTimeout
 	}
 	r.c, err = distributed.Coordinate(ctx, distributed.CoordinatorOptions{
 		Kube: e.admin, Namespace: e.env.Namespace, RunID: e.opts.RunID, Spec: specJSON, Shards: s.Shards, Version: e.opts.Version,

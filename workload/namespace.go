@@ -153,7 +153,7 @@ func deleteCollections(ctx context.Context, kube kubernetes.Interface, ns, selec
 func deleteOwn(ctx context.Context, kube kubernetes.Interface, ns, runID string, kinds []groupResource) error {
 	selector := k8s.LabelRunID + "=" + runID
 	if err := deleteCollections(ctx, kube, ns, selector, kinds); err != nil {
-		return fmt.Errorf("deleting the run's objects from namespace %s: %w (delete them by hand: kubectl delete -n %s %s -l %s)", ns, err, ns, OwnKinds, selector)
+		return fmt.Errorf("deleting the run's objects from namespace %s: %w (delete them by hand: kubectl delete -n %s %s -l %s)", ns, err, ns, k8s.OwnKinds, selector)
 	}
 	return nil
 }
@@ -195,8 +195,3 @@ func finalizeNamespace(ctx context.Context, kube kubernetes.Interface, name stri
 	}
 	return nil
 }
-
-// OwnKinds lists, for kubectl, every kind of object kb-bench may create in
-// a namespace it was given (--namespace): the scenarios' objects, the
-// coordination Leases, and the shard Job's pods and rights.
-const OwnKinds = "configmaps,pods,leases,resourcequotas,jobs,roles,rolebindings,serviceaccounts"

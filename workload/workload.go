@@ -68,7 +68,7 @@ type Options struct {
 	// Runner starts the shards of a distributed run (Spec.Shards > 0).
 	Runner distributed.ShardRunner
 	// ShardTimeout bounds the wait for every shard to join (default
-	// DefaultShardTimeout).
+	// spec.DefaultShardTimeout).
 	ShardTimeout time.Duration
 	// Servers are the apiservers of a target that runs several (Config's
 	// host among them, first): client i talks to Servers[i mod N], and
@@ -102,9 +102,6 @@ type Fault struct {
 	Down int
 	Do   func() error
 }
-
-// DefaultShardTimeout is distributed.DefaultShardTimeout.
-const DefaultShardTimeout = distributed.DefaultShardTimeout
 
 // Outcome is a finished run: its Result, and the scenario's live Report,
 // which renders the scenario's own summary lines.
@@ -251,7 +248,7 @@ func (e *engine) cleanUp(ctx context.Context, rules []rbacv1.PolicyRule) {
 	case res.TargetLost != "" && e.opts.Ephemeral:
 		// Its data goes with it.
 	case res.TargetLost != "" && s.Namespace != "":
-		e.warn("the run's objects are left on the target, which stopped answering: once it answers, delete them with kubectl delete -n %s %s -l %s=%s", s.Namespace, OwnKinds, k8s.LabelRunID, e.opts.RunID)
+		e.warn("the run's objects are left on the target, which stopped answering: once it answers, delete them with kubectl delete -n %s %s -l %s=%s", s.Namespace, k8s.OwnKinds, k8s.LabelRunID, e.opts.RunID)
 	case res.TargetLost != "":
 		e.warn("the run's namespace is left on the target, which stopped answering: once it answers, delete it with kubectl delete namespace %s", e.env.Namespace)
 	case s.Keep && s.Namespace != "":

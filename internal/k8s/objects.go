@@ -158,3 +158,8 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
+
+// OwnKinds lists, for kubectl, every kind of object kb-bench may create in
+// a namespace it was given (--namespace): the scenarios' objects, the
+// coordination Leases, and the shard Job's pods and rights.
+const OwnKinds = "configmaps,pods,leases,resourcequotas,jobs,roles,rolebindings,serviceaccounts"

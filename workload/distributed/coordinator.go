@@ -91,10 +91,6 @@ type ShardGroup interface {
 	Status() string
 }
 
-// DefaultShardTimeout bounds how long the coordinator waits for every
-// shard to join (start, find the run, connect).
-const DefaultShardTimeout = 2 * time.Minute
-
 // lead is how far ahead of its publication an instant (the warm-up's or
 // the window's start) lies, so that every shard has seen it in time and
 // all start together.

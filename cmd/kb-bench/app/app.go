@@ -16,11 +16,11 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
+	"github.com/kb-bench/kb-bench/bench"
 	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics/clientgo"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload"
-	"github.com/kb-bench/kb-bench/workload/leaderelection"
 )
 
 // Streams are the standard streams, swappable in tests.
@@ -36,9 +36,9 @@ type Streams struct {
 // the exit status. The first interrupt cancels the run, which then drains and
 // writes what it has; a second one ends the process at once.
 func Main(version string) int {
-	// A leader-election run with the pause fault starts its candidates as
-	// processes of this executable.
-	if status, ok := leaderelection.CandidateMain(); ok {
+	// A run may start processes of this executable (leader-election
+	// candidates): in one of those, the library runs it.
+	if status, ok := bench.Child(); ok {
 		return status
 	}
 	// Output to a pipe that closed (kb-bench run 2>&1 | head) fails to
@@ -84,7 +84,7 @@ func onInterrupt(ctx context.Context, stop context.CancelFunc, errOut io.Writer,
 	<-again
 	fmt.Fprintln(errOut, "\nkb-bench: interrupted again: exiting now, without cleaning up. A local control plane of the run's own dies with kb-bench; "+
 		"on another cluster the run's namespace may be left: kubectl delete namespace -l app.kubernetes.io/managed-by=kb-bench "+
-		"(with --namespace, its objects: kubectl delete -n NAMESPACE "+workload.OwnKinds+" -l app.kubernetes.io/managed-by=kb-bench)")
+		"(with --namespace, its objects: kubectl delete -n NAMESPACE "+k8s.OwnKinds+" -l app.kubernetes.io/managed-by=kb-bench)")
 	exit(spec.ExitInterrupted)
 }
 
