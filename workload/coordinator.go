@@ -72,7 +72,7 @@ func (r *coordinator) ready(ctx context.Context) error {
 	r.c, err = distributed.Coordinate(ctx, distributed.CoordinatorOptions{
 		Kube: e.admin, Namespace: e.env.Namespace, RunID: e.opts.RunID, Spec: specJSON, Shards: s.Shards, Version: e.opts.Version,
 		Length: s.Warmup.Duration + s.Duration.Duration, OpTimeout: s.OpTimeout.Duration,
-		Runner: e.opts.Runner, Rules: distributed.ShardRules(e.rules()), JoinTimeout: timeout, Log: e.log, Warn: e.warn,
+		Runner: e.opts.Runner, Rules: shardRules(e.rules()), JoinTimeout: timeout, Log: e.log, Warn: e.warn,
 		Live: e.opts.Live != nil,
 	})
 	if err == nil {
@@ -256,7 +256,7 @@ func RunShard(ctx context.Context, o ShardOptions) (err error) {
 	// Before any load: a shard that may not write would otherwise run a
 	// whole window of refused requests, and one that may not report
 	// would fail only at its end.
-	missing, err := missingPermissions(ctx, admin, o.Namespace, distributed.ShardRules(r.rules()))
+	missing, err := missingPermissions(ctx, admin, o.Namespace, shardRules(r.rules()))
 	if err != nil {
 		return err
 	}

@@ -48,12 +48,23 @@ func (r *Resolved) rules() []rbacv1.PolicyRule {
 	return r.Def.Rules(r.Settings)
 }
 
+// shardRules are the rights a shard needs: its scenario's (rules), its
+// coordination Lease, and uploading its result.
+func shardRules(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	return append(slices.Clone(rules),
+		k8s.Rule("coordination.k8s.io", []string{"leases"}, "get", "create", "update"),
+		k8s.Rule("", []string{"configmaps"}, "create"))
+}
+
 // rulesFor are what the run needs in its namespace (Rules), but for its
-// runner's.
+// runner's: with shards, the coordinator's too (the Leases, reading and
+// removing the uploaded results).
 func (r *Resolved) rulesFor() []rbacv1.PolicyRule {
 	rules := r.rules()
 	if r.Spec.Shards > 0 {
-		rules = append(rules, distributed.CoordinatorRules()...)
+		rules = append(rules,
+			k8s.Rule("coordination.k8s.io", []string{"leases"}, "get", "list", "create", "update"),
+			k8s.Rule("", []string{"configmaps"}, "get", "delete"))
 	}
 	for _, g := range cleanupResources(rules) {
 		rules = append(rules, k8s.Rule(g.group, []string{g.resource}, "deletecollection"))

@@ -14,14 +14,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
@@ -103,23 +101,6 @@ const slack = 30 * time.Second
 // progress in the measured window.
 const silence = 5 * time.Second
 
-// ShardRules are the permissions a shard needs: its scenario's (rules),
-// its coordination Lease, and uploading its result.
-func ShardRules(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
-	return append(slices.Clone(rules),
-		k8s.Rule("coordination.k8s.io", []string{"leases"}, "get", "create", "update"),
-		k8s.Rule("", []string{"configmaps"}, "create"))
-}
-
-// CoordinatorRules are what the coordinator needs beyond the scenario's:
-// the Leases, reading and removing the uploaded results.
-func CoordinatorRules() []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{
-		k8s.Rule("coordination.k8s.io", []string{"leases"}, "get", "list", "create", "update"),
-		k8s.Rule("", []string{"configmaps"}, "get", "delete"),
-	}
-}
-
 // CoordinatorOptions are what Coordinate needs.
 type CoordinatorOptions struct {
 	Kube              kubernetes.Interface // the coordinator's client of the target
@@ -129,7 +110,7 @@ type CoordinatorOptions struct {
 	Version           string
 	Length, OpTimeout time.Duration // the warm-up and window (zero window: bounded by operations)
 	Runner            ShardRunner
-	Rules             []rbacv1.PolicyRule // the shards' permissions (ShardRules)
+	Rules             []rbacv1.PolicyRule // the shards' permissions (workload's shardRules)
 	JoinTimeout       time.Duration       // bounds the wait for every shard to join
 	Log               io.Writer
 	Warn              func(format string, a ...any) // a warning kept in the result

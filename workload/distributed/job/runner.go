@@ -69,22 +69,21 @@ var _ distributed.ShardRunner = Runner{}
 // coordinator may delete these and no others.
 const ObjectName = "kb-bench-shards"
 
-// CoordinatorRules are the rights the coordinator needs in the run's
-// namespace on the target to run the shards as a Job: to make the
-// shards' ServiceAccount, Role and RoleBinding and delete them, by name;
-// with the Job on the target (remote false), to make the Job, delete it
-// by name, and list and remove its pods; with the Job on a runner
-// cluster (remote), to request the shards' ServiceAccount a token
-// instead. A create cannot be limited to a name, nor can deleting pods
-// by label.
-func CoordinatorRules(remote bool) []rbacv1.PolicyRule {
+// Rules are the rights r needs in the run's namespace on the target, which
+// a run in an existing namespace checks first: to make the shards'
+// ServiceAccount, Role and RoleBinding and delete them, by name; with the
+// Job on the target, to make the Job, delete it by name, and list and
+// remove its pods; with the Job on a runner cluster (Remote), to request
+// the shards' ServiceAccount a token instead. A create cannot be limited
+// to a name, nor can deleting pods by label.
+func (r Runner) Rules() []rbacv1.PolicyRule {
 	rules := []rbacv1.PolicyRule{
 		k8s.Rule("", []string{"serviceaccounts"}, "create"),
 		k8s.Named("", []string{"serviceaccounts"}, ObjectName, "delete"),
 		k8s.Rule(rbacv1.GroupName, []string{"roles", "rolebindings"}, "create"),
 		k8s.Named(rbacv1.GroupName, []string{"roles", "rolebindings"}, ObjectName, "delete"),
 	}
-	if remote {
+	if r.Remote != nil {
 		return append(rules, k8s.Named("", []string{"serviceaccounts/token"}, ObjectName, "create"))
 	}
 	return append(rules,
@@ -94,9 +93,6 @@ func CoordinatorRules(remote bool) []rbacv1.PolicyRule {
 	)
 }
 
-// Rules are the rights r needs in the run's namespace on the target
-// (CoordinatorRules), which a run in an existing namespace checks first.
-func (r Runner) Rules() []rbacv1.PolicyRule { return CoordinatorRules(r.Remote != nil) }
 
 var _ distributed.RulesNeeder = Runner{}
 

@@ -127,13 +127,14 @@ func TestCoordinatorRulesAreScoped(t *testing.T) {
 	admin := local.Config(t)
 	kube := kubernetes.NewForConfigOrDie(admin)
 	ctx := t.Context()
-	for _, remote := range []bool{false, true} {
+	for _, runner := range []job.Runner{{}, {Remote: &job.Remote{}}} {
+		remote := runner.Remote != nil
 		ns, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "scoped-"}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
-		as := boundTo(t, kube, admin, ns.Name, job.CoordinatorRules(remote))
+		as := boundTo(t, kube, admin, ns.Name, runner.Rules())
 		for _, name := range []string{job.ObjectName, "bystander"} {
 			if _, err := kube.CoreV1().ServiceAccounts(ns.Name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
