@@ -127,7 +127,7 @@ spec:
 		{"missing kubeconfig", []string{"run", "--kubeconfig", "/does/not/exist", "--duration", "1s"}, "/does/not/exist"},
 		{"profiles show unknown", []string{"profiles", "show", "nope"}, "nope"},
 		{"profiles show no name", []string{"profiles", "show"}, "takes one profile name"},
-		{"local up bad storage", []string{"local", "up", "--storage", "tape"}, `--storage "tape" is not known`},
+		{"local up bad storage", []string{"local", "up", "--storage", "tape"}, `Unsupported value: "tape": supported values: "disk", "memory" (--storage)`},
 		{"sweep going down", []string{"sweep", "--writers", "8,4,16"}, "a sweep goes up; give the values in increasing order"},
 		{"sweep without a list", []string{"sweep", "--writers", "8", "--strategy", "update,ssa"}, "a sweep needs a list of values for --writers"},
 		{"sweep stop relative", []string{"sweep", "--stop-at", "p99 <= baseline"}, "a stop condition is absolute"},
