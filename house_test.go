@@ -42,15 +42,14 @@ var rules = []rule{
 	{"the Kubernetes toolbox stands on metrics only", "internal/k8s", []string{"metrics", "spec"}},
 	{"metrics record; they read no documents and no cluster", "metrics/...", with("metrics/...")},
 	{"the documents stand on metrics and words", "results", with("metrics")},
-	{"the readers of documents know no engine and no cluster", "results/...", with("results/...", "metrics", "internal/atomicfile", "internal/readfile")},
-	{"the live exporter stands beside the documents it exports (moving to results/live)", "metrics/live", with("metrics", "results")},
+	{"the readers and exporters of documents know no engine and no cluster", "results/...", with("results/...", "metrics", "internal/atomicfile", "internal/readfile")},
 	{"targets know nothing of runs, documents or metrics", "cluster/...", with("cluster/...", "internal/...")},
 	{"the transport meters requests; it knows no scenario", "workload/transport", with("internal/k8s", "internal/netdelay", "metrics", "results")},
-	{"the scenario contract stands on metrics and documents", "workload/scenario", with("internal/k8s", "metrics/...", "results")},
-	{"a scenario knows the contract, never the engine or another scenario", "workload/...", with("workload/scenario", "internal/k8s", "internal/proc", "metrics/...", "results")},
+	{"the scenario contract stands on metrics and documents", "workload/scenario", with("internal/k8s", "metrics", "results", "results/live")},
+	{"a scenario knows the contract, never the engine or another scenario", "workload/...", with("workload/scenario", "internal/k8s", "internal/proc", "metrics", "results", "results/live")},
 	{"the shard protocol knows the transport, not the scenarios", "workload/distributed", with("workload/transport", "internal/k8s", "metrics", "results", "results/analysis")},
 	{"the shard runners start shards; they know the protocol and the targets", "workload/distributed/...", with("workload/distributed", "cluster", "internal/...")},
-	{"the engine drives scenarios and writes documents; it never reads targets, stores or renders", "workload", with("workload/...", "internal/...", "metrics/...", "results", "results/analysis")},
+	{"the engine drives scenarios and writes documents; it never reads targets, stores or renders", "workload", with("workload/...", "internal/...", "metrics/...", "results", "results/analysis", "results/live")},
 	{"profiles are spec in YAML: they know no engine", "profiles", with("internal/readfile", "results/analysis")},
 	{"the library is the one door: it may call everything below the CLI", "bench", with("cluster", "internal/...", "metrics/...", "profiles", "results/...", "workload/...")},
 	{"the CLI parses flags, calls the library and prints: it never calls the engine or a scenario", "cmd/...", with("cmd/...", "bench", "cluster", "internal/...", "metrics/...", "profiles", "results/...")},
@@ -141,7 +140,7 @@ func housePackages(t *testing.T) []pkg {
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	for {
 		var p struct {
-			ImportPath, Dir string
+			ImportPath, Dir  string
 			GoFiles, Imports []string
 		}
 		if err := dec.Decode(&p); errors.Is(err, io.EOF) {

@@ -3,7 +3,7 @@ package workload
 import (
 	"time"
 
-	"github.com/kb-bench/kb-bench/metrics/live"
+	"github.com/kb-bench/kb-bench/results/live"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kb-bench/kb-bench/metrics/live"
+	"github.com/kb-bench/kb-bench/results/live"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 

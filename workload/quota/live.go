@@ -1,7 +1,7 @@
 package quota
 
 import (
-	"github.com/kb-bench/kb-bench/metrics/live"
+	"github.com/kb-bench/kb-bench/results/live"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 

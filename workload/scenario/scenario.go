@@ -40,8 +40,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/metrics/live"
 	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/live"
 	"github.com/kb-bench/kb-bench/spec"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/bench"
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/metrics/live"
+	"github.com/kb-bench/kb-bench/results/live"
 	"github.com/kb-bench/kb-bench/results/render/text"
 	"github.com/kb-bench/kb-bench/spec"
 )

@@ -93,7 +93,6 @@ func (r Runner) Rules() []rbacv1.PolicyRule {
 	)
 }
 
-
 var _ distributed.RulesNeeder = Runner{}
 
 // Options returns the Options of run's Job.
