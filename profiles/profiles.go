@@ -76,13 +76,6 @@ type document struct {
 // profile's types give.
 type Resolver func(spec.Spec) field.ErrorList
 
-func (r Resolver) check(s spec.Spec) field.ErrorList {
-	if r == nil {
-		return nil
-	}
-	return r(s)
-}
-
 // Load reads the profile at path.
 func Load(ctx context.Context, path string, resolve Resolver) (*Profile, error) {
 	data, err := readfile.Read(ctx, path, readfile.Small, "the profile")
@@ -129,8 +122,10 @@ func parse(source string, data []byte, resolve Resolver) (*Profile, error) {
 	if err := decodeStrict(source, data, &check); err != nil {
 		return nil, err
 	}
-	if errs := resolve.check(check.Spec); len(errs) > 0 {
-		return nil, locate(source, lookup(root, "spec"), errs)
+	if resolve != nil {
+		if errs := resolve(check.Spec); len(errs) > 0 {
+			return nil, locate(source, lookup(root, "spec"), errs)
+		}
 	}
 	for i, text := range doc.Thresholds {
 		if _, err := analysis.ParseThreshold(text); err != nil {
