@@ -24,7 +24,7 @@ const module = "github.com/kb-bench/kb-bench"
 // A rule says which house packages the packages of a room may import. A
 // pattern is a package path from the module root, or "dir/..." for dir
 // and every package under it. Every house package is in one room: the
-// rule whose "from" matches it longest.
+// rule whose "from" names it most closely (roomOf).
 type rule struct {
 	why  string
 	from string
@@ -60,6 +60,8 @@ var rules = []rule{
 // with is a rule's may: the leaves and rooms.
 func with(rooms ...string) []string { return append(slices.Clone(leaves), rooms...) }
 
+// TestImportsRunOnlyDown holds every house package's imports (go list's,
+// not its tests') against the rules of its room.
 func TestImportsRunOnlyDown(t *testing.T) {
 	pkgs := housePackages(t)
 	if len(pkgs) < 20 {
