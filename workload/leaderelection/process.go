@@ -59,7 +59,7 @@ func (r *election) startProcesses(ctx context.Context) (err error) {
 		// A binary that did not look for CandidateEnv first (a test binary
 		// without CandidateMain in its TestMain) would start candidates of
 		// its own in every candidate: stop at the first level.
-		return fmt.Errorf("leader election: this process is itself a candidate process (%s is set), so it starts none: its main must call leaderelection.CandidateMain first", CandidateEnv)
+		return fmt.Errorf("leader election: this process is itself a candidate process (%s is set), so it starts none: its main must call bench.Child (or leaderelection.CandidateMain) first", CandidateEnv)
 	}
 	exe, err := os.Executable()
 	if err != nil {
