@@ -12,6 +12,6 @@
 //
 // The library never prints: what a run shows, tells and how far it is go
 // to the writers and callbacks of its Options. Its errors say what the
-// caller's exit status is: bad input (spec.IsInput), ErrInterrupted,
-// ErrTargetLost, ErrGateFailed, or any other failure.
+// caller's exit status is (spec.ExitStatus): bad input (spec.IsInput),
+// spec.ErrInterrupted, spec.ErrTargetLost, ErrGateFailed, or any other failure.
 package bench

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/kb-bench/kb-bench/internal/readfile"
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
 	"github.com/kb-bench/kb-bench/results/store"
@@ -182,7 +183,7 @@ func checkGate(g *analysis.Gate, p *Plan, baseline []*results.Result, log io.Wri
 		return spec.Input(errors.New("--baseline names stored results to gate against, --baseline-spec and --baseline-with a baseline to run beside the candidate: choose one"))
 	case p.Sides:
 		if ok, need := analysis.Testable(p.Count, p.Count); !ok {
-			fmt.Fprintf(log, "note: %s a side cannot show a significant difference: the gate's relative thresholds will be judged on the medians alone (--count %d or more for a tested verdict)\n", results.Plural(p.Count, "sample"), need)
+			fmt.Fprintf(log, "note: %s a side cannot show a significant difference: the gate's relative thresholds will be judged on the medians alone (--count %d or more for a tested verdict)\n", words.Plural(p.Count, "sample"), need)
 		}
 		return nil
 	case p.Matrix():
@@ -202,7 +203,7 @@ func checkGate(g *analysis.Gate, p *Plan, baseline []*results.Result, log io.Wri
 	fmt.Fprintln(log, "note: "+storedBaseline)
 	if ok, need := analysis.Testable(len(baseline), p.Count); !ok {
 		fmt.Fprintf(log, "note: %s against the baseline's %d cannot show a significant difference: the gate's relative thresholds will be judged on the medians alone (--count %d or more on both sides for a tested verdict)\n",
-			results.Plural(p.Count, "sample"), len(baseline), need)
+			words.Plural(p.Count, "sample"), len(baseline), need)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"maps"
 	"reflect"
 	"slices"
@@ -304,6 +305,13 @@ func resolveSides(ctx context.Context, r Request) (*Plan, error) {
 	return p, nil
 }
 
+// checkProfile checks a profile's spec with the engine, which knows the
+// scenarios' settings.
+func checkProfile(s spec.Spec) field.ErrorList {
+	_, errs := workload.Resolve(s)
+	return errs
+}
+
 // base is the profile with the overrides' first values applied, before
 // defaults.
 func (p *Plan) base(ctx context.Context, r Request, given map[string]*Setting) (base spec.Spec, err error) {
@@ -312,10 +320,10 @@ func (p *Plan) base(ctx context.Context, r Request, given map[string]*Setting) (
 	case r.File != "" && r.Profile != "":
 		return base, spec.Input(errors.New("-f and --profile both given: choose one profile"))
 	case r.File != "":
-		prof, err = profiles.Load(ctx, r.File)
+		prof, err = profiles.Load(ctx, r.File, checkProfile)
 		p.Source = r.File
 	case r.Profile != "":
-		prof, err = profiles.Shipped(r.Profile)
+		prof, err = profiles.Shipped(r.Profile, checkProfile)
 		p.Source = "profile " + r.Profile
 	}
 	if err != nil {
@@ -611,4 +619,26 @@ func (s *Setting) get(sp spec.Spec) any {
 		return reflect.ValueOf(sp).FieldByIndex(s.index).Interface()
 	}
 	return sp.Settings[s.json]
+}
+
+// Scenario is a scenario that 'run --scenario' takes: its name, what it
+// does, and its own flags.
+type Scenario struct {
+	Name, Description string
+	Flags             []string
+}
+
+// Scenarios lists the scenarios kb-bench runs, in the registry's order.
+func Scenarios() []Scenario {
+	var list []Scenario
+	for _, def := range workload.Scenarios() {
+		sc := Scenario{Name: def.Name, Description: def.Description}
+		for _, f := range slices.Collect(reflect.TypeOf(def.NewSettings()).Elem().Fields()) {
+			if name := f.Tag.Get("flag"); name != "" {
+				sc.Flags = append(sc.Flags, "--"+name)
+			}
+		}
+		list = append(list, sc)
+	}
+	return list
 }

@@ -10,11 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
 	"github.com/kb-bench/kb-bench/workload/distributed"
 	"github.com/kb-bench/kb-bench/workload/distributed/job"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // RBACOptions say whom RBAC's Role is for.
@@ -77,15 +77,15 @@ func RBAC(p *Plan, o RBACOptions) ([]runtime.Object, error) {
 		}
 	}
 	const name = "kb-bench"
-	objects := []runtime.Object{scenario.Role(ns, name, nil, rules)}
+	objects := []runtime.Object{k8s.Role(ns, name, nil, rules)}
 	if subject == nil {
 		return objects, nil
 	}
-	objects = append(objects, scenario.RoleBinding(ns, name, nil, *subject))
+	objects = append(objects, k8s.RoleBinding(ns, name, nil, *subject))
 	if o.WithMetrics {
 		objects = append(objects,
-			scenario.ClusterRole(name+"-metrics", []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}),
-			scenario.ClusterRoleBinding(name+"-metrics-"+ns, name+"-metrics", *subject))
+			k8s.ClusterRole(name+"-metrics", []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}),
+			k8s.ClusterRoleBinding(name+"-metrics-"+ns, name+"-metrics", *subject))
 	}
 	return objects, nil
 }

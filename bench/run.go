@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/metrics/live"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
+	"github.com/kb-bench/kb-bench/results/live"
 	"github.com/kb-bench/kb-bench/results/store"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
@@ -25,16 +26,11 @@ import (
 	"github.com/kb-bench/kb-bench/workload/distributed/process"
 )
 
-// The errors a run ends with when it ran but did not finish well; what it
-// measured is saved. A bad request is spec.IsInput; a check that could not
-// be made, or any other failure, is a plain error.
+// The errors a run ends with when it ran but did not finish well, besides
+// spec.ErrInterrupted and spec.ErrTargetLost; what it measured is saved. A
+// bad request is spec.IsInput; a check that could not be made, or any
+// other failure, is a plain error.
 var (
-	// ErrInterrupted: the run was stopped (its context cancelled) before
-	// its end.
-	ErrInterrupted = errors.New("the run was interrupted: the saved result covers what ran")
-	// ErrTargetLost: the target failed during the run (it stopped
-	// answering, or a local control plane of the run's own died).
-	ErrTargetLost = errors.New("the target failed during the run")
 	// ErrNotSaved: a sample ran and was shown, but its result could not
 	// be saved (a full disk); nothing of it is left half-written.
 	ErrNotSaved = errors.New("the result was not saved")
@@ -73,7 +69,7 @@ type Options struct {
 	// warnings.
 	ClientLog func() []string
 	// ShardTimeout bounds the wait for a distributed run's shards to join
-	// (0: workload.DefaultShardTimeout); Job is how --runner job runs
+	// (0: spec.DefaultShardTimeout); Job is how --runner job runs
 	// them.
 	ShardTimeout time.Duration
 	Job          JobOptions
@@ -172,8 +168,8 @@ func (c *CellResults) run(ctx context.Context, cell Cell, o Options, conn *clust
 // the end, the summary (one sample) or the cells' comparison on o.Stdout.
 //
 // An interrupt (ctx cancelled) ends the sample under way early; its
-// figures are saved and Run returns ErrInterrupted. A target that fails
-// ends it too, with ErrTargetLost. A check the scenario could not make
+// figures are saved and Run returns spec.ErrInterrupted. A target that fails
+// ends it too, with spec.ErrTargetLost. A check the scenario could not make
 // fails the run after every sample ran.
 func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if err := o.check(p); err != nil {
@@ -219,13 +215,13 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 	fmt.Fprintf(o.Log, "run %s: %s\n", out.RunID, p.Cells[0].Workload)
 	switch {
 	case p.Sides:
-		fmt.Fprintf(o.Log, "A/B: baseline (%s) and candidate (%s), %s each, interleaved A B B A ...\n", sideWords(p, 0), sideWords(p, 1), results.Plural(p.Count, "sample"))
+		fmt.Fprintf(o.Log, "A/B: baseline (%s) and candidate (%s), %s each, interleaved A B B A ...\n", sideWords(p, 0), sideWords(p, 1), words.Plural(p.Count, "sample"))
 	case p.Matrix():
 		labels := make([]string, len(p.Cells))
 		for i, c := range p.Cells {
 			labels[i] = c.Label
 		}
-		fmt.Fprintf(o.Log, "matrix of %d configurations x %s, interleaved (every other round in reverse order): %s\n", len(p.Cells), results.Plural(p.Count, "sample"), strings.Join(labels, "; "))
+		fmt.Fprintf(o.Log, "matrix of %d configurations x %s, interleaved (every other round in reverse order): %s\n", len(p.Cells), words.Plural(p.Count, "sample"), strings.Join(labels, "; "))
 	}
 	sets := p.Matrix() || p.Count > 1
 	v := newView(o, sets)
@@ -262,9 +258,9 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 		switch { // a sample that did not measure its whole run ends the run
 		case r.Interrupted:
 			fmt.Fprintf(o.Log, "result saved in %s\n", out.Dir)
-			return ErrInterrupted
+			return spec.ErrInterrupted
 		case r.TargetLost != "":
-			return fmt.Errorf("%w: %s; the result is in %s", ErrTargetLost, r.TargetLost, dir)
+			return fmt.Errorf("%w: %s; the result is in %s", spec.ErrTargetLost, r.TargetLost, dir)
 		}
 		if failed == nil {
 			failed = checkFailed(r, dir)
@@ -471,7 +467,7 @@ func open(ctx context.Context, t spec.Target, private bool, o Options, outDir st
 	ctx, lost := watchTarget(ctx, conn)
 	defer func() {
 		if reason := lost(); reason != "" {
-			err = fmt.Errorf("%w: the local control plane died (%s); the result, in %s, holds the figures up to then", ErrTargetLost, reason, outDir)
+			err = fmt.Errorf("%w: the local control plane died (%s); the result, in %s, holds the figures up to then", spec.ErrTargetLost, reason, outDir)
 		}
 	}()
 	return body(ctx, conn)
@@ -494,7 +490,7 @@ func watchTarget(ctx context.Context, conn *cluster.Connection) (context.Context
 			reason = conn.LostReason()
 			// The engine ends the run as it does for any target that
 			// stops answering: TARGET LOST, not interrupted.
-			cancel(fmt.Errorf("%w: the local control plane died (%s)", workload.ErrTargetLost, reason))
+			cancel(fmt.Errorf("%w: the local control plane died (%s)", spec.ErrTargetLost, reason))
 		case <-done:
 		}
 	}()

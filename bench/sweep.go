@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
 	"github.com/kb-bench/kb-bench/results/store"
@@ -118,7 +119,7 @@ func Sweep(ctx context.Context, p *Plan, o SweepOptions) (*results.Sweep, error)
 // runSweep runs the points of sw's series, saving sw after each point.
 func runSweep(ctx context.Context, p *Plan, o SweepOptions, conn *cluster.Connection, sw *results.Sweep, all []series, xs []string, stops []analysis.Threshold, outDir string) error {
 	fmt.Fprintf(o.Log, "sweep %s: %d values of %s x %s x %s, points interleaved across series\n",
-		sw.RunID, len(xs), sw.Axis, results.Plural(len(all), "series"), results.Plural(p.Count, "sample"))
+		sw.RunID, len(xs), sw.Axis, words.Plural(len(all), "series"), words.Plural(p.Count, "sample"))
 	v := newView(o.Options, true)
 	var failed error
 	for xi, x := range xs {
@@ -169,9 +170,9 @@ func runSweep(ctx context.Context, p *Plan, o SweepOptions, conn *cluster.Connec
 					}
 					fmt.Fprintf(o.Log, "sweep saved in %s\n", outDir)
 					if r.TargetLost != "" {
-						return fmt.Errorf("%w: %s", ErrTargetLost, r.TargetLost)
+						return fmt.Errorf("%w: %s", spec.ErrTargetLost, r.TargetLost)
 					}
-					return ErrInterrupted
+					return spec.ErrInterrupted
 				}
 			}
 		}

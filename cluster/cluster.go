@@ -21,7 +21,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/internal/netdelay"
 	"github.com/kb-bench/kb-bench/internal/proc"
-	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -135,7 +135,7 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 		}
 	case err == nil && st.Healthy && len(st.Servers) != t.APIServerCount():
 		fmt.Fprintf(o.Log, "local control plane: not reusing the one from `kb-bench local up`: it runs %s, and %d were asked for; starting a private one\n",
-			results.Plural(len(st.Servers), "apiserver"), t.APIServerCount())
+			words.Plural(len(st.Servers), "apiserver"), t.APIServerCount())
 	case err == nil && st.Healthy:
 		version, err := serverVersion(ctx, st.config)
 		if err != nil {

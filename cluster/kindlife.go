@@ -19,6 +19,7 @@ import (
 	"golang.org/x/term"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -209,6 +210,10 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 	uo.Log = cmp.Or(uo.Log, io.Discard)
 	uo.Getenv = getenvOr(uo.Getenv)
 	uo.StateDir = cmp.Or(uo.StateDir, DefaultKindStateDir(uo.Getenv))
+	t := spec.Target{Kind: spec.TargetKindCluster, KindPull: uo.Pull}
+	if errs := t.Validate(field.NewPath("target")); len(errs) > 0 {
+		return nil, false, spec.Input(errors.New(spec.Describe(errs)))
+	}
 	if err := o.Defaults(); err != nil {
 		return nil, false, err
 	}

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -110,8 +111,11 @@ func getenvOr(getenv func(string) string) func(string) string {
 
 // UpOptions configures Up.
 type UpOptions struct {
-	// Binaries are the kube-apiserver and etcd to run.
+	// Binaries are the kube-apiserver and etcd to run; when not given, Up
+	// finds them (FindBinaries) in Bin, or where Getenv says.
 	Binaries Binaries
+	Bin      string
+	Getenv   func(string) string
 	// Storage is spec.StorageDisk (default) or spec.StorageMemory.
 	Storage spec.Storage
 	// StateDir holds state.json, the kubeconfig and the control plane's dir.
@@ -153,6 +157,16 @@ func Up(ctx context.Context, o UpOptions) (*LocalState, error) {
 		return nil, errors.New("UpOptions.StateDir is empty: use cluster.DefaultStateDir")
 	}
 	o.Log = cmp.Or(o.Log, io.Discard)
+	t := spec.Target{Kind: spec.TargetLocal, Storage: cmp.Or(o.Storage, spec.StorageDisk), APIServers: o.APIServers}
+	if errs := t.Validate(field.NewPath("target")); len(errs) > 0 {
+		return nil, spec.Input(errors.New(spec.Describe(errs)))
+	}
+	if o.Binaries.APIServer == "" {
+		var err error
+		if o.Binaries, err = FindBinaries(o.Bin, getenvOr(o.Getenv)); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the state dir: %w", err)
 	}

@@ -40,7 +40,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := Parse("fuzz.yaml", data)
+		p, err := Parse("fuzz.yaml", data, resolve)
 		if err != nil {
 			if !spec.IsInput(err) {
 				t.Fatalf("rejection is not an input error: %v", err)

@@ -57,7 +57,7 @@ func TestShippedRunLocal(t *testing.T) {
 
 	for _, name := range Names() {
 		t.Run(name, func(t *testing.T) {
-			p, err := Shipped(name)
+			p, err := Shipped(name, resolve)
 			if err != nil {
 				t.Fatal(err)
 			}

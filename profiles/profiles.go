@@ -38,7 +38,6 @@ import (
 	"github.com/kb-bench/kb-bench/internal/readfile"
 	"github.com/kb-bench/kb-bench/results/analysis"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload"
 )
 
 // Document identity of a profile.
@@ -54,7 +53,7 @@ type Profile struct {
 	// Description says in one line what the profile measures.
 	Description string
 	// Spec is the specification as written: not defaulted, so flags can
-	// still override it. Resolve the final value (workload.Resolve).
+	// still override it. Resolve the final value (a Resolver).
 	Spec spec.Spec
 	// Thresholds are the profile's own gate ("p99 < 50ms", see
 	// analysis.ParseThreshold), judged after a run of it.
@@ -71,23 +70,29 @@ type document struct {
 	Thresholds  []string  `yaml:"thresholds"`
 }
 
+// A Resolver checks a profile's spec as a run resolves it, with the
+// scenarios' own settings (package bench passes the engine's Resolve); the
+// loader points each problem at its line. Nil checks only the shapes the
+// profile's types give.
+type Resolver func(spec.Spec) field.ErrorList
+
 // Load reads the profile at path.
-func Load(ctx context.Context, path string) (*Profile, error) {
+func Load(ctx context.Context, path string, resolve Resolver) (*Profile, error) {
 	data, err := readfile.Read(ctx, path, readfile.Small, "the profile")
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("%w (check the path given to -f or --baseline-spec)", err))
 	}
-	return Parse(path, data)
+	return Parse(path, data, resolve)
 }
 
 // Parse reads a profile from data; source names it in error messages (a
 // file name). A profile without a name takes the base name of source.
-func Parse(source string, data []byte) (*Profile, error) {
-	p, err := parse(source, data)
+func Parse(source string, data []byte, resolve Resolver) (*Profile, error) {
+	p, err := parse(source, data, resolve)
 	return p, spec.Input(err)
 }
 
-func parse(source string, data []byte) (*Profile, error) {
+func parse(source string, data []byte, resolve Resolver) (*Profile, error) {
 	root, err := parseNode(source, data)
 	if err != nil {
 		return nil, err
@@ -117,8 +122,10 @@ func parse(source string, data []byte) (*Profile, error) {
 	if err := decodeStrict(source, data, &check); err != nil {
 		return nil, err
 	}
-	if _, errs := workload.Resolve(check.Spec); len(errs) > 0 {
-		return nil, locate(source, lookup(root, "spec"), errs)
+	if resolve != nil {
+		if errs := resolve(check.Spec); len(errs) > 0 {
+			return nil, locate(source, lookup(root, "spec"), errs)
+		}
 	}
 	for i, text := range doc.Thresholds {
 		if _, err := analysis.ParseThreshold(text); err != nil {

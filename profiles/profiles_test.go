@@ -15,6 +15,12 @@ import (
 	"github.com/kb-bench/kb-bench/workload"
 )
 
+// resolve checks a profile's spec with the engine, as package bench does.
+func resolve(s spec.Spec) field.ErrorList {
+	_, errs := workload.Resolve(s)
+	return errs
+}
+
 // registered lists the registered scenarios as an unknown one's error does.
 func registered() string {
 	var names []string
@@ -121,7 +127,7 @@ func TestLoadInvalid(t *testing.T) {
 	for _, tt := range tests {
 		covered[tt.file] = true
 		t.Run(tt.file, func(t *testing.T) {
-			p, err := Load(t.Context(), filepath.Join("testdata", tt.file))
+			p, err := Load(t.Context(), filepath.Join("testdata", tt.file), resolve)
 			if err == nil {
 				t.Fatalf("Load succeeded (%+v), want error:\n%s", p, tt.want)
 			}
@@ -220,7 +226,7 @@ func TestLoadValid(t *testing.T) {
 	for _, tt := range tests {
 		covered[tt.file] = true
 		t.Run(tt.file, func(t *testing.T) {
-			got, err := Load(t.Context(), filepath.Join("testdata", tt.file))
+			got, err := Load(t.Context(), filepath.Join("testdata", tt.file), resolve)
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
@@ -250,7 +256,7 @@ func TestLoadValid(t *testing.T) {
 // Resolving the loaded spec fills in the defaults the raw spec left out,
 // the scenario's settings included, without touching the profile.
 func TestLoadThenResolve(t *testing.T) {
-	p, err := Load(t.Context(), "testdata/valid-partial-pointers.yaml")
+	p, err := Load(t.Context(), "testdata/valid-partial-pointers.yaml", resolve)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +321,7 @@ spec:
 }
 
 func TestLoadMissingFile(t *testing.T) {
-	_, err := Load(t.Context(), "testdata/no-such-profile.yaml")
+	_, err := Load(t.Context(), "testdata/no-such-profile.yaml", resolve)
 	if err == nil || !spec.IsInput(err) {
 		t.Fatalf("Load of a missing file: got %v, want an input error", err)
 	}
@@ -342,7 +348,7 @@ func TestShipped(t *testing.T) {
 	}
 	for _, name := range want {
 		t.Run(name, func(t *testing.T) {
-			p, err := Shipped(name)
+			p, err := Shipped(name, resolve)
 			if err != nil {
 				t.Fatalf("Shipped: %v", err)
 			}
@@ -371,7 +377,7 @@ func TestShipped(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ShippedYAML: %v", err)
 			}
-			again, err := Parse("x.yaml", data)
+			again, err := Parse("x.yaml", data, resolve)
 			if err != nil || !reflect.DeepEqual(again, p) {
 				t.Errorf("ShippedYAML does not parse back to the same profile: %v", err)
 			}
@@ -422,7 +428,7 @@ func TestShippedSettings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := Shipped(tt.name)
+			p, err := Shipped(tt.name, resolve)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -441,7 +447,7 @@ func TestShippedSettings(t *testing.T) {
 
 func TestShippedUnknown(t *testing.T) {
 	for _, get := range []func(string) error{
-		func(n string) error { _, err := Shipped(n); return err },
+		func(n string) error { _, err := Shipped(n, resolve); return err },
 		func(n string) error { _, err := ShippedYAML(n); return err },
 	} {
 		err := get("countr")

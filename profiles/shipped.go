@@ -45,24 +45,25 @@ func ShippedYAML(name string) ([]byte, error) {
 }
 
 // Shipped loads the shipped profile name.
-func Shipped(name string) (*Profile, error) {
+func Shipped(name string, resolve Resolver) (*Profile, error) {
 	data, err := ShippedYAML(name)
 	if err != nil {
 		return nil, err
 	}
-	p, err := parse(path.Join("profiles", name+".yaml"), data)
+	p, err := parse(path.Join("profiles", name+".yaml"), data, resolve)
 	if err != nil { // not the user's input: exit status 1
 		return nil, fmt.Errorf("shipped profile %q is broken (a kb-bench bug): %w", name, err)
 	}
 	return p, nil
 }
 
-// List loads every shipped profile, sorted by name.
+// List loads every shipped profile, sorted by name, for its name and
+// description: their specs are checked by this package's tests.
 func List() ([]*Profile, error) {
 	var out []*Profile
 	var errs []error
 	for _, name := range Names() {
-		p, err := Shipped(name)
+		p, err := Shipped(name, nil)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -67,8 +68,8 @@ func TestPlural(t *testing.T) {
 		what string
 		want string
 	}{{1, "writer", "1 writer"}, {0, "writer", "0 writers"}, {2, "writer", "2 writers"}, {1, "series", "1 series"}, {2, "series", "2 series"}} {
-		if got := Plural(tc.n, tc.what); got != tc.want {
-			t.Errorf("Plural(%d, %q) = %q, want %q", tc.n, tc.what, got, tc.want)
+		if got := words.Plural(tc.n, tc.what); got != tc.want {
+			t.Errorf("words.Plural(%d, %q) = %q, want %q", tc.n, tc.what, got, tc.want)
 		}
 	}
 }

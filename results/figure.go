@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kb-bench/kb-bench/internal/words"
 )
 
 // Figure is one of a scenario's own figures as data: a named value with
@@ -69,11 +71,11 @@ var Units = []Unit{UnitDuration, UnitRate, UnitPercent, UnitCount, UnitBool}
 func (u Unit) Format(v float64) string {
 	switch u {
 	case UnitDuration:
-		return FormatDuration(time.Duration(v))
+		return words.Duration(time.Duration(v))
 	case UnitRate:
 		return fmt.Sprintf("%.1f/s", v)
 	case UnitPercent:
-		return Percent(v)
+		return words.Percent(v)
 	case UnitBool:
 		return strconv.FormatBool(v == 1)
 	}

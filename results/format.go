@@ -4,13 +4,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/spec"
 )
-
-// Percent is a share (0.123) as a percentage: "12.3%".
-func Percent(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
 
 // AppendNew appends to list each of items it does not hold yet: the
 // warnings, errors or workloads of several results, each said once.
@@ -23,46 +20,13 @@ func AppendNew(list []string, items ...string) []string {
 	return list
 }
 
-// Plural is "1 writer" or "n writers"; a word that ends in s ("series")
-// is its own plural.
-func Plural(n int, what string) string {
-	if n == 1 || strings.HasSuffix(what, "s") {
-		return fmt.Sprintf("%d %s", n, what)
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}
-
-// FormatDuration renders a latency with a precision that suits its size.
-func FormatDuration(d time.Duration) string {
-	ms := float64(d) / float64(time.Millisecond)
-	switch {
-	case d == 0:
-		return "0s"
-	case d > -time.Microsecond && d < time.Microsecond:
-		return fmt.Sprintf("%dns", d.Nanoseconds())
-	case d > -100*time.Microsecond && d < 100*time.Microsecond:
-		// In ms these would show as 0.00ms: the unit that shows them.
-		return fmt.Sprintf("%.3gµs", float64(d)/float64(time.Microsecond))
-	case ms >= 10000:
-		return fmt.Sprintf("%.1fs", ms/1000)
-	case ms >= 1000:
-		return fmt.Sprintf("%.2fs", ms/1000)
-	case ms >= 100:
-		return fmt.Sprintf("%.0fms", ms)
-	case ms >= 10:
-		return fmt.Sprintf("%.1fms", ms)
-	default:
-		return fmt.Sprintf("%.2fms", ms)
-	}
-}
-
 // ShortLatency is "p50 1.20ms  p99 8.31ms  max 20.1ms", or "-" when nothing
 // was measured.
 func ShortLatency(l Latency) string {
 	if l.Max == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("p50 %s  p99 %s  max %s", FormatDuration(l.P50), FormatDuration(l.P99), FormatDuration(l.Max))
+	return fmt.Sprintf("p50 %s  p99 %s  max %s", words.Duration(l.P50), words.Duration(l.P99), words.Duration(l.Max))
 }
 
 // DescribeTarget says which apiserver ran a result: its kind, its address
@@ -95,7 +59,7 @@ func DescribeTarget(t spec.TargetInfo, withServer bool) string {
 	}
 	if e := t.EtcdProxy; e != nil {
 		parts = append(parts, fmt.Sprintf("etcd behind a delaying proxy that added %s per round trip (mean; max %s)",
-			FormatDuration(e.Mean.Duration), FormatDuration(e.Max.Duration)))
+			words.Duration(e.Mean.Duration), words.Duration(e.Max.Duration)))
 	}
 	if t.ControllerManager {
 		parts = append(parts, "kube-controller-manager")
@@ -144,7 +108,7 @@ func Describe(s spec.Spec, what string, driven bool) string {
 	}
 	parts = append(parts, length)
 	if s.Shards > 0 {
-		parts = append(parts, fmt.Sprintf("in %s (%s runner)", Plural(s.Shards, "shard"), s.Runner))
+		parts = append(parts, fmt.Sprintf("in %s (%s runner)", words.Plural(s.Shards, "shard"), s.Runner))
 	}
 	return strings.Join(parts, ", ")
 }

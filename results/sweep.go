@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/kb-bench/kb-bench/internal/words"
 )
 
 // KindSweep is the kind of a sweep document.
@@ -157,13 +159,13 @@ var SweepColumns = []string{"ops/s", "successful writes/s", "conflict rate", "at
 func (s *Sweep) PointFigures(p SweepPoint) []string {
 	gaveUp, server := "-", "match"
 	if p.GaveUp > 0 {
-		gaveUp = Percent(p.GaveUpRatio)
+		gaveUp = words.Percent(p.GaveUpRatio)
 	}
 	if !p.ServerMatch {
 		server = "MISMATCH"
 	}
 	return []string{s.AxisValue(p.Value), fmt.Sprintf("%.1f", p.Throughput), fmt.Sprintf("%.1f", p.WriteThroughput),
-		Percent(p.ConflictRate), strconv.FormatInt(p.AttemptsP99, 10), FormatDuration(p.P99), gaveUp, FormatLost(p.LostUpdates), server}
+		words.Percent(p.ConflictRate), strconv.FormatInt(p.AttemptsP99, 10), words.Duration(p.P99), gaveUp, FormatLost(p.LostUpdates), server}
 }
 
 // FigureColumns are the Keys of the scenario figures with a direction

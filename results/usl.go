@@ -3,6 +3,8 @@ package results
 import (
 	"fmt"
 	"time"
+
+	"github.com/kb-bench/kb-bench/internal/words"
 )
 
 // PoorFit is the R² below which a fitted model is reported as poor rather
@@ -74,7 +76,7 @@ func (f CostFit) At(n float64) time.Duration {
 
 // String says the fit in one line.
 func (f CostFit) String() string {
-	s := fmt.Sprintf("c=%s σ=%.3g κ=%.3g R²=%.3f", FormatDuration(f.C), f.Sigma, f.Kappa, f.R2)
+	s := fmt.Sprintf("c=%s σ=%.3g κ=%.3g R²=%.3f", words.Duration(f.C), f.Sigma, f.Kappa, f.R2)
 	if f.Poor {
 		s += " (poor fit: not to be trusted)"
 	}

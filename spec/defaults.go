@@ -16,6 +16,9 @@ const (
 	DefaultWriters   = 8
 	DefaultDuration  = 10 * time.Second
 	DefaultOpTimeout = 10 * time.Second
+	// DefaultShardTimeout bounds how long a distributed run waits for
+	// every shard to join (start, find the run, connect).
+	DefaultShardTimeout = 2 * time.Minute
 	// MaxWriters bounds Writers (and MaxInFlight): each writer is a
 	// goroutine with its own state, and far past this one machine runs
 	// out of memory before the apiserver is the bottleneck.
@@ -102,7 +105,7 @@ func def[T ~string](p *T, v T) {
 // spec) and what to change. Each part of the Spec validates itself.
 func (s *Spec) Validate(t Traits) field.ErrorList {
 	errs := slices.Concat(s.validateWriters(), s.validateStrategy(t), s.validateLoad(t), s.validateShards(t),
-		s.Client.validate(field.NewPath("client")), s.Target.validate(field.NewPath("target")))
+		s.Client.validate(field.NewPath("client")), s.Target.Validate(field.NewPath("target")))
 	if s.Namespace != "" {
 		for _, msg := range validation.IsDNS1123Label(s.Namespace) {
 			errs = append(errs, field.Invalid(field.NewPath("namespace"), s.Namespace, msg+" (--namespace names an existing namespace)"))
@@ -283,7 +286,9 @@ func validateDelay(lp *field.Path, latency Duration, jp *field.Path, jitter Dura
 	return errs
 }
 
-func (t *Target) validate(p *field.Path) field.ErrorList {
+// Validate checks the target at p, for a run or for 'kb-bench local up'
+// and 'kind up', which make one.
+func (t *Target) Validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, OneOf(p.Child("kind"), t.Kind, TargetKinds, "target")...)
 	if t.Kind == TargetKubeconfig && t.Kubeconfig == "" && t.Context == "" {

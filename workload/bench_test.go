@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // BenchmarkVsBareClientGo compares, on the local control plane, kb-bench's
@@ -78,7 +78,7 @@ func bareLoop(b *testing.B, base *rest.Config, writers int, window time.Duration
 	}
 	defer deleteNamespace(ctx, kube, ns, []groupResource{{"", "configmaps"}}, true)
 	cms := kube.CoreV1().ConfigMaps(ns)
-	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kb-bench-0", Labels: scenario.Labels("bare")}, Data: map[string]string{"counter": "0"}}
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kb-bench-0", Labels: k8s.Labels("bare")}, Data: map[string]string{"counter": "0"}}
 	if _, err := cms.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}

@@ -17,13 +17,13 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/metrics/live"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
+	"github.com/kb-bench/kb-bench/results/live"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/distributed"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // coordinator is a distributed run's coordinator: the scenario's Setup
@@ -67,12 +67,12 @@ func (r *coordinator) ready(ctx context.Context) error {
 	}
 	timeout := e.opts.ShardTimeout
 	if timeout <= 0 {
-		timeout = DefaultShardTimeout
+		timeout = spec.DefaultShardTimeout
 	}
 	r.c, err = distributed.Coordinate(ctx, distributed.CoordinatorOptions{
 		Kube: e.admin, Namespace: e.env.Namespace, RunID: e.opts.RunID, Spec: specJSON, Shards: s.Shards, Version: e.opts.Version,
 		Length: s.Warmup.Duration + s.Duration.Duration, OpTimeout: s.OpTimeout.Duration,
-		Runner: e.opts.Runner, Rules: distributed.ShardRules(e.rules()), JoinTimeout: timeout, Log: e.log, Warn: e.warn,
+		Runner: e.opts.Runner, Rules: shardRules(e.rules()), JoinTimeout: timeout, Log: e.log, Warn: e.warn,
 		Live: e.opts.Live != nil,
 	})
 	if err == nil {
@@ -140,7 +140,7 @@ func (r *coordinator) open(ctx context.Context) (start, end time.Time, err error
 // hand over without the apiserver when their runner can.
 func (r *coordinator) load(ctx context.Context, _, end time.Time) (time.Time, bool, error) {
 	stopped, err := r.c.AwaitWindow(ctx, end, r.e.opts.Progress)
-	if errors.Is(err, ErrTargetLost) {
+	if errors.Is(err, spec.ErrTargetLost) {
 		r.e.lose(err) // a no-op when ctx already ended with the loss
 		return time.Time{}, false, nil
 	}
@@ -154,7 +154,7 @@ func (r *coordinator) load(ctx context.Context, _, end time.Time) (time.Time, bo
 func (r *coordinator) figures(ctx context.Context, _ window) (figures, error) {
 	var shards []*results.Result
 	var err error
-	if cause := context.Cause(ctx); errors.Is(cause, ErrTargetLost) {
+	if cause := context.Cause(ctx); errors.Is(cause, spec.ErrTargetLost) {
 		var notes []string
 		if shards, notes, err = r.c.Salvage(ctx); err != nil {
 			r.e.warn("%v", err) // the result is saved without figures: say why
@@ -230,7 +230,7 @@ type ShardOptions struct {
 func RunShard(ctx context.Context, o ShardOptions) (err error) {
 	// No client-side limit: the protocol's polls must not queue behind
 	// client-go's default 5 QPS.
-	adminCfg := scenario.ClientConfig(o.Config, spec.Client{QPS: -1}, o.Version)
+	adminCfg := k8s.ClientConfig(o.Config, spec.Client{QPS: -1}, o.Version)
 	adminCfg.Timeout = spec.DefaultOpTimeout
 	admin, err := kubernetes.NewForConfig(adminCfg)
 	if err != nil {
@@ -241,7 +241,7 @@ func RunShard(ctx context.Context, o ShardOptions) (err error) {
 		return err
 	}
 	defer func() {
-		if err != nil && !errors.Is(err, distributed.ErrAborted) && !errors.Is(err, ErrTargetLost) {
+		if err != nil && !errors.Is(err, distributed.ErrAborted) && !errors.Is(err, spec.ErrTargetLost) {
 			sh.Fail(ctx, err, spec.DefaultOpTimeout)
 		}
 	}()
@@ -256,7 +256,7 @@ func RunShard(ctx context.Context, o ShardOptions) (err error) {
 	// Before any load: a shard that may not write would otherwise run a
 	// whole window of refused requests, and one that may not report
 	// would fail only at its end.
-	missing, err := missingPermissions(ctx, admin, o.Namespace, distributed.ShardRules(r.rules()))
+	missing, err := missingPermissions(ctx, admin, o.Namespace, shardRules(r.rules()))
 	if err != nil {
 		return err
 	}

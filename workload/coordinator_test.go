@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kb-bench/kb-bench/metrics/live"
+	"github.com/kb-bench/kb-bench/results/live"
 )
 
 // Two overlapping scrapes of a distributed run's live endpoint (two

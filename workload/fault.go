@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 )
@@ -25,7 +26,7 @@ func (e *engine) inject(start time.Time) (done func()) {
 		if err := ft.Do(); err != nil {
 			r.Error = err.Error()
 		}
-		fmt.Fprintf(e.log, "fault: %s at %s into the measured window\n", ft.What, results.FormatDuration(r.At))
+		fmt.Fprintf(e.log, "fault: %s at %s into the measured window\n", ft.What, words.Duration(r.At))
 		e.fault.Store(&r)
 	})
 	return func() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/distributed"
 )
 
@@ -133,7 +134,7 @@ func (r *inProcess) figures(ctx context.Context, w window) (figures, error) {
 	if r.sh == nil {
 		return r.e.measure(w), nil
 	}
-	if !errors.Is(context.Cause(ctx), ErrTargetLost) {
+	if !errors.Is(context.Cause(ctx), spec.ErrTargetLost) {
 		if err := r.sh.Say(ctx, distributed.QuietEnd); err != nil {
 			return figures{}, err
 		}

@@ -17,12 +17,12 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/cluster/clustertest"
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/render/text"
 	"github.com/kb-bench/kb-bench/results/resultstest"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // The integration tests run the engine against a real kube-apiserver and
@@ -342,7 +342,7 @@ func TestKeepLeavesTheNamespace(t *testing.T) {
 		t.Fatalf("kept namespace holds %v (err %v), want the one object", cms, err)
 	}
 	ns, _ := kube.CoreV1().Namespaces().Get(context.Background(), res.Namespace, metav1.GetOptions{})
-	if ns.Labels[scenario.LabelManagedBy] != "kb-bench" || ns.Labels[scenario.LabelRunID] != res.RunID {
+	if ns.Labels[k8s.LabelManagedBy] != "kb-bench" || ns.Labels[k8s.LabelRunID] != res.RunID {
 		t.Errorf("namespace labels %v", ns.Labels)
 	}
 	if err := deleteNamespace(context.Background(), kube, res.Namespace, []groupResource{{"", "configmaps"}}, true); err != nil {

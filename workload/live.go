@@ -3,8 +3,8 @@ package workload
 import (
 	"time"
 
-	"github.com/kb-bench/kb-bench/metrics/live"
 	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/live"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // cleanupTimeout bounds deleting the namespace (and verifying) after a run,
@@ -22,8 +22,8 @@ const cleanupTimeout = 30 * time.Second
 
 // createNamespace creates the run's namespace.
 func createNamespace(ctx context.Context, kube kubernetes.Interface, name, runID string, timeout time.Duration) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: scenario.Labels(runID)}}
-	_, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: scenario.SetupManager})
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: k8s.Labels(runID)}}
+	_, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: k8s.SetupManager})
 	switch {
 	case err == nil:
 		return nil
@@ -32,7 +32,7 @@ func createNamespace(ctx context.Context, kube kubernetes.Interface, name, runID
 	case apierrors.IsInvalid(err):
 		return spec.Input(fmt.Errorf("run id %q does not make a valid namespace name %s: use lowercase letters, digits and '-', at most 54 characters: %w", runID, name, err))
 	}
-	err = fmt.Errorf("creating namespace %s: %w%s", name, err, scenario.Why(err, "create namespaces (or run in an existing one: --namespace, see 'kb-bench rbac')", timeout))
+	err = fmt.Errorf("creating namespace %s: %w%s", name, err, k8s.Why(err, "create namespaces (or run in an existing one: --namespace, see 'kb-bench rbac')", timeout))
 	if apierrors.IsForbidden(err) {
 		return spec.Input(err) // the user can fix it
 	}
@@ -61,7 +61,7 @@ func waitForRootCA(ctx context.Context, kube kubernetes.Interface, ns string) er
 		if missing, err = withoutRootCA(ctx, kube, ns); err == nil && len(missing) == 0 {
 			return nil
 		}
-		if !scenario.Sleep(ctx, 50*time.Millisecond) {
+		if !k8s.Sleep(ctx, 50*time.Millisecond) {
 			if err == nil {
 				err = fmt.Errorf("it is missing in %s", strings.Join(missing, ", "))
 			}
@@ -151,9 +151,9 @@ func deleteCollections(ctx context.Context, kube kubernetes.Interface, ns, selec
 // deleteOwn deletes the run's labelled objects of the kinds it creates from
 // an existing namespace; the namespace and everything else in it stay.
 func deleteOwn(ctx context.Context, kube kubernetes.Interface, ns, runID string, kinds []groupResource) error {
-	selector := scenario.LabelRunID + "=" + runID
+	selector := k8s.LabelRunID + "=" + runID
 	if err := deleteCollections(ctx, kube, ns, selector, kinds); err != nil {
-		return fmt.Errorf("deleting the run's objects from namespace %s: %w (delete them by hand: kubectl delete -n %s %s -l %s)", ns, err, ns, OwnKinds, selector)
+		return fmt.Errorf("deleting the run's objects from namespace %s: %w (delete them by hand: kubectl delete -n %s %s -l %s)", ns, err, ns, k8s.OwnKinds, selector)
 	}
 	return nil
 }
@@ -195,8 +195,3 @@ func finalizeNamespace(ctx context.Context, kube kubernetes.Interface, name stri
 	}
 	return nil
 }
-
-// OwnKinds lists, for kubectl, every kind of object kb-bench may create in
-// a namespace it was given (--namespace): the scenarios' objects, the
-// coordination Leases, and the shard Job's pods and rights.
-const OwnKinds = "configmaps,pods,leases,resourcequotas,jobs,roles,rolebindings,serviceaccounts"

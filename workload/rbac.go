@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/distributed"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // Rules are the namespaced permissions a run of s needs in its namespace:
@@ -48,19 +48,30 @@ func (r *Resolved) rules() []rbacv1.PolicyRule {
 	return r.Def.Rules(r.Settings)
 }
 
+// shardRules are the rights a shard needs: its scenario's (rules), its
+// coordination Lease, and uploading its result.
+func shardRules(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	return append(slices.Clone(rules),
+		k8s.Rule("coordination.k8s.io", []string{"leases"}, "get", "create", "update"),
+		k8s.Rule("", []string{"configmaps"}, "create"))
+}
+
 // rulesFor are what the run needs in its namespace (Rules), but for its
-// runner's.
+// runner's: with shards, the coordinator's too (the Leases, reading and
+// removing the uploaded results).
 func (r *Resolved) rulesFor() []rbacv1.PolicyRule {
 	rules := r.rules()
 	if r.Spec.Shards > 0 {
-		rules = append(rules, distributed.CoordinatorRules()...)
+		rules = append(rules,
+			k8s.Rule("coordination.k8s.io", []string{"leases"}, "get", "list", "create", "update"),
+			k8s.Rule("", []string{"configmaps"}, "get", "delete"))
 	}
 	for _, g := range cleanupResources(rules) {
-		rules = append(rules, scenario.Rule(g.group, []string{g.resource}, "deletecollection"))
+		rules = append(rules, k8s.Rule(g.group, []string{g.resource}, "deletecollection"))
 	}
 	if r.Spec.Client.ContentType == spec.ContentCBOR {
 		// The CBOR probe is a dry-run create of a ConfigMap.
-		rules = append(rules, scenario.Rule("", []string{"configmaps"}, "create"))
+		rules = append(rules, k8s.Rule("", []string{"configmaps"}, "create"))
 	}
 	return rules
 }

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // leastPrivilege makes namespace ns with a bystander ConfigMap, and a
@@ -35,7 +35,7 @@ func leastPrivilege(t *testing.T, admin *rest.Config, ns string, rules []rbacv1.
 	t.Cleanup(func() { _ = deleteNamespace(ctx, kube, ns, []groupResource{{"", "configmaps"}}, true) })
 	must(kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bystander"}}, metav1.CreateOptions{}))
 	must(kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{}))
-	must(kube.RbacV1().Roles(ns).Create(ctx, scenario.Role(ns, "kb-bench", nil, rules), metav1.CreateOptions{}))
+	must(kube.RbacV1().Roles(ns).Create(ctx, k8s.Role(ns, "kb-bench", nil, rules), metav1.CreateOptions{}))
 	must(kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "kb-bench"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "kb-bench"},
@@ -107,7 +107,7 @@ func TestMissingPermissionsAreListedBeforeAnything(t *testing.T) {
 	if !spec.IsInput(err) || !strings.Contains(err.Error(), "update configmaps, patch configmaps") || !strings.Contains(err.Error(), "kb-bench rbac --namespace "+ns) {
 		t.Fatalf("want bad input naming update and patch on configmaps and kb-bench rbac, got %v", err)
 	}
-	cms, err := kubernetes.NewForConfigOrDie(admin).CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{LabelSelector: scenario.LabelManagedBy + "=kb-bench"})
+	cms, err := kubernetes.NewForConfigOrDie(admin).CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{LabelSelector: k8s.LabelManagedBy + "=kb-bench"})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}

@@ -347,7 +347,7 @@ func (e *engine) cost(w window, f figures) *results.Cost {
 // and briefly on a target that stopped answering.
 func (e *engine) check(ctx context.Context) error {
 	budget := cleanupTimeout
-	lost := errors.Is(context.Cause(ctx), ErrTargetLost)
+	lost := errors.Is(context.Cause(ctx), spec.ErrTargetLost)
 	if lost {
 		budget = lostTargetBudget // it answers nothing: do not wait for it
 	}

@@ -94,11 +94,11 @@ type fakeSettings struct{}
 // The sequence handles an interrupt, a lost target and a failure each in
 // one place, whatever the role: an interrupt before the window finishes a
 // result without one, an interrupt in the window keeps its figures, a
-// lost target (its cause) ends the run with ErrTargetLost, and a failure
+// lost target (its cause) ends the run with spec.ErrTargetLost, and a failure
 // reaches the role's close, which aborts a distributed run.
 func TestSequenceEndsRunsInOnePlace(t *testing.T) {
 	failed := errors.New("a shard failed")
-	lost := fmt.Errorf("%w: no answer for 3s", ErrTargetLost)
+	lost := fmt.Errorf("%w: no answer for 3s", spec.ErrTargetLost)
 	tests := []struct {
 		name       string
 		at         string
@@ -110,7 +110,7 @@ func TestSequenceEndsRunsInOnePlace(t *testing.T) {
 		{"ends well", "", nil, nil, nil, true, false, true},
 		{"interrupted in the warm-up", "warmup", context.Canceled, nil, nil, false, true, true},
 		{"interrupted in the window", "load", context.Canceled, nil, nil, true, true, true},
-		{"target lost in the window", "load", lost, nil, ErrTargetLost, true, false, true},
+		{"target lost in the window", "load", lost, nil, spec.ErrTargetLost, true, false, true},
 		{"a role's step fails", "open", nil, failed, failed, false, false, false},
 	}
 	for _, tt := range tests {
@@ -129,7 +129,7 @@ func TestSequenceEndsRunsInOnePlace(t *testing.T) {
 			if e.result.Interrupted != tt.wantInterrupted || sc.finished != tt.wantFinished {
 				t.Errorf("interrupted %t, checks made %t; want %t, %t (phases %v)", e.result.Interrupted, sc.finished, tt.wantInterrupted, tt.wantFinished, role.phases)
 			}
-			if lost := errors.Is(tt.wantErr, ErrTargetLost); lost != (e.result.TargetLost != "") {
+			if lost := errors.Is(tt.wantErr, spec.ErrTargetLost); lost != (e.result.TargetLost != "") {
 				t.Errorf("result says target lost %q, want %t", e.result.TargetLost, lost)
 			}
 			if tt.at == "warmup" && (e.result.Server == nil || e.result.Server.Available) {

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -25,10 +26,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/internal/netdelay"
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/metrics/live"
 	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/results/live"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/distributed"
 	"github.com/kb-bench/kb-bench/workload/scenario"
@@ -66,7 +68,7 @@ type Options struct {
 	// Runner starts the shards of a distributed run (Spec.Shards > 0).
 	Runner distributed.ShardRunner
 	// ShardTimeout bounds the wait for every shard to join (default
-	// DefaultShardTimeout).
+	// spec.DefaultShardTimeout).
 	ShardTimeout time.Duration
 	// Servers are the apiservers of a target that runs several (Config's
 	// host among them, first): client i talks to Servers[i mod N], and
@@ -105,15 +107,6 @@ type Fault struct {
 	Down int
 	Do   func() error
 }
-
-// DefaultShardTimeout is distributed.DefaultShardTimeout.
-const DefaultShardTimeout = distributed.DefaultShardTimeout
-
-// ErrTargetLost is transport.ErrTargetLost.
-var ErrTargetLost = transport.ErrTargetLost
-
-// ExitTargetLost is distributed.ExitTargetLost.
-const ExitTargetLost = distributed.ExitTargetLost
 
 // Outcome is a finished run: its Result, and its scenario's Report (nil
 // when the run ended before the scenario could report), whose checks and
@@ -235,7 +228,7 @@ func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
 		observed := o.EtcdDelay()
 		e.result.Target.EtcdProxy = &observed
 	}
-	if errors.Is(runErr, ErrTargetLost) {
+	if errors.Is(runErr, spec.ErrTargetLost) {
 		runErr = nil // the Result says so
 	}
 	e.cleanUp(ctx, rules)
@@ -262,11 +255,11 @@ func (e *engine) cleanUp(ctx context.Context, rules []rbacv1.PolicyRule) {
 	case res.TargetLost != "" && e.opts.Ephemeral:
 		// Its data goes with it.
 	case res.TargetLost != "" && s.Namespace != "":
-		e.warn("the run's objects are left on the target, which stopped answering: once it answers, delete them with kubectl delete -n %s %s -l %s=%s", s.Namespace, OwnKinds, scenario.LabelRunID, e.opts.RunID)
+		e.warn("the run's objects are left on the target, which stopped answering: once it answers, delete them with kubectl delete -n %s %s -l %s=%s", s.Namespace, k8s.OwnKinds, k8s.LabelRunID, e.opts.RunID)
 	case res.TargetLost != "":
 		e.warn("the run's namespace is left on the target, which stopped answering: once it answers, delete it with kubectl delete namespace %s", e.env.Namespace)
 	case s.Keep && s.Namespace != "":
-		fmt.Fprintf(e.log, "note: keeping the run's objects in namespace %s (keep is set; they are labelled %s=%s)\n", e.env.Namespace, scenario.LabelRunID, e.opts.RunID)
+		fmt.Fprintf(e.log, "note: keeping the run's objects in namespace %s (keep is set; they are labelled %s=%s)\n", e.env.Namespace, k8s.LabelRunID, e.opts.RunID)
 	case s.Keep:
 		fmt.Fprintf(e.log, "note: keeping namespace %s (keep is set)\n", e.env.Namespace)
 	case s.Namespace != "":
@@ -293,7 +286,7 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 		Namespace:  cmp.Or(s.Namespace, "kb-bench-"+o.RunID), // the existing one, or the run's own
 		Workload:   r.Workload(),
 	}
-	cfg := scenario.ClientConfig(o.Config, s.Client, o.Version)
+	cfg := k8s.ClientConfig(o.Config, s.Client, o.Version)
 	if len(o.Servers) > 1 {
 		var err error
 		if e.servers, err = transport.NewServers(o.Servers); err != nil {
@@ -317,7 +310,7 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 	// longer than an operation may: a hung apiserver cannot hold the run.
 	// It sends the writers' user agent, so that the objects it creates
 	// have the writers' field manager.
-	adminCfg := scenario.ClientConfig(o.Config, spec.Client{QPS: s.Client.QPS, Burst: s.Client.Burst, UserAgent: s.Client.UserAgent}, o.Version)
+	adminCfg := k8s.ClientConfig(o.Config, spec.Client{QPS: s.Client.QPS, Burst: s.Client.Burst, UserAgent: s.Client.UserAgent}, o.Version)
 	adminCfg.Timeout = s.OpTimeout.Duration
 	setupCfg := adminCfg
 	if e.servers != nil {
@@ -368,7 +361,7 @@ func (e *engine) record(workers int) {
 }
 
 // execute runs the phase sequence while watching the target: one that
-// stops answering ends the run with ErrTargetLost as its cause, and so
+// stops answering ends the run with spec.ErrTargetLost as its cause, and so
 // does a caller that cancels ctx with that cause (its own control plane
 // died). It is the one place a lost target is told from other failures:
 // that cause, or a lost target a shard reported, marks the Result
@@ -381,7 +374,7 @@ func (e *engine) execute(ctx context.Context) error {
 	stopWatching := e.health.Watch(cancel)
 	// A lost target abandons what waits on it too.
 	stopAbandon := context.AfterFunc(ctx, func() {
-		if errors.Is(context.Cause(ctx), ErrTargetLost) {
+		if errors.Is(context.Cause(ctx), spec.ErrTargetLost) {
 			now := time.Now()
 			e.lostAt.Store(&now)
 			e.health.Abandon()
@@ -393,11 +386,13 @@ func (e *engine) execute(ctx context.Context) error {
 	if cerr := e.role.close(ctx, err); cerr != nil {
 		e.warn("%v", cerr)
 	}
-	if cause := context.Cause(ctx); errors.Is(cause, ErrTargetLost) {
+	if cause := context.Cause(ctx); errors.Is(cause, spec.ErrTargetLost) {
 		err = cause
 	}
-	if errors.Is(err, ErrTargetLost) {
-		e.result.TargetLost, e.result.Interrupted = err.Error()+e.whenLost(), false
+	if errors.Is(err, spec.ErrTargetLost) {
+		// The Result says how it was lost; that it was is its field's name.
+		how := strings.TrimPrefix(err.Error(), spec.ErrTargetLost.Error()+": ")
+		e.result.TargetLost, e.result.Interrupted = how+e.whenLost(), false
 	}
 	return err
 }

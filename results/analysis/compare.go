@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/results"
 )
 
@@ -433,7 +434,7 @@ func minP(n1, n2 int) float64 {
 func formatFigure(v float64, unit string) string {
 	switch unit {
 	case "ms":
-		return results.FormatDuration(time.Duration(v * float64(time.Millisecond)))
+		return words.Duration(time.Duration(v * float64(time.Millisecond)))
 	case "%":
 		return fmt.Sprintf("%.1f%%", v)
 	case "/s":

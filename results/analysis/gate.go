@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 )
@@ -662,7 +663,7 @@ func noiseWords(u results.Unit, d decision, base, cand []float64) string {
 	side := fmt.Sprintf("%d samples a side", len(base))
 	switch {
 	case d.test.Pairs > 0:
-		side = results.Plural(d.test.Pairs, "interleaved pair")
+		side = words.Plural(d.test.Pairs, "interleaved pair")
 	case len(base) != len(cand):
 		side = fmt.Sprintf("%d and %d samples", len(base), len(cand))
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/results"
 )
 
@@ -210,7 +211,7 @@ type Test struct {
 // pairs" or "Mann-Whitney U test".
 func (t Test) String() string {
 	if t.Pairs > 0 {
-		return "Wilcoxon signed-rank test over " + results.Plural(t.Pairs, "interleaved pair")
+		return "Wilcoxon signed-rank test over " + words.Plural(t.Pairs, "interleaved pair")
 	}
 	return "Mann-Whitney U test"
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/results"
 )
 
@@ -169,12 +170,12 @@ func describe(s *results.Sweep, ser *results.SweepSeries) string {
 	case ser.SLO.Within == 0:
 		parts = append(parts, fmt.Sprintf("p99 is over %s already at %s", s.SLO, unit(ser.Points[0].Value)))
 	case ser.SLO.Breach == 0:
-		parts = append(parts, fmt.Sprintf("%s at every point up to %s (%s conflicts there)", slo, unit(last), results.Percent(ser.SLO.ConflictRate)))
+		parts = append(parts, fmt.Sprintf("%s at every point up to %s (%s conflicts there)", slo, unit(last), words.Percent(ser.SLO.ConflictRate)))
 	default:
-		parts = append(parts, fmt.Sprintf("%s up to %s (%s conflicts there), over it from %s", slo, unit(ser.SLO.Within), results.Percent(ser.SLO.ConflictRate), unit(ser.SLO.Breach)))
+		parts = append(parts, fmt.Sprintf("%s up to %s (%s conflicts there), over it from %s", slo, unit(ser.SLO.Within), words.Percent(ser.SLO.ConflictRate), unit(ser.SLO.Breach)))
 	}
 	if i := slices.IndexFunc(ser.Points, func(p results.SweepPoint) bool { return p.GaveUp > 0 }); i >= 0 {
-		parts = append(parts, fmt.Sprintf("retries give up from %s (%s of operations)", unit(ser.Points[i].Value), results.Percent(ser.Points[i].GaveUpRatio)))
+		parts = append(parts, fmt.Sprintf("retries give up from %s (%s of operations)", unit(ser.Points[i].Value), words.Percent(ser.Points[i].GaveUpRatio)))
 	}
 	if i := slices.IndexFunc(ser.Points, func(p results.SweepPoint) bool { return p.LostUpdates != nil && *p.LostUpdates > 0 }); i >= 0 {
 		parts = append(parts, fmt.Sprintf("LOST UPDATES from %s", unit(ser.Points[i].Value)))
@@ -187,7 +188,7 @@ func describe(s *results.Sweep, ser *results.SweepSeries) string {
 		if last.Cost.HasEtcd {
 			cost += fmt.Sprintf(" and %.2f etcd cores", last.Cost.EtcdCores)
 		}
-		cost += fmt.Sprintf(" for %.0f successful writes/s (%s of apiserver CPU per write", last.WriteThroughput, results.FormatDuration(last.Cost.ApiserverPerWrite))
+		cost += fmt.Sprintf(" for %.0f successful writes/s (%s of apiserver CPU per write", last.WriteThroughput, words.Duration(last.Cost.ApiserverPerWrite))
 		if first := ser.Points[0]; first.Cost != nil && len(ser.Points) > 1 && first.Cost.ApiserverPerWrite > 0 {
 			cost += fmt.Sprintf(", %.1fx that at %s", float64(last.Cost.ApiserverPerWrite)/float64(first.Cost.ApiserverPerWrite), unit(first.Value))
 		}

@@ -22,6 +22,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -53,9 +54,9 @@ var Definition = scenario.Definition{
 	},
 	Rules: func(scenario.Settings) []rbacv1.PolicyRule {
 		return []rbacv1.PolicyRule{
-			scenario.Rule("", []string{"pods"}, "get", "list", "create", "update", "patch"),
-			scenario.Rule("", []string{"pods/status"}, "update", "patch"),
-			scenario.Rule("", []string{"serviceaccounts"}, "get", "create"),
+			k8s.Rule("", []string{"pods"}, "get", "list", "create", "update", "patch"),
+			k8s.Rule("", []string{"pods/status"}, "update", "patch"),
+			k8s.Rule("", []string{"serviceaccounts"}, "get", "create"),
 		}
 	},
 }
@@ -152,7 +153,7 @@ func (r *controllers) Workers() int { return len(r.workers) }
 // controller's cache with the created Pods as an informer would.
 func (r *controllers) Setup(ctx context.Context) error {
 	env := r.env
-	if err := scenario.EnsureDefaultServiceAccount(ctx, env.Admin, env.Namespace); err != nil {
+	if err := k8s.EnsureDefaultServiceAccount(ctx, env.Admin, env.Namespace); err != nil {
 		return err
 	}
 	pods := env.Admin.CoreV1().Pods(env.Namespace)
@@ -162,10 +163,10 @@ func (r *controllers) Setup(ctx context.Context) error {
 	for i, o := range r.objects {
 		names[i] = o.name
 	}
-	labels := scenario.Labels(env.RunID)
+	labels := k8s.Labels(env.RunID)
 	labels[LabelScenario] = Name
-	err := scenario.CreateAll(ctx, "Pods", names, func(ctx context.Context, name string) error {
-		pod, err := pods.Create(ctx, scenario.Pod(name, labels, corev1.Container{Name: "main"}), metav1.CreateOptions{FieldManager: scenario.SetupManager})
+	err := k8s.CreateAll(ctx, "Pods", names, func(ctx context.Context, name string) error {
+		pod, err := pods.Create(ctx, k8s.Pod(name, labels, corev1.Container{Name: "main"}), metav1.CreateOptions{FieldManager: k8s.SetupManager})
 		if err != nil {
 			return fmt.Errorf("creating Pod %s/%s: %w", env.Namespace, name, err)
 		}
@@ -221,7 +222,7 @@ func (r *controllers) attempt(o *scenario.Op, c int, v *view) error {
 	switch {
 	case err == nil:
 		v.cached, v.lastOK, v.unsure = pod, v.seq, nil
-	case scenario.MayHaveLanded(out, err):
+	case k8s.MayHaveLanded(out, err):
 		v.unsure = append(v.unsure, v.seq)
 		v.cached = nil
 	case out != metrics.Throttled:

@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -63,7 +63,7 @@ func (c *Settings) Validate(s *spec.Spec, p *field.Path) field.ErrorList {
 // 10 owned Pods each, 2 shared".
 func (c *Settings) Describe(s *spec.Spec) string {
 	return fmt.Sprintf("%s x %s, %d owned Pods each, %d shared",
-		results.Plural(c.Controllers, "controller"), results.Plural(c.workers(s), "worker"), c.ObjectsPerController, c.SharedObjects)
+		words.Plural(c.Controllers, "controller"), words.Plural(c.workers(s), "worker"), c.ObjectsPerController, c.SharedObjects)
 }
 
 // workers is how many workers each controller runs: Spec.Writers, or one

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -49,7 +50,7 @@ func (r *controllers) Finish(ctx context.Context) (scenario.Report, error) {
 		OwnedWrites: t.ownedWrites.Load(), OwnedConflicts: t.ownedConflicts.Load(),
 		SharedWrites: t.sharedWrites.Load(), SharedConflicts: t.sharedConflicts.Load(),
 	}
-	list, err := env.Admin.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: scenario.LabelRunID + "=" + env.RunID})
+	list, err := env.Admin.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: k8s.LabelRunID + "=" + env.RunID})
 	if err != nil {
 		env.Warn("controller status: reading the Pods back failed, so lost status updates were not checked: %v", err)
 		return report, nil

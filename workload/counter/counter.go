@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -30,7 +31,7 @@ var Definition = scenario.Definition{
 		return newCounter(env, settings.(*Settings))
 	},
 	Rules: func(scenario.Settings) []rbacv1.PolicyRule {
-		return []rbacv1.PolicyRule{scenario.Rule("", []string{"configmaps"}, "get", "list", "create", "update", "patch")}
+		return []rbacv1.PolicyRule{k8s.Rule("", []string{"configmaps"}, "get", "list", "create", "update", "patch")}
 	},
 }
 
@@ -80,8 +81,8 @@ func (c *counter) Setup(ctx context.Context) error {
 	seed := scenario.Seed(env.RunID)
 	filler := makeFiller(c.set.ObjectSize, rand.New(rand.NewPCG(seed, 0)))
 	cms := env.Admin.CoreV1().ConfigMaps(env.Namespace)
-	labels, data := scenario.Labels(env.RunID), initialData(&env.Spec, c.keys, filler)
-	err := scenario.CreateAll(ctx, "objects", c.names, func(ctx context.Context, name string) error {
+	labels, data := k8s.Labels(env.RunID), initialData(&env.Spec, c.keys, filler)
+	err := k8s.CreateAll(ctx, "objects", c.names, func(ctx context.Context, name string) error {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Data: data}
 		// No field manager of its own: the apiserver names the creator
 		// after the user agent, as it names the writers' updates, so the

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // objectNames returns the names of the m benchmark objects.
@@ -56,7 +56,7 @@ func makeFiller(n int, r *rand.Rand) string {
 // under keys (not the filler), so memory stays small for large objects.
 func readObjects(ctx context.Context, cms corev1client.ConfigMapInterface, runID string, keys []string) (map[string]map[string]string, error) {
 	objects := map[string]map[string]string{}
-	opts := metav1.ListOptions{LabelSelector: scenario.LabelRunID + "=" + runID, Limit: 20}
+	opts := metav1.ListOptions{LabelSelector: k8s.LabelRunID + "=" + runID, Limit: 20}
 	for {
 		list, err := cms.List(ctx, opts)
 		if err != nil {

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -127,7 +127,7 @@ func (c *Settings) Validate(_ *spec.Spec, p *field.Path) field.ErrorList {
 
 // Describe is the run in a few words.
 func (c *Settings) Describe(s *spec.Spec) string {
-	where := fmt.Sprintf("%s on %s", results.Plural(s.Writers, "writer"), results.Plural(c.Objects, "object"))
+	where := fmt.Sprintf("%s on %s", words.Plural(s.Writers, "writer"), words.Plural(c.Objects, "object"))
 	switch {
 	case c.WritersPerObject > 0:
 		where += fmt.Sprintf(" (%d writers per object)", c.WritersPerObject)

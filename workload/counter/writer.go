@@ -13,6 +13,7 @@ import (
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
@@ -120,7 +121,7 @@ func (w *writer) readModifyWrite(o *scenario.Op, obj int) error {
 // count adds one write to the correctness tallies.
 func (w *writer) count(obj int, outcome metrics.Outcome, err error) {
 	success := outcome == metrics.Success
-	unsure := !success && scenario.MayHaveLanded(outcome, err)
+	unsure := !success && k8s.MayHaveLanded(outcome, err)
 	switch {
 	case w.shared != nil && success:
 		w.shared[obj].successes.Add(1)

@@ -11,9 +11,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // Each strategy sends the write the Kubernetes semantics call for.
@@ -285,7 +285,7 @@ func (l *oneToken) Wait(context.Context) error {
 		l.used = true
 		return nil
 	}
-	return fmt.Errorf("%w: %w", scenario.ErrNotSent, context.DeadlineExceeded)
+	return fmt.Errorf("%w: %w", k8s.ErrNotSent, context.DeadlineExceeded)
 }
 func (l *oneToken) TryAccept() bool { return false }
 func (l *oneToken) Accept()         {}

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -24,8 +23,7 @@ import (
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
-	"github.com/kb-bench/kb-bench/workload/scenario"
-	"github.com/kb-bench/kb-bench/workload/transport"
+	"github.com/kb-bench/kb-bench/spec"
 )
 
 // ShardRunner starts the shards of a distributed run (Spec.Shards).
@@ -91,10 +89,6 @@ type ShardGroup interface {
 	Status() string
 }
 
-// DefaultShardTimeout bounds how long the coordinator waits for every
-// shard to join (start, find the run, connect).
-const DefaultShardTimeout = 2 * time.Minute
-
 // lead is how far ahead of its publication an instant (the warm-up's or
 // the window's start) lies, so that every shard has seen it in time and
 // all start together.
@@ -107,23 +101,6 @@ const slack = 30 * time.Second
 // progress in the measured window.
 const silence = 5 * time.Second
 
-// ShardRules are the permissions a shard needs: its scenario's (rules),
-// its coordination Lease, and uploading its result.
-func ShardRules(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
-	return append(slices.Clone(rules),
-		scenario.Rule("coordination.k8s.io", []string{"leases"}, "get", "create", "update"),
-		scenario.Rule("", []string{"configmaps"}, "create"))
-}
-
-// CoordinatorRules are what the coordinator needs beyond the scenario's:
-// the Leases, reading and removing the uploaded results.
-func CoordinatorRules() []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{
-		scenario.Rule("coordination.k8s.io", []string{"leases"}, "get", "list", "create", "update"),
-		scenario.Rule("", []string{"configmaps"}, "get", "delete"),
-	}
-}
-
 // CoordinatorOptions are what Coordinate needs.
 type CoordinatorOptions struct {
 	Kube              kubernetes.Interface // the coordinator's client of the target
@@ -133,7 +110,7 @@ type CoordinatorOptions struct {
 	Version           string
 	Length, OpTimeout time.Duration // the warm-up and window (zero window: bounded by operations)
 	Runner            ShardRunner
-	Rules             []rbacv1.PolicyRule // the shards' permissions (ShardRules)
+	Rules             []rbacv1.PolicyRule // the shards' permissions (workload's shardRules)
 	JoinTimeout       time.Duration       // bounds the wait for every shard to join
 	Log               io.Writer
 	Warn              func(format string, a ...any) // a warning kept in the result
@@ -315,7 +292,7 @@ func (c *Coordinator) Salvage(ctx context.Context) (shards []*results.Result, no
 // then it stops them and removes what the runner made, at once when the
 // target is lost. It returns the runner's error.
 func (c *Coordinator) Close(ctx context.Context, failed error) error {
-	lost := errors.Is(context.Cause(ctx), transport.ErrTargetLost)
+	lost := errors.Is(context.Cause(ctx), spec.ErrTargetLost)
 	if failed != nil && !lost {
 		// A shard that lost the target says so; the coordinator may still
 		// reach it, and the other shards must stop loading it now.
@@ -354,7 +331,7 @@ func (c *Coordinator) await(ctx context.Context, want State, notBefore, timeout 
 		case err != nil && failingSince.IsZero():
 			failingSince = time.Now()
 		case err != nil && time.Since(failingSince) > c.opTimeout:
-			return nil, fmt.Errorf("%w: %v", transport.ErrTargetLost, err)
+			return nil, fmt.Errorf("%w: the apiserver stopped answering: %v", spec.ErrTargetLost, err)
 		case err == nil:
 			failingSince = time.Time{}
 			if onPoll != nil {
@@ -391,7 +368,7 @@ func (c *Coordinator) await(ctx context.Context, want State, notBefore, timeout 
 			return nil, err
 		case <-ctx.Done():
 			t.Stop()
-			if cause := context.Cause(ctx); errors.Is(cause, transport.ErrTargetLost) {
+			if cause := context.Cause(ctx); errors.Is(cause, spec.ErrTargetLost) {
 				return nil, cause // the target is gone: nothing to wait for
 			}
 			if onCancel == nil {
@@ -454,15 +431,11 @@ func describeStates(states map[int]shardState, n int) string {
 	return strings.Join(parts, "; ")
 }
 
-// ExitTargetLost is the exit status of a shard, and of kb-bench, whose run
-// ended with transport.ErrTargetLost; ShardExited maps it back to the error.
-const ExitTargetLost = 3
-
 // ShardExited is the error err of a shard that exited with code, marked
-// transport.ErrTargetLost when code says so, for the runners.
+// spec.ErrTargetLost when code says so (spec.ExitTargetLost), for the runners.
 func ShardExited(code int, err error) error {
-	if code == ExitTargetLost {
-		return fmt.Errorf("%w: %w", transport.ErrTargetLost, err)
+	if code == spec.ExitTargetLost {
+		return fmt.Errorf("%w: %w", spec.ErrTargetLost, err)
 	}
 	return err
 }

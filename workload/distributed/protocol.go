@@ -18,9 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // A distributed run (Spec.Shards) is coordinated through the apiserver
@@ -110,7 +110,7 @@ func (p protocol) resultName(i, chunk int) string {
 
 // labels are the run's labels and the object's role.
 func (p protocol) labels(role string) map[string]string {
-	l := scenario.Labels(p.runID)
+	l := k8s.Labels(p.runID)
 	l[labelRole] = role
 	return l
 }
@@ -149,7 +149,7 @@ func (p protocol) createRun(ctx context.Context, specJSON []byte, shards int, ve
 			annVersion: version, annDeadline: stamp(deadline),
 		},
 	}}
-	_, err := p.kube.CoordinationV1().Leases(p.namespace).Create(ctx, l, metav1.CreateOptions{FieldManager: scenario.SetupManager})
+	_, err := p.kube.CoordinationV1().Leases(p.namespace).Create(ctx, l, metav1.CreateOptions{FieldManager: k8s.SetupManager})
 	if err != nil {
 		return fmt.Errorf("creating the run's coordination Lease %s: %w", l.Name, err)
 	}
@@ -181,7 +181,7 @@ func (p protocol) update(ctx context.Context, name string, change func(map[strin
 		change(l.Annotations)
 		now := metav1.NewMicroTime(time.Now())
 		l.Spec.RenewTime = &now
-		if _, err = leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: scenario.SetupManager}); err == nil {
+		if _, err = leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: k8s.SetupManager}); err == nil {
 			return nil
 		} else if !apierrors.IsConflict(err) {
 			return fmt.Errorf("writing Lease %s: %w", name, err)
@@ -231,7 +231,7 @@ func (p protocol) join(ctx context.Context, i int, name string) error {
 		ObjectMeta: metav1.ObjectMeta{Name: p.shardLease(i), Labels: p.labels("shard"), Annotations: map[string]string{annState: string(stateJoining)}},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &name},
 	}
-	_, err := p.kube.CoordinationV1().Leases(p.namespace).Create(ctx, l, metav1.CreateOptions{FieldManager: scenario.SetupManager})
+	_, err := p.kube.CoordinationV1().Leases(p.namespace).Create(ctx, l, metav1.CreateOptions{FieldManager: k8s.SetupManager})
 	if apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("shard %d of run %s has already joined (Lease %s exists): each shard index runs once", i, p.runID, l.Name)
 	}
@@ -260,7 +260,7 @@ type shardState struct {
 // readShards reads every shard's Lease, by index.
 func (p protocol) readShards(ctx context.Context) (map[int]shardState, error) {
 	list, err := p.kube.CoordinationV1().Leases(p.namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: scenario.LabelRunID + "=" + p.runID + "," + labelRole + "=shard",
+		LabelSelector: k8s.LabelRunID + "=" + p.runID + "," + labelRole + "=shard",
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the shards' Leases: %w", err)
@@ -315,7 +315,7 @@ func (p protocol) upload(ctx context.Context, i int, r *results.Result) (int, er
 			ObjectMeta: metav1.ObjectMeta{Name: p.resultName(i, chunks), Labels: p.labels("result")},
 			BinaryData: map[string][]byte{"result.json.gz": part},
 		}
-		if _, err := p.kube.CoreV1().ConfigMaps(p.namespace).Create(ctx, cm, metav1.CreateOptions{FieldManager: scenario.SetupManager}); err != nil {
+		if _, err := p.kube.CoreV1().ConfigMaps(p.namespace).Create(ctx, cm, metav1.CreateOptions{FieldManager: k8s.SetupManager}); err != nil {
 			return chunks, fmt.Errorf("uploading the shard's result (%s): %w", cm.Name, err)
 		}
 		chunks++

@@ -10,10 +10,10 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // ErrAborted is a shard's error when the coordinator ended the run.
@@ -86,7 +86,7 @@ func (s *Shard) Follow(ctx context.Context, latest func() *metrics.SeriesPoint) 
 		defer close(aborted)
 		var published *metrics.SeriesPoint
 		for window.Err() == nil {
-			scenario.Sleep(window, 500*time.Millisecond)
+			k8s.Sleep(window, 500*time.Millisecond)
 			if st, err := s.p.readRun(window); err == nil && (st.phase == phaseStop || st.phase == phaseAbort) {
 				aborted <- st.phase == phaseAbort
 				stop()
@@ -141,6 +141,6 @@ func (s *Shard) await(ctx context.Context, phases ...string) error {
 		case time.Now().After(s.run.deadline):
 			return fmt.Errorf("the coordinator did not move the run to %s by its deadline %s: it is gone", strings.Join(phases, " or "), s.run.deadline.Format(time.RFC3339))
 		}
-		scenario.Sleep(ctx, 50*time.Millisecond)
+		k8s.Sleep(ctx, 50*time.Millisecond)
 	}
 }

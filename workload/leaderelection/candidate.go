@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // FencedName is the ConfigMap a candidate writes while it believes it
@@ -163,7 +163,7 @@ func (c *candidate) fencedWrite(id string, lock *meteredLock) {
 // newFenced is the fenced ConfigMap of run runID, with data.
 func newFenced(namespace, runID string, data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: FencedName, Namespace: namespace, Labels: scenario.Labels(runID)},
+		ObjectMeta: metav1.ObjectMeta{Name: FencedName, Namespace: namespace, Labels: k8s.Labels(runID)},
 		Data:       data,
 	}
 }

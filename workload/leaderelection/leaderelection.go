@@ -18,6 +18,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/klog/v2"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -42,9 +43,9 @@ var Definition = scenario.Definition{
 		if set.fault() == FaultDelete {
 			verbs = append(verbs, "delete")
 		}
-		rules := []rbacv1.PolicyRule{scenario.Rule("coordination.k8s.io", []string{"leases"}, verbs...)}
+		rules := []rbacv1.PolicyRule{k8s.Rule("coordination.k8s.io", []string{"leases"}, verbs...)}
 		if set.LeaderWrites.Duration > 0 {
-			rules = append(rules, scenario.Rule("", []string{"configmaps"}, "create", "update"))
+			rules = append(rules, k8s.Rule("", []string{"configmaps"}, "create", "update"))
 		}
 		return rules
 	},
@@ -129,7 +130,7 @@ func (r *election) Setup(ctx context.Context) error {
 		defer cancel()
 		_, err := env.Admin.CoreV1().ConfigMaps(env.Namespace).Create(cctx, newFenced(env.Namespace, env.RunID, map[string]string{"holder": ""}), metav1.CreateOptions{})
 		if err != nil {
-			return fmt.Errorf("leader election: creating ConfigMap %s for the leader-only writes: %w%s", FencedName, err, scenario.Why(err, "create configmaps", env.Spec.OpTimeout.Duration))
+			return fmt.Errorf("leader election: creating ConfigMap %s for the leader-only writes: %w%s", FencedName, err, k8s.Why(err, "create configmaps", env.Spec.OpTimeout.Duration))
 		}
 	}
 	sel := fields.OneTermEqualSelector("metadata.name", LeaseName).String()
@@ -137,7 +138,7 @@ func (r *election) Setup(ctx context.Context) error {
 	defer cancel()
 	list, err := env.Admin.CoordinationV1().Leases(env.Namespace).List(listCtx, metav1.ListOptions{FieldSelector: sel})
 	if err != nil {
-		return fmt.Errorf("leader election: listing Leases in %s to start watching %s: %w%s", env.Namespace, LeaseName, err, scenario.Why(err, "list and watch Leases", env.Spec.OpTimeout.Duration))
+		return fmt.Errorf("leader election: listing Leases in %s to start watching %s: %w%s", env.Namespace, LeaseName, err, k8s.Why(err, "list and watch Leases", env.Spec.OpTimeout.Duration))
 	}
 	r.mu.Lock() // a scrape of the live figures may read them (Live)
 	for _, l := range list.Items {

@@ -21,6 +21,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/internal/proc"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/workload/scenario"
@@ -58,7 +59,7 @@ func (r *election) startProcesses(ctx context.Context) (err error) {
 		// A binary that did not look for CandidateEnv first (a test binary
 		// without CandidateMain in its TestMain) would start candidates of
 		// its own in every candidate: stop at the first level.
-		return fmt.Errorf("leader election: this process is itself a candidate process (%s is set), so it starts none: its main must call leaderelection.CandidateMain first", CandidateEnv)
+		return fmt.Errorf("leader election: this process is itself a candidate process (%s is set), so it starts none: its main must call bench.Child (or leaderelection.CandidateMain) first", CandidateEnv)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -256,7 +257,7 @@ func (s stampSent) RoundTrip(req *http.Request) (*http.Response, error) {
 func proxyError(w http.ResponseWriter, _ *http.Request, err error) {
 	kind := "other"
 	switch {
-	case errors.Is(err, scenario.ErrNotSent):
+	case errors.Is(err, k8s.ErrNotSent):
 		kind = "not-sent"
 	case metrics.Classify(err) == metrics.Timeout:
 		kind = "timeout"

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
@@ -122,8 +123,8 @@ func TestProxyErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if errors.Is(err, scenario.ErrNotSent) != tt.notSent || metrics.Classify(err) != tt.outcome {
-				t.Errorf("error %v: not sent %v, outcome %s; want %v, %s", err, errors.Is(err, scenario.ErrNotSent), metrics.Classify(err), tt.notSent, tt.outcome)
+			if errors.Is(err, k8s.ErrNotSent) != tt.notSent || metrics.Classify(err) != tt.outcome {
+				t.Errorf("error %v: not sent %v, outcome %s; want %v, %s", err, errors.Is(err, k8s.ErrNotSent), metrics.Classify(err), tt.notSent, tt.outcome)
 			}
 			if !strings.Contains(err.Error(), strings.SplitN(tt.err.Error(), ":", 2)[0]) {
 				t.Errorf("error %q does not say what the run's client met (%q)", err, tt.err)
@@ -145,7 +146,7 @@ func TestProxyErrors(t *testing.T) {
 type testNotSent struct{}
 
 func (*testNotSent) Error() string        { return "the request waited at the measured window's edge" }
-func (*testNotSent) Is(target error) bool { return target == scenario.ErrNotSent }
+func (*testNotSent) Is(target error) bool { return target == k8s.ErrNotSent }
 func (*testNotSent) Unwrap() error        { return context.DeadlineExceeded }
 
 // BenchmarkProxyHop is what the pause fault's proxy adds to a candidate's

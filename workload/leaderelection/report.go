@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/results"
 )
 
@@ -235,7 +236,7 @@ func (r *Report) Checks() []results.Check {
 	}
 	if r.Fault == "" {
 		check(CheckOneLeader, len(r.Overlaps), fmt.Sprintf("%d spans, %s in total, in which two or more candidates believed they led at once",
-			len(r.Overlaps), results.FormatDuration(r.OverlapTotal)))
+			len(r.Overlaps), words.Duration(r.OverlapTotal)))
 	}
 	if r.Fault == FaultPause {
 		check(CheckCandidates, len(r.CandidatesLost), "candidate processes ended during the run, so the figures lack what they would have done: "+strings.Join(r.CandidatesLost, "; "))

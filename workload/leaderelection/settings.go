@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/leaderelection"
 
-	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/spec"
 )
 
@@ -195,7 +195,7 @@ func (c *Settings) seenAfterFault() time.Duration {
 // lease 4s, renew 3s, retry 500ms".
 func (c *Settings) Describe(s *spec.Spec) string {
 	d := fmt.Sprintf("%s on one Lease, lease %s, renew %s, retry %s",
-		results.Plural(s.Writers, "candidate"), c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
+		words.Plural(s.Writers, "candidate"), c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
 	fault := c.fault()
 	if c.FailoverEvery.Duration > 0 && (fault == "" || fault == FaultSkew) {
 		d += ", leader stopped every " + c.FailoverEvery.String()

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	watchtools "k8s.io/client-go/tools/watch"
 
-	"github.com/kb-bench/kb-bench/workload/scenario"
+	"github.com/kb-bench/kb-bench/internal/k8s"
 )
 
 // watchElector is kb-bench's raw Lease lock, the other lock the scenario
@@ -46,7 +46,7 @@ func (e *watchElector) run(ctx context.Context) (led bool) {
 			e.lead(ctx, rec)
 			return true
 		}
-		if !scenario.Sleep(ctx, wait.Jitter(e.c.Settings.RetryPeriod.Duration, 1.2)) {
+		if !k8s.Sleep(ctx, wait.Jitter(e.c.Settings.RetryPeriod.Duration, 1.2)) {
 			return false
 		}
 	}
@@ -119,7 +119,7 @@ func (e *watchElector) lead(ctx context.Context, rec resourcelock.LeaderElection
 	// Renew as client-go does: a retry period after each success, a
 	// renewal round starts; it retries every retry period and gives up
 	// leading when the round has not succeeded within the renew deadline.
-	for scenario.Sleep(lctx, retry) {
+	for k8s.Sleep(lctx, retry) {
 		deadline := time.Now().Add(renew)
 		for {
 			rec.RenewTime = metav1.NewTime(time.Now())
@@ -133,7 +133,7 @@ func (e *watchElector) lead(ctx context.Context, rec resourcelock.LeaderElection
 				stepDown() // someone else's Lease now
 				break
 			}
-			if !scenario.Sleep(lctx, min(retry, time.Until(deadline))) {
+			if !k8s.Sleep(lctx, min(retry, time.Until(deadline))) {
 				break
 			}
 			if !time.Now().Before(deadline) {

@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // CandidateEnv, set in a process's environment, makes the process a
@@ -131,7 +131,7 @@ func RunCandidate(in io.Reader, out io.Writer) error {
 		_, _ = io.Copy(io.Discard, io.MultiReader(dec.Buffered(), in))
 		stop()
 	}()
-	rc := scenario.ClientConfig(&rest.Config{Host: c.Server}, c.Client, "")
+	rc := k8s.ClientConfig(&rest.Config{Host: c.Server}, c.Client, "")
 	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return fromProxy{rt} }
 	var err error
 	if c.client, err = kubernetes.NewForConfig(rc); err != nil {
@@ -169,7 +169,7 @@ func (p fromProxy) RoundTrip(req *http.Request) (*http.Response, error) {
 	e := &proxiedError{msg: string(msg)}
 	switch kind {
 	case "not-sent":
-		e.is = []error{scenario.ErrNotSent, context.DeadlineExceeded}
+		e.is = []error{k8s.ErrNotSent, context.DeadlineExceeded}
 	case "timeout":
 		e.is = []error{context.DeadlineExceeded}
 	}

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kb-bench/kb-bench/workload/scenario"
+	"github.com/kb-bench/kb-bench/internal/k8s"
 )
 
 // gpu is the extended resource each Pod requests.
@@ -65,7 +65,7 @@ func configMapUsage(ctx context.Context, c kubernetes.Interface, ns string) (int
 
 func createPod(ctx context.Context, c kubernetes.Interface, ns, name string, _ int, dryRun bool) error {
 	one := corev1.ResourceList{gpu: resource.MustParse("1")}
-	pod := scenario.Pod(name, nil, corev1.Container{Name: "gpu", Resources: corev1.ResourceRequirements{Requests: one, Limits: one}})
+	pod := k8s.Pod(name, nil, corev1.Container{Name: "gpu", Resources: corev1.ResourceRequirements{Requests: one, Limits: one}})
 	_, err := c.CoreV1().Pods(ns).Create(ctx, pod, createOptions(dryRun))
 	return err
 }

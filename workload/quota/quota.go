@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -39,13 +40,13 @@ var Definition = scenario.Definition{
 	ServerResources: []string{"resourcequotas"},
 	Rules: func(settings scenario.Settings) []rbacv1.PolicyRule {
 		rules := []rbacv1.PolicyRule{
-			scenario.Rule("", []string{"resourcequotas"}, "get", "create"),
-			scenario.Rule("", []string{"resourcequotas/status"}, "update"),
+			k8s.Rule("", []string{"resourcequotas"}, "get", "create"),
+			k8s.Rule("", []string{"resourcequotas/status"}, "update"),
 		}
 		if settings.(*Settings).Resource == ResourceConfigMaps {
-			return append(rules, scenario.Rule("", []string{"configmaps"}, "get", "list", "create"))
+			return append(rules, k8s.Rule("", []string{"configmaps"}, "get", "list", "create"))
 		}
-		return append(rules, scenario.Rule("", []string{"pods"}, "get", "list", "create"), scenario.Rule("", []string{"serviceaccounts"}, "get", "create"))
+		return append(rules, k8s.Rule("", []string{"pods"}, "get", "list", "create"), k8s.Rule("", []string{"serviceaccounts"}, "get", "create"))
 	},
 }
 

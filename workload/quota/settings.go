@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
@@ -56,7 +56,7 @@ func (c *Settings) Validate(_ *spec.Spec, p *field.Path) field.ErrorList {
 // Describe is the run in a few words, e.g. "8 writers creating ConfigMaps
 // under a ResourceQuota of count/configmaps=50".
 func (c *Settings) Describe(s *spec.Spec) string {
-	d := fmt.Sprintf("%s creating %s under a ResourceQuota of %s=%d", results.Plural(s.Workers(), "writer"), kindFor(c.Resource).plural, c.Resource, c.Hard)
+	d := fmt.Sprintf("%s creating %s under a ResourceQuota of %s=%d", words.Plural(s.Workers(), "writer"), kindFor(c.Resource).plural, c.Resource, c.Hard)
 	if c.ObjectSize > 0 {
 		d += fmt.Sprintf(", %d B filler", c.ObjectSize)
 	}

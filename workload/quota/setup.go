@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // controllerWait is how long Setup waits for a quota controller to fill the
@@ -31,7 +31,7 @@ func (r *quota) Setup(ctx context.Context) error {
 	r.measures = env.Measurers(r.Workers(), classify)
 	if r.set.Resource == ResourceGPU {
 		sctx, cancel := r.step(ctx)
-		err := scenario.EnsureDefaultServiceAccount(sctx, env.Admin, ns)
+		err := k8s.EnsureDefaultServiceAccount(sctx, env.Admin, ns)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("quota: %w", err)
@@ -41,12 +41,12 @@ func (r *quota) Setup(ctx context.Context) error {
 	name := corev1.ResourceName(r.set.Resource)
 	sctx, cancel := r.step(ctx)
 	rq, err := env.Admin.CoreV1().ResourceQuotas(ns).Create(sctx, &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: QuotaName, Labels: scenario.Labels(env.RunID)},
+		ObjectMeta: metav1.ObjectMeta{Name: QuotaName, Labels: k8s.Labels(env.RunID)},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{name: *resource.NewQuantity(r.set.Hard, resource.DecimalSI)}},
-	}, metav1.CreateOptions{FieldManager: scenario.SetupManager})
+	}, metav1.CreateOptions{FieldManager: k8s.SetupManager})
 	cancel()
 	if err != nil {
-		return fmt.Errorf("quota: creating ResourceQuota %s/%s: %w%s", ns, QuotaName, err, scenario.Why(err, "create ResourceQuotas", env.Spec.OpTimeout.Duration))
+		return fmt.Errorf("quota: creating ResourceQuota %s/%s: %w%s", ns, QuotaName, err, k8s.Why(err, "create ResourceQuotas", env.Spec.OpTimeout.Duration))
 	}
 
 	// On a target with a kube-controller-manager its quota controller fills
@@ -91,7 +91,7 @@ func (r *quota) waitForController(ctx context.Context, name corev1.ResourceName)
 		if _, ok := rq.Status.Hard[name]; ok {
 			return rq, nil
 		}
-		if !scenario.Sleep(ctx, 100*time.Millisecond) {
+		if !k8s.Sleep(ctx, 100*time.Millisecond) {
 			return nil, fmt.Errorf("quota: waiting for a quota controller to fill ResourceQuota %s: %w", QuotaName, ctx.Err())
 		}
 	}
@@ -113,9 +113,9 @@ func (r *quota) initialiseStatus(ctx context.Context, rq *corev1.ResourceQuota, 
 		rq.Status.Used = corev1.ResourceList{name: *resource.NewQuantity(used, resource.DecimalSI)}
 		sctx, cancel := r.step(ctx)
 		defer cancel()
-		updated, err := r.env.Admin.CoreV1().ResourceQuotas(r.env.Namespace).UpdateStatus(sctx, rq, metav1.UpdateOptions{FieldManager: scenario.SetupManager})
+		updated, err := r.env.Admin.CoreV1().ResourceQuotas(r.env.Namespace).UpdateStatus(sctx, rq, metav1.UpdateOptions{FieldManager: k8s.SetupManager})
 		if err != nil {
-			return fmt.Errorf("quota: initialising the status of ResourceQuota %s: %w%s", QuotaName, err, scenario.Why(err, "update resourcequotas/status", r.env.Spec.OpTimeout.Duration))
+			return fmt.Errorf("quota: initialising the status of ResourceQuota %s: %w%s", QuotaName, err, k8s.Why(err, "update resourcequotas/status", r.env.Spec.OpTimeout.Duration))
 		}
 		*rq = *updated
 		return nil
@@ -151,7 +151,7 @@ func (r *quota) probeUntil(ctx context.Context, want string, done func(error) bo
 			return fmt.Errorf("quota: after initialising its status, ResourceQuota %s was not enforced within %s (a dry-run create was not %s; last answer: %v): the apiserver's quota admission may be disabled",
 				QuotaName, timeout, want, err)
 		}
-		if !scenario.Sleep(ctx, 10*time.Millisecond) {
+		if !k8s.Sleep(ctx, 10*time.Millisecond) {
 			return fmt.Errorf("quota: waiting for ResourceQuota %s to be enforced: %w", QuotaName, ctx.Err())
 		}
 	}

@@ -143,15 +143,3 @@ func RecordRequest(s *metrics.Stripe, kind metrics.AttemptKind, intended, end ti
 func WaitBackoff(b spec.Backoff) wait.Backoff {
 	return wait.Backoff{Steps: b.Steps, Duration: b.Duration, Factor: b.Factor, Jitter: b.Jitter}
 }
-
-// Sleep waits d, or until ctx is done; it reports whether the whole d passed.
-func Sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

@@ -100,3 +100,16 @@ func Seed(runID string) uint64 {
 	h.Write([]byte(runID))
 	return h.Sum64()
 }
+
+// MaxObjectSize bounds a scenario's filler (--object-size): room under
+// etcd's and the apiserver's 1.5 MiB request limit and a ConfigMap's 1 MiB
+// data limit.
+const MaxObjectSize = 900 * 1024
+
+// ValidObjectSize checks a filler of size bytes, at p.
+func ValidObjectSize(p *field.Path, size int) field.ErrorList {
+	if size < 0 || size > MaxObjectSize {
+		return field.ErrorList{field.Invalid(p, size, fmt.Sprintf("use 0 to %d bytes (--object-size): a ConfigMap holds at most 1 MiB", MaxObjectSize))}
+	}
+	return nil
+}

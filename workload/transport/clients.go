@@ -29,10 +29,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/internal/netdelay"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // Client is one client-go clientset with connections of its own, and the
@@ -60,7 +60,7 @@ type Options struct {
 	Failover *Servers
 }
 
-// NewClients builds n clients from cfg (see scenario.ClientConfig), each
+// NewClients builds n clients from cfg (see k8s.ClientConfig), each
 // with its own HTTP transport and so its own connections, whose requests
 // pass through hold and report to health. client-go caches transports by config, so clients built from equal
 // configs would share one transport and its HTTP/2 connection; a Dial
@@ -378,7 +378,7 @@ type notSentError struct {
 
 func (e *notSentError) Error() string { return e.why + ": " + e.ctx.Error() }
 
-func (e *notSentError) Is(target error) bool { return target == scenario.ErrNotSent }
+func (e *notSentError) Is(target error) bool { return target == k8s.ErrNotSent }
 
 func (e *notSentError) Unwrap() error { return e.ctx }
 
@@ -443,7 +443,7 @@ const minLimiterWait = time.Millisecond
 
 // Wait takes a token. When none comes before ctx's deadline (the token
 // bucket says at once that it would come too late, or the deadline passes
-// while waiting) the error wraps both scenario.ErrNotSent and
+// while waiting) the error wraps both k8s.ErrNotSent and
 // context.DeadlineExceeded: the operation timed out, and it is certain that
 // the request never left the client.
 func (l *timedLimiter) Wait(ctx context.Context) error {
@@ -455,7 +455,7 @@ func (l *timedLimiter) Wait(ctx context.Context) error {
 		l.limited.Add(1)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%w: %w", scenario.ErrNotSent, context.DeadlineExceeded)
+		return fmt.Errorf("%w: %w", k8s.ErrNotSent, context.DeadlineExceeded)
 	}
 	return err
 }
@@ -507,7 +507,7 @@ type streamSlots struct {
 const defaultStreams = 100
 
 // acquire waits for a stream for r. A request whose context ends first is
-// refused with an error that wraps scenario.ErrNotSent and the context's
+// refused with an error that wraps k8s.ErrNotSent and the context's
 // error: it never left the client.
 func (s *streamSlots) acquire(r *http.Request) error {
 	if s.transport == nil {

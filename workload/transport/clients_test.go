@@ -17,10 +17,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/internal/netdelay"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // tlsServer is an HTTP/2 TLS server on loopback that counts the
@@ -80,7 +80,7 @@ func TestClientsHaveTheirOwnConnections(t *testing.T) {
 	for _, n := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d clients", n), func(t *testing.T) {
 			base, conns, _ := tlsServer(t)
-			clients, note, err := NewClients(scenario.ClientConfig(base, spec.Client{ContentType: spec.ContentJSON}, "test"), n, NewHold(), NewHealth(), Options{})
+			clients, note, err := NewClients(k8s.ClientConfig(base, spec.Client{ContentType: spec.ContentJSON}, "test"), n, NewHold(), NewHealth(), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,7 +125,7 @@ func TestClientSettingsReachTheWire(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			base, _, headers := tlsServer(t)
-			clients, _, err := NewClients(scenario.ClientConfig(base, tt.client, "v9.9.9"), 1, NewHold(), NewHealth(), Options{})
+			clients, _, err := NewClients(k8s.ClientConfig(base, tt.client, "v9.9.9"), 1, NewHold(), NewHealth(), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,7 +146,7 @@ func TestRateLimiterWaitIsMeasured(t *testing.T) {
 	// is the slow part on a loaded machine), the second: each request in
 	// the window then waits 500ms less the few milliseconds a request on
 	// a warm connection takes.
-	clients, _, err := NewClients(scenario.ClientConfig(base, spec.Client{QPS: 2, Burst: 1, ContentType: spec.ContentJSON}, "test"), 1, NewHold(), NewHealth(), Options{})
+	clients, _, err := NewClients(k8s.ClientConfig(base, spec.Client{QPS: 2, Burst: 1, ContentType: spec.ContentJSON}, "test"), 1, NewHold(), NewHealth(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestHoldRefusesARequestWhoseDeadlinePassesWhileHeld(t *testing.T) {
 	}()
 	cancel()
 	err := <-done
-	if !errors.Is(err, scenario.ErrNotSent) || !errors.Is(err, context.Canceled) || sent != 0 {
+	if !errors.Is(err, k8s.ErrNotSent) || !errors.Is(err, context.Canceled) || sent != 0 {
 		t.Fatalf("held request: err %v, sent %d; want a never-sent cancellation", err, sent)
 	}
 	r := newReading()
@@ -306,7 +306,7 @@ func TestClientsSpreadAndDelayed(t *testing.T) {
 	a, connsA, headersA := tlsServer(t)
 	b, connsB, headersB := tlsServer(t)
 	const rtt = 20 * time.Millisecond
-	clients, _, err := NewClients(scenario.ClientConfig(a, spec.Client{ContentType: spec.ContentJSON}, "test"), 4, NewHold(), NewHealth(),
+	clients, _, err := NewClients(k8s.ClientConfig(a, spec.Client{ContentType: spec.ContentJSON}, "test"), 4, NewHold(), NewHealth(),
 		Options{Servers: []string{a.Host, b.Host}, Latency: netdelay.Delay{RTT: rtt}})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kb-bench/kb-bench/workload/scenario"
+	"github.com/kb-bench/kb-bench/internal/k8s"
+	"github.com/kb-bench/kb-bench/spec"
 )
 
 // Target health: a dead apiserver answers nothing (connection refused or
@@ -22,10 +23,6 @@ const (
 	// healthEvery is how often the watchdog looks.
 	healthEvery = 100 * time.Millisecond
 )
-
-// ErrTargetLost is the cause of a run ended because its apiserver stopped
-// answering.
-var ErrTargetLost = errors.New("the apiserver stopped answering")
 
 // Health records, for every request the writers' clients send, whether an
 // HTTP answer came back (whatever its status) or the request failed
@@ -77,7 +74,7 @@ const failingBackoff = 50 * time.Millisecond
 // failing, and not at all otherwise.
 func (h *Health) backoff(ctx context.Context) {
 	if h.failures.Load() >= targetFailures {
-		scenario.Sleep(ctx, failingBackoff)
+		k8s.Sleep(ctx, failingBackoff)
 	}
 }
 
@@ -97,7 +94,7 @@ func (h *Health) lost(now time.Time) string {
 		quiet.Round(100*time.Millisecond), last.UTC().Format("15:04:05.000"), h.failures.Load(), why)
 }
 
-// Watch cancels the run with ErrTargetLost (and says why) as soon as
+// Watch cancels the run with spec.ErrTargetLost (and says why) as soon as
 // the target is lost. The returned func stops watching.
 func (h *Health) Watch(cancel context.CancelCauseFunc) (stop func()) {
 	done, finished := make(chan struct{}), make(chan struct{})
@@ -111,7 +108,7 @@ func (h *Health) Watch(cancel context.CancelCauseFunc) (stop func()) {
 				return
 			case now := <-t.C:
 				if reason := h.lost(now); reason != "" {
-					cancel(fmt.Errorf("%w: %s", ErrTargetLost, reason))
+					cancel(fmt.Errorf("%w: the apiserver stopped answering: %s", spec.ErrTargetLost, reason))
 					h.Abandon()
 					return
 				}

@@ -19,8 +19,8 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/kb-bench/kb-bench/internal/await"
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // h2Server is a TLS server speaking HTTP/2 that allows maxStreams
@@ -189,11 +189,11 @@ func TestStreamSlotsRefuseWhatCannotBeSent(t *testing.T) {
 	switch {
 	case err == nil:
 		t.Fatal("a third request got a stream of two")
-	case !errors.Is(err, scenario.ErrNotSent) || !errors.Is(err, context.DeadlineExceeded):
+	case !errors.Is(err, k8s.ErrNotSent) || !errors.Is(err, context.DeadlineExceeded):
 		t.Errorf("error %v, want it to say the request was not sent and timed out", err)
 	case metrics.Classify(err) != metrics.Timeout:
 		t.Errorf("classified %v, want a timeout", metrics.Classify(err))
-	case scenario.MayHaveLanded(metrics.Timeout, err):
+	case k8s.MayHaveLanded(metrics.Timeout, err):
 		t.Errorf("a request never sent may have landed?")
 	}
 	if waited := time.Duration(s.waited.Load()); s.queued.Load() != 1 || waited < deadline.Sub(seen) || waited > took {

@@ -5,7 +5,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,10 +18,9 @@ import (
 
 	"github.com/kb-bench/kb-bench/bench"
 	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics/clientgo"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload"
-	"github.com/kb-bench/kb-bench/workload/leaderelection"
 )
 
 // Streams are the standard streams, swappable in tests.
@@ -34,27 +32,13 @@ type Streams struct {
 	ClientLog *clientgo.Log
 }
 
-// Exit statuses.
-const (
-	ExitOK    = 0
-	ExitError = 1
-	ExitInput = 2 // bad flags, files or targets: the user can fix it
-	// ExitTargetLost: the target failed during the run (its apiserver
-	// stopped answering, or the local control plane died); the result
-	// holds the figures of what ran before.
-	ExitTargetLost = workload.ExitTargetLost
-	// ExitInterrupted: the run was stopped (Ctrl-C, SIGTERM, a closed
-	// terminal); the result holds the figures of what ran.
-	ExitInterrupted = 130
-)
-
 // Main runs kb-bench with the process's arguments and streams and returns
 // the exit status. The first interrupt cancels the run, which then drains and
 // writes what it has; a second one ends the process at once.
 func Main(version string) int {
-	// A leader-election run with the pause fault starts its candidates as
-	// processes of this executable.
-	if status, ok := leaderelection.CandidateMain(); ok {
+	// A run may start processes of this executable (leader-election
+	// candidates): in one of those, the library runs it.
+	if status, ok := bench.Child(); ok {
 		return status
 	}
 	// Output to a pipe that closed (kb-bench run 2>&1 | head) fails to
@@ -100,8 +84,8 @@ func onInterrupt(ctx context.Context, stop context.CancelFunc, errOut io.Writer,
 	<-again
 	fmt.Fprintln(errOut, "\nkb-bench: interrupted again: exiting now, without cleaning up. A local control plane of the run's own dies with kb-bench; "+
 		"on another cluster the run's namespace may be left: kubectl delete namespace -l app.kubernetes.io/managed-by=kb-bench "+
-		"(with --namespace, its objects: kubectl delete -n NAMESPACE "+workload.OwnKinds+" -l app.kubernetes.io/managed-by=kb-bench)")
-	exit(ExitInterrupted)
+		"(with --namespace, its objects: kubectl delete -n NAMESPACE "+k8s.OwnKinds+" -l app.kubernetes.io/managed-by=kb-bench)")
+	exit(spec.ExitInterrupted)
 }
 
 // Run executes one command line and returns the exit status.
@@ -110,29 +94,14 @@ func Run(ctx context.Context, s Streams, args []string, version string, getenv f
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return ExitOK
+		return spec.ExitOK
 	}
 	fmt.Fprintf(s.Err, "kb-bench: %v\n", err)
-	if errors.Is(err, bench.ErrInterrupted) {
-		return ExitInterrupted
+	if status := spec.ExitStatus(err); status == spec.ExitTargetLost || ctx.Err() == nil {
+		return status
 	}
-	if errors.Is(err, bench.ErrTargetLost) || errors.Is(err, workload.ErrTargetLost) { // the latter: a shard's
-		return ExitTargetLost
-	}
-	if ctx.Err() != nil { // interrupted before anything ran (starting the target)
-		return ExitInterrupted
-	}
-	var fe *flagError
-	if spec.IsInput(err) || errors.As(err, &fe) {
-		return ExitInput
-	}
-	return ExitError
+	return spec.ExitInterrupted // also when interrupted before anything ran (starting the target)
 }
-
-// flagError marks a cobra flag or argument parsing error (exit status 2).
-type flagError struct{ error }
-
-func (e *flagError) Unwrap() error { return e.error }
 
 // NewRootCommand builds the kb-bench command tree.
 func NewRootCommand(s Streams, version string, getenv func(string) string) *cobra.Command {
@@ -154,7 +123,7 @@ one with --kubeconfig or --context.`,
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &flagError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
+		return spec.Input(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
 	root.AddCommand(
 		newRunCommand(s, version, getenv),

@@ -24,6 +24,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/store"
+	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/distributed/job"
 )
 
@@ -126,7 +127,7 @@ spec:
 		{"missing kubeconfig", []string{"run", "--kubeconfig", "/does/not/exist", "--duration", "1s"}, "/does/not/exist"},
 		{"profiles show unknown", []string{"profiles", "show", "nope"}, "nope"},
 		{"profiles show no name", []string{"profiles", "show"}, "takes one profile name"},
-		{"local up bad storage", []string{"local", "up", "--storage", "tape"}, `--storage "tape" is not known`},
+		{"local up bad storage", []string{"local", "up", "--storage", "tape"}, `Unsupported value: "tape": supported values: "disk", "memory" (--storage)`},
 		{"sweep going down", []string{"sweep", "--writers", "8,4,16"}, "a sweep goes up; give the values in increasing order"},
 		{"sweep without a list", []string{"sweep", "--writers", "8", "--strategy", "update,ssa"}, "a sweep needs a list of values for --writers"},
 		{"sweep stop relative", []string{"sweep", "--stop-at", "p99 <= baseline"}, "a stop condition is absolute"},
@@ -164,8 +165,8 @@ spec:
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, stderr := run(t, map[string]string{"HOME": t.TempDir()}, c.args...)
-			if code != ExitInput {
-				t.Fatalf("exit status %d, want %d; stderr:\n%s", code, ExitInput, stderr)
+			if code != spec.ExitInput {
+				t.Fatalf("exit status %d, want %d; stderr:\n%s", code, spec.ExitInput, stderr)
 			}
 			if !strings.Contains(stderr, c.want) {
 				t.Fatalf("stderr does not say %q:\n%s", c.want, stderr)
@@ -220,8 +221,8 @@ func TestHostileInputFilesExitTwo(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, stderr := run(t, map[string]string{"HOME": t.TempDir()}, c.args...)
-			if code != ExitInput || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "regular files") && !strings.Contains(stderr, "larger than") {
-				t.Fatalf("exit status %d, want %d and an error saying %q and what to do; stderr:\n%s", code, ExitInput, c.want, stderr)
+			if code != spec.ExitInput || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "regular files") && !strings.Contains(stderr, "larger than") {
+				t.Fatalf("exit status %d, want %d and an error saying %q and what to do; stderr:\n%s", code, spec.ExitInput, c.want, stderr)
 			}
 		})
 	}
@@ -241,8 +242,8 @@ func TestABChecksBothSidesFirst(t *testing.T) {
 	bad, out := t.TempDir(), filepath.Join(t.TempDir(), "ab")
 	code, _, stderr := run(t, map[string]string{"HOME": t.TempDir()}, "run", "--out", out, "--duration", "1s",
 		"--control-plane-bin", bad, "--baseline-with", "control-plane-bin="+good)
-	if code != ExitInput || !strings.Contains(stderr, "the candidate: --control-plane-bin "+bad) {
-		t.Fatalf("exit status %d, want %d naming the candidate's --control-plane-bin; stderr:\n%s", code, ExitInput, stderr)
+	if code != spec.ExitInput || !strings.Contains(stderr, "the candidate: --control-plane-bin "+bad) {
+		t.Fatalf("exit status %d, want %d naming the candidate's --control-plane-bin; stderr:\n%s", code, spec.ExitInput, stderr)
 	}
 	if _, err := os.Stat(ran); err == nil {
 		t.Error("the baseline's control plane was started before the candidate's binaries were checked")
@@ -268,8 +269,8 @@ current-context: dead
 			args = append(args, "--out", out)
 		}
 		code, _, stderr := run(t, map[string]string{"HOME": t.TempDir()}, args...)
-		if code != ExitInput {
-			t.Fatalf("exit %d, want %d:\n%s", code, ExitInput, stderr)
+		if code != spec.ExitInput {
+			t.Fatalf("exit %d, want %d:\n%s", code, spec.ExitInput, stderr)
 		}
 		if left, _ := os.ReadDir(cwd); len(left) > 0 {
 			t.Errorf("the failed run with --out %q left %s behind", out, left[0].Name())
@@ -281,11 +282,11 @@ current-context: dead
 // scripts can rely on it; a stale record still shows what was recorded.
 func TestLocalStatusExitStatus(t *testing.T) {
 	stateDir := t.TempDir()
-	if code, _, _ := run(t, nil, "local", "status", "--state-dir", stateDir); code == ExitOK {
+	if code, _, _ := run(t, nil, "local", "status", "--state-dir", stateDir); code == spec.ExitOK {
 		t.Errorf("local status with nothing recorded: exit 0")
 	}
 	// Down with nothing up: what was asked for holds.
-	if code, out, stderr := run(t, nil, "local", "down", "--state-dir", stateDir); code != ExitOK || !strings.Contains(out, "no local control plane was running") {
+	if code, out, stderr := run(t, nil, "local", "down", "--state-dir", stateDir); code != spec.ExitOK || !strings.Contains(out, "no local control plane was running") {
 		t.Errorf("local down with nothing up: exit %d\n%s%s", code, out, stderr)
 	}
 	// A record whose processes are gone (pid 0 is never ours).
@@ -295,7 +296,7 @@ func TestLocalStatusExitStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, stderr := run(t, nil, "local", "status", "--state-dir", stateDir)
-	if code == ExitOK || !strings.Contains(out, "NOT healthy") || !strings.Contains(out, "https://127.0.0.1:1") {
+	if code == spec.ExitOK || !strings.Contains(out, "NOT healthy") || !strings.Contains(out, "https://127.0.0.1:1") {
 		t.Errorf("local status of a stale record: exit %d, want non-zero and the record shown:\n%s%s", code, out, stderr)
 	}
 }
@@ -312,12 +313,12 @@ contexts: [{name: dead, context: {cluster: dead, user: u}}]
 `)
 	env := map[string]string{"HOME": t.TempDir(), "KUBECONFIG": kubeconfig}
 	code, _, stderr := run(t, env, "run", "--context", "dead", "--duration", "1s")
-	if code != ExitInput || !strings.Contains(stderr, "cannot reach the apiserver "+server) || !strings.Contains(stderr, `context "dead"`) {
-		t.Errorf("--context dead: exit %d, want %d and an error naming %s:\n%s", code, ExitInput, server, stderr)
+	if code != spec.ExitInput || !strings.Contains(stderr, "cannot reach the apiserver "+server) || !strings.Contains(stderr, `context "dead"`) {
+		t.Errorf("--context dead: exit %d, want %d and an error naming %s:\n%s", code, spec.ExitInput, server, stderr)
 	}
 	code, _, stderr = run(t, env, "run", "--context", "prod", "--duration", "1s")
-	if code != ExitInput || !strings.Contains(stderr, `context "prod" does not exist (contexts: dead)`) {
-		t.Errorf("--context prod: exit %d, want %d and the contexts there are:\n%s", code, ExitInput, stderr)
+	if code != spec.ExitInput || !strings.Contains(stderr, `context "prod" does not exist (contexts: dead)`) {
+		t.Errorf("--context prod: exit %d, want %d and the contexts there are:\n%s", code, spec.ExitInput, stderr)
 	}
 }
 
@@ -420,8 +421,8 @@ func TestCompareCommand(t *testing.T) {
 		{"compare", single, dir + "/before", "--format", "yaml"},
 		{"compare", single, t.TempDir()},
 	} {
-		if code, _, stderr := run(t, nil, args...); code != ExitInput {
-			t.Errorf("%v: exit %d, want %d\n%s", args, code, ExitInput, stderr)
+		if code, _, stderr := run(t, nil, args...); code != spec.ExitInput {
+			t.Errorf("%v: exit %d, want %d\n%s", args, code, spec.ExitInput, stderr)
 		}
 	}
 }
@@ -476,34 +477,34 @@ func TestGateCommand(t *testing.T) {
 		want string
 	}{
 		// The same run on both sides judges nothing.
-		{[]string{"gate", "--baseline", base, base, "--thresholds", gate}, ExitInput, "both hold run base-0"},
-		{[]string{"run", "--baseline-with", "writers=4", "--baseline-with", "writers=8"}, ExitInput, "set writers twice: give each setting once"},
-		{[]string{"gate", "--baseline", base, slow, "--thresholds", gate}, ExitError, "FAIL"},
-		{[]string{"gate", "--baseline", base, slow}, ExitError, "p99 <= baseline +10%"},
-		{[]string{"gate", slow}, ExitOK, "serverMatch == true"},
-		{[]string{"gate", slow, "--thresholds", gate}, ExitInput, "pass --baseline"},
-		{[]string{"gate", "--baseline", base, slow, "--thresholds", "/no/such/gate.yaml"}, ExitInput, "reading the thresholds"},
-		{[]string{"gate", "--baseline", base, slow, "--format", "yaml"}, ExitInput, "not known"},
-		{[]string{"gate", "--baseline", base, other}, ExitInput, "pass --force"},
-		{[]string{"gate", "--baseline", base, other, "--force"}, ExitOK, "pass"},
-		{[]string{"gate", "--baseline", base, mixed}, ExitInput, "mixed: its samples are not of one workload: " + filepath.Join(mixed, "4") + " (run other-1) ran \"other\""},
-		{[]string{"gate", "--baseline", mixed, base, "--force"}, ExitInput, "its samples are not of one workload"},
-		{[]string{"run", "--baseline", base}, ExitInput, "--baseline is for a gate"},
-		{[]string{"run", "-f", writeFile(t, "p.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Profile\nspec:\n  writers: 2\nthresholds:\n- p99 < soon\n")}, ExitInput, `p.yaml: thresholds[0]: threshold "p99 < soon"`},
-		{[]string{"run", "--gate", "/no/such/gate.yaml"}, ExitInput, "reading the thresholds"},
+		{[]string{"gate", "--baseline", base, base, "--thresholds", gate}, spec.ExitInput, "both hold run base-0"},
+		{[]string{"run", "--baseline-with", "writers=4", "--baseline-with", "writers=8"}, spec.ExitInput, "set writers twice: give each setting once"},
+		{[]string{"gate", "--baseline", base, slow, "--thresholds", gate}, spec.ExitError, "FAIL"},
+		{[]string{"gate", "--baseline", base, slow}, spec.ExitError, "p99 <= baseline +10%"},
+		{[]string{"gate", slow}, spec.ExitOK, "serverMatch == true"},
+		{[]string{"gate", slow, "--thresholds", gate}, spec.ExitInput, "pass --baseline"},
+		{[]string{"gate", "--baseline", base, slow, "--thresholds", "/no/such/gate.yaml"}, spec.ExitInput, "reading the thresholds"},
+		{[]string{"gate", "--baseline", base, slow, "--format", "yaml"}, spec.ExitInput, "not known"},
+		{[]string{"gate", "--baseline", base, other}, spec.ExitInput, "pass --force"},
+		{[]string{"gate", "--baseline", base, other, "--force"}, spec.ExitOK, "pass"},
+		{[]string{"gate", "--baseline", base, mixed}, spec.ExitInput, "mixed: its samples are not of one workload: " + filepath.Join(mixed, "4") + " (run other-1) ran \"other\""},
+		{[]string{"gate", "--baseline", mixed, base, "--force"}, spec.ExitInput, "its samples are not of one workload"},
+		{[]string{"run", "--baseline", base}, spec.ExitInput, "--baseline is for a gate"},
+		{[]string{"run", "-f", writeFile(t, "p.yaml", "apiVersion: kb-bench.io/v1alpha1\nkind: Profile\nspec:\n  writers: 2\nthresholds:\n- p99 < soon\n")}, spec.ExitInput, `p.yaml: thresholds[0]: threshold "p99 < soon"`},
+		{[]string{"run", "--gate", "/no/such/gate.yaml"}, spec.ExitInput, "reading the thresholds"},
 		// The exit status is the verdict's, whatever the format; nonsense
 		// is bad input in every format.
-		{[]string{"gate", "--baseline", base, slow, "--thresholds", nan}, ExitInput, `"NaN" is not a number`},
-		{[]string{"gate", "--baseline", base, slow, "--thresholds", nan, "--format", "json"}, ExitInput, `"NaN" is not a number`},
-		{[]string{"gate", "--baseline", base, slow, "--thresholds", inf, "--format", "junit"}, ExitInput, `"Inf" is not a number`},
-		{[]string{"gate", "/no/such/result", "--format", "yaml"}, ExitInput, `--format "yaml" is not known`},
-		{[]string{"gate", "--baseline", base, slow, "--thresholds", twoDocs}, ExitInput, "holds more than one document"},
+		{[]string{"gate", "--baseline", base, slow, "--thresholds", nan}, spec.ExitInput, `"NaN" is not a number`},
+		{[]string{"gate", "--baseline", base, slow, "--thresholds", nan, "--format", "json"}, spec.ExitInput, `"NaN" is not a number`},
+		{[]string{"gate", "--baseline", base, slow, "--thresholds", inf, "--format", "junit"}, spec.ExitInput, `"Inf" is not a number`},
+		{[]string{"gate", "/no/such/result", "--format", "yaml"}, spec.ExitInput, `--format "yaml" is not known`},
+		{[]string{"gate", "--baseline", base, slow, "--thresholds", twoDocs}, spec.ExitInput, "holds more than one document"},
 		// Relative thresholds without a baseline are refused before the
 		// run, not after it (the missing binaries would be found next).
-		{[]string{"run", "--gate", gate, "--control-plane-bin", t.TempDir()}, ExitInput, `threshold "p99 <= baseline +10%" is relative to a baseline: pass --baseline`},
-		{[]string{"run", "-f", relativeProfile, "--control-plane-bin", t.TempDir()}, ExitInput, `threshold "throughput >= baseline -10%" is relative to a baseline`},
+		{[]string{"run", "--gate", gate, "--control-plane-bin", t.TempDir()}, spec.ExitInput, `threshold "p99 <= baseline +10%" is relative to a baseline: pass --baseline`},
+		{[]string{"run", "-f", relativeProfile, "--control-plane-bin", t.TempDir()}, spec.ExitInput, `threshold "throughput >= baseline -10%" is relative to a baseline`},
 		// So is a baseline of another workload than the run would have.
-		{[]string{"run", "--gate", gate, "--baseline", base, "--control-plane-bin", t.TempDir()}, ExitInput, `the baseline ran "counter: 8 writers on 1 object" but the candidate "counter: 8 writers on 1 object, shared fields`},
+		{[]string{"run", "--gate", gate, "--baseline", base, "--control-plane-bin", t.TempDir()}, spec.ExitInput, `the baseline ran "counter: 8 writers on 1 object" but the candidate "counter: 8 writers on 1 object, shared fields`},
 	}
 	for _, c := range cases {
 		code, out, stderr := run(t, nil, c.args...)
@@ -517,7 +518,7 @@ func TestGateCommand(t *testing.T) {
 // bench); a bad value in one is bad input.
 func TestMatrixFlags(t *testing.T) {
 	code, _, stderr := run(t, nil, "run", "--strategy", "update,put")
-	if code != ExitInput || !strings.Contains(stderr, `"put"`) {
+	if code != spec.ExitInput || !strings.Contains(stderr, `"put"`) {
 		t.Errorf("a bad value in a list: exit %d\n%s", code, stderr)
 	}
 }
@@ -544,8 +545,8 @@ func TestKindCommands(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, stderr := run(t, c.env, c.args...)
-			if code != ExitInput {
-				t.Fatalf("exit %d, want %d:\n%s", code, ExitInput, stderr)
+			if code != spec.ExitInput {
+				t.Fatalf("exit %d, want %d:\n%s", code, spec.ExitInput, stderr)
 			}
 			if !slices.ContainsFunc(c.want, func(w string) bool { return strings.Contains(stderr, w) }) {
 				t.Fatalf("stderr says none of %q:\n%s", c.want, stderr)
@@ -553,10 +554,10 @@ func TestKindCommands(t *testing.T) {
 		})
 	}
 	code, out, stderr := run(t, env, "kind", "up", "--print-config", "--control-planes", "3", "--etcd-tmpfs")
-	if code != ExitOK || strings.Count(out, "role: control-plane") != 3 || !strings.Contains(out, `"dataDir":"/tmp/etcd"`) {
+	if code != spec.ExitOK || strings.Count(out, "role: control-plane") != 3 || !strings.Contains(out, `"dataDir":"/tmp/etcd"`) {
 		t.Errorf("--print-config: exit %d\n%s%s", code, out, stderr)
 	}
-	if code, out, _ := run(t, env, "kind", "status", "--state-dir", state); code != ExitOK || !strings.Contains(out, "kb-bench made no kind cluster kb-bench") {
+	if code, out, _ := run(t, env, "kind", "status", "--state-dir", state); code != spec.ExitOK || !strings.Contains(out, "kb-bench made no kind cluster kb-bench") {
 		t.Errorf("status: exit %d: %s", code, out)
 	}
 }
@@ -565,7 +566,7 @@ func TestKindCommands(t *testing.T) {
 // deleting what it creates, nothing on namespaces; and the binding.
 func TestRBACCommand(t *testing.T) {
 	code, out, stderr := run(t, nil, "rbac", "--namespace", "team-a", "--service-account", "bench")
-	if code != ExitOK {
+	if code != spec.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	for _, want := range []string{"kind: Role\n", "namespace: team-a", "- configmaps", "- deletecollection", "- update", "- patch", "kind: RoleBinding", "- kind: ServiceAccount\n  name: bench"} {
@@ -585,7 +586,7 @@ func TestRBACCommand(t *testing.T) {
 			args = append(args, "--runner-kubeconfig", "/runner.kubeconfig")
 		}
 		code, out, stderr := run(t, nil, args...)
-		if code != ExitOK {
+		if code != spec.ExitOK {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)
 		}
 		var role rbacv1.Role
@@ -645,7 +646,7 @@ contexts: [{name: hung, context: {cluster: hung, user: u}}]
 current-context: hung
 `)
 	code, _, stderr := run(t, map[string]string{"HOME": t.TempDir()}, "run", "--kubeconfig", kubeconfig, "--op-timeout", "500ms", "--duration", "1s", "--out", filepath.Join(t.TempDir(), "r"))
-	if code == ExitOK || !strings.Contains(stderr, "did not answer within 500ms") || strings.Contains(stderr, "credentials") {
+	if code == spec.ExitOK || !strings.Contains(stderr, "did not answer within 500ms") || strings.Contains(stderr, "credentials") {
 		t.Fatalf("exit %d, stderr:\n%s\nwant a failure saying the apiserver did not answer within the op timeout", code, stderr)
 	}
 }
@@ -719,8 +720,8 @@ func TestGateVerdictsOnEditedResults(t *testing.T) {
 		if n == 5 {
 			want = "the difference is significant (p="
 		}
-		if code != ExitError || !strings.Contains(out, want) {
-			t.Errorf("%d vs %d: exit %d, want %d and %q:\n%s%s", n, n, code, ExitError, want, out, stderr)
+		if code != spec.ExitError || !strings.Contains(out, want) {
+			t.Errorf("%d vs %d: exit %d, want %d and %q:\n%s%s", n, n, code, spec.ExitError, want, out, stderr)
 		}
 	}
 
@@ -745,8 +746,8 @@ func TestGateVerdictsOnEditedResults(t *testing.T) {
 			{"report", bad, "-o", filepath.Join(dir, "r.html")},
 		} {
 			code, _, stderr := run(t, nil, args...)
-			if code != ExitInput || !strings.Contains(stderr, "figures no run can produce") {
-				t.Errorf("%s: %v: exit %d, want %d:\n%s", name, args[0], code, ExitInput, stderr)
+			if code != spec.ExitInput || !strings.Contains(stderr, "figures no run can produce") {
+				t.Errorf("%s: %v: exit %d, want %d:\n%s", name, args[0], code, spec.ExitInput, stderr)
 			}
 		}
 	}
@@ -759,7 +760,7 @@ func TestGateVerdictsOnEditedResults(t *testing.T) {
 	points = append(points, `{"value":1.7e308,"dir":"z"}`)
 	saveDoc(t, sweep, store.SweepFile, []byte(`{"apiVersion":"kb-bench.io/v1alpha2","kind":"Sweep","axis":"writers","slo":1000000000,"series":[{"points":[`+
 		strings.Join(points, ",")+`]}]}`))
-	if code, _, stderr := run(t, nil, "report", sweep, "-o", filepath.Join(dir, "r.html")); code != ExitInput || !strings.Contains(stderr, "series[0].points[0].value: Invalid value: -1.7e+308") {
+	if code, _, stderr := run(t, nil, "report", sweep, "-o", filepath.Join(dir, "r.html")); code != spec.ExitInput || !strings.Contains(stderr, "series[0].points[0].value: Invalid value: -1.7e+308") {
 		t.Errorf("crafted sweep: exit %d:\n%s", code, stderr)
 	}
 }
@@ -783,7 +784,7 @@ func TestReportOutputs(t *testing.T) {
 	if err := os.Symlink("target.html", link); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, stderr := run(t, nil, "report", res, "-o", link); code != ExitOK {
+	if code, _, stderr := run(t, nil, "report", res, "-o", link); code != spec.ExitOK {
 		t.Fatalf("-o a link: exit %d: %s", code, stderr)
 	}
 	if fi, err := os.Lstat(link); err != nil || fi.Mode().Type() != os.ModeSymlink {
@@ -802,7 +803,7 @@ func TestReportOutputs(t *testing.T) {
 		b, _ := os.ReadFile(fifo) // opens when the report does
 		got <- string(b)
 	}()
-	if code, _, stderr := run(t, nil, "report", res, "-o", fifo); code != ExitOK {
+	if code, _, stderr := run(t, nil, "report", res, "-o", fifo); code != spec.ExitOK {
 		t.Fatalf("-o a FIFO: exit %d: %s", code, stderr)
 	}
 	if page := <-got; !strings.HasPrefix(page, "<!DOCTYPE html>") {
@@ -813,7 +814,7 @@ func TestReportOutputs(t *testing.T) {
 	}
 
 	code, out, stderr := run(t, nil, "report", res, "-o", "-")
-	if code != ExitOK || !strings.HasPrefix(out, "<!DOCTYPE html>") || strings.Contains(stderr, "report: -") {
+	if code != spec.ExitOK || !strings.HasPrefix(out, "<!DOCTYPE html>") || strings.Contains(stderr, "report: -") {
 		t.Errorf("-o -: exit %d, stdout %.40q, stderr %s", code, out, stderr)
 	}
 
@@ -824,7 +825,7 @@ func TestReportOutputs(t *testing.T) {
 			}
 		}
 		code, _, stderr := run(t, nil, "report", res, "-o", in)
-		if code != ExitInput || !strings.Contains(stderr, "one of the files being read to make it") {
+		if code != spec.ExitInput || !strings.Contains(stderr, "one of the files being read to make it") {
 			t.Errorf("-o %s: exit %d: %s", in, code, stderr)
 		}
 	}
@@ -877,8 +878,8 @@ func TestInterruptWatcher(t *testing.T) {
 		if line := <-said; !strings.Contains(line, "interrupted again: exiting now") {
 			t.Errorf("the second interrupt said %q", line)
 		}
-		if code := <-exited; code != ExitInterrupted {
-			t.Errorf("exit %d, want %d", code, ExitInterrupted)
+		if code := <-exited; code != spec.ExitInterrupted {
+			t.Errorf("exit %d, want %d", code, spec.ExitInterrupted)
 		}
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kb-bench/kb-bench/spec"
 )
 
 // checkCommandLine makes every command of the tree, cobra's help and
@@ -61,7 +63,7 @@ func checkCommandLine(root *cobra.Command) {
 // noArgs is the arguments check of a command that takes none.
 func noArgs(c *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return &flagError{fmt.Errorf("%s takes no arguments, got %q (see '%s --help')", calledPath(c), args, calledPath(c))}
+		return spec.Input(fmt.Errorf("%s takes no arguments, got %q (see '%s --help')", calledPath(c), args, calledPath(c)))
 	}
 	return nil
 }
@@ -72,7 +74,7 @@ func noArgs(c *cobra.Command, args []string) error {
 func nArgs(ok func(n int) bool, says string) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if !ok(len(args)) {
-			return &flagError{fmt.Errorf(says, c.CommandPath())}
+			return spec.Input(fmt.Errorf(says, c.CommandPath()))
 		}
 		return nil
 	}
@@ -95,7 +97,7 @@ func unknownCommand(c *cobra.Command, args []string) error {
 		}
 		msg += "; did you mean " + strings.Join(s, " or ") + "?"
 	}
-	return &flagError{fmt.Errorf("%s (see '%s --help')", msg, calledPath(c))}
+	return spec.Input(fmt.Errorf("%s (see '%s --help')", msg, calledPath(c)))
 }
 
 // suggestions are the subcommands of c that a mistyped name was likely
@@ -127,7 +129,7 @@ func helpTopic(c *cobra.Command, args []string) error {
 	if err == nil && len(rest) > 0 {
 		err = unknownCommand(found, rest)
 		if !found.HasSubCommands() {
-			err = &flagError{fmt.Errorf("%s has no subcommands, got %q (see '%s --help')", found.CommandPath(), rest, found.CommandPath())}
+			err = spec.Input(fmt.Errorf("%s has no subcommands, got %q (see '%s --help')", found.CommandPath(), rest, found.CommandPath()))
 		}
 	}
 	if err != nil {
@@ -161,7 +163,7 @@ func completeAliases(c *cobra.Command, args []string, toComplete string) ([]cobr
 func asInput(args cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(c *cobra.Command, a []string) error {
 		if err := args(c, a); err != nil {
-			return &flagError{err}
+			return spec.Input(err)
 		}
 		return nil
 	}

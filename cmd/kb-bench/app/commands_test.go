@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kb-bench/kb-bench/spec"
 )
 
 // commandTree returns every command of kb-bench's tree, root first, as
@@ -54,8 +56,8 @@ func TestEveryCommandRefusesWhatItDoesNotTake(t *testing.T) {
 				args := append(words(c), "nosuch")
 				code, out, stderr := run(t, env, args...)
 				want := `unknown command "nosuch" for "` + path + `" (see '` + path + ` --help')`
-				if code != ExitInput || !strings.Contains(stderr, want) || out != "" {
-					t.Errorf("%q: exit %d, want %d and %q; stdout %q, stderr:\n%s", args, code, ExitInput, want, out, stderr)
+				if code != spec.ExitInput || !strings.Contains(stderr, want) || out != "" {
+					t.Errorf("%q: exit %d, want %d and %q; stdout %q, stderr:\n%s", args, code, spec.ExitInput, want, out, stderr)
 				}
 				// A near miss of a subcommand's name is suggested.
 				var sub *cobra.Command
@@ -68,12 +70,12 @@ func TestEveryCommandRefusesWhatItDoesNotTake(t *testing.T) {
 				args = append(words(c), sub.Name()+"x")
 				code, _, stderr = run(t, env, args...)
 				want = `unknown command "` + sub.Name() + `x" for "` + path + `"; did you mean "` + sub.Name() + `"`
-				if code != ExitInput || !strings.Contains(stderr, want) {
-					t.Errorf("%q: exit %d, want %d and %q:\n%s", args, code, ExitInput, want, stderr)
+				if code != spec.ExitInput || !strings.Contains(stderr, want) {
+					t.Errorf("%q: exit %d, want %d and %q:\n%s", args, code, spec.ExitInput, want, stderr)
 				}
 				// The command alone shows its help.
 				code, out, stderr = run(t, env, words(c)...)
-				if code != ExitOK || !strings.Contains(out, "Available Commands:") {
+				if code != spec.ExitOK || !strings.Contains(out, "Available Commands:") {
 					t.Errorf("%q alone: exit %d, want its help:\n%s%s", words(c), code, out, stderr)
 				}
 				return
@@ -87,8 +89,8 @@ func TestEveryCommandRefusesWhatItDoesNotTake(t *testing.T) {
 			}
 			args := append(words(c), stray...)
 			code, out, stderr := run(t, env, args...)
-			if code != ExitInput || !strings.Contains(stderr, path) || out != "" {
-				t.Errorf("%q: exit %d, want %d and an error naming %q; stdout %q, stderr:\n%s", args, code, ExitInput, path, out, stderr)
+			if code != spec.ExitInput || !strings.Contains(stderr, path) || out != "" {
+				t.Errorf("%q: exit %d, want %d and an error naming %q; stdout %q, stderr:\n%s", args, code, spec.ExitInput, path, out, stderr)
 			}
 		})
 	}
@@ -118,7 +120,7 @@ func TestAliasesReachTheirCommand(t *testing.T) {
 			aliases++
 			args := append(words(c.Parent()), alias, "--help")
 			code, out, stderr := run(t, nil, args...)
-			if code != ExitOK || !strings.Contains(out, "Usage:\n  "+c.UseLine()) || !strings.Contains(out, "Aliases:\n  "+c.NameAndAliases()) {
+			if code != spec.ExitOK || !strings.Contains(out, "Usage:\n  "+c.UseLine()) || !strings.Contains(out, "Aliases:\n  "+c.NameAndAliases()) {
 				t.Errorf("%q: exit %d, want the help of %s:\n%s%s", args, code, c.CommandPath(), out, stderr)
 			}
 		}
@@ -133,7 +135,7 @@ func TestAliasesReachTheirCommand(t *testing.T) {
 func TestHelpAndCompletionListAliases(t *testing.T) {
 	code, out, _ := run(t, nil, "local", "--help")
 	for _, want := range []string{"(also: stop)", "(also: start)"} {
-		if code != ExitOK || !strings.Contains(out, want) {
+		if code != spec.ExitOK || !strings.Contains(out, want) {
 			t.Errorf("local --help: exit %d, does not show %q:\n%s", code, want, out)
 		}
 	}
@@ -147,7 +149,7 @@ func TestHelpAndCompletionListAliases(t *testing.T) {
 		{[]string{"kind", "c"}, []string{"create\tsame as up"}},
 	} {
 		code, out, stderr := run(t, nil, append([]string{cobra.ShellCompRequestCmd}, c.args...)...)
-		if code != ExitOK {
+		if code != spec.ExitOK {
 			t.Fatalf("completing %q: exit %d: %s", c.args, code, stderr)
 		}
 		for _, want := range c.want {

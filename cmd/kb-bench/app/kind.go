@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kb-bench/kb-bench/cluster"
 	"github.com/kb-bench/kb-bench/spec"
@@ -58,9 +57,6 @@ Podman that grants privileged containers.`,
 				}
 				_, err = s.Out.Write(b)
 				return err
-			}
-			if err := spec.OneOf(field.NewPath("pull"), pull, spec.PullPolicies, "pull").ToAggregate(); err != nil {
-				return spec.Input(err)
 			}
 			st, created, err := cluster.KindUp(c.Context(), o, cluster.KindUpOptions{Log: s.Err, Getenv: getenv, StateDir: stateDir, Retain: retain, Pull: pull})
 			if err != nil {

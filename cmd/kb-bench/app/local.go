@@ -39,17 +39,7 @@ builds the control plane's programs from the pinned upstream source.`,
 		Short:   "Start a local control plane in the background",
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if f.storage != spec.StorageDisk && f.storage != spec.StorageMemory {
-				return spec.Input(fmt.Errorf("--storage %q is not known: use disk or memory", f.storage))
-			}
-			if f.apiservers < 1 || f.apiservers > spec.MaxAPIServers {
-				return spec.Input(fmt.Errorf("--apiservers %d: use 1 to %d", f.apiservers, spec.MaxAPIServers))
-			}
-			bins, err := cluster.FindBinaries(f.bin, getenv)
-			if err != nil {
-				return err
-			}
-			st, err := cluster.Up(c.Context(), cluster.UpOptions{Binaries: bins, Storage: f.storage, StateDir: stateDir(), Log: s.Err, APIServers: f.apiservers})
+			st, err := cluster.Up(c.Context(), cluster.UpOptions{Bin: f.bin, Getenv: getenv, Storage: f.storage, StateDir: stateDir(), Log: s.Err, APIServers: f.apiservers})
 			if err != nil {
 				return err
 			}

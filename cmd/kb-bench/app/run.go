@@ -13,10 +13,9 @@ import (
 
 	"github.com/kb-bench/kb-bench/bench"
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/metrics/live"
+	"github.com/kb-bench/kb-bench/results/live"
 	"github.com/kb-bench/kb-bench/results/render/text"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload"
 )
 
 // runFlags are the flags of the commands that run benchmarks, most of
@@ -77,7 +76,7 @@ func (f *runFlags) register(cmd *cobra.Command, countHelp string) {
 	fs.StringVar(&f.opt.Out, "out", "", "directory for the result files (default ./kb-bench-results/<run-id>)")
 	fs.BoolVarP(&f.opt.Quiet, "quiet", "q", false, "print nothing but errors")
 	fs.IntVar(&f.req.Count, "count", 1, countHelp)
-	fs.DurationVar(&f.opt.ShardTimeout, "shard-timeout", workload.DefaultShardTimeout, "with --shards: how long every shard has to start and join the run")
+	fs.DurationVar(&f.opt.ShardTimeout, "shard-timeout", spec.DefaultShardTimeout, "with --shards: how long every shard has to start and join the run")
 	registerJob(fs, &f.opt.Job)
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the run's live figures for Prometheus at http://ADDR/metrics while it runs (e.g. :9464, which is loopback's; name a host, such as 0.0.0.0:9464, to serve other machines); off by default")
 	fs.DurationVar(&f.metricsWait, "metrics-final-scrape", 0, "with --metrics-addr: after the run, keep serving until a scraper has read the final figures (result.json's), at most this long")

@@ -2,14 +2,12 @@ package app
 
 import (
 	"fmt"
-	"reflect"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kb-bench/kb-bench/workload"
+	"github.com/kb-bench/kb-bench/bench"
 )
 
 // newScenariosCommand lists the registered scenarios with their own flags.
@@ -20,16 +18,10 @@ func newScenariosCommand(s Streams) *cobra.Command {
 		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			tw := tabwriter.NewWriter(s.Out, 0, 0, 2, ' ', 0)
-			for _, def := range workload.Scenarios() {
-				var flags []string
-				for _, f := range slices.Collect(reflect.TypeOf(def.NewSettings()).Elem().Fields()) {
-					if name := f.Tag.Get("flag"); name != "" {
-						flags = append(flags, "--"+name)
-					}
-				}
-				fmt.Fprintf(tw, "%s\t%s\n", def.Name, def.Description)
-				if len(flags) > 0 {
-					fmt.Fprintf(tw, "\tflags: %s\n", strings.Join(flags, " "))
+			for _, sc := range bench.Scenarios() {
+				fmt.Fprintf(tw, "%s\t%s\n", sc.Name, sc.Description)
+				if len(sc.Flags) > 0 {
+					fmt.Fprintf(tw, "\tflags: %s\n", strings.Join(sc.Flags, " "))
 				}
 			}
 			return tw.Flush()

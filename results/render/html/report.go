@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
 )
@@ -100,10 +101,10 @@ func newView(p Page) (*view, error) {
 	v := &view{Title: cmp.Or(p.Title, "kb-bench report"), Version: cmp.Or(p.Version, "(version unknown)")}
 	var contents []string
 	if len(runs) > 0 {
-		contents = append(contents, results.Plural(len(runs), "run"))
+		contents = append(contents, words.Plural(len(runs), "run"))
 	}
 	if len(p.Sweeps) > 0 {
-		contents = append(contents, results.Plural(len(p.Sweeps), "sweep"))
+		contents = append(contents, words.Plural(len(p.Sweeps), "sweep"))
 	}
 	v.Contents = strings.Join(contents, ", ")
 	if len(runs) > 1 {

@@ -10,6 +10,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
@@ -210,7 +211,7 @@ func checks(rs []*results.Result) []checkView {
 		}
 	}
 	if passed > 0 {
-		out = append(out, checkView{Passed: true, Text: fmt.Sprintf("%s passed (%s)", results.Plural(passed, "check"), strings.Join(names, ", "))})
+		out = append(out, checkView{Passed: true, Text: fmt.Sprintf("%s passed (%s)", words.Plural(passed, "check"), strings.Join(names, ", "))})
 	}
 	return out
 }
@@ -377,7 +378,7 @@ func attemptsChart(r Run, m results.Measurements) figure {
 		}
 		share := 100 * float64(c) / float64(total)
 		s.Points = append(s.Points, point{X: float64(n), Y: share,
-			Tip: fmt.Sprintf("%s: %s of operations (%d)", results.Plural(n, "attempt"), formatPercent(share), c)})
+			Tip: fmt.Sprintf("%s: %s of operations (%d)", words.Plural(n, "attempt"), formatPercent(share), c)})
 	}
 	ch := chart{
 		Title:  "Write attempts per operation",

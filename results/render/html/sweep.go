@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/results"
 )
 
@@ -111,11 +112,11 @@ func sweepCharts(s *results.Sweep) []figure {
 		c, l, cost := w, w, w
 		for _, p := range ser.Points {
 			w.Points = append(w.Points, point{X: p.Value, Y: p.WriteThroughput, Tip: fmt.Sprintf("%s: %.1f successful writes/s", at(ser, p), p.WriteThroughput)})
-			c.Points = append(c.Points, point{X: p.Value, Y: 100 * p.ConflictRate, Tip: fmt.Sprintf("%s: %s conflicts", at(ser, p), results.Percent(p.ConflictRate))})
-			l.Points = append(l.Points, point{X: p.Value, Y: float64(p.P99) / 1e6, Tip: fmt.Sprintf("%s: p99 %s", at(ser, p), results.FormatDuration(p.P99))})
+			c.Points = append(c.Points, point{X: p.Value, Y: 100 * p.ConflictRate, Tip: fmt.Sprintf("%s: %s conflicts", at(ser, p), words.Percent(p.ConflictRate))})
+			l.Points = append(l.Points, point{X: p.Value, Y: float64(p.P99) / 1e6, Tip: fmt.Sprintf("%s: p99 %s", at(ser, p), words.Duration(p.P99))})
 			if p.Cost != nil {
 				cost.Points = append(cost.Points, point{X: p.Value, Y: float64(p.Cost.ApiserverPerWrite) / 1e6,
-					Tip: fmt.Sprintf("%s: %s apiserver CPU per successful write, %.2f cores", at(ser, p), results.FormatDuration(p.Cost.ApiserverPerWrite), p.Cost.ApiserverCores)})
+					Tip: fmt.Sprintf("%s: %s apiserver CPU per successful write, %.2f cores", at(ser, p), words.Duration(p.Cost.ApiserverPerWrite), p.Cost.ApiserverCores)})
 			}
 		}
 		writes.Series = append(writes.Series, w)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
 )
@@ -94,7 +95,7 @@ func OneLine(r *results.Result) string {
 			server = "server MISMATCH"
 		}
 	}
-	p99 := results.FormatDuration(s.Latency.P99)
+	p99 := words.Duration(s.Latency.P99)
 	if few := analysis.WeakPercentiles(s.Ops, "p99"); few != "" {
 		p99 += " (" + strings.TrimPrefix(few, "p99 ") + ")"
 	}
@@ -103,7 +104,7 @@ func OneLine(r *results.Result) string {
 		lost = fmt.Sprintf("%d lost updates", *s.LostUpdates)
 	}
 	line := fmt.Sprintf("%.1f ops/s, %.1f successful writes/s, %s conflicts, p99 %s, %s, %s",
-		s.Throughput, s.WriteThroughput, results.Percent(s.ConflictRate), p99, lost, server)
+		s.Throughput, s.WriteThroughput, words.Percent(s.ConflictRate), p99, lost, server)
 	switch {
 	case r.TargetLost != "":
 		line += " (TARGET LOST: the figures cover what ran before)"

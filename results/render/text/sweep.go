@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/results"
 )
 
@@ -46,7 +47,7 @@ func WriteSweepTables(w io.Writer, s *results.Sweep, format string) error {
 		}
 		if p := ser.UnderWay; p != nil {
 			row := s.PointFigures(*p)
-			row[0] += " (under way, " + results.Plural(p.Samples, "sample") + ")"
+			row[0] += " (under way, " + words.Plural(p.Samples, "sample") + ")"
 			if cost {
 				row = append(row, costCells(p.Cost)...)
 			}
@@ -80,7 +81,7 @@ func costCells(c *results.PointCost) []string {
 	}
 	etcd := "-"
 	if c.HasEtcd {
-		etcd = results.FormatDuration(c.EtcdPerWrite)
+		etcd = words.Duration(c.EtcdPerWrite)
 	}
-	return []string{fmt.Sprintf("%.2f", c.ApiserverCores), results.FormatDuration(c.ApiserverPerWrite), etcd}
+	return []string{fmt.Sprintf("%.2f", c.ApiserverCores), words.Duration(c.ApiserverPerWrite), etcd}
 }

@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
@@ -54,14 +55,14 @@ func WriteTable(w io.Writer, r *results.Result) error {
 	if m.WarmupOps > 0 {
 		row("", "%d warm-up ops excluded", m.WarmupOps)
 	}
-	row("success", "%s (%d of %d ops)", results.Percent(s.SuccessRatio), s.Successes, s.Ops)
+	row("success", "%s (%d of %d ops)", words.Percent(s.SuccessRatio), s.Successes, s.Ops)
 	row("outcomes", "%s", describeOutcomes(s.Outcomes))
 	version, fieldManager := m.Conflicts()
 	if s.WriteAttempts == 0 {
 		row("conflicts", "no write attempts")
 	} else {
 		row("conflicts", "%d of %d write attempts (%s): version %d, field-manager %d",
-			s.Conflicts, s.WriteAttempts, results.Percent(s.ConflictRate), version, fieldManager)
+			s.Conflicts, s.WriteAttempts, words.Percent(s.ConflictRate), version, fieldManager)
 	}
 	attempts := fmt.Sprintf("p50 %d  p99 %d  max %d", s.AttemptsP50, s.AttemptsP99, s.AttemptsMax)
 	if s.GaveUp > 0 {
@@ -76,15 +77,15 @@ func WriteTable(w io.Writer, r *results.Result) error {
 		row("", "%s", note)
 	}
 	if m.Late > 0 || m.Dropped > 0 {
-		row("open loop", "%s started late, %d dropped (no free slot)", results.Plural(int(m.Late), "arrival"), m.Dropped)
+		row("open loop", "%s started late, %d dropped (no free slot)", words.Plural(int(m.Late), "arrival"), m.Dropped)
 	}
-	limiter := results.FormatDuration(m.Client.RateLimiterWait) + " waiting in the client rate limiter"
+	limiter := words.Duration(m.Client.RateLimiterWait) + " waiting in the client rate limiter"
 	if m.Client.RateLimited > 0 {
-		limiter += fmt.Sprintf(" (%s throttled)", results.Plural(int(m.Client.RateLimited), "request"))
+		limiter += fmt.Sprintf(" (%s throttled)", words.Plural(int(m.Client.RateLimited), "request"))
 	}
 	if m.Client.StreamWaited > 0 {
 		limiter += fmt.Sprintf(", %s waited for a free stream of their connection, %s on average (more --clients, more connections)",
-			results.Plural(int(m.Client.StreamWaited), "request"), results.FormatDuration(m.Client.StreamWait/time.Duration(m.Client.StreamWaited)))
+			words.Plural(int(m.Client.StreamWaited), "request"), words.Duration(m.Client.StreamWait/time.Duration(m.Client.StreamWaited)))
 	}
 	row("client-go", "%d hidden retries, %s", m.Client.Retries, limiter)
 	row("lost updates", "%s", describeLost(r.Checks))
@@ -146,7 +147,7 @@ func describeShards(shards []results.ShardInfo) string {
 		first, last = min(first, sh.StartLate), max(last, sh.StartLate)
 		parts[i] = fmt.Sprintf("%d: writers %d-%d %d ops", sh.Index, sh.From, sh.To-1, sh.Ops)
 	}
-	return fmt.Sprintf("%d started %s apart; %s", len(shards), results.FormatDuration(last-first), strings.Join(parts, ", "))
+	return fmt.Sprintf("%d started %s apart; %s", len(shards), words.Duration(last-first), strings.Join(parts, ", "))
 }
 
 func describeClient(c spec.Client, clients int, stats results.ClientStats) string {
@@ -161,14 +162,14 @@ func describeClient(c spec.Client, clients int, stats results.ClientStats) strin
 	if len(stats.ReceivedContent) > 0 {
 		content += ", received " + describeMedia(stats.ReceivedContent)
 	}
-	d := fmt.Sprintf("%s, %s, %s", qps, content, results.Plural(max(clients, 1), "connection"))
+	d := fmt.Sprintf("%s, %s, %s", qps, content, words.Plural(max(clients, 1), "connection"))
 	if c.Latency.Duration > 0 {
-		d += ", " + results.FormatDuration(c.Latency.Duration) + " round trip added"
+		d += ", " + words.Duration(c.Latency.Duration) + " round trip added"
 		if c.Jitter.Duration > 0 {
-			d += " (jitter " + results.FormatDuration(c.Jitter.Duration) + ")"
+			d += " (jitter " + words.Duration(c.Jitter.Duration) + ")"
 		}
 		if stats.Delayed > 0 {
-			d += fmt.Sprintf(", %s on average over %d requests", results.FormatDuration(stats.AddedLatency/time.Duration(stats.Delayed)), stats.Delayed)
+			d += fmt.Sprintf(", %s on average over %d requests", words.Duration(stats.AddedLatency/time.Duration(stats.Delayed)), stats.Delayed)
 		}
 	}
 	return d
@@ -207,7 +208,7 @@ func describeLatency(l results.Latency) string {
 		return "-"
 	}
 	return fmt.Sprintf("p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (mean %s)",
-		results.FormatDuration(l.P50), results.FormatDuration(l.P90), results.FormatDuration(l.P99), results.FormatDuration(l.P999), results.FormatDuration(l.Max), results.FormatDuration(l.Mean))
+		words.Duration(l.P50), words.Duration(l.P90), words.Duration(l.P99), words.Duration(l.P999), words.Duration(l.Max), words.Duration(l.Mean))
 }
 
 // describeLost states lost updates plainly, naming each check that found some.
@@ -234,7 +235,7 @@ func describeLost(checks []results.Check) string {
 	case failed > 0:
 		return fmt.Sprintf("unknown: %d of %d checks could not be made (see CHECK FAILED)", failed, len(checks))
 	default:
-		return fmt.Sprintf("none (%s passed)", results.Plural(len(checks), "check"))
+		return fmt.Sprintf("none (%s passed)", words.Plural(len(checks), "check"))
 	}
 }
 
@@ -288,7 +289,7 @@ func describeServer(c *results.ServerCheck) [][2]string {
 // "configmaps get 1749 (mean 512µs), update 1423 (mean 3.10ms)".
 func describeEtcd(rows []results.EtcdRequests) string {
 	return grouped(rows, func(e results.EtcdRequests) (string, string) {
-		return e.Resource, fmt.Sprintf("%s %d (mean %s)", e.Operation, e.Count, results.FormatDuration(e.Mean))
+		return e.Resource, fmt.Sprintf("%s %d (mean %s)", e.Operation, e.Count, words.Duration(e.Mean))
 	})
 }
 
@@ -320,7 +321,7 @@ func describeShares(shares []results.APIServerShare) string {
 	for i, sh := range shares {
 		pct := "-"
 		if total > 0 {
-			pct = results.Percent(float64(sh.Requests) / float64(total))
+			pct = words.Percent(float64(sh.Requests) / float64(total))
 		}
 		parts[i] = fmt.Sprintf("%s %s of requests (%d writes, %d 409s)", sh.Server, pct, sh.Writes, sh.Conflicts)
 	}
@@ -345,9 +346,9 @@ func describeCost(r *results.Result) [][2]string {
 			rows = append(rows, [2]string{"", fmt.Sprintf("%s %s", name, p.Reason)})
 			return
 		}
-		line := fmt.Sprintf("%s %s CPU (%.2f cores): %s per op", name, results.FormatDuration(u.CPU), u.Cores, results.FormatDuration(u.PerOp))
+		line := fmt.Sprintf("%s %s CPU (%.2f cores): %s per op", name, words.Duration(u.CPU), u.Cores, words.Duration(u.PerOp))
 		if writes && s.Writes > 0 {
-			line += fmt.Sprintf(", %s per successful write", results.FormatDuration(u.PerWrite))
+			line += fmt.Sprintf(", %s per successful write", words.Duration(u.PerWrite))
 		}
 		if p.MemoryAfter > 0 {
 			line += fmt.Sprintf("; memory %s -> %s", mebibytes(p.MemoryBefore), mebibytes(p.MemoryAfter))
@@ -366,7 +367,7 @@ func describeCost(r *results.Result) [][2]string {
 	if f.ApiserverNet.Has {
 		line := fmt.Sprintf("%s background %.2f cores (its CPU over %.1fs with no request of the run's)", apiserver, f.Background, c.ApiserverIdle.Seconds)
 		if s.Writes > 0 {
-			line += fmt.Sprintf(": net of it, %s per successful write", results.FormatDuration(f.ApiserverNet.PerWrite))
+			line += fmt.Sprintf(": net of it, %s per successful write", words.Duration(f.ApiserverNet.PerWrite))
 		}
 		rows = append(rows, [2]string{"", line})
 	}
@@ -377,7 +378,7 @@ func describeCost(r *results.Result) [][2]string {
 		// Only what was measured: the apiserver's request times have no
 		// response code, so the 409s' share of them is not known (split
 		// by count, it would only restate the conflict rate).
-		split := fmt.Sprintf("writes took %s of the apiserver's request time", results.Percent(f.WriteShare))
+		split := fmt.Sprintf("writes took %s of the apiserver's request time", words.Percent(f.WriteShare))
 		if s.Conflicts > 0 {
 			split += "; what the 409s took of it is not measured (the apiserver does not time requests by response code)"
 		}
@@ -416,13 +417,13 @@ func describeTime(r *results.Result) [][2]string {
 	var waits []string
 	if c := r.Server; c != nil && c.Available {
 		if c.FlowControlWaited > 0 {
-			waits = append(waits, fmt.Sprintf("APF queued %s, %s on average", results.Plural(int(c.FlowControlWaited), "request"), results.FormatDuration(c.FlowControlMeanWait)))
+			waits = append(waits, fmt.Sprintf("APF queued %s, %s on average", words.Plural(int(c.FlowControlWaited), "request"), words.Duration(c.FlowControlMeanWait)))
 		} else {
 			waits = append(waits, "APF queued none")
 		}
 	}
 	waits = append(waits, fmt.Sprintf("the client waited %s in its rate limiter and %s for a free stream",
-		results.FormatDuration(m.Client.RateLimiterWait), results.FormatDuration(m.Client.StreamWait)))
+		words.Duration(m.Client.RateLimiterWait), words.Duration(m.Client.StreamWait)))
 	rows = append(rows, [2]string{"", strings.Join(waits, "; ") + " (~: estimated from the apiserver's histogram buckets, 0-5-25-50-100 ms...)"})
 	return rows
 }
@@ -444,9 +445,9 @@ func describeVerbTime(r *results.Result, v results.VerbTime, hist string) string
 		est, above, ok := v.Quantile(q)
 		server := "-"
 		if ok {
-			server = "~" + results.FormatDuration(est)
+			server = "~" + words.Duration(est)
 			if above {
-				server = ">" + results.FormatDuration(est)
+				server = ">" + words.Duration(est)
 			}
 		}
 		if i == 0 && etcd != "" {
@@ -463,11 +464,11 @@ func describeVerbTime(r *results.Result, v results.VerbTime, hist string) string
 		var line string
 		switch {
 		case ok && !above && c > est:
-			line = fmt.Sprintf("%s: client %s = apiserver %s + network/client ~%s", name, results.FormatDuration(c), server, results.FormatDuration(c-est))
+			line = fmt.Sprintf("%s: client %s = apiserver %s + network/client ~%s", name, words.Duration(c), server, words.Duration(c-est))
 		case ok && !above && c < est:
-			line = fmt.Sprintf("%s: client %s, apiserver %s (above the client's: a coarse bucket)", name, results.FormatDuration(c), server)
+			line = fmt.Sprintf("%s: client %s, apiserver %s (above the client's: a coarse bucket)", name, words.Duration(c), server)
 		default:
-			line = fmt.Sprintf("%s: client %s, apiserver %s", name, results.FormatDuration(c), server)
+			line = fmt.Sprintf("%s: client %s, apiserver %s", name, words.Duration(c), server)
 		}
 		parts = append(parts, line)
 	}
@@ -484,7 +485,7 @@ func etcdMean(c *results.ServerCheck, v results.VerbTime) string {
 	resource, _, _ := strings.Cut(strings.Split(v.Resource, "/")[0], ".")
 	for _, e := range c.Etcd {
 		if e.Resource == resource && e.Operation == op {
-			return fmt.Sprintf("etcd %s mean %s", op, results.FormatDuration(e.Mean))
+			return fmt.Sprintf("etcd %s mean %s", op, words.Duration(e.Mean))
 		}
 	}
 	return ""
@@ -523,28 +524,28 @@ func FormatProgress(elapsed, total time.Duration, p metrics.SeriesPoint) string 
 	}
 	p99 := "-"
 	if p.Ops > 0 {
-		p99 = results.FormatDuration(p.P99)
+		p99 = words.Duration(p.P99)
 	}
 	return fmt.Sprintf("[%s]  %.0f ops/s  %.0f conflicts/s  p99 %s", clock, ops, conflicts, p99)
 }
 
 // DescribeFault says what a fault was and what it cost.
 func DescribeFault(f results.Fault) string {
-	at := results.FormatDuration(f.At)
+	at := words.Duration(f.At)
 	if f.Error != "" {
 		return fmt.Sprintf("%s at %s into the window could not be done: %s", f.What, at, f.Error)
 	}
 	s := fmt.Sprintf("%s at %s into the window", f.What, at)
 	if f.Down > 0 {
-		s += fmt.Sprintf("; its clients found it gone at %s", results.FormatDuration(f.Down))
+		s += fmt.Sprintf("; its clients found it gone at %s", words.Duration(f.Down))
 	}
 	s += fmt.Sprintf("; %d of its %d clients failed over (%d requests sent again)", f.Moved, f.Clients, f.Failovers)
 	if f.FailoverTime > 0 {
-		s += fmt.Sprintf(", the last %s after the kill", results.FormatDuration(f.FailoverTime))
+		s += fmt.Sprintf(", the last %s after the kill", words.Duration(f.FailoverTime))
 	}
 	s += fmt.Sprintf("; %d requests unanswered", f.Unanswered)
 	span := func(sp results.FaultSpan) string {
-		return fmt.Sprintf("%.1f ops/s, %.1f 409s/s, worst second's p99 %s (%ds)", sp.OpsPerSec, sp.ConflictsPer, results.FormatDuration(sp.MaxP99), sp.Seconds)
+		return fmt.Sprintf("%.1f ops/s, %.1f 409s/s, worst second's p99 %s (%ds)", sp.OpsPerSec, sp.ConflictsPer, words.Duration(sp.MaxP99), sp.Seconds)
 	}
 	if f.Before.Seconds > 0 || f.After.Seconds > 0 {
 		s += fmt.Sprintf("; before: %s; after: %s", span(f.Before), span(f.After))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kb-bench/kb-bench/internal/golden"
+	"github.com/kb-bench/kb-bench/internal/words"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/analysis"
@@ -227,18 +228,18 @@ func TestDescribeClient(t *testing.T) {
 func TestFormatting(t *testing.T) {
 	ms := time.Millisecond
 	for _, tc := range []struct{ got, want string }{
-		{results.Plural(0, "writer"), "0 writers"},
-		{results.Plural(1, "writer"), "1 writer"},
-		{results.Plural(2, "check"), "2 checks"},
-		{results.FormatDuration(0), "0s"},
-		{results.FormatDuration(time.Microsecond), "1µs"}, // "< 1us" once showed as "< 0.00ms"
-		{results.FormatDuration(12345 * time.Nanosecond), "12.3µs"},
-		{results.FormatDuration(500 * time.Nanosecond), "500ns"},
-		{results.FormatDuration(1234 * time.Microsecond), "1.23ms"},
-		{results.FormatDuration(12345 * time.Microsecond), "12.3ms"},
-		{results.FormatDuration(123456 * time.Microsecond), "123ms"},
-		{results.FormatDuration(1234 * ms), "1.23s"},
-		{results.FormatDuration(12345 * ms), "12.3s"},
+		{words.Plural(0, "writer"), "0 writers"},
+		{words.Plural(1, "writer"), "1 writer"},
+		{words.Plural(2, "check"), "2 checks"},
+		{words.Duration(0), "0s"},
+		{words.Duration(time.Microsecond), "1µs"}, // "< 1us" once showed as "< 0.00ms"
+		{words.Duration(12345 * time.Nanosecond), "12.3µs"},
+		{words.Duration(500 * time.Nanosecond), "500ns"},
+		{words.Duration(1234 * time.Microsecond), "1.23ms"},
+		{words.Duration(12345 * time.Microsecond), "12.3ms"},
+		{words.Duration(123456 * time.Microsecond), "123ms"},
+		{words.Duration(1234 * ms), "1.23s"},
+		{words.Duration(12345 * ms), "12.3s"},
 		{results.ShortLatency(results.Latency{}), "-"},
 		{results.ShortLatency(results.Latency{P50: 1200 * time.Microsecond, P90: 5 * ms, P99: 8310 * time.Microsecond, Max: 20100 * time.Microsecond}), "p50 1.20ms  p99 8.31ms  max 20.1ms"},
 	} {

@@ -24,9 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/internal/ociimage"
 	"github.com/kb-bench/kb-bench/spec"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 const (
@@ -55,7 +55,7 @@ type Options struct {
 	// are told to use.
 	Namespace string
 	// RunID is the run's id, passed to the shards and set as the
-	// scenario.LabelRunID label on every object.
+	// k8s.LabelRunID label on every object.
 	RunID string
 	// Shards is the number of shard pods, each with its own index 0..Shards-1.
 	Shards int
@@ -79,7 +79,7 @@ type Options struct {
 	// coordinator; rounded up to whole seconds).
 	ActiveDeadline time.Duration
 	// Labels are added to every object and pod; they may not change
-	// kb-bench's own labels (scenario.Labels).
+	// kb-bench's own labels (k8s.Labels).
 	Labels map[string]string
 	// TargetSecret, when set, is for a Job on a separate runner cluster
 	// (--runner-kubeconfig): the pods reach the target with the
@@ -139,7 +139,7 @@ func Build(o Options) (Objects, error) {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	maps.Copy(labels, scenario.Labels(o.RunID))
+	maps.Copy(labels, k8s.Labels(o.RunID))
 	meta := func(namespace string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: o.Name, Namespace: namespace, Labels: maps.Clone(labels)}
 	}
@@ -151,8 +151,8 @@ func Build(o Options) (Objects, error) {
 		ObjectMeta: meta(rights),
 	}
 	// Copies: the objects share no map or slice with o, nor with each other.
-	role := scenario.Role(rights, o.Name, labels, o.Rules).DeepCopy()
-	binding := scenario.RoleBinding(rights, o.Name, labels, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: o.Name, Namespace: rights}).DeepCopy()
+	role := k8s.Role(rights, o.Name, labels, o.Rules).DeepCopy()
+	binding := k8s.RoleBinding(rights, o.Name, labels, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: o.Name, Namespace: rights}).DeepCopy()
 	return Objects{ServiceAccount: sa, Role: role, RoleBinding: binding, Job: o.job(meta(o.Namespace), labels, rights)}, nil
 }
 
@@ -219,8 +219,8 @@ func (o Options) job(meta metav1.ObjectMeta, labels map[string]string, ns string
 				Weight: 100,
 				PodAffinityTerm: corev1.PodAffinityTerm{
 					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
-						scenario.LabelRunID: o.RunID,
-						LabelComponent:      ComponentShard,
+						k8s.LabelRunID: o.RunID,
+						LabelComponent: ComponentShard,
 					}},
 					TopologyKey: corev1.LabelHostname,
 				},
@@ -280,7 +280,7 @@ func (o Options) validate() field.ErrorList {
 	if o.RunID == "" {
 		errs = append(errs, field.Required(field.NewPath("runID"), "the run id the shards report under"))
 	} else {
-		invalid(field.NewPath("runID"), o.RunID, validation.IsValidLabelValue(o.RunID), " (it is the value of the "+scenario.LabelRunID+" label)")
+		invalid(field.NewPath("runID"), o.RunID, validation.IsValidLabelValue(o.RunID), " (it is the value of the "+k8s.LabelRunID+" label)")
 	}
 	if o.Shards < 1 || o.Shards > spec.MaxShards {
 		errs = append(errs, field.Invalid(field.NewPath("shards"), o.Shards, fmt.Sprintf("use 1 to %d (--shards)", spec.MaxShards)))
@@ -297,7 +297,7 @@ func (o Options) validate() field.ErrorList {
 	if len(o.Rules) == 0 {
 		errs = append(errs, field.Required(field.NewPath("rules"), "the shards need rights in the namespace (at least to the Leases and ConfigMaps they coordinate through)"))
 	}
-	own := scenario.Labels(o.RunID)
+	own := k8s.Labels(o.RunID)
 	for _, m := range []struct {
 		name   string
 		labels map[string]string

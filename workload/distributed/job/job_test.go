@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kb-bench/kb-bench/internal/golden"
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/distributed/job"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // rules stand for what a caller grants the shards.
@@ -79,7 +79,7 @@ func TestBuild(t *testing.T) {
 	}
 	for _, obj := range objs.List() {
 		m := obj.(interface{ GetLabels() map[string]string }).GetLabels()
-		for k, v := range scenario.Labels(o.RunID) {
+		for k, v := range k8s.Labels(o.RunID) {
 			if m[k] != v {
 				t.Errorf("%T: label %s=%q, want %q", obj, k, m[k], v)
 			}
@@ -132,7 +132,7 @@ func TestBuildInvalid(t *testing.T) {
 		{"bad pull policy", func(o *job.Options) { o.ImagePullPolicy = "Sometimes" }, []string{`imagePullPolicy: Unsupported value: "Sometimes"`}},
 		{"negative deadline", func(o *job.Options) { o.ActiveDeadline = -time.Second }, []string{`activeDeadline: Invalid value: "-1s"`}},
 		{"no rules", func(o *job.Options) { o.Rules = nil }, []string{"rules: Required value"}},
-		{"own label", func(o *job.Options) { o.Labels = map[string]string{scenario.LabelRunID: "other"} }, []string{"labels[kb-bench.io/run-id]: Forbidden", "drop it"}},
+		{"own label", func(o *job.Options) { o.Labels = map[string]string{k8s.LabelRunID: "other"} }, []string{"labels[kb-bench.io/run-id]: Forbidden", "drop it"}},
 		{"bad label", func(o *job.Options) { o.Labels = map[string]string{"a b": "c"} }, []string{`labels[a b]: Invalid value: "a b"`}},
 		{"bad node selector", func(o *job.Options) { o.NodeSelector = map[string]string{"pool": "a b"} }, []string{`nodeSelector[pool]: Invalid value: "a b"`}},
 		{"several at once", func(o *job.Options) { o.Shards, o.Image = 0, "" }, []string{"shards: Invalid", "image: Required"}},

@@ -23,10 +23,10 @@ import (
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 
 	"github.com/kb-bench/kb-bench/internal/await"
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/results/resultstest"
 	"github.com/kb-bench/kb-bench/results/store"
 	"github.com/kb-bench/kb-bench/workload/distributed/job"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // The variables the kind tests read.
@@ -312,7 +312,7 @@ func TestJobOnKind(t *testing.T) {
 // deadline.
 func (b *kindBench) nothingLeft(t *testing.T, runID string) {
 	t.Helper()
-	selector := metav1.ListOptions{LabelSelector: scenario.LabelRunID + "=" + runID}
+	selector := metav1.ListOptions{LabelSelector: k8s.LabelRunID + "=" + runID}
 	ctx := context.WithoutCancel(t.Context())
 	await.Until(t, "nothing of run "+runID+" to be left", func() error {
 		var left []string

@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/cluster"
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/workload/distributed"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // Runner starts a run's shards as an Indexed Job in the run's namespace
@@ -69,34 +69,29 @@ var _ distributed.ShardRunner = Runner{}
 // coordinator may delete these and no others.
 const ObjectName = "kb-bench-shards"
 
-// CoordinatorRules are the rights the coordinator needs in the run's
-// namespace on the target to run the shards as a Job: to make the
-// shards' ServiceAccount, Role and RoleBinding and delete them, by name;
-// with the Job on the target (remote false), to make the Job, delete it
-// by name, and list and remove its pods; with the Job on a runner
-// cluster (remote), to request the shards' ServiceAccount a token
-// instead. A create cannot be limited to a name, nor can deleting pods
-// by label.
-func CoordinatorRules(remote bool) []rbacv1.PolicyRule {
+// Rules are the rights r needs in the run's namespace on the target, which
+// a run in an existing namespace checks first: to make the shards'
+// ServiceAccount, Role and RoleBinding and delete them, by name; with the
+// Job on the target, to make the Job, delete it by name, and list and
+// remove its pods; with the Job on a runner cluster (Remote), to request
+// the shards' ServiceAccount a token instead. A create cannot be limited
+// to a name, nor can deleting pods by label.
+func (r Runner) Rules() []rbacv1.PolicyRule {
 	rules := []rbacv1.PolicyRule{
-		scenario.Rule("", []string{"serviceaccounts"}, "create"),
-		scenario.Named("", []string{"serviceaccounts"}, ObjectName, "delete"),
-		scenario.Rule(rbacv1.GroupName, []string{"roles", "rolebindings"}, "create"),
-		scenario.Named(rbacv1.GroupName, []string{"roles", "rolebindings"}, ObjectName, "delete"),
+		k8s.Rule("", []string{"serviceaccounts"}, "create"),
+		k8s.Named("", []string{"serviceaccounts"}, ObjectName, "delete"),
+		k8s.Rule(rbacv1.GroupName, []string{"roles", "rolebindings"}, "create"),
+		k8s.Named(rbacv1.GroupName, []string{"roles", "rolebindings"}, ObjectName, "delete"),
 	}
-	if remote {
-		return append(rules, scenario.Named("", []string{"serviceaccounts/token"}, ObjectName, "create"))
+	if r.Remote != nil {
+		return append(rules, k8s.Named("", []string{"serviceaccounts/token"}, ObjectName, "create"))
 	}
 	return append(rules,
-		scenario.Rule("batch", []string{"jobs"}, "create"),
-		scenario.Named("batch", []string{"jobs"}, ObjectName, "delete"),
-		scenario.Rule("", []string{"pods"}, "list", "deletecollection"),
+		k8s.Rule("batch", []string{"jobs"}, "create"),
+		k8s.Named("batch", []string{"jobs"}, ObjectName, "delete"),
+		k8s.Rule("", []string{"pods"}, "list", "deletecollection"),
 	)
 }
-
-// Rules are the rights r needs in the run's namespace on the target
-// (CoordinatorRules), which a run in an existing namespace checks first.
-func (r Runner) Rules() []rbacv1.PolicyRule { return CoordinatorRules(r.Remote != nil) }
 
 var _ distributed.RulesNeeder = Runner{}
 
@@ -166,7 +161,7 @@ func (g *group) Failed() <-chan error { return g.failed }
 
 // shardPods selects the shard pods.
 func (g *group) shardPods() metav1.ListOptions {
-	return metav1.ListOptions{LabelSelector: scenario.LabelRunID + "=" + g.objs.Job.Labels[scenario.LabelRunID] + "," + LabelComponent + "=" + ComponentShard}
+	return metav1.ListOptions{LabelSelector: k8s.LabelRunID + "=" + g.objs.Job.Labels[k8s.LabelRunID] + "," + LabelComponent + "=" + ComponentShard}
 }
 
 // create makes the shards' rights on the target and the Job where it runs:
@@ -176,7 +171,7 @@ func (g *group) shardPods() metav1.ListOptions {
 func (g *group) create(ctx context.Context, remote *Remote, run distributed.ShardRun) error {
 	objs := g.objs
 	rights := objs.ServiceAccount.Namespace // the run's, on the target
-	opts := metav1.CreateOptions{FieldManager: scenario.SetupManager}
+	opts := metav1.CreateOptions{FieldManager: k8s.SetupManager}
 	if _, err := g.target.CoreV1().ServiceAccounts(rights).Create(ctx, objs.ServiceAccount, opts); err != nil {
 		return fmt.Errorf("creating the shards' ServiceAccount %s: %w", objs.ServiceAccount.Name, err)
 	}

@@ -17,11 +17,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kb-bench/kb-bench/internal/await"
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload"
 	"github.com/kb-bench/kb-bench/workload/distributed"
 	"github.com/kb-bench/kb-bench/workload/distributed/job"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // A distributed run whose shard pods never start (this control plane runs
@@ -52,7 +52,7 @@ func TestJobRunnerFailsCleanlyWhenShardsNeverJoin(t *testing.T) {
 	if _, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
 		t.Errorf("namespace %s left behind", ns)
 	}
-	selector := metav1.ListOptions{LabelSelector: scenario.LabelRunID + "=" + runID}
+	selector := metav1.ListOptions{LabelSelector: k8s.LabelRunID + "=" + runID}
 	jobs, _ := kube.BatchV1().Jobs("").List(ctx, selector)
 	roles, _ := kube.RbacV1().Roles("").List(ctx, selector)
 	bindings, _ := kube.RbacV1().RoleBindings("").List(ctx, selector)
@@ -81,7 +81,7 @@ func TestRunnerClusterHandsTheShardsTheirRights(t *testing.T) {
 	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 	r := job.Runner{Kube: kube, Image: "kb-bench/kb-bench:test",
 		Remote: &job.Remote{Kube: kube, TargetServer: cfg.Host, TargetCA: cfg.CAData}}
-	rules := []rbacv1.PolicyRule{scenario.Rule("coordination.k8s.io", []string{"leases"}, "get", "create", "update")}
+	rules := []rbacv1.PolicyRule{k8s.Rule("coordination.k8s.io", []string{"leases"}, "get", "create", "update")}
 	g, err := r.Start(ctx, distributed.ShardRun{RunID: runID, Namespace: ns, Shards: 2, Rules: rules, Deadline: time.Now().Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
@@ -127,13 +127,14 @@ func TestCoordinatorRulesAreScoped(t *testing.T) {
 	admin := local.Config(t)
 	kube := kubernetes.NewForConfigOrDie(admin)
 	ctx := t.Context()
-	for _, remote := range []bool{false, true} {
+	for _, runner := range []job.Runner{{}, {Remote: &job.Remote{}}} {
+		remote := runner.Remote != nil
 		ns, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "scoped-"}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
-		as := boundTo(t, kube, admin, ns.Name, job.CoordinatorRules(remote))
+		as := boundTo(t, kube, admin, ns.Name, runner.Rules())
 		for _, name := range []string{job.ObjectName, "bystander"} {
 			if _, err := kube.CoreV1().ServiceAccounts(ns.Name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)

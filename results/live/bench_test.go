@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/kb-bench/kb-bench/metrics"
-	"github.com/kb-bench/kb-bench/metrics/live"
+	"github.com/kb-bench/kb-bench/results/live"
 )
 
 // busyRecorder is a recorder as 64 writers leave it after a while: every

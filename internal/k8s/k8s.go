@@ -1,4 +1,8 @@
-package scenario
+// Package k8s is the house's Kubernetes toolbox, below the engine and its
+// scenarios: the labels and field managers on what kb-bench creates, the
+// RBAC rules and Roles that grant what it asks for, client configuration,
+// setup helpers and how a failed request is explained.
+package k8s
 
 import (
 	"context"
@@ -9,12 +13,16 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/spec"
 )
 
 // Labels and field managers on everything kb-bench creates.
@@ -29,19 +37,7 @@ const (
 	// SchedulingGate keeps those Pods Pending on clusters that have a
 	// scheduler: they are there to be written, not run.
 	SchedulingGate = "kb-bench.io/never-schedule"
-	// MaxObjectSize bounds a scenario's filler (--object-size): room
-	// under etcd's and the apiserver's 1.5 MiB request limit and a
-	// ConfigMap's 1 MiB data limit.
-	MaxObjectSize = 900 * 1024
 )
-
-// ValidObjectSize checks a filler of size bytes, at p.
-func ValidObjectSize(p *field.Path, size int) field.ErrorList {
-	if size < 0 || size > MaxObjectSize {
-		return field.ErrorList{field.Invalid(p, size, fmt.Sprintf("use 0 to %d bytes (--object-size): a ConfigMap holds at most 1 MiB", MaxObjectSize))}
-	}
-	return nil
-}
 
 // Pod is a Pod that never runs, for a scenario to write: its one
 // container ctr runs PauseImage, behind SchedulingGate, with no service
@@ -158,4 +154,112 @@ func MayHaveLanded(outcome metrics.Outcome, err error) bool {
 		return !errors.As(err, &status)
 	}
 	return false
+}
+
+// Sleep waits d, or until ctx is done; it reports whether the whole d passed.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// OwnKinds lists, for kubectl, every kind of object kb-bench may create in
+// a namespace it was given (--namespace): the scenarios' objects, the
+// coordination Leases, and the shard Job's pods and rights.
+const OwnKinds = "configmaps,pods,leases,resourcequotas,jobs,roles,rolebindings,serviceaccounts"
+
+// ClientConfig returns a copy of base with the Spec's client settings applied:
+// QPS and Burst (a negative QPS means no client-side limit), content type
+// and user agent. ContentDefault leaves the content type to client-go, as
+// real clients do: its typed clients then send protobuf for built-in types
+// (rest.Request.UseProtobufAsDefault) and JSON for apply patches.
+func ClientConfig(base *rest.Config, c spec.Client, version string) *rest.Config {
+	cfg := rest.CopyConfig(base)
+	cfg.QPS = c.QPS
+	cfg.Burst = c.Burst
+	switch c.ContentType {
+	case spec.ContentProtobuf:
+		cfg.ContentType = runtime.ContentTypeProtobuf
+		cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	case spec.ContentJSON:
+		cfg.ContentType = runtime.ContentTypeJSON
+		cfg.AcceptContentTypes = runtime.ContentTypeJSON
+	case spec.ContentCBOR:
+		allowCBOR()
+		cfg.ContentType = runtime.ContentTypeCBOR
+		cfg.AcceptContentTypes = runtime.ContentTypeCBOR + "," + runtime.ContentTypeJSON
+	default:
+		cfg.ContentType, cfg.AcceptContentTypes = "", ""
+	}
+	cfg.UserAgent = c.UserAgent
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "kb-bench/" + version
+	}
+	return cfg
+}
+
+// allowCBOR turns on client-go's ClientsAllowCBOR gate (alpha, off by
+// default), without which client-go silently sends JSON for a CBOR config.
+// It is process-wide, and only allows: each config still chooses.
+func allowCBOR() {
+	if g, ok := clientfeatures.FeatureGates().(interface {
+		Set(clientfeatures.Feature, bool) error
+	}); ok {
+		_ = g.Set(clientfeatures.ClientsAllowCBOR, true)
+	}
+}
+
+// Rule is a PolicyRule for resources of one API group ("" for core).
+func Rule(group string, resources []string, verbs ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: verbs}
+}
+
+// Named is a Rule for the objects called name only.
+func Named(group string, resources []string, name string, verbs ...string) rbacv1.PolicyRule {
+	r := Rule(group, resources, verbs...)
+	r.ResourceNames = []string{name}
+	return r
+}
+
+// Role grants rules in namespace ns.
+func Role(ns, name string, labels map[string]string, rules []rbacv1.PolicyRule) *rbacv1.Role {
+	return &rbacv1.Role{TypeMeta: rbacMeta("Role"), ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Rules: rules}
+}
+
+// RoleBinding binds the Role called name in namespace ns (the binding's
+// name too) to subject.
+func RoleBinding(ns, name string, labels map[string]string, subject rbacv1.Subject) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		TypeMeta:   rbacMeta("RoleBinding"),
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{subject},
+	}
+}
+
+// ClusterRole grants rules in every namespace, or on paths that belong to
+// none (/metrics).
+func ClusterRole(name string, rules []rbacv1.PolicyRule) *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{TypeMeta: rbacMeta("ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
+}
+
+// ClusterRoleBinding, called name, binds the ClusterRole called role to
+// subject.
+func ClusterRoleBinding(name, role string, subject rbacv1.Subject) *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{
+		TypeMeta:   rbacMeta("ClusterRoleBinding"),
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{subject},
+	}
+}
+
+// rbacMeta is the type of an RBAC object of kind.
+func rbacMeta(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: kind}
 }
