@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -32,7 +33,7 @@ func SignedRank(d []float64) float64 {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(a, b int) int { return cmpFloat(abs[a], abs[b]) })
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(abs[a], abs[b]) })
 	ranks := make([]int, n) // 2 x the mid-rank
 	var tieTerm float64
 	for i := 0; i < n; {
@@ -96,16 +97,6 @@ func SignedRank(d []float64) float64 {
 // maxExactPairs bounds the differences whose exact signed-rank
 // distribution SignedRank builds (a few thousand sums at most).
 const maxExactPairs = 60
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
 
 // minPairedP is the smallest two-sided p-value n pairs can give the
 // signed-rank test: every pair the same way, 2/2^n.

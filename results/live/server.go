@@ -58,7 +58,8 @@ func Listen(addr string) (*Server, error) {
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("--metrics-addr %q is not HOST:PORT (%w): give, for example, 127.0.0.1:9464, or :9464 for loopback", addr, err))
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(cmp.Or(host, "127.0.0.1"), port))
+	host = cmp.Or(host, "127.0.0.1")
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("--metrics-addr %s: %w: pick a free port, or stop what listens there", addr, err))
 	}
@@ -71,16 +72,16 @@ func Listen(addr string) (*Server, error) {
 	at := ln.Addr().(*net.TCPAddr)
 	bound := strconv.Itoa(at.Port)
 	s := &Server{Exporter: x, ln: ln, served: make(chan error, 1), scraped: make(chan struct{}, 1),
-		Listening: net.JoinHostPort(cmp.Or(host, "127.0.0.1"), bound), Beyond: !at.IP.IsLoopback()}
+		Listening: net.JoinHostPort(host, bound), Beyond: !at.IP.IsLoopback()}
 	s.finalGen.Store(-1)
-	s.URL = "http://" + net.JoinHostPort(cmp.Or(host, "127.0.0.1"), bound) + "/metrics"
+	scrape := host
 	if at.IP.IsUnspecified() { // 0.0.0.0 or ::, no address to scrape: loopback's
-		loopback := "127.0.0.1"
+		scrape = "127.0.0.1"
 		if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
-			loopback = "::1"
+			scrape = "::1"
 		}
-		s.URL = "http://" + net.JoinHostPort(loopback, bound) + "/metrics"
 	}
+	s.URL = "http://" + net.JoinHostPort(scrape, bound) + "/metrics"
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorHandling: promhttp.ContinueOnError})
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", s.counting(h))
