@@ -26,11 +26,8 @@ const (
 	KindGate       = "Gate"
 )
 
-// Threshold is one parsed line of a gate: "p99 < 50ms", "lostUpdates == 0",
-// "serverMatch == true", "writeThroughput > 100/s", "p99 <= baseline +10%".
-// Its Value is in the metric's Unit, checked for range when parsed:
-// nanoseconds for a duration, a fraction (0.5) for a percentage, 1 or 0
-// for true or false.
+// Threshold is one parsed line of a gate: "p99 < 50ms", "serverMatch ==
+// true", "p99 <= baseline +10%". Its Value is in the metric's Unit.
 type Threshold struct {
 	Text   string       `json:"threshold"`
 	Metric string       `json:"metric"`
@@ -228,8 +225,7 @@ func ParseGate(source string, data []byte) (*Gate, error) {
 	return g, nil
 }
 
-// maxGateErrors is how many bad thresholds NewGate lists; it counts the
-// rest.
+// maxGateErrors is how many bad thresholds NewGate lists; it counts the rest.
 const maxGateErrors = 10
 
 // NewGate parses thresholds (a profile's own, or a Gate file's), listing
@@ -368,14 +364,9 @@ type Verdict struct {
 
 // Judge evaluates g on the candidate's samples (their median), against
 // the baseline's when given (nil: relative thresholds are bad input).
-//
-// Who carries the burden of proof depends on the threshold's Shape: an
-// absolute threshold is decided by the candidate's median; a guard
-// against regression that does not hold on the medians fails only when
-// the difference is significant, and one whose samples are too few to
-// test is decided by the medians (a gate never passes a regression only
-// because it cannot test it); a threshold asking for a change passes
-// only when the medians meet it and the difference is significant.
+// Who carries the burden of proof depends on the threshold's Shape; a
+// guard whose samples are too few to test is decided by the medians (a
+// gate never passes a regression only because it cannot test it).
 //
 // A sample that did not measure what it was asked to (it was
 // interrupted, its target stopped answering, a check could not be made,
@@ -467,8 +458,7 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 }
 
 // judgeGuard decides a guard against regression (ShapeGuard) from
-// whether it held on the medians (holds says the comparison) and the
-// statistical decision d over nb baseline and nc candidate samples.
+// whether it held on the medians and the decision d.
 func judgeGuard(held bool, holds string, d decision, nb, nc int) (bool, string) {
 	switch {
 	case held && d.tested:
@@ -485,9 +475,7 @@ func judgeGuard(held bool, holds string, d decision, nb, nc int) (bool, string) 
 	return false, fmt.Sprintf("%s does not hold, and the difference is significant (p=%.3f%s) and beyond the noise of the samples", holds, d.p, d.testWords())
 }
 
-// judgeChange decides a threshold that asks for a change (ShapeChange):
-// it passes only when it holds on the medians and the difference is
-// significant and beyond the noise of the samples.
+// judgeChange decides a threshold that asks for a change (ShapeChange).
 func judgeChange(held bool, holds string, d decision, nb, nc int) (bool, string) {
 	switch {
 	case !held:
@@ -557,10 +545,8 @@ func missingIn(gm figure, relative bool, base, cand, baseline, candidate []*resu
 	return check("baseline", base, baseline)
 }
 
-// decision is the statistical decision of a relative threshold that does
-// not hold on the medians.
+// decision is the statistical decision of a relative threshold.
 type decision struct {
-	// fails: the threshold fails.
 	fails bool
 	// p is test's p-value; tested is false when the samples are too few
 	// for any p to reach Alpha.
@@ -602,8 +588,7 @@ func significant(base, cand []float64, pairs *Pairs) decision {
 }
 
 // testWords names the test after a p-value when it is the signed-rank
-// test (", Wilcoxon signed-rank test over 8 interleaved pairs"); a p-value a
-// verdict does not name the test of is Mann-Whitney U's.
+// test; a p-value a verdict names no test of is Mann-Whitney U's.
 func (d decision) testWords() string {
 	if d.test.Pairs > 0 {
 		return ", " + d.test.String()
@@ -689,8 +674,7 @@ func Testable(n1, n2 int) (ok bool, need int) {
 	return false, need
 }
 
-// tooFew says why n1 against n2 samples cannot be tested, and how many
-// can.
+// tooFew says why n1 against n2 samples cannot be tested, and how many can.
 func tooFew(n1, n2 int) string {
 	_, need := Testable(n1, n2)
 	return fmt.Sprintf("%d vs %d samples can never show a significant difference (the smallest p-value they can give is %.3f > %g); run both sides with --count %d or more",
@@ -714,8 +698,7 @@ func (t Threshold) HeldBy(rs []*results.Result) (bool, string) {
 	return compareOp(v, t.Op, t.Value), t.Metric + " " + gm.unit.Format(v)
 }
 
-// incomplete says why r did not measure what it was asked to; "" when it
-// did.
+// incomplete says why r did not measure what it was asked to; "" when it did.
 func incomplete(r *results.Result) string {
 	switch {
 	case r.Interrupted:

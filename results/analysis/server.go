@@ -156,11 +156,9 @@ func AttributeOthers(c *results.ServerCheck, m results.Measurements) {
 	c.Match, c.Mismatch = true, ""
 }
 
-// APIServerShares says, for each apiserver of a target that runs several,
-// how many of the requests the cross-check compares it counted between
-// its two scrapes (before[i], after[i] are servers[i]'s): every request,
-// the successful writes and the 409s. client names the endpoints the
-// clients used.
+// APIServerShares says how many of the requests the cross-check compares
+// each apiserver counted between its two scrapes (before[i], after[i] are
+// servers[i]'s).
 func APIServerShares(servers []string, before, after []metrics.ServerSample, client map[metrics.RequestKey]int64) ([]results.APIServerShare, error) {
 	endpoints := endpointsOf(client)
 	shares := make([]results.APIServerShare, len(servers))

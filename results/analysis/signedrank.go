@@ -130,11 +130,10 @@ func (p *Pairs) Len() int {
 	return len(p.Base)
 }
 
-// InterleavedPairs matches base's samples with cand's when they ran as
-// interleaved pairs: as many a side, every sample's start known, and,
-// in the order they began, the samples fall two by two, one of each side.
-// It returns nil when they did not (stored results of another time,
-// sides of different sizes, a sample left out).
+// InterleavedPairs matches base's samples with cand's when, in the order
+// they began, they fall two by two, one of each side; nil when they do
+// not (results of another time, sides of different sizes, a sample left
+// out).
 func InterleavedPairs(base, cand []*results.Result) *Pairs {
 	if len(base) == 0 || len(base) != len(cand) {
 		return nil
@@ -198,8 +197,7 @@ type Test struct {
 	Pairs int `json:"pairs,omitempty"`
 }
 
-// String names the test: "Wilcoxon signed-rank test over 8 interleaved
-// pairs" or "Mann-Whitney U test".
+// String names the test.
 func (t Test) String() string {
 	if t.Pairs > 0 {
 		return "Wilcoxon signed-rank test over " + words.Plural(t.Pairs, "interleaved pair")
@@ -207,11 +205,9 @@ func (t Test) String() string {
 	return "Mann-Whitney U test"
 }
 
-// chooseTest is the test for two sides of samples: the signed-rank test
-// over their pairs when they ran as interleaved pairs and are enough
-// pairs for it to find a difference (see minPairs), which then compares
-// each pair, of one moment of the machine, and not the spread of the
-// whole run; else Mann-Whitney U.
+// chooseTest is the signed-rank test over p when there are enough pairs
+// for it to find a difference (it then compares each pair, of one moment
+// of the machine, not the spread of the whole run); else Mann-Whitney U.
 func chooseTest(p *Pairs) Test {
 	if p.Len() >= minPairs() {
 		return Test{Pairs: p.Len()}
