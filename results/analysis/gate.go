@@ -514,12 +514,10 @@ func completeOnly(rs []*results.Result) (kept []*results.Result, left []string) 
 	return kept, left
 }
 
-// missingIn says which sample does not hold the figure gm reads, and
-// why ("" when all do): the candidate's, and the baseline's for a
-// relative threshold; each side's complete samples (base, cand) or, when
-// a side has none, all of them (baseline, candidate), so that a figure
-// not measured is said to be so. A side with no complete sample holds
-// nothing to judge.
+// missingIn says which sample does not hold the figure gm reads, and why
+// ("" when all do): the candidate's, and the baseline's for a relative
+// threshold; of each side's complete samples, or all of them when it has
+// none, so that a figure not measured is said to be so.
 func missingIn(gm figure, relative bool, base, cand, baseline, candidate []*results.Result) string {
 	check := func(side string, kept, all []*results.Result) string {
 		rs := kept
@@ -559,18 +557,13 @@ type decision struct {
 }
 
 // significant is the one place that decides a relative threshold that does
-// not hold on the medians: it fails when the baseline's and the
-// candidate's samples differ significantly (p <= Alpha) and their medians
-// differ by more than the noise of the samples, so that a shift the
-// spread of the samples could make, on a noisy machine, does not fail a
-// gate by chance. Samples that ran as interleaved pairs (pairs, see
-// InterleavedPairs), enough of them, are tested pair by pair (the
-// signed-rank test, the noise from the spread of the pairs' differences:
-// a moment the machine slowed both of a pair down does not hide a
-// change); others as two samples (Mann-Whitney U, the noise from the
-// sides' spreads: medianNoise). When the samples are too few for any
-// difference to be significant (the smallest p their sizes can give is
-// above Alpha) the medians alone decide: the threshold fails, untested.
+// not hold on the medians: it fails when the samples differ significantly
+// (p <= Alpha) and their medians by more than the noise of the samples, so
+// that a shift the spread of the samples could make, on a noisy machine,
+// does not fail a gate by chance. Interleaved pairs are tested pair by
+// pair, their noise from the pairs' differences: a moment the machine
+// slowed both of a pair down does not hide a change. Samples too few for
+// any difference to be significant fail, untested.
 func significant(base, cand []float64, pairs *Pairs) decision {
 	d := decision{test: chooseTest(pairs)}
 	d.p = d.test.pValue(pairs, base, cand)
@@ -606,9 +599,7 @@ func (d decision) sampleWords(nBase, nCand int) string {
 }
 
 // pairedNoise is the standard error of the median of the pairs'
-// differences (candidate less baseline), from their interquartile range
-// as medianNoise reads a side's: what the differences of identical pairs
-// typically come to.
+// differences, read as medianNoise reads a side's.
 func pairedNoise(p *Pairs, base, cand []float64) float64 {
 	d := make([]float64, p.Len())
 	for i := range d {
@@ -618,12 +609,9 @@ func pairedNoise(p *Pairs, base, cand []float64) float64 {
 }
 
 // medianNoise is the standard error of the difference of two samples'
-// medians, from the spread within them: each side's interquartile range
-// (by nearest rank; with 5 samples the 4th smallest less the 2nd), their
-// mean as the spread of one sample (IQR/1.349 is a normal spread's
-// standard deviation), and a median's standard error, 1.2533 sd/sqrt(n).
-// It is what the medians of identical runs of these sizes (an A/A pair)
-// typically differ by.
+// medians, from each side's interquartile range (IQR/1.349 is a normal
+// spread's standard deviation; a median's standard error is 1.2533
+// sd/sqrt(n)): what the medians of an A/A pair typically differ by.
 func medianNoise(a, b []float64) float64 {
 	sd := (iqr(a) + iqr(b)) / 2 / 1.349
 	return 1.2533 * sd * math.Sqrt(1/float64(len(a))+1/float64(len(b)))

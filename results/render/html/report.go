@@ -73,6 +73,14 @@ type cell struct {
 	Class string
 }
 
+// num is a figure's cell, marked bad when it is.
+func num(text string, bad bool) cell {
+	if bad {
+		return cell{Text: text, Class: "num bad"}
+	}
+	return cell{Text: text, Class: "num"}
+}
+
 // figure is a chart with its caption.
 type figure struct {
 	SVG     template.HTML

@@ -88,18 +88,11 @@ func headline(r Run) ([][]cell, []string, error) {
 			continue // said in words below; a scenario's figure in its own table
 		}
 		cl := row.Cells[0]
-		class := "num"
-		if (row.Metric == "lost updates" || row.Metric == "gave up") && (cl.Max > 0 || cl.Unknown != "") {
-			class += " bad"
-		}
-		rows = append(rows, []cell{{Text: row.Metric}, {Text: cl.Value(row.Unit, n), Class: class}})
+		bad := (row.Metric == "lost updates" || row.Metric == "gave up") && (cl.Max > 0 || cl.Unknown != "")
+		rows = append(rows, []cell{{Text: row.Metric}, num(cl.Value(row.Unit, n), bad)})
 	}
 	server, bad := serverText(r.Results)
-	class := "num"
-	if bad {
-		class += " bad"
-	}
-	rows = append(rows, []cell{{Text: "server"}, {Text: server, Class: class}})
+	rows = append(rows, []cell{{Text: "server"}, num(server, bad)})
 	return rows, c.Notes, nil
 }
 

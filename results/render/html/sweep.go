@@ -64,10 +64,7 @@ func newSweepView(i int, s *results.Sweep) sweepView {
 			bad := map[int]bool{5: p.P99 > s.SLO, 6: p.GaveUp > 0, 7: p.LostUpdates == nil || *p.LostUpdates > 0, 8: !p.ServerMatch}
 			var row []cell
 			for j, text := range append(s.PointFigures(p), p.FigureCells(keys)...) {
-				row = append(row, cell{Text: text, Class: "num"})
-				if bad[j] {
-					row[j].Class += " bad"
-				}
+				row = append(row, num(text, bad[j]))
 			}
 			v.Rows = append(v.Rows, row)
 		}
