@@ -20,9 +20,8 @@ func AppendNew(list []string, items ...string) []string {
 	return list
 }
 
-// DescribeTarget says which apiserver ran a result: its kind, its address
-// when withServer (it means nothing once the run is over), and versions and
-// storage.
+// DescribeTarget says which apiserver ran a result; its address only
+// withServer (it means nothing once the run is over).
 func DescribeTarget(t spec.TargetInfo, withServer bool) string {
 	d := string(t.Kind)
 	if t.Server != "" && withServer {

@@ -367,8 +367,7 @@ func LostUpdatesOf(checks []Check) *int64 {
 }
 
 // UnknownLostUpdates says why checks do not give a count of lost
-// updates ("" when they do): "not checked", "1 of 1 checks could not be
-// made".
+// updates: "1 of 1 checks could not be made"; "" when they do.
 func UnknownLostUpdates(checks []Check) string {
 	if len(checks) == 0 {
 		return "not checked"

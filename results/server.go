@@ -56,8 +56,7 @@ type ServerCheck struct {
 }
 
 // APIServerShare is what one apiserver counted of the requests the
-// cross-check compares: the writes (PUT, PATCH, APPLY, POST, DELETE) that
-// succeeded and those refused with 409, and every request.
+// cross-check compares: every request, successful writes and 409s.
 type APIServerShare struct {
 	Server    string `json:"server"`
 	Requests  int64  `json:"requests"`

@@ -105,8 +105,7 @@ type SweepPoint struct {
 }
 
 // PointCost is what a sweep point cost the server, medians over its
-// samples: the apiserver's (and, when read, etcd's) CPU in cores (CPU
-// seconds per second of the window) and per successful write.
+// samples: CPU in cores and per successful write.
 type PointCost struct {
 	ApiserverCores    float64       `json:"apiserverCores"`
 	ApiserverPerWrite time.Duration `json:"apiserverPerWrite"`

@@ -86,9 +86,8 @@ func WeakPercentiles(n int64, names ...string) string {
 	return strings.Join(parts, ", ")
 }
 
-// WeaklySupported is the small-sample note of the latency summary: the
-// percentiles of n operations that are among the slowest few, and why that
-// matters; "" when none is.
+// WeaklySupported is the small-sample note of the latency summary of n
+// operations; "" when none is needed.
 func WeaklySupported(n int64) string {
 	s := WeakPercentiles(n, latencyPercentiles...)
 	if s == "" {

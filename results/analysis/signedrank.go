@@ -11,12 +11,9 @@ import (
 
 // SignedRank returns the two-sided p-value of the Wilcoxon signed-rank
 // test that the differences d (one per pair of samples) are symmetric
-// about 0: no pair's side is systematically above the other's. Zero
-// differences are left out (Wilcoxon's rule); tied absolute differences
-// share their mean rank. The p-value is exact for up to maxExactPairs
-// differences (every assignment of signs to the ranks, ties included),
-// else the normal approximation with a tie correction and a continuity
-// correction. It is 1 when no difference is left.
+// about 0. Zero differences are left out (Wilcoxon's rule). The p-value is
+// exact for up to maxExactPairs differences, ties included, else the
+// normal approximation. It is 1 when no difference is left.
 func SignedRank(d []float64) float64 {
 	var abs []float64
 	for _, v := range d {

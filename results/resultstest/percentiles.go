@@ -165,10 +165,9 @@ type latency struct {
 	Max  time.Duration `json:"max"`
 }
 
-// CheckPercentiles recomputes, from a result.json's stored histograms of
-// microseconds, the summary's p50, p90, p99, p99.9 and max (of operation
-// latency, and of raw latency in an open loop) and every series point's
-// p50 and p99, and says where they differ from the reported figures.
+// CheckPercentiles recomputes a result.json's summary and series
+// percentiles from its stored histograms, and says where they differ
+// from the reported figures.
 func CheckPercentiles(resultJSON []byte) error {
 	var d document
 	if err := json.Unmarshal(resultJSON, &d); err != nil {

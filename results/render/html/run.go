@@ -102,10 +102,8 @@ type table struct {
 	Rows [][]cell
 }
 
-// scenarioFigures is the table of the scenario's figures of rs: a row
-// each (by its Key, in the order they first come), its value in each
-// sample ("-" where a sample lacks it) and what it is; nil when rs hold
-// none.
+// scenarioFigures is the table of the scenario's figures of rs, a row a
+// Key and a column a sample; nil when rs hold none.
 func scenarioFigures(rs []*results.Result) *table {
 	t := &table{Head: []cell{{Text: "figure"}}}
 	for i := range rs {
@@ -285,9 +283,8 @@ func spectrum(h *hdrhistogram.Histogram, name string) []point {
 	return pts
 }
 
-// spectrumSeries is the latency spectrum of the histogram hist of m, of
-// the run labelled label, as a series (without points when m has no such
-// histogram).
+// spectrumSeries is the latency spectrum of the histogram hist of m (no
+// points when m has none), of the run labelled label.
 func spectrumSeries(m results.Measurements, hist, label, name string, color int) (series, error) {
 	s := series{Name: name, Color: color}
 	h, ok, err := m.Histogram(hist)
