@@ -1,13 +1,8 @@
 // Package analysis answers questions about results without touching a
-// cluster: it merges the shards of one run exactly (Merge) and cross-checks
-// the clients' requests with the apiserver's counts (NewServerCheck);
-// compares sides of samples with the Mann-Whitney U test, or pair by pair
-// with the Wilcoxon signed-rank test when they ran interleaved (Compare); judges
-// thresholds (a Gate) for CI; fits the Universal Scalability Law and
-// answers the latency objective of a sweep (Analyze); and says where a
-// percentile rests on too few operations. It is one package because these
-// share their statistics (medians, what a number of samples can be tested
-// for), the small-sample words and the rule of what a complete sample is.
+// cluster: it merges shards, cross-checks the apiserver's counts, compares
+// and gates sides of samples, and models sweeps. It is one package because
+// these share their statistics, the small-sample words and the rule of
+// what a complete sample is.
 package analysis
 
 import (

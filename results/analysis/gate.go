@@ -279,21 +279,16 @@ const (
 	// ShapeAbsolute is a threshold on a value ("p99 < 50ms"): the
 	// candidate's median decides, with no test.
 	ShapeAbsolute Shape = "absolute"
-	// ShapeGuard is a relative threshold that the baseline itself meets: a
-	// bound at the baseline ("lostUpdates <= baseline", "p99 >= baseline")
-	// or one that allows a margin beyond it ("p99 <= baseline +10%",
-	// "throughput >= baseline -10%"), or ==. It guards against a
-	// regression, and the candidate has the benefit of the doubt: when the
-	// medians break it, it fails only when the difference is significant
-	// (and beyond the noise of the samples).
+	// ShapeGuard is a relative threshold that the baseline itself meets
+	// ("lostUpdates <= baseline", "p99 <= baseline +10%", ==): it guards
+	// against a regression, and the candidate has the benefit of the
+	// doubt: it fails only when the difference is significant.
 	ShapeGuard Shape = "guard"
 	// ShapeChange is a relative threshold that asks the candidate to move
-	// away from the baseline: strictly beyond it ("throughput > baseline",
-	// "p99 < baseline"), beyond it by an offset ("throughput >= baseline
-	// +20%", "p50 <= baseline -50%"), or off it (!=). An A/A pair's
-	// medians meet such a threshold by chance half the time, so the burden
-	// of proof is on the candidate: it passes only when the medians meet it
-	// and the difference is significant (and beyond the noise).
+	// away from the baseline ("throughput > baseline", "p50 <= baseline
+	// -50%", !=). An A/A pair's medians meet it by chance half the time,
+	// so the burden of proof is on the candidate: it passes only when the
+	// medians meet it and the difference is significant.
 	ShapeChange Shape = "change"
 )
 
@@ -334,13 +329,11 @@ func burdenWords(t Threshold, gm figure) string {
 // Verdict is one threshold judged: the figures and why.
 type Verdict struct {
 	Threshold
-	// Shape says what the threshold asks of the candidate, and so who
-	// carries the burden of proof (see the Shape constants).
+	// Shape says who carries the burden of proof (see the Shape constants).
 	Shape Shape `json:"shape,omitempty"`
 	// Baseline and Candidate are the medians of the complete samples of
-	// each side; nil where not measured (a sample did not measure the
-	// figure, or no sample of the side was complete) or, for Baseline, an
-	// absolute threshold.
+	// each side; nil where not measured or, for Baseline, an absolute
+	// threshold.
 	Baseline  *float64 `json:"baseline,omitempty"`
 	Candidate *float64 `json:"candidate,omitempty"`
 	// P is the p-value of a relative threshold's difference, by Test.

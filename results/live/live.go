@@ -1,9 +1,7 @@
-// Package live serves the figures of runs in progress to Prometheus: a
-// collector (prometheus/client_golang) that reads each run's recorder
-// totals and client counts when it is scraped, so the writers' hot path
-// pays nothing for it, and an HTTP server for it on an address of the
-// user's. Counters are exact: when a run ends its figures become those of
-// its Result, so the last scrape equals result.json.
+// Package live serves the figures of runs in progress to Prometheus,
+// reading them only when scraped, so the writers' hot path pays nothing.
+// When a run ends its figures become its Result's, so the last scrape
+// equals result.json.
 package live
 
 import (
@@ -254,11 +252,7 @@ func collect(ch chan<- prometheus.Metric, lv []string, f Figures) {
 	counter(descStreamWaits, float64(c.StreamWaited))
 	counter(descStreamWait, c.StreamWait.Seconds())
 	gauge(descWindow, f.Window.Seconds())
-	finished := 0.0
-	if f.Finished {
-		finished = 1
-	}
-	gauge(descFinished, finished)
+	gauge(descFinished, map[bool]float64{true: 1}[f.Finished])
 	ch <- Histogram(descOpLatency, t.Op, lv...)
 	ch <- Histogram(descReqLatency, t.Read, with("read")...)
 	ch <- Histogram(descReqLatency, t.Write, with("write")...)

@@ -117,10 +117,9 @@ func (s *Server) FinalScraped() bool {
 }
 
 // Close stops the server. With wait > 0 it first waits, at most that
-// long or until ctx is done, for one scrape of the final figures (one
-// that read them when every run had ended: before Close too), so that a
-// scraper that polls every so often still gets the run's last figures. It
-// says whether one came, and how long it waited.
+// long or until ctx is done, for one scrape of the final figures (before
+// Close too), so that a scraper that polls every so often still gets the
+// run's last figures. It says whether one came, and how long it waited.
 func (s *Server) Close(ctx context.Context, wait time.Duration) (scraped bool, waited time.Duration) {
 	start := time.Now()
 	s.closing.Store(true)

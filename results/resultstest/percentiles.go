@@ -1,10 +1,7 @@
-// Package resultstest helps the tests of what writes and reads results.
-// It checks a result.json the way an outside reader would: it decodes the
-// stored HdrHistogram V2 histograms with a decoder of its own (no
-// hdrhistogram-go, no kb-bench package) and recomputes the reported
-// percentiles by nearest rank. And it simulates a run (Simulated) through
-// the real recorder, for tests that need a realistic Result. Import it
-// from tests only.
+// Package resultstest helps the tests of what writes and reads results:
+// it checks a result.json's percentiles the way an outside reader would,
+// with an HdrHistogram decoder of its own, and simulates runs through the
+// real recorder. Import it from tests only.
 package resultstest
 
 import (

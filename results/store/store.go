@@ -1,10 +1,7 @@
 // Package store is the one place that knows how kb-bench lays its
-// documents out on disk: a result directory (result.json, latency.hlog,
-// series.csv), a set of samples (set.json and a directory per sample), a
-// matrix run (a set per configuration), a sweep (sweep.json and a
-// directory per point) and a gated run's verdicts (verdicts.json). It writes every file atomically
-// (internal/atomicfile), reads each kind as what it is, and names the
-// directories a run makes.
+// documents out on disk (results, sets, matrix runs, sweeps and verdicts):
+// it writes every file atomically, reads each kind as what it is, and
+// names the directories a run makes.
 package store
 
 import (

@@ -1,10 +1,6 @@
 // Package html renders results, result sets and sweeps as one
-// self-contained HTML page with SVG charts.
-//
-// The page needs nothing at view time: its CSS is inline, its charts are
-// inline SVG drawn by this package (chart.go), tooltips are SVG <title>
-// elements, and it has no script, font or link to fetch. The output is
-// deterministic, so it is checked against golden files.
+// self-contained HTML page with inline SVG charts: it needs no script,
+// font or link at view time, and is deterministic (golden files).
 package html
 
 import (
