@@ -130,13 +130,10 @@ func NewServerCheck(before, after metrics.ServerSample, client map[metrics.Reque
 }
 
 // AttributeOthers is for a target where other clients use the same
-// resources as kb-bench (a real cluster's controllers and kubelets): the
-// apiserver counts requests per resource, whoever sends them. When every
-// request of kb-bench's is accounted for (the apiserver counted at least
-// kb-bench's of every verb, resource and code, none went unanswered and
-// none timed out on the client), what it counted beyond them is another
-// client's: it moves to c.Others, the rows keep kb-bench's, and the check
-// matches. Otherwise c stays as it is, a mismatch with its causes.
+// resources as kb-bench (a real cluster's controllers): the apiserver
+// counts requests whoever sends them. When every request of kb-bench's is
+// accounted for (none unanswered, none timed out), what it counted beyond
+// them is another client's: it moves to c.Others, and the check matches.
 func AttributeOthers(c *results.ServerCheck, m results.Measurements) {
 	if c == nil || !c.Available || c.Match || m.WriteOutcomes[metrics.Timeout.String()] > 0 {
 		return

@@ -57,9 +57,8 @@ type Figures struct {
 	Scenario []results.Figure
 }
 
-// Exporter is a prometheus.Collector of every run added to it: those in
-// progress read live, those that ended with their final figures (they
-// stay, so the last scrape of a run can come after it ended).
+// Exporter is a prometheus.Collector of every run added to it; a run that
+// ended stays, so its last scrape can come after it ended.
 type Exporter struct {
 	mu   sync.Mutex
 	runs []*Run

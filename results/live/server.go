@@ -46,10 +46,8 @@ type Server struct {
 }
 
 // Listen listens on addr and serves an empty Exporter there. An address
-// without a host ("9090", ":9090") is loopback's: the endpoint is open to
-// other machines only when addr names a host that is. A port already in
-// use, or an address that is not one, is bad input (spec.Input): Listen
-// is called before anything else starts.
+// without a host (":9090") is loopback's. A port in use, or an address
+// that is not one, is bad input: Listen is called before anything starts.
 func Listen(addr string) (*Server, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil && !strings.Contains(addr, ":") {

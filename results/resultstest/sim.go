@@ -146,9 +146,8 @@ func simSpec(openLoop bool) spec.Spec {
 const What = "6 writers on 1 object, shared fields"
 
 // Simulated builds the Result of a simulated run of the counter scenario
-// (six writers, four measured seconds after a second of warm-up; a closed
-// loop of retries, or an open loop of apply), recording only the ops keep
-// accepts. Every figure is computed by the code a run uses.
+// (a closed loop of retries, or an open loop of apply), recording only the
+// ops keep accepts. Every figure is computed by the code a run uses.
 func Simulated(t testing.TB, openLoop bool, keep func(Op) bool, checks []results.Check) *results.Result {
 	t.Helper()
 	sp := simSpec(openLoop)

@@ -174,11 +174,7 @@ func newComparison(runs []Run) (*comparisonView, error) {
 		}
 		cv.Rows = append(cv.Rows, line)
 	}
-	ch := chart{
-		Title: "Latency by percentile, per run",
-		X:     spectrumX(),
-		Y:     latencyY(),
-	}
+	ch := chart{Title: "Latency by percentile, per run", X: spectrumX(), Y: latencyY()}
 	for i, r := range runs {
 		m, err := merged(r.Results)
 		if err != nil {

@@ -237,9 +237,7 @@ var marked = []struct {
 }{{0.5, "p50"}, {0.9, "p90"}, {0.99, "p99"}, {0.999, "p99.9"}, {0.9999, "p99.99"}, {0.99999, "p99.999"}}
 
 // spectrum is a histogram's latency (ms) by percentile, HdrHistogram
-// style: 20 points a decade of 1/(1−p), up to the percentile of the
-// largest value (1 − 1/count), with markers at the usual percentiles and
-// the maximum.
+// style, with markers at the usual percentiles and the maximum.
 func spectrum(h *hdrhistogram.Histogram, name string) []point {
 	n := h.TotalCount()
 	if n == 0 {

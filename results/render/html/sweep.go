@@ -13,11 +13,10 @@ import (
 
 // sweepView is one sweep's section.
 type sweepView struct {
-	ID, Title string
-	Workload  string
-	SLO       string
-	StopAt    []string
-	// Interrupted says the sweep was stopped before its end.
+	ID, Title   string
+	Workload    string
+	SLO         string
+	StopAt      []string
 	Interrupted bool
 	Series      []sweepSeriesView
 	Charts      []figure
