@@ -36,10 +36,8 @@ const PreFiguresAPIVersion = "kb-bench.io/v1alpha4"
 // Decode reads it, as it is.
 const PreIdleAPIVersion = "kb-bench.io/v1alpha3"
 
-// Decode reads a Result document: apiVersion and kind first, then the body
-// strictly (unknown fields are errors), then its figures (Validate). It
-// reads APIVersion, PreFiguresAPIVersion, PreIdleAPIVersion and
-// OlderAPIVersion documents.
+// Decode reads a Result document of this or an older version: apiVersion
+// and kind first, then the body strictly, then its figures (Validate).
 func Decode(rd io.Reader) (*Result, error) {
 	data, err := io.ReadAll(rd)
 	if err != nil {
@@ -101,11 +99,10 @@ func Decode(rd io.Reader) (*Result, error) {
 }
 
 // detailsFigures converts a v1alpha4 result's Details once, at read time,
-// without the scenario's code: each number 0 or more and each bool, in
-// the order written, is a figure named by its path (failoverTime.p50:
-// failoverTimeP50), of unit count (its unit is not known: a duration is
-// in nanoseconds) or bool. An array's index, or an object's key that is
-// no name, is a label (withLabel). Strings and negative numbers stay in
+// without the scenario's code: each number 0 or more and each bool is a
+// figure named by its path (failoverTime.p50: failoverTimeP50), a count
+// (its unit is not known) or a bool. An array's index, or an object's key
+// that is no name, is a label. Strings and negative numbers stay in
 // Details only.
 func detailsFigures(details json.RawMessage) ([]Figure, error) {
 	dec := json.NewDecoder(bytes.NewReader(details))
@@ -178,8 +175,7 @@ func newerVersion(v string) (newer, ok bool) {
 	return ok && slices.Compare(key, current) > 0, ok
 }
 
-// versionKey orders "kb-bench.io/vMAJOR[alpha|betaN]" as (major, stage, n)
-// with stage alpha=0, beta=1, GA=2.
+// versionKey orders "kb-bench.io/vMAJOR[alpha|betaN]" as (major, stage, n).
 func versionKey(apiVersion string) ([]int, bool) {
 	group, v, found := strings.Cut(apiVersion, "/")
 	if !found || group != strings.Split(APIVersion, "/")[0] || !strings.HasPrefix(v, "v") {

@@ -154,12 +154,10 @@ func (c *Cost) Figures(s Summary) CostFigures {
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // Quantile estimates the q quantile of the apiserver's request duration
-// from the histogram's buckets the way Prometheus' histogram_quantile
-// does: linearly within the bucket that holds the rank, from 0 in the
-// first. It is an estimate, as coarse as the buckets (0-5 ms, 5-25 ms,
-// 25-50 ms, ...). above is set when the rank lies beyond the last finite
-// bucket: the figure is that bucket's bound, a floor. ok is false without
-// buckets or requests.
+// from the buckets as Prometheus' histogram_quantile does: as coarse as
+// the buckets. above is set when the rank lies beyond the last finite
+// bucket (the figure is then a floor); ok is false without buckets or
+// requests.
 func (v VerbTime) Quantile(q float64) (d time.Duration, above, ok bool) {
 	if len(v.Buckets) == 0 || v.Requests <= 0 {
 		return 0, false, false

@@ -15,10 +15,8 @@ import (
 	"github.com/kb-bench/kb-bench/internal/words"
 )
 
-// Figure is one of a scenario's own figures as data: a named value with
-// its unit, its labels and what it means, saved in the Result, so that
-// every reader (the summary, show, the HTML report, compare, gate, sweep
-// tables, live metrics) renders, compares and gates it without the
+// Figure is one of a scenario's own figures as data, saved in the Result,
+// so that every reader renders, compares and gates it without the
 // scenario's code, as clusterloader2 saves a measurement's data items.
 type Figure struct {
 	// Name is lowerCamelCase ("failoverTime", "rejected"): what a gate

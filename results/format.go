@@ -20,18 +20,8 @@ func AppendNew(list []string, items ...string) []string {
 	return list
 }
 
-// ShortLatency is "p50 1.20ms  p99 8.31ms  max 20.1ms", or "-" when nothing
-// was measured.
-func ShortLatency(l Latency) string {
-	if l.Max == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("p50 %s  p99 %s  max %s", words.Duration(l.P50), words.Duration(l.P99), words.Duration(l.Max))
-}
-
-// DescribeTarget says which apiserver ran a result: its kind, its address
-// when withServer (it means nothing once the run is over), and versions and
-// storage.
+// DescribeTarget says which apiserver ran a result; its address only
+// withServer (it means nothing once the run is over).
 func DescribeTarget(t spec.TargetInfo, withServer bool) string {
 	d := string(t.Kind)
 	if t.Server != "" && withServer {

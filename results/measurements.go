@@ -13,10 +13,8 @@ import (
 )
 
 // FromSnapshot turns a recorder's merged state and client-go's own counts
-// into the raw, mergeable Measurements of a Result. Histograms are kept in a
-// lossless encoding, so percentiles can be recomputed and shards merged
-// exactly later. The per-second series is not part of Measurements: copy
-// s.Series into Result.Series.
+// into the raw, mergeable Measurements of a Result (histograms losslessly
+// encoded). The series is not part of them: copy s.Series into Result.Series.
 func FromSnapshot(s metrics.Snapshot, c ClientStats) Measurements {
 	m := Measurements{
 		Ops:           s.Ops,
@@ -48,10 +46,9 @@ func FromSnapshot(s metrics.Snapshot, c ClientStats) Measurements {
 	return m
 }
 
-// Snapshot is the inverse of FromSnapshot: m's counts and histograms as
-// a recorder's merged state, counting from m.SeriesStart (no series; a
-// histogram m does not hold is nil). It fails when a histogram does not
-// decode or holds values outside kb-bench's range.
+// Snapshot is the inverse of FromSnapshot (no series; a histogram m does
+// not hold is nil). It fails when a histogram does not decode or holds
+// values outside kb-bench's range.
 func (m Measurements) Snapshot() (metrics.Snapshot, error) {
 	s := metrics.Snapshot{Start: m.SeriesStart, Ops: m.Ops, WarmupOps: m.WarmupOps, GaveUp: m.GaveUp, Late: m.Late, Dropped: m.Dropped,
 		Clamped: m.Clamped, Attempts: slices.Clone(m.Attempts), Errors: slices.Clone(m.Errors)}
@@ -117,8 +114,7 @@ func (m Measurements) WriteAttempts() int64 {
 }
 
 // Summarize derives the headline figures from Measurements, the measured
-// duration in seconds and the correctness checks. It fails only when a
-// histogram cannot be decoded or the duration is negative.
+// duration in seconds and the correctness checks.
 func Summarize(m Measurements, seconds float64, checks []Check) (Summary, error) {
 	if seconds < 0 || math.IsNaN(seconds) || math.IsInf(seconds, 0) {
 		return Summary{}, fmt.Errorf("measured duration %v s is not valid: it must be a finite number >= 0", seconds)
@@ -191,9 +187,8 @@ func attemptsAt(dist []int64, q float64) int64 {
 	return int64(len(dist) - 1)
 }
 
-// LatencyOf reads the standard percentiles (nearest rank, see
-// metrics.Percentiles) from a histogram of microseconds (as
-// metrics.NewHistogram makes).
+// LatencyOf reads the standard percentiles (nearest rank) from a
+// histogram of microseconds.
 func LatencyOf(h *hdrhistogram.Histogram) Latency {
 	if h.TotalCount() == 0 {
 		return Latency{}

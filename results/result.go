@@ -1,12 +1,8 @@
-// Package results defines the documents kb-bench writes: the versioned
-// Result of one run, the ResultSet that lists a run's samples and the
-// Sweep that links a capacity sweep's points. It encodes and decodes them,
-// validating every figure on read, derives a Result's Summary from its raw
-// Measurements, and says in words what a run ran (Describe).
-//
-// What reads the documents builds on it: package store lays them out on
-// disk, package analysis compares, gates, merges and models them, and the
-// packages under render show them (text tables, HTML).
+// Package results defines the documents kb-bench writes (a run's Result,
+// the ResultSet of its samples, a Sweep), encodes and decodes them,
+// validating every figure on read, and derives a Result's Summary. Package
+// store lays them out on disk, analysis compares, gates and models them,
+// and the packages under render show them.
 package results
 
 import (
@@ -367,8 +363,7 @@ func LostUpdatesOf(checks []Check) *int64 {
 }
 
 // UnknownLostUpdates says why checks do not give a count of lost
-// updates ("" when they do): "not checked", "1 of 1 checks could not be
-// made".
+// updates: "1 of 1 checks could not be made"; "" when they do.
 func UnknownLostUpdates(checks []Check) string {
 	if len(checks) == 0 {
 		return "not checked"

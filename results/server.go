@@ -8,10 +8,9 @@ import "time"
 const CodeNoResponse = "none"
 
 // ServerCheck compares, request for request, what kb-bench's clients sent
-// in the measured window with what the apiserver counted in
-// apiserver_request_total between two /metrics scrapes taken while no
-// request was in flight; and reports what the apiserver did on its own
-// behalf (etcd transactions, its internal requests, flow control).
+// in the measured window with what the apiserver counted between two
+// /metrics scrapes taken while no request was in flight, and reports what
+// the apiserver did on its own behalf.
 type ServerCheck struct {
 	// Available is false when /metrics could not be read; Reason says why.
 	Available bool   `json:"available"`
@@ -31,10 +30,8 @@ type ServerCheck struct {
 	// admission updating a ResourceQuota's status.
 	Internal []RequestCount `json:"internal,omitempty"`
 	// Others are what the apiserver counted beyond kb-bench's requests on
-	// the resources kb-bench used, on a cluster whose own clients (its
-	// controllers, kubelets) use them too, once every request of
-	// kb-bench's is accounted for (analysis.AttributeOthers): theirs, not
-	// kb-bench's. Server holds the count. Requests then hold kb-bench's.
+	// the resources kb-bench used: other clients' (analysis.AttributeOthers).
+	// Server holds the count.
 	Others []RequestCount `json:"others,omitempty"`
 
 	// Etcd sums etcd requests per resource and operation.
@@ -56,8 +53,7 @@ type ServerCheck struct {
 }
 
 // APIServerShare is what one apiserver counted of the requests the
-// cross-check compares: the writes (PUT, PATCH, APPLY, POST, DELETE) that
-// succeeded and those refused with 409, and every request.
+// cross-check compares: every request, successful writes and 409s.
 type APIServerShare struct {
 	Server    string `json:"server"`
 	Requests  int64  `json:"requests"`

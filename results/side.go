@@ -22,11 +22,9 @@ type Side struct {
 }
 
 // Samples checks that rs, one side's results read from where (a path
-// each, for messages), are samples of one workload, and counts a run
-// once: a result whose run id an earlier one has (a copied directory) is
-// left out, and a note says so. Two results are of one workload when
-// they ran the same workload (Result.Workload) with the same resolved
-// spec, apart from settings that do not shape the load (keep).
+// each), are samples of one workload (the same Workload and resolved spec,
+// but for keep), and counts a run once: a result whose run id an earlier
+// one has (a copied directory) is left out, and a note says so.
 func Samples(label string, rs []*Result, where []string) ([]*Result, []string, error) {
 	name := func(i int) string {
 		if i < len(where) {

@@ -105,8 +105,7 @@ type SweepPoint struct {
 }
 
 // PointCost is what a sweep point cost the server, medians over its
-// samples: the apiserver's (and, when read, etcd's) CPU in cores (CPU
-// seconds per second of the window) and per successful write.
+// samples: CPU in cores and per successful write.
 type PointCost struct {
 	ApiserverCores    float64       `json:"apiserverCores"`
 	ApiserverPerWrite time.Duration `json:"apiserverPerWrite"`
@@ -169,9 +168,8 @@ func (s *Sweep) PointFigures(p SweepPoint) []string {
 }
 
 // FigureColumns are the Keys of the scenario figures with a direction
-// (Better) that ser's points hold, in the order they come: a sweep's
-// table shows them after its other columns (a figure without one, a
-// setting or a count that only describes, is in the points' results).
+// (Better) that ser's points hold: a sweep's table shows them after its
+// other columns (a figure that only describes is in the points' results).
 func (ser SweepSeries) FigureColumns() (keys []string) {
 	for _, p := range ser.Points {
 		for _, f := range p.Figures {

@@ -167,8 +167,8 @@ func checkLatency(p *field.Path, l Latency) field.ErrorList {
 	return sortErrors(errs)
 }
 
-// checkCounts checks that every count is 0 or more, each named as a
-// field of p, or as a key of the map p when keyed.
+// checkCounts checks that every count is 0 or more; keyed names them as
+// keys of the map p rather than fields.
 func checkCounts(p *field.Path, counts map[string]int64, keyed bool) field.ErrorList {
 	var errs field.ErrorList
 	for name, n := range counts {
@@ -199,9 +199,8 @@ func sortErrors(errs field.ErrorList) field.ErrorList {
 }
 
 // Validate checks that every figure of s can be, as Result.Validate does:
-// axis values finite and above 0, medians in their ranges, the model's
-// parameters finite. ReadSweep refuses a sweep that fails it, so no
-// impossible number reaches a chart.
+// ReadSweep refuses a sweep that fails it, so no impossible number
+// reaches a chart.
 func (s *Sweep) Validate() error {
 	var errs field.ErrorList
 	if s.SLO <= 0 || s.SLO > maxLatency {

@@ -1,13 +1,8 @@
 // Package analysis answers questions about results without touching a
-// cluster: it merges the shards of one run exactly (Merge) and cross-checks
-// the clients' requests with the apiserver's counts (NewServerCheck);
-// compares sides of samples with the Mann-Whitney U test, or pair by pair
-// with the Wilcoxon signed-rank test when they ran interleaved (Compare); judges
-// thresholds (a Gate) for CI; fits the Universal Scalability Law and
-// answers the latency objective of a sweep (Analyze); and says where a
-// percentile rests on too few operations. It is one package because these
-// share their statistics (medians, what a number of samples can be tested
-// for), the small-sample words and the rule of what a complete sample is.
+// cluster: it merges shards, cross-checks the apiserver's counts, compares
+// and gates sides of samples, and models sweeps. It is one package because
+// these share their statistics, the small-sample words and the rule of
+// what a complete sample is.
 package analysis
 
 import (
@@ -41,14 +36,11 @@ type figure struct {
 	// value reads it in its unit, as Threshold.Value holds it.
 	value func(r *results.Result) float64
 	// missing, when set, says why r does not hold the figure ("" when it
-	// does: results from before it was measured, or a process not read,
-	// do not): a threshold on it fails, and a comparison leaves its row
-	// out, or, when unknownCells, shows it unknown on the sides that lack
-	// it.
+	// does): a threshold on it fails, and a comparison leaves its row out.
 	missing func(r *results.Result) string
 	// unknownCells: a sample lacks the figure because the run could not
-	// measure it (a fault), not because of the kind of result it is, so a
-	// comparison shows the figure unknown rather than leave it out.
+	// measure it, not because of the kind of result it is, so a comparison
+	// shows the figure unknown rather than leave it out.
 	unknownCells bool
 }
 
@@ -111,8 +103,7 @@ func figureNamed(metric string, rs ...[]*results.Result) (figure, bool) {
 }
 
 // metricsOf is the built-in figures, then each scenario figure rs hold
-// (by its Key, in the order they first appear), in the unit and
-// direction of the first that holds it; a sample without it lacks it.
+// by its Key, in the unit and direction of the first that holds it.
 func metricsOf(rs []*results.Result) []figure {
 	all := slices.Clone(figures)
 	for _, r := range rs {
@@ -134,9 +125,7 @@ func metricsOf(rs []*results.Result) []figure {
 	return all
 }
 
-// cpuPerWrite is a process's CPU per successful write, which a result
-// from before kb-bench measured cost, or one whose process was not read,
-// does not hold.
+// cpuPerWrite is a process's CPU per successful write.
 func cpuPerWrite(name, metric, what string, per func(results.CostFigures) results.PerUnit, process func(*results.Cost) results.ProcessCost) figure {
 	return figure{name, metric, results.UnitDuration, results.BetterLower, "",
 		func(r *results.Result) float64 { return float64(per(r.Cost.Figures(r.Summary)).PerWrite) },
@@ -154,8 +143,7 @@ func cpuPerWrite(name, metric, what string, per func(results.CostFigures) result
 }
 
 // netCPUPerWrite is the apiserver's net CPU per successful write
-// (CostFigures.ApiserverNet), which a result without its background CPU
-// measured does not hold.
+// (CostFigures.ApiserverNet).
 func netCPUPerWrite() figure {
 	gross := cpuPerWrite("", "", "apiserver", nil, func(c *results.Cost) results.ProcessCost { return c.Apiserver })
 	return figure{"apiserver net CPU/write", "apiserverNetCPUPerWrite", results.UnitDuration, results.BetterLower, "",
@@ -332,10 +320,8 @@ func Compare(sides []results.Side) (*Comparison, error) {
 	return c, nil
 }
 
-// sameRun says when two sides hold the same sample: a run id and
-// headline figures in both (a directory copied into both), whose
-// comparison compares a run with itself (a gate refuses it, a comparison
-// notes it); nil when they hold none.
+// sameRun says when two sides hold the same sample (a directory copied
+// into both), which would compare a run with itself; nil when they do not.
 func sameRun(labelA string, a []*results.Result, labelB string, b []*results.Result) error {
 	for _, r := range b {
 		if r.RunID != "" && slices.ContainsFunc(a, func(x *results.Result) bool { return x.RunID == r.RunID && reflect.DeepEqual(x.Summary, r.Summary) }) {
@@ -345,9 +331,8 @@ func sameRun(labelA string, a []*results.Result, labelB string, b []*results.Res
 	return nil
 }
 
-// Table is c as text, a row a figure under a header row (first, then
-// each side's label and sample count): each side's Value and, after
-// every side's but the first's, its Change.
+// Table is c as text under a header row (first, then each side's label
+// and sample count): each side's Value and, but for the first, its Change.
 func (c *Comparison) Table(first string) [][]string {
 	head := []string{first}
 	for i, s := range c.Sides {

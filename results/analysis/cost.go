@@ -32,11 +32,8 @@ type IdleEdge struct {
 	Seconds float64
 }
 
-// NewCost is the window's cost from its two edges: each process's CPU
-// time between them and memory at them, the apiserver's background CPU
-// over the idle interval before the first (CostEdge.Idle), and the
-// apiserver's request time per verb on the endpoints the clients used
-// (client: their requests).
+// NewCost is the window's cost from its two edges; client are the
+// clients' requests, whose endpoints get their request time by verb.
 func NewCost(before, after CostEdge, client map[metrics.RequestKey]int64) *results.Cost {
 	c := &results.Cost{}
 	serverErr := cmp.Or(before.ServerErr, after.ServerErr)

@@ -26,11 +26,8 @@ const (
 	KindGate       = "Gate"
 )
 
-// Threshold is one parsed line of a gate: "p99 < 50ms", "lostUpdates == 0",
-// "serverMatch == true", "writeThroughput > 100/s", "p99 <= baseline +10%".
-// Its Value is in the metric's Unit, checked for range when parsed:
-// nanoseconds for a duration, a fraction (0.5) for a percentage, 1 or 0
-// for true or false.
+// Threshold is one parsed line of a gate: "p99 < 50ms", "serverMatch ==
+// true", "p99 <= baseline +10%". Its Value is in the metric's Unit.
 type Threshold struct {
 	Text   string       `json:"threshold"`
 	Metric string       `json:"metric"`
@@ -228,8 +225,7 @@ func ParseGate(source string, data []byte) (*Gate, error) {
 	return g, nil
 }
 
-// maxGateErrors is how many bad thresholds NewGate lists; it counts the
-// rest.
+// maxGateErrors is how many bad thresholds NewGate lists; it counts the rest.
 const maxGateErrors = 10
 
 // NewGate parses thresholds (a profile's own, or a Gate file's), listing
@@ -283,21 +279,16 @@ const (
 	// ShapeAbsolute is a threshold on a value ("p99 < 50ms"): the
 	// candidate's median decides, with no test.
 	ShapeAbsolute Shape = "absolute"
-	// ShapeGuard is a relative threshold that the baseline itself meets: a
-	// bound at the baseline ("lostUpdates <= baseline", "p99 >= baseline")
-	// or one that allows a margin beyond it ("p99 <= baseline +10%",
-	// "throughput >= baseline -10%"), or ==. It guards against a
-	// regression, and the candidate has the benefit of the doubt: when the
-	// medians break it, it fails only when the difference is significant
-	// (and beyond the noise of the samples).
+	// ShapeGuard is a relative threshold that the baseline itself meets
+	// ("lostUpdates <= baseline", "p99 <= baseline +10%", ==): it guards
+	// against a regression, and the candidate has the benefit of the
+	// doubt: it fails only when the difference is significant.
 	ShapeGuard Shape = "guard"
 	// ShapeChange is a relative threshold that asks the candidate to move
-	// away from the baseline: strictly beyond it ("throughput > baseline",
-	// "p99 < baseline"), beyond it by an offset ("throughput >= baseline
-	// +20%", "p50 <= baseline -50%"), or off it (!=). An A/A pair's
-	// medians meet such a threshold by chance half the time, so the burden
-	// of proof is on the candidate: it passes only when the medians meet it
-	// and the difference is significant (and beyond the noise).
+	// away from the baseline ("throughput > baseline", "p50 <= baseline
+	// -50%", !=). An A/A pair's medians meet it by chance half the time,
+	// so the burden of proof is on the candidate: it passes only when the
+	// medians meet it and the difference is significant.
 	ShapeChange Shape = "change"
 )
 
@@ -338,13 +329,11 @@ func burdenWords(t Threshold, gm figure) string {
 // Verdict is one threshold judged: the figures and why.
 type Verdict struct {
 	Threshold
-	// Shape says what the threshold asks of the candidate, and so who
-	// carries the burden of proof (see the Shape constants).
+	// Shape says who carries the burden of proof (see the Shape constants).
 	Shape Shape `json:"shape,omitempty"`
 	// Baseline and Candidate are the medians of the complete samples of
-	// each side; nil where not measured (a sample did not measure the
-	// figure, or no sample of the side was complete) or, for Baseline, an
-	// absolute threshold.
+	// each side; nil where not measured or, for Baseline, an absolute
+	// threshold.
 	Baseline  *float64 `json:"baseline,omitempty"`
 	Candidate *float64 `json:"candidate,omitempty"`
 	// P is the p-value of a relative threshold's difference, by Test.
@@ -368,14 +357,9 @@ type Verdict struct {
 
 // Judge evaluates g on the candidate's samples (their median), against
 // the baseline's when given (nil: relative thresholds are bad input).
-//
-// Who carries the burden of proof depends on the threshold's Shape: an
-// absolute threshold is decided by the candidate's median; a guard
-// against regression that does not hold on the medians fails only when
-// the difference is significant, and one whose samples are too few to
-// test is decided by the medians (a gate never passes a regression only
-// because it cannot test it); a threshold asking for a change passes
-// only when the medians meet it and the difference is significant.
+// Who carries the burden of proof depends on the threshold's Shape; a
+// guard whose samples are too few to test is decided by the medians (a
+// gate never passes a regression only because it cannot test it).
 //
 // A sample that did not measure what it was asked to (it was
 // interrupted, its target stopped answering, a check could not be made,
@@ -467,8 +451,7 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 }
 
 // judgeGuard decides a guard against regression (ShapeGuard) from
-// whether it held on the medians (holds says the comparison) and the
-// statistical decision d over nb baseline and nc candidate samples.
+// whether it held on the medians and the decision d.
 func judgeGuard(held bool, holds string, d decision, nb, nc int) (bool, string) {
 	switch {
 	case held && d.tested:
@@ -485,9 +468,7 @@ func judgeGuard(held bool, holds string, d decision, nb, nc int) (bool, string) 
 	return false, fmt.Sprintf("%s does not hold, and the difference is significant (p=%.3f%s) and beyond the noise of the samples", holds, d.p, d.testWords())
 }
 
-// judgeChange decides a threshold that asks for a change (ShapeChange):
-// it passes only when it holds on the medians and the difference is
-// significant and beyond the noise of the samples.
+// judgeChange decides a threshold that asks for a change (ShapeChange).
 func judgeChange(held bool, holds string, d decision, nb, nc int) (bool, string) {
 	switch {
 	case !held:
@@ -526,12 +507,10 @@ func completeOnly(rs []*results.Result) (kept []*results.Result, left []string) 
 	return kept, left
 }
 
-// missingIn says which sample does not hold the figure gm reads, and
-// why ("" when all do): the candidate's, and the baseline's for a
-// relative threshold; each side's complete samples (base, cand) or, when
-// a side has none, all of them (baseline, candidate), so that a figure
-// not measured is said to be so. A side with no complete sample holds
-// nothing to judge.
+// missingIn says which sample does not hold the figure gm reads, and why
+// ("" when all do): the candidate's, and the baseline's for a relative
+// threshold; of each side's complete samples, or all of them when it has
+// none, so that a figure not measured is said to be so.
 func missingIn(gm figure, relative bool, base, cand, baseline, candidate []*results.Result) string {
 	check := func(side string, kept, all []*results.Result) string {
 		rs := kept
@@ -557,10 +536,8 @@ func missingIn(gm figure, relative bool, base, cand, baseline, candidate []*resu
 	return check("baseline", base, baseline)
 }
 
-// decision is the statistical decision of a relative threshold that does
-// not hold on the medians.
+// decision is the statistical decision of a relative threshold.
 type decision struct {
-	// fails: the threshold fails.
 	fails bool
 	// p is test's p-value; tested is false when the samples are too few
 	// for any p to reach Alpha.
@@ -573,18 +550,13 @@ type decision struct {
 }
 
 // significant is the one place that decides a relative threshold that does
-// not hold on the medians: it fails when the baseline's and the
-// candidate's samples differ significantly (p <= Alpha) and their medians
-// differ by more than the noise of the samples, so that a shift the
-// spread of the samples could make, on a noisy machine, does not fail a
-// gate by chance. Samples that ran as interleaved pairs (pairs, see
-// InterleavedPairs), enough of them, are tested pair by pair (the
-// signed-rank test, the noise from the spread of the pairs' differences:
-// a moment the machine slowed both of a pair down does not hide a
-// change); others as two samples (Mann-Whitney U, the noise from the
-// sides' spreads: medianNoise). When the samples are too few for any
-// difference to be significant (the smallest p their sizes can give is
-// above Alpha) the medians alone decide: the threshold fails, untested.
+// not hold on the medians: it fails when the samples differ significantly
+// (p <= Alpha) and their medians by more than the noise of the samples, so
+// that a shift the spread of the samples could make, on a noisy machine,
+// does not fail a gate by chance. Interleaved pairs are tested pair by
+// pair, their noise from the pairs' differences: a moment the machine
+// slowed both of a pair down does not hide a change. Samples too few for
+// any difference to be significant fail, untested.
 func significant(base, cand []float64, pairs *Pairs) decision {
 	d := decision{test: chooseTest(pairs)}
 	d.p = d.test.pValue(pairs, base, cand)
@@ -602,8 +574,7 @@ func significant(base, cand []float64, pairs *Pairs) decision {
 }
 
 // testWords names the test after a p-value when it is the signed-rank
-// test (", Wilcoxon signed-rank test over 8 interleaved pairs"); a p-value a
-// verdict does not name the test of is Mann-Whitney U's.
+// test; a p-value a verdict names no test of is Mann-Whitney U's.
 func (d decision) testWords() string {
 	if d.test.Pairs > 0 {
 		return ", " + d.test.String()
@@ -621,9 +592,7 @@ func (d decision) sampleWords(nBase, nCand int) string {
 }
 
 // pairedNoise is the standard error of the median of the pairs'
-// differences (candidate less baseline), from their interquartile range
-// as medianNoise reads a side's: what the differences of identical pairs
-// typically come to.
+// differences, read as medianNoise reads a side's.
 func pairedNoise(p *Pairs, base, cand []float64) float64 {
 	d := make([]float64, p.Len())
 	for i := range d {
@@ -633,12 +602,9 @@ func pairedNoise(p *Pairs, base, cand []float64) float64 {
 }
 
 // medianNoise is the standard error of the difference of two samples'
-// medians, from the spread within them: each side's interquartile range
-// (by nearest rank; with 5 samples the 4th smallest less the 2nd), their
-// mean as the spread of one sample (IQR/1.349 is a normal spread's
-// standard deviation), and a median's standard error, 1.2533 sd/sqrt(n).
-// It is what the medians of identical runs of these sizes (an A/A pair)
-// typically differ by.
+// medians, from each side's interquartile range (IQR/1.349 is a normal
+// spread's standard deviation; a median's standard error is 1.2533
+// sd/sqrt(n)): what the medians of an A/A pair typically differ by.
 func medianNoise(a, b []float64) float64 {
 	sd := (iqr(a) + iqr(b)) / 2 / 1.349
 	return 1.2533 * sd * math.Sqrt(1/float64(len(a))+1/float64(len(b)))
@@ -689,8 +655,7 @@ func Testable(n1, n2 int) (ok bool, need int) {
 	return false, need
 }
 
-// tooFew says why n1 against n2 samples cannot be tested, and how many
-// can.
+// tooFew says why n1 against n2 samples cannot be tested, and how many can.
 func tooFew(n1, n2 int) string {
 	_, need := Testable(n1, n2)
 	return fmt.Sprintf("%d vs %d samples can never show a significant difference (the smallest p-value they can give is %.3f > %g); run both sides with --count %d or more",
@@ -714,8 +679,7 @@ func (t Threshold) HeldBy(rs []*results.Result) (bool, string) {
 	return compareOp(v, t.Op, t.Value), t.Metric + " " + gm.unit.Format(v)
 }
 
-// incomplete says why r did not measure what it was asked to; "" when it
-// did.
+// incomplete says why r did not measure what it was asked to; "" when it did.
 func incomplete(r *results.Result) string {
 	switch {
 	case r.Interrupted:

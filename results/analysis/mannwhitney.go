@@ -7,10 +7,8 @@ import (
 
 // MannWhitney returns the two-sided p-value of the Mann-Whitney U test that
 // samples a and b come from the same distribution: exact for small samples
-// (with ties, by enumerating every way of splitting the pooled values, as
-// the samples of a gate are), else the normal approximation with a tie
-// correction and a continuity correction. It is 1 when either sample is
-// empty.
+// such as a gate's, ties included, else the normal approximation. It is 1
+// when either sample is empty.
 func MannWhitney(a, b []float64) float64 {
 	n1, n2 := len(a), len(b)
 	if n1 == 0 || n2 == 0 {

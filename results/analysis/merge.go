@@ -38,13 +38,10 @@ func mergeFigures(rs []*results.Result) (merged []results.Figure, dropped []stri
 	return merged, dropped
 }
 
-// Merge combines the shards of one run (results with the same spec, from
-// several processes or machines) into one Result, exactly: counts add,
-// histograms merge losslessly, series points add by second (interval
-// histograms merged, so per-second p50/p99 are exact), checks concatenate,
-// scenario figures merge (mergeFigures) and the summary is recomputed.
-// The server cross-check is not merged (each shard's scrape already saw
-// every shard's requests) and is dropped with a warning.
+// Merge combines the shards of one run (results with the same spec) into
+// one Result, exactly, and recomputes the summary. The server cross-check
+// is not merged (each shard's scrape already saw every shard's requests)
+// and is dropped with a warning.
 func Merge(rs ...*results.Result) (*results.Result, error) {
 	if len(rs) == 0 {
 		return nil, errors.New("no results to merge")
@@ -149,11 +146,9 @@ func MergeMeasurements(ms ...results.Measurements) (results.Measurements, error)
 }
 
 // MergeSeries adds several series, each counting from the same start,
-// into one, exactly: points that fall in the same second add up (the
-// progress of a distributed run, the series of a merged result). A
-// series' own points are never combined with each other: a point takes
-// the nearest whole second of its At, or the second after its
-// predecessor's.
+// into one, exactly: points that fall in the same second add up. A
+// series' own points are never combined: a point takes the nearest whole
+// second of its At, or the second after its predecessor's.
 func MergeSeries(all [][]metrics.SeriesPoint) ([]metrics.SeriesPoint, error) {
 	type acc struct {
 		p    metrics.SeriesPoint

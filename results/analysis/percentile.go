@@ -29,9 +29,7 @@ var (
 )
 
 // tailOp says which operation percentile q of n is when fewer than
-// FewBeyond operations lie beyond it, counted from the slowest: "the
-// slowest op", "the 3rd slowest op". It is "" when the percentile rests on
-// enough operations (or n is 0).
+// FewBeyond lie beyond it: "the 3rd slowest op"; "" otherwise.
 func tailOp(q float64, n int64) string {
 	if n <= 0 {
 		return ""
@@ -88,9 +86,8 @@ func WeakPercentiles(n int64, names ...string) string {
 	return strings.Join(parts, ", ")
 }
 
-// WeaklySupported is the small-sample note of the latency summary: the
-// percentiles of n operations that are among the slowest few, and why that
-// matters; "" when none is.
+// WeaklySupported is the small-sample note of the latency summary of n
+// operations; "" when none is needed.
 func WeaklySupported(n int64) string {
 	s := WeakPercentiles(n, latencyPercentiles...)
 	if s == "" {
@@ -100,9 +97,8 @@ func WeaklySupported(n int64) string {
 }
 
 // weakIn says which of rs have the named latency percentile among their
-// slowest few operations: "p99.9 of 590 ops = the slowest op" for one
-// result, "2 of 3 samples: p99.9 of 590 ops = the slowest op, ..." for
-// several; "" when none has.
+// slowest few operations: "2 of 3 samples: p99.9 of 590 ops = the slowest
+// op"; "" when none has.
 func weakIn(name string, rs []*results.Result) string {
 	var which []string
 	weak := 0
@@ -187,9 +183,7 @@ func allResults(sides []results.Side) []*results.Result {
 	return all
 }
 
-// percentileNotes are a comparison's notes on its latency percentiles:
-// that the sides computed them differently, and which rest on the slowest
-// few operations of a side.
+// percentileNotes are a comparison's notes on its latency percentiles.
 func percentileNotes(sides []results.Side) []string {
 	var notes []string
 	if !sameDefinition(allResults(sides)) {
@@ -205,12 +199,10 @@ func percentileNotes(sides []results.Side) []string {
 	return notes
 }
 
-// percentileNote is what a gate verdict on a figure (name: its
-// latencyPercentiles name, "" when it is not one) adds to its why: that
-// the percentile rests on the slowest few operations of the candidate (or
-// of the baseline, for a relative threshold), and how the percentiles
-// were computed when the results differ or used the older definition. ""
-// for other metrics and well-supported nearest-rank percentiles.
+// percentileNote is what a gate verdict on the percentile name ("" for
+// other figures) adds to its why: that it rests on the slowest few
+// operations, and how the percentiles were computed when that differs or
+// is the older definition.
 func percentileNote(name string, relative bool, baseline, candidate []*results.Result) string {
 	if name == "" || len(candidate) == 0 {
 		return ""

@@ -130,13 +130,10 @@ func NewServerCheck(before, after metrics.ServerSample, client map[metrics.Reque
 }
 
 // AttributeOthers is for a target where other clients use the same
-// resources as kb-bench (a real cluster's controllers and kubelets): the
-// apiserver counts requests per resource, whoever sends them. When every
-// request of kb-bench's is accounted for (the apiserver counted at least
-// kb-bench's of every verb, resource and code, none went unanswered and
-// none timed out on the client), what it counted beyond them is another
-// client's: it moves to c.Others, the rows keep kb-bench's, and the check
-// matches. Otherwise c stays as it is, a mismatch with its causes.
+// resources as kb-bench (a real cluster's controllers): the apiserver
+// counts requests whoever sends them. When every request of kb-bench's is
+// accounted for (none unanswered, none timed out), what it counted beyond
+// them is another client's: it moves to c.Others, and the check matches.
 func AttributeOthers(c *results.ServerCheck, m results.Measurements) {
 	if c == nil || !c.Available || c.Match || m.WriteOutcomes[metrics.Timeout.String()] > 0 {
 		return
@@ -156,11 +153,9 @@ func AttributeOthers(c *results.ServerCheck, m results.Measurements) {
 	c.Match, c.Mismatch = true, ""
 }
 
-// APIServerShares says, for each apiserver of a target that runs several,
-// how many of the requests the cross-check compares it counted between
-// its two scrapes (before[i], after[i] are servers[i]'s): every request,
-// the successful writes and the 409s. client names the endpoints the
-// clients used.
+// APIServerShares says how many of the requests the cross-check compares
+// each apiserver counted between its two scrapes (before[i], after[i] are
+// servers[i]'s).
 func APIServerShares(servers []string, before, after []metrics.ServerSample, client map[metrics.RequestKey]int64) ([]results.APIServerShare, error) {
 	endpoints := endpointsOf(client)
 	shares := make([]results.APIServerShare, len(servers))

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -10,12 +11,9 @@ import (
 
 // SignedRank returns the two-sided p-value of the Wilcoxon signed-rank
 // test that the differences d (one per pair of samples) are symmetric
-// about 0: no pair's side is systematically above the other's. Zero
-// differences are left out (Wilcoxon's rule); tied absolute differences
-// share their mean rank. The p-value is exact for up to maxExactPairs
-// differences (every assignment of signs to the ranks, ties included),
-// else the normal approximation with a tie correction and a continuity
-// correction. It is 1 when no difference is left.
+// about 0. Zero differences are left out (Wilcoxon's rule). The p-value is
+// exact for up to maxExactPairs differences, ties included, else the
+// normal approximation. It is 1 when no difference is left.
 func SignedRank(d []float64) float64 {
 	var abs []float64
 	for _, v := range d {
@@ -32,7 +30,7 @@ func SignedRank(d []float64) float64 {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(a, b int) int { return cmpFloat(abs[a], abs[b]) })
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(abs[a], abs[b]) })
 	ranks := make([]int, n) // 2 x the mid-rank
 	var tieTerm float64
 	for i := 0; i < n; {
@@ -97,16 +95,6 @@ func SignedRank(d []float64) float64 {
 // distribution SignedRank builds (a few thousand sums at most).
 const maxExactPairs = 60
 
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // minPairedP is the smallest two-sided p-value n pairs can give the
 // signed-rank test: every pair the same way, 2/2^n.
 func minPairedP(n int) float64 { return 2 / math.Pow(2, float64(n)) }
@@ -139,11 +127,10 @@ func (p *Pairs) Len() int {
 	return len(p.Base)
 }
 
-// InterleavedPairs matches base's samples with cand's when they ran as
-// interleaved pairs: as many a side, every sample's start known, and,
-// in the order they began, the samples fall two by two, one of each side.
-// It returns nil when they did not (stored results of another time,
-// sides of different sizes, a sample left out).
+// InterleavedPairs matches base's samples with cand's when, in the order
+// they began, they fall two by two, one of each side; nil when they do
+// not (results of another time, sides of different sizes, a sample left
+// out).
 func InterleavedPairs(base, cand []*results.Result) *Pairs {
 	if len(base) == 0 || len(base) != len(cand) {
 		return nil
@@ -207,8 +194,7 @@ type Test struct {
 	Pairs int `json:"pairs,omitempty"`
 }
 
-// String names the test: "Wilcoxon signed-rank test over 8 interleaved
-// pairs" or "Mann-Whitney U test".
+// String names the test.
 func (t Test) String() string {
 	if t.Pairs > 0 {
 		return "Wilcoxon signed-rank test over " + words.Plural(t.Pairs, "interleaved pair")
@@ -216,11 +202,9 @@ func (t Test) String() string {
 	return "Mann-Whitney U test"
 }
 
-// chooseTest is the test for two sides of samples: the signed-rank test
-// over their pairs when they ran as interleaved pairs and are enough
-// pairs for it to find a difference (see minPairs), which then compares
-// each pair, of one moment of the machine, and not the spread of the
-// whole run; else Mann-Whitney U.
+// chooseTest is the signed-rank test over p when there are enough pairs
+// for it to find a difference (it then compares each pair, of one moment
+// of the machine, not the spread of the whole run); else Mann-Whitney U.
 func chooseTest(p *Pairs) Test {
 	if p.Len() >= minPairs() {
 		return Test{Pairs: p.Len()}

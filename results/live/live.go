@@ -1,9 +1,7 @@
-// Package live serves the figures of runs in progress to Prometheus: a
-// collector (prometheus/client_golang) that reads each run's recorder
-// totals and client counts when it is scraped, so the writers' hot path
-// pays nothing for it, and an HTTP server for it on an address of the
-// user's. Counters are exact: when a run ends its figures become those of
-// its Result, so the last scrape equals result.json.
+// Package live serves the figures of runs in progress to Prometheus,
+// reading them only when scraped, so the writers' hot path pays nothing.
+// When a run ends its figures become its Result's, so the last scrape
+// equals result.json.
 package live
 
 import (
@@ -59,9 +57,8 @@ type Figures struct {
 	Scenario []results.Figure
 }
 
-// Exporter is a prometheus.Collector of every run added to it: those in
-// progress read live, those that ended with their final figures (they
-// stay, so the last scrape of a run can come after it ended).
+// Exporter is a prometheus.Collector of every run added to it; a run that
+// ended stays, so its last scrape can come after it ended.
 type Exporter struct {
 	mu   sync.Mutex
 	runs []*Run
@@ -142,8 +139,7 @@ func (r *Run) Finish(res *results.Result) error {
 	return nil
 }
 
-// Figures are r's figures now: zero before Watch, read by Watch's
-// function until Finish, then the Result's.
+// Figures are r's figures now.
 func (r *Run) Figures() Figures {
 	r.mu.Lock()
 	final, read := r.final, r.read
@@ -157,8 +153,7 @@ func (r *Run) Figures() Figures {
 	return Figures{}
 }
 
-// FromResult are the figures a Result saved: the same counts, histograms
-// and client figures, its lost updates and its scenario's figures.
+// FromResult are the figures a Result saved.
 func FromResult(res *results.Result) (Figures, error) {
 	f, err := fromMeasurements(res.Measurements)
 	if err != nil {
@@ -256,23 +251,17 @@ func collect(ch chan<- prometheus.Metric, lv []string, f Figures) {
 	counter(descStreamWaits, float64(c.StreamWaited))
 	counter(descStreamWait, c.StreamWait.Seconds())
 	gauge(descWindow, f.Window.Seconds())
-	finished := 0.0
-	if f.Finished {
-		finished = 1
-	}
-	gauge(descFinished, finished)
+	gauge(descFinished, map[bool]float64{true: 1}[f.Finished])
 	ch <- Histogram(descOpLatency, t.Op, lv...)
 	ch <- Histogram(descReqLatency, t.Read, with("read")...)
 	ch <- Histogram(descReqLatency, t.Write, with("write")...)
 	scenarioMetrics(ch, lv, f.Scenario)
 }
 
-// scenarioMetrics sends a scenario's figures fs of the run labelled lv,
-// each as kb_bench_scenario_<name>, its name and labels in snake_case
-// beside the run's labels: a duration in seconds (<name>_seconds), a
-// figure that adds up (Sum) as a counter (<name>_total), any other as a
-// gauge. Figures of one name get the same label names (empty where one
-// has none), as Prometheus wants of a metric family.
+// scenarioMetrics sends a scenario's figures fs of the run labelled lv as
+// kb_bench_scenario_<name>, names and labels in snake_case. Figures of one
+// name get the same label names (empty where one has none), as Prometheus
+// wants of a metric family.
 func scenarioMetrics(ch chan<- prometheus.Metric, lv []string, fs []results.Figure) {
 	keys := map[string][]string{}
 	for _, f := range fs {
@@ -330,10 +319,8 @@ var ClassicBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2
 const NativeSchema = 3
 
 // Histogram converts h, an HDR histogram of microseconds, into a
-// Prometheus histogram in seconds with both classic buckets
-// (ClassicBuckets) and native ones (NativeSchema): the count is exact;
-// each HDR bucket (0.1% wide) falls in the classic and native buckets that
-// hold its middle value, and the sum adds those values.
+// Prometheus histogram in seconds with classic and native buckets: the
+// count is exact; each HDR bucket (0.1% wide) counts at its middle value.
 func Histogram(d *prometheus.Desc, h *hdrhistogram.Histogram, labelValues ...string) prometheus.Metric {
 	classic := make(map[float64]uint64, len(ClassicBuckets))
 	native := map[int]int64{}

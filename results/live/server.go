@@ -46,10 +46,8 @@ type Server struct {
 }
 
 // Listen listens on addr and serves an empty Exporter there. An address
-// without a host ("9090", ":9090") is loopback's: the endpoint is open to
-// other machines only when addr names a host that is. A port already in
-// use, or an address that is not one, is bad input (spec.Input): Listen
-// is called before anything else starts.
+// without a host (":9090") is loopback's. A port in use, or an address
+// that is not one, is bad input: Listen is called before anything starts.
 func Listen(addr string) (*Server, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil && !strings.Contains(addr, ":") {
@@ -58,7 +56,8 @@ func Listen(addr string) (*Server, error) {
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("--metrics-addr %q is not HOST:PORT (%w): give, for example, 127.0.0.1:9464, or :9464 for loopback", addr, err))
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(cmp.Or(host, "127.0.0.1"), port))
+	host = cmp.Or(host, "127.0.0.1")
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("--metrics-addr %s: %w: pick a free port, or stop what listens there", addr, err))
 	}
@@ -71,16 +70,16 @@ func Listen(addr string) (*Server, error) {
 	at := ln.Addr().(*net.TCPAddr)
 	bound := strconv.Itoa(at.Port)
 	s := &Server{Exporter: x, ln: ln, served: make(chan error, 1), scraped: make(chan struct{}, 1),
-		Listening: net.JoinHostPort(cmp.Or(host, "127.0.0.1"), bound), Beyond: !at.IP.IsLoopback()}
+		Listening: net.JoinHostPort(host, bound), Beyond: !at.IP.IsLoopback()}
 	s.finalGen.Store(-1)
-	s.URL = "http://" + net.JoinHostPort(cmp.Or(host, "127.0.0.1"), bound) + "/metrics"
+	scrape := host
 	if at.IP.IsUnspecified() { // 0.0.0.0 or ::, no address to scrape: loopback's
-		loopback := "127.0.0.1"
+		scrape = "127.0.0.1"
 		if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
-			loopback = "::1"
+			scrape = "::1"
 		}
-		s.URL = "http://" + net.JoinHostPort(loopback, bound) + "/metrics"
 	}
+	s.URL = "http://" + net.JoinHostPort(scrape, bound) + "/metrics"
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorHandling: promhttp.ContinueOnError})
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", s.counting(h))
@@ -116,10 +115,9 @@ func (s *Server) FinalScraped() bool {
 }
 
 // Close stops the server. With wait > 0 it first waits, at most that
-// long or until ctx is done, for one scrape of the final figures (one
-// that read them when every run had ended: before Close too), so that a
-// scraper that polls every so often still gets the run's last figures. It
-// says whether one came, and how long it waited.
+// long or until ctx is done, for one scrape of the final figures (before
+// Close too), so that a scraper that polls every so often still gets the
+// run's last figures. It says whether one came, and how long it waited.
 func (s *Server) Close(ctx context.Context, wait time.Duration) (scraped bool, waited time.Duration) {
 	start := time.Now()
 	s.closing.Store(true)

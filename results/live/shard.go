@@ -11,16 +11,14 @@ import (
 )
 
 // shardFigures are a shard's figures as it serves them to its
-// coordinator: its measurements so far, histograms losslessly encoded as
-// in results, so that the coordinator's sum is exact.
+// coordinator: histograms losslessly encoded, so that their sum is exact.
 type shardFigures struct {
 	Measurements results.Measurements `json:"measurements"`
 	Window       time.Duration        `json:"window"`
 }
 
 // ShardHandler serves r's figures to a distributed run's coordinator, as
-// JSON (FetchShard reads them), for the coordinator's endpoint to show
-// every shard's figures added up while the run goes.
+// JSON (FetchShard reads them), which adds every shard's up while it runs.
 func ShardHandler(r *Run) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		f := r.Figures()

@@ -1,10 +1,7 @@
-// Package resultstest helps the tests of what writes and reads results.
-// It checks a result.json the way an outside reader would: it decodes the
-// stored HdrHistogram V2 histograms with a decoder of its own (no
-// hdrhistogram-go, no kb-bench package) and recomputes the reported
-// percentiles by nearest rank. And it simulates a run (Simulated) through
-// the real recorder, for tests that need a realistic Result. Import it
-// from tests only.
+// Package resultstest helps the tests of what writes and reads results:
+// it checks a result.json's percentiles the way an outside reader would,
+// with an HdrHistogram decoder of its own, and simulates runs through the
+// real recorder. Import it from tests only.
 package resultstest
 
 import (
@@ -165,10 +162,9 @@ type latency struct {
 	Max  time.Duration `json:"max"`
 }
 
-// CheckPercentiles recomputes, from a result.json's stored histograms of
-// microseconds, the summary's p50, p90, p99, p99.9 and max (of operation
-// latency, and of raw latency in an open loop) and every series point's
-// p50 and p99, and says where they differ from the reported figures.
+// CheckPercentiles recomputes a result.json's summary and series
+// percentiles from its stored histograms, and says where they differ
+// from the reported figures.
 func CheckPercentiles(resultJSON []byte) error {
 	var d document
 	if err := json.Unmarshal(resultJSON, &d); err != nil {

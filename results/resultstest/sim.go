@@ -90,9 +90,8 @@ func simulate(seed uint64, writers int, seconds int, openLoop bool) []Op {
 }
 
 // feed records ops (those keep accepts) into r in the order they end,
-// ticking the series at every whole second after from (where the measured
-// window, and so the series, starts, as the engine ticks), and snapshots at
-// stop.
+// ticking every whole second after from as the engine does, and snapshots
+// at stop.
 func feed(r *metrics.Recorder, ops []Op, keep func(Op) bool, from, stop time.Time) metrics.Snapshot {
 	next := from.Add(time.Second)
 	for _, op := range ops {
@@ -129,9 +128,8 @@ func feed(r *metrics.Recorder, ops []Op, keep func(Op) bool, from, stop time.Tim
 // the engine's driver runs it.
 var counterTraits = spec.Traits{Strategies: true, Driven: true}
 
-// simSpec is the spec the simulated runs claim to have run: the counter
-// scenario, its own settings as plain data (JSON values, as the engine
-// stores them) and the shared ones defaulted.
+// simSpec is the spec the simulated runs claim to have run, its settings
+// as plain JSON values, as the engine stores them.
 func simSpec(openLoop bool) spec.Spec {
 	s := spec.Spec{
 		Scenario: "counter", Writers: 6, Strategy: spec.StrategyRetry, Warmup: spec.D(time.Second), Duration: spec.D(4 * time.Second),
@@ -148,9 +146,8 @@ func simSpec(openLoop bool) spec.Spec {
 const What = "6 writers on 1 object, shared fields"
 
 // Simulated builds the Result of a simulated run of the counter scenario
-// (six writers, four measured seconds after a second of warm-up; a closed
-// loop of retries, or an open loop of apply), recording only the ops keep
-// accepts. Every figure is computed by the code a run uses.
+// (a closed loop of retries, or an open loop of apply), recording only the
+// ops keep accepts. Every figure is computed by the code a run uses.
 func Simulated(t testing.TB, openLoop bool, keep func(Op) bool, checks []results.Check) *results.Result {
 	t.Helper()
 	sp := simSpec(openLoop)
@@ -197,11 +194,9 @@ func All(Op) bool { return true }
 // Start is the instant the simulated runs start (their warm-up).
 func Start() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }
 
-// Sample is a minimal complete result of the counter workload: its
-// throughput and p99 (in ms) set, 100000 operations measured, its server
-// cross-check matched and its one check passed (0 lost updates); the
-// rest zero. Tests of what compares, gates and lists results build their
-// sides from it.
+// Sample is a minimal complete result of the counter workload of the
+// given throughput and p99 (in ms), 100000 operations, its server
+// cross-check matched and its one check passed; the rest zero.
 func Sample(throughput float64, p99ms int64) *results.Result {
 	r := &results.Result{Workload: "counter: 8 writers on 1 object"}
 	r.Summary.Ops = 100_000

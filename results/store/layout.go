@@ -28,9 +28,8 @@ func PointDir(sweepDir, series, axis, x string) string {
 }
 
 // CheckOutDir checks, before a run, that its result directory can be
-// made and written, and holds no result yet. It makes nothing: the
-// directory appears with the first result written, so a run that fails or
-// is killed before that leaves no empty directory behind.
+// made and written, and holds no result yet. It makes nothing, so a run
+// that fails before its first result leaves no empty directory behind.
 func CheckOutDir(dir string) error {
 	for _, f := range []string{ResultFile, SetFile, SweepFile, VerdictsFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {

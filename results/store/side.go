@@ -13,12 +13,10 @@ import (
 	"github.com/kb-bench/kb-bench/results"
 )
 
-// ReadSide reads one side of a comparison or a gate from path, as what it
-// is: a result (its directory or result.json), a set of samples (run
-// --count: the samples its set.json lists), or a directory of result
-// directories (its samples). A sweep or a matrix run is refused: its
-// results are different workloads, not samples of one. The samples must
-// be of one workload (see Samples); notes say what was left out.
+// ReadSide reads one side of a comparison or a gate from path: a result,
+// a set of samples, or a directory of result directories. A sweep or a
+// matrix run is refused: its results are different workloads, not samples
+// of one (see results.Samples); notes say what was left out.
 func ReadSide(ctx context.Context, path string) (side results.Side, notes []string, err error) {
 	side.Label = filepath.Base(filepath.Clean(path))
 	fi, err := os.Stat(path)
@@ -128,9 +126,8 @@ func readResults(ctx context.Context, where []string) ([]*results.Result, []stri
 	return rs, where, nil
 }
 
-// MatrixConfigurations are the configurations of a matrix run's directory
-// (run with lists, e.g. --strategy update,ssa): its subdirectories that
-// hold a set of samples, by name; none for any other directory.
+// MatrixConfigurations are the subdirectories of a matrix run's
+// directory that hold a set of samples; none for any other directory.
 func MatrixConfigurations(dir string) []string {
 	if exists(filepath.Join(dir, SetFile)) || exists(filepath.Join(dir, ResultFile)) || exists(filepath.Join(dir, SweepFile)) {
 		return nil
@@ -149,9 +146,7 @@ func MatrixConfigurations(dir string) []string {
 }
 
 // ABSides are the baseline's and the candidate's directories of an A/B
-// run's directory (run --baseline-with or --baseline-spec: a set of
-// samples in baseline/ and one in candidate/); ok is false when dir is
-// not one.
+// run's directory; ok is false when dir is not one.
 func ABSides(dir string) (base, cand string, ok bool) {
 	base, cand = filepath.Join(dir, "baseline"), filepath.Join(dir, "candidate")
 	if !exists(filepath.Join(base, SetFile)) || !exists(filepath.Join(cand, SetFile)) {
@@ -190,9 +185,8 @@ type MatrixCell struct {
 }
 
 // ReadMatrix reads the configurations of a matrix run's directory in the
-// order they ran, each labelled as the run labelled it (a run of an older
-// kb-bench, which did not record these, by name); none for any other
-// directory.
+// order they ran (an older kb-bench's labelled by name); none for any
+// other directory.
 func ReadMatrix(ctx context.Context, dir string) ([]MatrixCell, error) {
 	var cells []MatrixCell
 	for _, name := range MatrixConfigurations(dir) {

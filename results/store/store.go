@@ -1,10 +1,7 @@
 // Package store is the one place that knows how kb-bench lays its
-// documents out on disk: a result directory (result.json, latency.hlog,
-// series.csv), a set of samples (set.json and a directory per sample), a
-// matrix run (a set per configuration), a sweep (sweep.json and a
-// directory per point) and a gated run's verdicts (verdicts.json). It writes every file atomically
-// (internal/atomicfile), reads each kind as what it is, and names the
-// directories a run makes.
+// documents out on disk (results, sets, matrix runs, sweeps and verdicts):
+// it writes every file atomically, reads each kind as what it is, and
+// names the directories a run makes.
 package store
 
 import (
@@ -44,11 +41,9 @@ const (
 )
 
 // Write saves r in dir (created if needed) as result.json, latency.hlog and
-// series.csv. Each file is written to a temporary file in dir, synced and
-// renamed into place, so a reader never sees half a file and an interrupted
-// write leaves the previous version intact. A write that fails (a full
-// disk) leaves nothing of r behind: the files it made and the
-// directories it made are removed (a file it replaced keeps r's version).
+// series.csv, each atomically. A write that fails (a full disk) leaves
+// nothing of r behind: the files and directories it made are removed (a
+// file it replaced keeps r's version).
 func Write(dir string, r *results.Result) (err error) {
 	if r == nil {
 		return errors.New("no result to write")
@@ -152,11 +147,9 @@ func Read(ctx context.Context, path string) (*results.Result, error) {
 	return r, nil
 }
 
-// WriteHlog writes operation latency as an HdrHistogram interval log: one
-// interval per series point when the series carries interval histograms,
-// otherwise one interval covering the measured window. Values are in
-// microseconds; timestamps are seconds from the recorder's start (the
-// #[StartTime] header gives it), so standard HdrHistogram log tools read it.
+// WriteHlog writes operation latency (µs) as an HdrHistogram interval log,
+// which standard HdrHistogram log tools read: an interval per series point
+// with a histogram, else one for the measured window.
 func WriteHlog(w io.Writer, r *results.Result) error {
 	start := r.Measurements.SeriesStart
 	if start.IsZero() {
@@ -213,10 +206,8 @@ func WriteHlog(w io.Writer, r *results.Result) error {
 	return nil
 }
 
-// WriteSeriesCSV writes the per-second series as CSV: the interval's end and
-// length in seconds, operations in total and by final outcome, write
-// attempts and those answered 409 (retried ones included), and p50/p99 of
-// operation latency in ms.
+// WriteSeriesCSV writes the per-second series as CSV (409s of every write
+// attempt, retried ones included).
 func WriteSeriesCSV(w io.Writer, r *results.Result) error {
 	cw := csv.NewWriter(w)
 	outcomes := make([]string, metrics.NumOutcomes) // in Outcome order

@@ -171,9 +171,8 @@ func (a axis) label(v float64) string {
 	return formatNumber(v)
 }
 
-// layout computes the axis' range and ticks for the values vs it must show
-// (values its scale cannot show are left out); ok is false when none is
-// left.
+// layout computes the axis' range and ticks for the values vs it must
+// show; ok is false when its scale can show none of them.
 func (a axis) layout(vs []float64) (r axisRange, ok bool) {
 	r.scale = a.Scale
 	var ts []float64

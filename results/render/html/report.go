@@ -1,10 +1,6 @@
 // Package html renders results, result sets and sweeps as one
-// self-contained HTML page with SVG charts.
-//
-// The page needs nothing at view time: its CSS is inline, its charts are
-// inline SVG drawn by this package (chart.go), tooltips are SVG <title>
-// elements, and it has no script, font or link to fetch. The output is
-// deterministic, so it is checked against golden files.
+// self-contained HTML page with inline SVG charts: it needs no script,
+// font or link at view time, and is deterministic (golden files).
 package html
 
 import (
@@ -71,6 +67,14 @@ type link struct{ ID, Text string }
 type cell struct {
 	Text  string
 	Class string
+}
+
+// num is a figure's cell, marked bad when it is.
+func num(text string, bad bool) cell {
+	if bad {
+		return cell{Text: text, Class: "num bad"}
+	}
+	return cell{Text: text, Class: "num"}
 }
 
 // figure is a chart with its caption.
@@ -170,11 +174,7 @@ func newComparison(runs []Run) (*comparisonView, error) {
 		}
 		cv.Rows = append(cv.Rows, line)
 	}
-	ch := chart{
-		Title: "Latency by percentile, per run",
-		X:     spectrumX(),
-		Y:     latencyY(),
-	}
+	ch := chart{Title: "Latency by percentile, per run", X: spectrumX(), Y: latencyY()}
 	for i, r := range runs {
 		m, err := merged(r.Results)
 		if err != nil {

@@ -88,18 +88,11 @@ func headline(r Run) ([][]cell, []string, error) {
 			continue // said in words below; a scenario's figure in its own table
 		}
 		cl := row.Cells[0]
-		class := "num"
-		if (row.Metric == "lost updates" || row.Metric == "gave up") && (cl.Max > 0 || cl.Unknown != "") {
-			class += " bad"
-		}
-		rows = append(rows, []cell{{Text: row.Metric}, {Text: cl.Value(row.Unit, n), Class: class}})
+		bad := (row.Metric == "lost updates" || row.Metric == "gave up") && (cl.Max > 0 || cl.Unknown != "")
+		rows = append(rows, []cell{{Text: row.Metric}, num(cl.Value(row.Unit, n), bad)})
 	}
 	server, bad := serverText(r.Results)
-	class := "num"
-	if bad {
-		class += " bad"
-	}
-	rows = append(rows, []cell{{Text: "server"}, {Text: server, Class: class}})
+	rows = append(rows, []cell{{Text: "server"}, num(server, bad)})
 	return rows, c.Notes, nil
 }
 
@@ -109,10 +102,8 @@ type table struct {
 	Rows [][]cell
 }
 
-// scenarioFigures is the table of the scenario's figures of rs: a row
-// each (by its Key, in the order they first come), its value in each
-// sample ("-" where a sample lacks it) and what it is; nil when rs hold
-// none.
+// scenarioFigures is the table of the scenario's figures of rs, a row a
+// Key and a column a sample; nil when rs hold none.
 func scenarioFigures(rs []*results.Result) *table {
 	t := &table{Head: []cell{{Text: "figure"}}}
 	for i := range rs {
@@ -246,9 +237,7 @@ var marked = []struct {
 }{{0.5, "p50"}, {0.9, "p90"}, {0.99, "p99"}, {0.999, "p99.9"}, {0.9999, "p99.99"}, {0.99999, "p99.999"}}
 
 // spectrum is a histogram's latency (ms) by percentile, HdrHistogram
-// style: 20 points a decade of 1/(1−p), up to the percentile of the
-// largest value (1 − 1/count), with markers at the usual percentiles and
-// the maximum.
+// style, with markers at the usual percentiles and the maximum.
 func spectrum(h *hdrhistogram.Histogram, name string) []point {
 	n := h.TotalCount()
 	if n == 0 {
@@ -292,9 +281,8 @@ func spectrum(h *hdrhistogram.Histogram, name string) []point {
 	return pts
 }
 
-// spectrumSeries is the latency spectrum of the histogram hist of m, of
-// the run labelled label, as a series (without points when m has no such
-// histogram).
+// spectrumSeries is the latency spectrum of the histogram hist of m (no
+// points when m has none), of the run labelled label.
 func spectrumSeries(m results.Measurements, hist, label, name string, color int) (series, error) {
 	s := series{Name: name, Color: color}
 	h, ok, err := m.Histogram(hist)

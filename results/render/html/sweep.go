@@ -13,11 +13,10 @@ import (
 
 // sweepView is one sweep's section.
 type sweepView struct {
-	ID, Title string
-	Workload  string
-	SLO       string
-	StopAt    []string
-	// Interrupted says the sweep was stopped before its end.
+	ID, Title   string
+	Workload    string
+	SLO         string
+	StopAt      []string
 	Interrupted bool
 	Series      []sweepSeriesView
 	Charts      []figure
@@ -64,10 +63,7 @@ func newSweepView(i int, s *results.Sweep) sweepView {
 			bad := map[int]bool{5: p.P99 > s.SLO, 6: p.GaveUp > 0, 7: p.LostUpdates == nil || *p.LostUpdates > 0, 8: !p.ServerMatch}
 			var row []cell
 			for j, text := range append(s.PointFigures(p), p.FigureCells(keys)...) {
-				row = append(row, cell{Text: text, Class: "num"})
-				if bad[j] {
-					row[j].Class += " bad"
-				}
+				row = append(row, num(text, bad[j]))
 			}
 			v.Rows = append(v.Rows, row)
 		}

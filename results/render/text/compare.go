@@ -140,16 +140,14 @@ func writeRows(w io.Writer, rows [][]string, markdown bool) error {
 	return tw.Flush()
 }
 
-// oneLine puts s on one line: line breaks and tabs (which would end a
-// table's row or cell) become spaces.
+// oneLine puts s on one line: line breaks and tabs would end a row or cell.
 var oneLine = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ")
 
 // markdownEscaper escapes what would end a markdown table cell early.
 var markdownEscaper = strings.NewReplacer(`\`, `\\`, "|", `\|`)
 
-// tableCell is s as one cell of a table: on one line and, in markdown,
-// with | and \ escaped, so that a label (a directory's name may hold
-// anything) cannot break the table.
+// tableCell is s as one cell of a table, so that a label (a directory's
+// name may hold anything) cannot break the table.
 func tableCell(s string, markdown bool) string {
 	s = oneLine.Replace(s)
 	if markdown {
@@ -158,9 +156,8 @@ func tableCell(s string, markdown bool) string {
 	return s
 }
 
-// csvCell defuses a cell a spreadsheet would run as a formula (one
-// starting with =, +, -, @, a tab or a carriage return) by prefixing a
-// quote; numbers, negative ones too, are left as they are.
+// csvCell defuses a cell a spreadsheet would run as a formula by
+// prefixing a quote; numbers, negative ones too, are left as they are.
 func csvCell(s string) string {
 	if s == "" || !strings.ContainsRune("=+-@\t\r", rune(s[0])) {
 		return s

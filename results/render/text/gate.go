@@ -46,8 +46,7 @@ func WriteVerdicts(w io.Writer, vs []analysis.Verdict, format string) error {
 }
 
 // verdictFigure is a verdict's median as its row shows it: "-" where
-// the threshold has none (an absolute threshold's baseline), "unknown"
-// where it was not measured.
+// the threshold has none, "unknown" where it was not measured.
 func verdictFigure(v analysis.Verdict, median *float64, wanted bool) string {
 	switch {
 	case !wanted:

@@ -38,16 +38,15 @@ func WriteSweepTables(w io.Writer, s *results.Sweep, format string) error {
 		}
 		keys := ser.FigureColumns()
 		rows[0] = append(rows[0], keys...)
-		for _, p := range ser.Points {
-			row := s.PointFigures(p)
-			if cost {
-				row = append(row, costCells(p.Cost)...)
-			}
-			rows = append(rows, append(row, p.FigureCells(keys)...))
+		points := ser.Points
+		if ser.UnderWay != nil {
+			points = append(slices.Clip(points), *ser.UnderWay)
 		}
-		if p := ser.UnderWay; p != nil {
-			row := s.PointFigures(*p)
-			row[0] += " (under way, " + words.Plural(p.Samples, "sample") + ")"
+		for i, p := range points {
+			row := s.PointFigures(p)
+			if i == len(ser.Points) {
+				row[0] += " (under way, " + words.Plural(p.Samples, "sample") + ")"
+			}
 			if cost {
 				row = append(row, costCells(p.Cost)...)
 			}

@@ -22,10 +22,7 @@ import (
 	"github.com/kb-bench/kb-bench/spec"
 )
 
-// WriteTable writes the compact end-of-run summary: what ran and where,
-// throughput, success ratio, conflicts, attempts per operation, latency
-// percentiles, lost updates, the server cross-check and warnings, then the
-// scenario's own figures (FigureRows).
+// WriteTable writes the compact end-of-run summary.
 func WriteTable(w io.Writer, r *results.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(name, format string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", name, fmt.Sprintf(format, a...)) }
@@ -109,10 +106,9 @@ func WriteTable(w io.Writer, r *results.Result) error {
 	return tw.Flush()
 }
 
-// FigureRows are the scenario's figures of r, a row a name in the order
-// they come, the first row named after the scenario: "rejected 1155",
-// "failoverTime quantile=0.5: 1.20s, quantile=0.99: 2.10s", each value in
-// its unit (Figure.Text).
+// FigureRows are the scenario's figures of r, a row a name, the first
+// row named after the scenario: "failoverTime quantile=0.5: 1.20s,
+// quantile=0.99: 2.10s".
 func FigureRows(r *results.Result) [][2]string {
 	var rows [][2]string
 	at := map[string]int{}
@@ -138,8 +134,7 @@ func FigureRows(r *results.Result) [][2]string {
 	return rows
 }
 
-// describeShards says how a distributed run's shards started and what
-// each ran.
+// describeShards says how a distributed run's shards started and ran.
 func describeShards(shards []results.ShardInfo) string {
 	first, last := shards[0].StartLate, shards[0].StartLate
 	parts := make([]string, len(shards))
@@ -328,11 +323,7 @@ func describeShares(shares []results.APIServerShare) string {
 	return strings.Join(parts, "; ")
 }
 
-// describeCost returns the cost rows: each process's CPU in the window,
-// per operation and per successful write, its memory at the edges, the
-// apiserver's background CPU and its CPU per write net of it, and
-// the apiserver's estimated split between writes that landed and 409s.
-// A result without a cost (from before it was measured) has no rows.
+// describeCost returns the cost rows (none for a result without a cost).
 func describeCost(r *results.Result) [][2]string {
 	c := r.Cost
 	if c == nil {
@@ -387,10 +378,8 @@ func describeCost(r *results.Result) [][2]string {
 	return rows
 }
 
-// describeTime returns the "where the time goes" rows: per verb the
-// clients used, the client's latency beside the apiserver's (estimated
-// from its histogram's buckets) and etcd's mean, then the waits in API
-// Priority and Fairness and in the client itself.
+// describeTime returns the "where the time goes" rows: per verb, the
+// client's latency beside the apiserver's and etcd's, then the waits.
 func describeTime(r *results.Result) [][2]string {
 	if r.Cost == nil || len(r.Cost.Verbs) == 0 {
 		return nil
@@ -503,9 +492,8 @@ func describeCounts(rows []results.RequestCount) string {
 }
 
 // FormatProgress is the live progress line: elapsed and remaining time (of
-// total; 0 when the run is bounded by operations), then the last interval's
-// operations per second, 409s per second (every write attempt, retried ones
-// included) and p99 latency.
+// total; 0 when the run is bounded by operations), then the last
+// interval's figures (409s of every write attempt, retried ones included).
 func FormatProgress(elapsed, total time.Duration, p metrics.SeriesPoint) string {
 	el := elapsed.Round(time.Second)
 	var clock string

@@ -240,8 +240,6 @@ func TestFormatting(t *testing.T) {
 		{words.Duration(123456 * time.Microsecond), "123ms"},
 		{words.Duration(1234 * ms), "1.23s"},
 		{words.Duration(12345 * ms), "12.3s"},
-		{results.ShortLatency(results.Latency{}), "-"},
-		{results.ShortLatency(results.Latency{P50: 1200 * time.Microsecond, P90: 5 * ms, P99: 8310 * time.Microsecond, Max: 20100 * time.Microsecond}), "p50 1.20ms  p99 8.31ms  max 20.1ms"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
