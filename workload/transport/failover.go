@@ -2,8 +2,10 @@ package transport
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -63,11 +65,7 @@ func (s *Servers) Down(i int) time.Time {
 func (s *Servers) Failovers() (moves int64, first map[int]time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	first = make(map[int]time.Time, len(s.firstMove))
-	for k, v := range s.firstMove {
-		first[k] = v
-	}
-	return s.moves, first
+	return s.moves, maps.Clone(s.firstMove)
 }
 
 // Answered returns, by apiserver, the requests it answered so far, by
@@ -77,10 +75,7 @@ func (s *Servers) Answered() []map[metrics.RequestKey]int64 {
 	defer s.mu.Unlock()
 	out := make([]map[metrics.RequestKey]int64, len(s.answered))
 	for i, m := range s.answered {
-		out[i] = make(map[metrics.RequestKey]int64, len(m))
-		for k, n := range m {
-			out[i][k] = n
-		}
+		out[i] = maps.Clone(m)
 	}
 	return out
 }
@@ -106,12 +101,7 @@ func (s *Servers) refused(i int) bool {
 	if s.down[i].IsZero() {
 		s.down[i] = time.Now()
 	}
-	for _, d := range s.down {
-		if d.IsZero() {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.down, time.Time.IsZero)
 }
 
 func (s *Servers) moved(client int) {
