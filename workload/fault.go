@@ -53,7 +53,7 @@ func (e *engine) faultReport(r results.Fault, w window, f figures) results.Fault
 		}
 		moves, first := e.servers.Failovers()
 		r.Failovers = moves
-		n := len(e.servers.URLs())
+		n := len(e.opts.Servers)
 		for i := range e.clients {
 			if i%n != ft.Down {
 				continue

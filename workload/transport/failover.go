@@ -24,7 +24,6 @@ import (
 // so that a check against the apiservers' own counts can leave out one
 // whose counters died with it.
 type Servers struct {
-	urls []string
 	host []string
 	mu   sync.Mutex
 	down []time.Time // when each first refused a connection; zero: up
@@ -37,7 +36,7 @@ type Servers struct {
 
 // NewServers returns the state of the apiservers at urls, all up.
 func NewServers(urls []string) (*Servers, error) {
-	s := &Servers{urls: urls, down: make([]time.Time, len(urls)), firstMove: map[int]time.Time{}}
+	s := &Servers{down: make([]time.Time, len(urls)), firstMove: map[int]time.Time{}}
 	for _, u := range urls {
 		p, err := url.Parse(u)
 		if err != nil {
@@ -48,9 +47,6 @@ func NewServers(urls []string) (*Servers, error) {
 	}
 	return s, nil
 }
-
-// URLs are the apiservers, in order.
-func (s *Servers) URLs() []string { return s.urls }
 
 // Down says when apiserver i first refused a connection (zero: it has not).
 func (s *Servers) Down(i int) time.Time {
