@@ -163,60 +163,46 @@ type FaultReport struct {
 	DeposedWrites, WouldBeFenced int
 }
 
-// Theft is a leadership that began while another candidate still
-// believed it led.
+// Theft is a leadership that Thief began At while Victim still believed
+// it led; Detection is from then to Victim's step-down, and Ongoing says
+// Victim still believed it led at the end.
 type Theft struct {
-	// At is when the thief started leading.
-	At time.Duration
-	// Victim believed it led when Thief started to.
+	At            time.Duration
 	Victim, Thief string
-	// Detection is from the theft to the victim's step-down.
-	Detection time.Duration
-	// Ongoing: the victim still believed it led at the end.
-	Ongoing bool
+	Detection     time.Duration
+	Ongoing       bool
 }
 
-// Failover is one stop of the current leader and what followed.
+// Failover is one stop of the leader Stopped, At, and what followed:
+// when Resolved (a candidate started leading before the end), NewLeader
+// did, Duration after the stop.
 type Failover struct {
-	// At is when the leader was stopped.
-	At time.Duration
-	// Stopped is the identity of the stopped leader.
-	Stopped string
-	// NewLeader is the next candidate to start leading, if any did.
-	NewLeader string
-	// Resolved is false when no candidate started leading before the end.
-	Resolved bool
-	// Duration is from the stop to the next OnStartedLeading anywhere.
-	Duration time.Duration
+	At                 time.Duration
+	Stopped, NewLeader string
+	Resolved           bool
+	Duration           time.Duration
 }
 
-// FailoverStats summarises failover durations.
+// FailoverStats counts the failovers and those Resolved, and summarises
+// the resolved ones' durations.
 type FailoverStats struct {
-	// Count is the number of failovers; Resolved those that ended with a new leader.
 	Count, Resolved int
-	// Min, P50 and Max of the resolved failovers' durations.
-	Min, P50, Max time.Duration
+	Min, P50, Max   time.Duration
 }
 
-// LeasePhase counts the Lease requests of one phase.
+// LeasePhase counts the Lease requests of one phase: Reads (GETs),
+// Writes (creates and updates), Conflicts (writes answered 409: a stale
+// resourceVersion, or AlreadyExists for a lost create race) and Errors
+// (other failed requests, reads and writes).
 type LeasePhase struct {
-	// Reads counts GETs of the Lease.
-	Reads int64
-	// Writes counts creates and updates; Conflicts those answered 409
-	// (a stale resourceVersion, or AlreadyExists for a lost create race).
-	Writes, Conflicts int64
-	// Errors counts other failed requests (reads and writes).
-	Errors int64
+	Reads, Writes, Conflicts, Errors int64
 }
 
-// Overlap is a span during which two or more candidates believed they led.
+// Overlap is a span, from At for Duration, during which two or more
+// candidates, Leaders, believed they led.
 type Overlap struct {
-	// At is when the span started.
-	At time.Duration
-	// Duration of the span.
-	Duration time.Duration
-	// Leaders are the identities that believed they led during the span.
-	Leaders []string
+	At, Duration time.Duration
+	Leaders      []string
 }
 
 // Checks is the one-leader check: no span in which two candidates
