@@ -10,16 +10,12 @@ import (
 	"github.com/kb-bench/kb-bench/results"
 )
 
-// CheckOneLeader names the check that no two candidates led at once.
-const CheckOneLeader = "leader election: exactly one leader at a time"
-
-// CheckFencing names the check that a fencing token would have refused
-// every leader-only write accepted from a deposed leader.
-const CheckFencing = "leader election: the fencing token refuses every deposed leader's write"
-
-// CheckCandidates names the check, with the pause fault, that every
-// candidate process ran until the run stopped it.
-const CheckCandidates = "leader election: every candidate process ran to the end"
+// Names of the checks the scenario reports (Checks).
+const (
+	CheckOneLeader  = "leader election: exactly one leader at a time"
+	CheckFencing    = "leader election: the fencing token refuses every deposed leader's write"
+	CheckCandidates = "leader election: every candidate process ran to the end" // with the pause fault
+)
 
 // Report holds the leader-election scenario's figures. Times ("At") are
 // offsets from the moment the candidates were started (Start). The
@@ -45,10 +41,9 @@ type Report struct {
 	CandidatesLost []string
 
 	// TimeToFirstLeader is from starting the candidates to the first
-	// OnStartedLeading; zero with FirstLeader empty when none was elected.
+	// OnStartedLeading, FirstLeader's; both zero when none was elected.
 	TimeToFirstLeader time.Duration
-	// FirstLeader is the identity of the first leader.
-	FirstLeader string
+	FirstLeader       string
 	// Leaderships counts OnStartedLeading callbacks over the whole run.
 	Leaderships int
 	// Transitions counts holder changes seen by watching the Lease: a new
@@ -87,9 +82,9 @@ type Report struct {
 	LeaderWrites *LeaderWrites
 
 	// Overlaps lists every span during which two or more candidates
-	// believed they led. None is the expected outcome.
-	Overlaps []Overlap
-	// OverlapTotal is the summed duration of Overlaps.
+	// believed they led (none is the expected outcome); OverlapTotal is
+	// their summed duration.
+	Overlaps     []Overlap
 	OverlapTotal time.Duration
 }
 
