@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kb-bench/kb-bench/internal/words"
@@ -52,7 +53,7 @@ func (e *engine) faultReport(r results.Fault, w window, f figures) results.Fault
 		}
 		moves, first := e.servers.Failovers()
 		r.Failovers = moves
-		n := len(e.servers.URLs())
+		n := len(e.opts.Servers)
 		for i := range e.clients {
 			if i%n != ft.Down {
 				continue
@@ -64,11 +65,7 @@ func (e *engine) faultReport(r results.Fault, w window, f figures) results.Fault
 			}
 		}
 	}
-	for k, n := range f.requests {
-		if k.Code == results.CodeNoResponse {
-			r.Unanswered += n
-		}
-	}
+	r.Unanswered = unanswered(f.requests)
 	var before, after []metrics.SeriesPoint
 	for _, p := range f.series {
 		if p.At <= r.At {
@@ -116,7 +113,7 @@ type livingWindow struct {
 // returns w and requests as they are.
 func (e *engine) living(w window, requests map[metrics.RequestKey]int64) (livingWindow, map[metrics.RequestKey]int64) {
 	lw := livingWindow{window: w, names: e.opts.Servers}
-	if e.servers == nil || w.after == nil || !anyTrue(w.after.dead) {
+	if e.servers == nil || w.after == nil || !slices.Contains(w.after.dead, true) {
 		return lw, requests
 	}
 	before, after := *w.before, *w.after
@@ -142,22 +139,17 @@ func (e *engine) living(w window, requests map[metrics.RequestKey]int64) (living
 	for _, n := range answered {
 		all += n
 	}
-	var unanswered int64
-	for k, n := range requests {
-		if k.Code == results.CodeNoResponse {
-			unanswered += n
-		}
-	}
 	e.warn("apiserver %v died in the measured window, and its /metrics counters with it: the server cross-check and the cost cover the living apiservers alone (%v): the %d requests they answered, by their counters and the clients'. The %d requests the dead one answered before it died (the clients counted them) and the %d that got no answer cannot be checked against any apiserver's count",
-		deadNames, lw.names, all, deadAnswered, unanswered)
+		deadNames, lw.names, all, deadAnswered, unanswered(requests))
 	return lw, answered
 }
 
-func anyTrue(b []bool) bool {
-	for _, v := range b {
-		if v {
-			return true
+// unanswered counts the requests that got no answer.
+func unanswered(requests map[metrics.RequestKey]int64) (n int64) {
+	for k, c := range requests {
+		if k.Code == results.CodeNoResponse {
+			n += c
 		}
 	}
-	return false
+	return n
 }

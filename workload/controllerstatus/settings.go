@@ -9,14 +9,12 @@ import (
 	"github.com/kb-bench/kb-bench/spec"
 )
 
-// Settings are the controller-status scenario's own settings.
+// Settings are the controller-status scenario's own settings; each field's
+// help tag, its flag's help, says what it is.
 type Settings struct {
-	// Controllers is the number of controllers.
-	Controllers int `json:"controllers" flag:"controllers" help:"controllers, each keeping a status condition of its own"`
-	// ObjectsPerController is how many Pods each controller owns alone.
+	Controllers          int `json:"controllers" flag:"controllers" help:"controllers, each keeping a status condition of its own"`
 	ObjectsPerController int `json:"objectsPerController" flag:"objects-per-controller" help:"Pods each controller owns alone"`
-	// SharedObjects is how many Pods every controller writes.
-	SharedObjects int `json:"sharedObjects" flag:"shared-objects" help:"Pods every controller writes"`
+	SharedObjects        int `json:"sharedObjects" flag:"shared-objects" help:"Pods every controller writes"`
 }
 
 // Default fills the zero fields with their defaults.

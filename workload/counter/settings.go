@@ -33,24 +33,17 @@ const (
 // maxObjects bounds the objects created before the run.
 const maxObjects = 10_000
 
-// Settings are the counter scenario's own settings.
+// Settings are the counter scenario's own settings; each field's help tag,
+// its flag's help, says what it is.
 type Settings struct {
-	// Objects is the number of shared objects created before the run.
-	Objects int `json:"objects" flag:"objects" help:"shared objects created before the run"`
-	// ObjectSize is the filler, in bytes, added to each object.
-	ObjectSize int `json:"objectSize,omitempty" flag:"object-size" help:"bytes of filler in each object, so writes cost what real objects cost"`
-	// Distribution picks the object each operation hits.
-	Distribution Distribution `json:"distribution" flag:"distribution" help:"which object an operation hits: uniform, zipf or hotspot"`
-	// ZipfExponent (s > 1) for DistZipf.
-	ZipfExponent float64 `json:"zipfExponent,omitempty" flag:"zipf-exponent" help:"zipf: exponent s > 1 (default 1.1)"`
-	// HotFraction of the objects that are hot, for DistHotspot.
-	HotFraction float64 `json:"hotFraction,omitempty" flag:"hot-fraction" help:"hotspot: fraction of objects that are hot (default 0.1)"`
-	// HotShare of the traffic that goes to hot objects, for DistHotspot.
-	HotShare float64 `json:"hotShare,omitempty" flag:"hot-share" help:"hotspot: share of traffic to hot objects (default 0.9)"`
-	// WritersPerObject, when > 0, pins groups of K writers to each object.
-	WritersPerObject int `json:"writersPerObject,omitempty" flag:"writers-per-object" help:"pin fixed groups of K writers to each object instead of a distribution"`
-	// Fields is FieldsShared or FieldsDisjoint.
-	Fields Fields `json:"fields" flag:"fields" help:"shared (all writers increment one counter) or disjoint (each writer owns a field)"`
+	Objects          int          `json:"objects" flag:"objects" help:"shared objects created before the run"`
+	ObjectSize       int          `json:"objectSize,omitempty" flag:"object-size" help:"bytes of filler in each object, so writes cost what real objects cost"`
+	Distribution     Distribution `json:"distribution" flag:"distribution" help:"which object an operation hits: uniform, zipf or hotspot"`
+	ZipfExponent     float64      `json:"zipfExponent,omitempty" flag:"zipf-exponent" help:"zipf: exponent s > 1 (default 1.1)"`
+	HotFraction      float64      `json:"hotFraction,omitempty" flag:"hot-fraction" help:"hotspot: fraction of objects that are hot (default 0.1)"`
+	HotShare         float64      `json:"hotShare,omitempty" flag:"hot-share" help:"hotspot: share of traffic to hot objects (default 0.9)"`
+	WritersPerObject int          `json:"writersPerObject,omitempty" flag:"writers-per-object" help:"pin fixed groups of K writers to each object instead of a distribution"`
+	Fields           Fields       `json:"fields" flag:"fields" help:"shared (all writers increment one counter) or disjoint (each writer owns a field)"`
 }
 
 // Default fills the zero fields that have defaults.

@@ -10,16 +10,12 @@ import (
 	"github.com/kb-bench/kb-bench/results"
 )
 
-// CheckOneLeader names the check that no two candidates led at once.
-const CheckOneLeader = "leader election: exactly one leader at a time"
-
-// CheckFencing names the check that a fencing token would have refused
-// every leader-only write accepted from a deposed leader.
-const CheckFencing = "leader election: the fencing token refuses every deposed leader's write"
-
-// CheckCandidates names the check, with the pause fault, that every
-// candidate process ran until the run stopped it.
-const CheckCandidates = "leader election: every candidate process ran to the end"
+// Names of the checks the scenario reports (Checks).
+const (
+	CheckOneLeader  = "leader election: exactly one leader at a time"
+	CheckFencing    = "leader election: the fencing token refuses every deposed leader's write"
+	CheckCandidates = "leader election: every candidate process ran to the end" // with the pause fault
+)
 
 // Report holds the leader-election scenario's figures. Times ("At") are
 // offsets from the moment the candidates were started (Start). The
@@ -45,10 +41,9 @@ type Report struct {
 	CandidatesLost []string
 
 	// TimeToFirstLeader is from starting the candidates to the first
-	// OnStartedLeading; zero with FirstLeader empty when none was elected.
+	// OnStartedLeading, FirstLeader's; both zero when none was elected.
 	TimeToFirstLeader time.Duration
-	// FirstLeader is the identity of the first leader.
-	FirstLeader string
+	FirstLeader       string
 	// Leaderships counts OnStartedLeading callbacks over the whole run.
 	Leaderships int
 	// Transitions counts holder changes seen by watching the Lease: a new
@@ -87,9 +82,9 @@ type Report struct {
 	LeaderWrites *LeaderWrites
 
 	// Overlaps lists every span during which two or more candidates
-	// believed they led. None is the expected outcome.
-	Overlaps []Overlap
-	// OverlapTotal is the summed duration of Overlaps.
+	// believed they led (none is the expected outcome); OverlapTotal is
+	// their summed duration.
+	Overlaps     []Overlap
 	OverlapTotal time.Duration
 }
 
@@ -163,60 +158,46 @@ type FaultReport struct {
 	DeposedWrites, WouldBeFenced int
 }
 
-// Theft is a leadership that began while another candidate still
-// believed it led.
+// Theft is a leadership that Thief began At while Victim still believed
+// it led; Detection is from then to Victim's step-down, and Ongoing says
+// Victim still believed it led at the end.
 type Theft struct {
-	// At is when the thief started leading.
-	At time.Duration
-	// Victim believed it led when Thief started to.
+	At            time.Duration
 	Victim, Thief string
-	// Detection is from the theft to the victim's step-down.
-	Detection time.Duration
-	// Ongoing: the victim still believed it led at the end.
-	Ongoing bool
+	Detection     time.Duration
+	Ongoing       bool
 }
 
-// Failover is one stop of the current leader and what followed.
+// Failover is one stop of the leader Stopped, At, and what followed:
+// when Resolved (a candidate started leading before the end), NewLeader
+// did, Duration after the stop.
 type Failover struct {
-	// At is when the leader was stopped.
-	At time.Duration
-	// Stopped is the identity of the stopped leader.
-	Stopped string
-	// NewLeader is the next candidate to start leading, if any did.
-	NewLeader string
-	// Resolved is false when no candidate started leading before the end.
-	Resolved bool
-	// Duration is from the stop to the next OnStartedLeading anywhere.
-	Duration time.Duration
+	At                 time.Duration
+	Stopped, NewLeader string
+	Resolved           bool
+	Duration           time.Duration
 }
 
-// FailoverStats summarises failover durations.
+// FailoverStats counts the failovers and those Resolved, and summarises
+// the resolved ones' durations.
 type FailoverStats struct {
-	// Count is the number of failovers; Resolved those that ended with a new leader.
 	Count, Resolved int
-	// Min, P50 and Max of the resolved failovers' durations.
-	Min, P50, Max time.Duration
+	Min, P50, Max   time.Duration
 }
 
-// LeasePhase counts the Lease requests of one phase.
+// LeasePhase counts the Lease requests of one phase: Reads (GETs),
+// Writes (creates and updates), Conflicts (writes answered 409: a stale
+// resourceVersion, or AlreadyExists for a lost create race) and Errors
+// (other failed requests, reads and writes).
 type LeasePhase struct {
-	// Reads counts GETs of the Lease.
-	Reads int64
-	// Writes counts creates and updates; Conflicts those answered 409
-	// (a stale resourceVersion, or AlreadyExists for a lost create race).
-	Writes, Conflicts int64
-	// Errors counts other failed requests (reads and writes).
-	Errors int64
+	Reads, Writes, Conflicts, Errors int64
 }
 
-// Overlap is a span during which two or more candidates believed they led.
+// Overlap is a span, from At for Duration, during which two or more
+// candidates, Leaders, believed they led.
 type Overlap struct {
-	// At is when the span started.
-	At time.Duration
-	// Duration of the span.
-	Duration time.Duration
-	// Leaders are the identities that believed they led during the span.
-	Leaders []string
+	At, Duration time.Duration
+	Leaders      []string
 }
 
 // Checks is the one-leader check: no span in which two candidates

@@ -13,30 +13,20 @@ import (
 )
 
 // Settings are the leader-election scenario's own settings: client-go's
-// LeaderElectionConfig timings, and how the scenario stops leaders.
+// LeaderElectionConfig timings, and how the scenario stops leaders. Each
+// field's help tag, its flag's help, says what it is.
 type Settings struct {
-	// LeaseDuration is how long a Lease is valid without renewal.
-	LeaseDuration spec.Duration `json:"leaseDuration" flag:"lease-duration" help:"how long the Lease is valid without a renewal (the Lease records whole seconds)"`
-	// RenewDeadline is how long the leader retries a renewal.
-	RenewDeadline spec.Duration `json:"renewDeadline" flag:"renew-deadline" help:"how long the leader retries a renewal before it gives up leading"`
-	// RetryPeriod is how often candidates try to acquire or renew.
-	RetryPeriod spec.Duration `json:"retryPeriod" flag:"retry-period" help:"how often candidates try to acquire or renew the Lease"`
-	// FailoverEvery is how often the leader is stopped, or faulted, after
-	// the warm-up; a stopped leader rejoins as a new candidate.
-	FailoverEvery spec.Duration `json:"failoverEvery,omitzero" flag:"failover-every" help:"stop the leader this often and restart it as a candidate, or inject --fault this often (0: never)"`
-	// ReleaseOnCancel makes a stopped leader release the Lease.
-	ReleaseOnCancel bool `json:"releaseOnCancel,omitempty" flag:"release-on-cancel" help:"a stopped leader releases the Lease, so a follower takes over at once"`
+	LeaseDuration   spec.Duration `json:"leaseDuration" flag:"lease-duration" help:"how long the Lease is valid without a renewal (the Lease records whole seconds)"`
+	RenewDeadline   spec.Duration `json:"renewDeadline" flag:"renew-deadline" help:"how long the leader retries a renewal before it gives up leading"`
+	RetryPeriod     spec.Duration `json:"retryPeriod" flag:"retry-period" help:"how often candidates try to acquire or renew the Lease"`
+	FailoverEvery   spec.Duration `json:"failoverEvery,omitzero" flag:"failover-every" help:"stop the leader this often and restart it as a candidate, or inject --fault this often (0: never)"`
+	ReleaseOnCancel bool          `json:"releaseOnCancel,omitempty" flag:"release-on-cancel" help:"a stopped leader releases the Lease, so a follower takes over at once"`
 
-	// Lock is the lock implementation every candidate runs.
-	Lock string `json:"lock,omitempty" flag:"lock" help:"the lock implementation: client-go (tools/leaderelection) or watch (a raw Lease lock that watches the Lease and steps down when another holder appears)"`
-	// Fault is what is done to the leader instead of stopping it.
-	Fault string `json:"fault,omitempty" flag:"fault" help:"the fault injected instead of stopping the leader: none, pause (SIGSTOP of the leader's process), partition (its requests held), skew, delete, edit"`
-	// FaultAt injects the fault once, this long after the warm-up.
-	FaultAt spec.Duration `json:"faultAt,omitzero" flag:"fault-at" help:"inject the fault once, this long after the warm-up (0: every --failover-every)"`
-	// FaultDuration is how long a pause or partition lasts, or skew's lease.
+	Lock          string        `json:"lock,omitempty" flag:"lock" help:"the lock implementation: client-go (tools/leaderelection) or watch (a raw Lease lock that watches the Lease and steps down when another holder appears)"`
+	Fault         string        `json:"fault,omitempty" flag:"fault" help:"the fault injected instead of stopping the leader: none, pause (SIGSTOP of the leader's process), partition (its requests held), skew, delete, edit"`
+	FaultAt       spec.Duration `json:"faultAt,omitzero" flag:"fault-at" help:"inject the fault once, this long after the warm-up (0: every --failover-every)"`
 	FaultDuration spec.Duration `json:"faultDuration,omitzero" flag:"fault-duration" help:"pause: how long the leader is frozen; partition: how long its requests are held; skew: the skewed candidate's lease duration"`
-	// LeaderWrites is how often a leader writes the fenced ConfigMap.
-	LeaderWrites spec.Duration `json:"leaderWrites,omitzero" flag:"leader-writes" help:"how often a leader writes the fenced ConfigMap kb-bench-fenced with its fencing token (0: never; 100ms with a fault)"`
+	LeaderWrites  spec.Duration `json:"leaderWrites,omitzero" flag:"leader-writes" help:"how often a leader writes the fenced ConfigMap kb-bench-fenced with its fencing token (0: never; 100ms with a fault)"`
 }
 
 // The lock implementations.

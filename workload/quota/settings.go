@@ -19,14 +19,12 @@ const (
 	ResourceGPU = "requests.nvidia.com/gpu"
 )
 
-// Settings are the quota scenario's own settings.
+// Settings are the quota scenario's own settings; each field's help tag,
+// its flag's help, says what it is.
 type Settings struct {
-	// Resource is the quota'd resource: ResourceConfigMaps or ResourceGPU.
-	Resource string `json:"resource" flag:"quota-resource" help:"the quota'd resource: count/configmaps (the writers create ConfigMaps) or requests.nvidia.com/gpu (Pods asking for one GPU each)"`
-	// Hard is the quota's hard limit H.
-	Hard int64 `json:"hard" flag:"quota-hard" help:"the ResourceQuota's hard limit"`
-	// ObjectSize is the filler, in bytes, in each created ConfigMap.
-	ObjectSize int `json:"objectSize,omitempty" flag:"object-size" help:"bytes of filler in each object, so writes cost what real objects cost"`
+	Resource   string `json:"resource" flag:"quota-resource" help:"the quota'd resource: count/configmaps (the writers create ConfigMaps) or requests.nvidia.com/gpu (Pods asking for one GPU each)"`
+	Hard       int64  `json:"hard" flag:"quota-hard" help:"the ResourceQuota's hard limit"`
+	ObjectSize int    `json:"objectSize,omitempty" flag:"object-size" help:"bytes of filler in each object, so writes cost what real objects cost"`
 }
 
 // Default fills the zero fields with their defaults.

@@ -2,8 +2,10 @@ package transport
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -22,7 +24,6 @@ import (
 // so that a check against the apiservers' own counts can leave out one
 // whose counters died with it.
 type Servers struct {
-	urls []string
 	host []string
 	mu   sync.Mutex
 	down []time.Time // when each first refused a connection; zero: up
@@ -35,7 +36,7 @@ type Servers struct {
 
 // NewServers returns the state of the apiservers at urls, all up.
 func NewServers(urls []string) (*Servers, error) {
-	s := &Servers{urls: urls, down: make([]time.Time, len(urls)), firstMove: map[int]time.Time{}}
+	s := &Servers{down: make([]time.Time, len(urls)), firstMove: map[int]time.Time{}}
 	for _, u := range urls {
 		p, err := url.Parse(u)
 		if err != nil {
@@ -46,9 +47,6 @@ func NewServers(urls []string) (*Servers, error) {
 	}
 	return s, nil
 }
-
-// URLs are the apiservers, in order.
-func (s *Servers) URLs() []string { return s.urls }
 
 // Down says when apiserver i first refused a connection (zero: it has not).
 func (s *Servers) Down(i int) time.Time {
@@ -63,11 +61,7 @@ func (s *Servers) Down(i int) time.Time {
 func (s *Servers) Failovers() (moves int64, first map[int]time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	first = make(map[int]time.Time, len(s.firstMove))
-	for k, v := range s.firstMove {
-		first[k] = v
-	}
-	return s.moves, first
+	return s.moves, maps.Clone(s.firstMove)
 }
 
 // Answered returns, by apiserver, the requests it answered so far, by
@@ -77,10 +71,7 @@ func (s *Servers) Answered() []map[metrics.RequestKey]int64 {
 	defer s.mu.Unlock()
 	out := make([]map[metrics.RequestKey]int64, len(s.answered))
 	for i, m := range s.answered {
-		out[i] = make(map[metrics.RequestKey]int64, len(m))
-		for k, n := range m {
-			out[i][k] = n
-		}
+		out[i] = maps.Clone(m)
 	}
 	return out
 }
@@ -106,12 +97,7 @@ func (s *Servers) refused(i int) bool {
 	if s.down[i].IsZero() {
 		s.down[i] = time.Now()
 	}
-	for _, d := range s.down {
-		if d.IsZero() {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.down, time.Time.IsZero)
 }
 
 func (s *Servers) moved(client int) {

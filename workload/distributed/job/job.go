@@ -7,7 +7,6 @@
 package job
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"maps"
@@ -19,10 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/internal/ociimage"
@@ -98,32 +95,12 @@ const TargetKubeconfigKey = "kubeconfig"
 const targetDir = "/var/run/kb-bench/target"
 
 // Objects are a run's shard objects, all named Options.Name in
-// Options.Namespace; List gives the order to create them in.
+// Options.Namespace.
 type Objects struct {
 	ServiceAccount *corev1.ServiceAccount
 	Role           *rbacv1.Role
 	RoleBinding    *rbacv1.RoleBinding
 	Job            *batchv1.Job
-}
-
-// List returns the objects in creation order: the ServiceAccount and its
-// rights before the Job whose pods use them.
-func (o Objects) List() []runtime.Object {
-	return []runtime.Object{o.ServiceAccount, o.Role, o.RoleBinding, o.Job}
-}
-
-// YAML renders the objects as one multi-document YAML stream, in List's
-// order, for kubectl apply -f.
-func (o Objects) YAML() ([]byte, error) {
-	var docs [][]byte
-	for _, obj := range o.List() {
-		b, err := yaml.Marshal(obj)
-		if err != nil {
-			return nil, fmt.Errorf("rendering %T as YAML: %w", obj, err)
-		}
-		docs = append(docs, b)
-	}
-	return bytes.Join(docs, []byte("---\n")), nil
 }
 
 // Build validates o, applies its defaults and returns the objects that run

@@ -1,6 +1,8 @@
 package job_test
 
 import (
+	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kb-bench/kb-bench/internal/golden"
 	"github.com/kb-bench/kb-bench/internal/k8s"
@@ -30,6 +34,26 @@ func options() job.Options {
 		Image:     "kb-bench/kb-bench:v0.3.0",
 		Rules:     rules,
 	}
+}
+
+// list is the objects in the order they are created in: the
+// ServiceAccount and its rights before the Job whose pods use them.
+func list(o job.Objects) []runtime.Object {
+	return []runtime.Object{o.ServiceAccount, o.Role, o.RoleBinding, o.Job}
+}
+
+// render is the objects as one multi-document YAML stream, as kubectl
+// apply -f takes them.
+func render(o job.Objects) ([]byte, error) {
+	var docs [][]byte
+	for _, obj := range list(o) {
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("rendering %T as YAML: %w", obj, err)
+		}
+		docs = append(docs, b)
+	}
+	return bytes.Join(docs, []byte("---\n")), nil
 }
 
 func TestYAMLGolden(t *testing.T) {
@@ -60,7 +84,7 @@ func TestYAMLGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := objs.YAML()
+			got, err := render(objs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +101,7 @@ func TestBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, obj := range objs.List() {
+	for _, obj := range list(objs) {
 		m := obj.(interface{ GetLabels() map[string]string }).GetLabels()
 		for k, v := range k8s.Labels(o.RunID) {
 			if m[k] != v {
