@@ -25,13 +25,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -193,11 +193,11 @@ func (r *Runtime) Containers() []Container {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []Container
-	for _, name := range r.containerNames() {
+	for _, name := range sortedKeys(r.containers) {
 		c := *r.containers[name]
-		c.Files = maps(c.Files)
-		c.Labels = maps(c.Labels)
-		c.Env = maps(c.Env)
+		c.Files = maps.Clone(c.Files)
+		c.Labels = maps.Clone(c.Labels)
+		c.Env = maps.Clone(c.Env)
 		c.Execs = slices.Clone(c.Execs)
 		c.listeners = nil
 		out = append(out, c)
@@ -209,26 +209,7 @@ func (r *Runtime) Containers() []Container {
 func (r *Runtime) Networks() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []string
-	for name := range r.networks {
-		if name != "bridge" {
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// Images returns the images the runtime holds.
-func (r *Runtime) Images() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for i := range r.images {
-		out = append(out, i)
-	}
-	sort.Strings(out)
-	return out
+	return slices.DeleteFunc(sortedKeys(r.networks), func(n string) bool { return n == "bridge" })
 }
 
 func (r *Runtime) close() {
@@ -398,9 +379,7 @@ func (r *Runtime) info(args []string) (string, string, int) {
 		"SecurityOptions": []string{"name=seccomp,profile=default", "name=cgroupns"},
 		"DriverStatus":    [][]string{{"Backing Filesystem", "extfs"}, {"Supports d_type", "true"}},
 	}
-	for k, v := range r.o.Info {
-		info[k] = v
-	}
+	maps.Copy(info, r.o.Info)
 	if format := last(f, "format", "f"); format != "" {
 		return formatted(format, info)
 	}
@@ -485,30 +464,25 @@ func splitPublish(p string) (host, port, containerPort string) {
 }
 
 func (r *Runtime) pull(image string) (string, string, int) {
+	repo, tag := splitImage(image)
 	if r.images[image] {
-		return fmt.Sprintf("%s: Pulling from %s\nStatus: Image is up to date for %s\n", tag(image), repo(image), image), "", 0
+		return fmt.Sprintf("%s: Pulling from %s\nStatus: Image is up to date for %s\n", tag, repo, image), "", 0
 	}
 	if !slices.Contains(r.o.Registry, image) {
 		return "", RegistryError + "\n", 1
 	}
 	r.images[image] = true
-	return fmt.Sprintf("%s: Pulling from %s\n6c0a1e2f9b3d: Pulling fs layer\n6c0a1e2f9b3d: Download complete\n6c0a1e2f9b3d: Pull complete\nStatus: Downloaded newer image for %s\n%s\n", tag(image), repo(image), image, image), "", 0
+	return fmt.Sprintf("%s: Pulling from %s\n6c0a1e2f9b3d: Pulling fs layer\n6c0a1e2f9b3d: Download complete\n6c0a1e2f9b3d: Pull complete\nStatus: Downloaded newer image for %s\n%s\n", tag, repo, image, image), "", 0
 }
 
-func repo(image string) string {
+// splitImage splits an image reference into its repository and tag
+// (latest when it names none), leaving out any digest.
+func splitImage(image string) (repo, tag string) {
 	image, _, _ = strings.Cut(image, "@")
 	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
-		return image[:i]
+		return image[:i], image[i+1:]
 	}
-	return image
-}
-
-func tag(image string) string {
-	image, _, _ = strings.Cut(image, "@")
-	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
-		return image[i+1:]
-	}
-	return "latest"
+	return image, "latest"
 }
 
 func (r *Runtime) network(args []string) (string, string, int) {
@@ -525,7 +499,7 @@ func (r *Runtime) network(args []string) (string, string, int) {
 			}
 		}
 		var out strings.Builder
-		for _, n := range r.networkNames() {
+		for _, n := range sortedKeys(r.networks) {
 			if match != nil && !match.MatchString(n) {
 				continue
 			}
@@ -557,12 +531,7 @@ func (r *Runtime) network(args []string) (string, string, int) {
 		if r.networkByName(rest[0]) != nil {
 			return "", fmt.Sprintf("Error response from daemon: network with name %s already exists\n", rest[0]), 1
 		}
-		opts := map[string]string{}
-		for _, o := range f["o"] {
-			k, v, _ := strings.Cut(o, "=")
-			opts[k] = v
-		}
-		n := &network{name: rest[0], id: newID(), subnet: last(f, "subnet"), options: opts}
+		n := &network{name: rest[0], id: newID(), subnet: last(f, "subnet"), options: keyValues(f["o"])}
 		r.networks[n.name] = n
 		return n.id + "\n", "", 0
 	case "rm":
@@ -581,15 +550,6 @@ func (r *Runtime) network(args []string) (string, string, int) {
 		return strings.Join(rest, "\n") + "\n", "", 0
 	}
 	return "", fmt.Sprintf("docker: 'network %s' is not a command the kb-bench test double answers\n", args[0]), 125
-}
-
-func (r *Runtime) networkNames() []string {
-	var names []string
-	for n := range r.networks {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 func (r *Runtime) networkByName(name string) *network {
@@ -647,17 +607,13 @@ func (r *Runtime) run(args []string, passed map[string]string) (string, string, 
 	if r.networkByName(netName) == nil {
 		return "", fmt.Sprintf("docker: Error response from daemon: network %s not found.\n", netName), 125
 	}
-	c := &Container{Name: name, ID: newID(), Image: image, RunArgs: slices.Clone(args), Labels: map[string]string{}, Network: netName, Files: map[string]string{}, Env: map[string]string{}}
+	c := &Container{Name: name, ID: newID(), Image: image, RunArgs: slices.Clone(args), Labels: keyValues(append(f["label"], f["l"]...)), Network: netName, Files: map[string]string{}, Env: map[string]string{}}
 	for _, e := range append(f["e"], f["env"]...) {
 		if k, v, ok := strings.Cut(e, "="); ok {
 			c.Env[k] = v
 		} else if v, ok := passed[e]; ok {
 			c.Env[e] = v
 		}
-	}
-	for _, l := range append(f["label"], f["l"]...) {
-		k, v, _ := strings.Cut(l, "=")
-		c.Labels[k] = v
 	}
 	for _, p := range append(f["publish"], f["p"]...) {
 		c.Publish = append(c.Publish, p)
@@ -682,7 +638,7 @@ func (r *Runtime) run(args []string, passed map[string]string) (string, string, 
 	if role := c.Labels[RoleLabel]; role == "control-plane" || role == "worker" {
 		version := r.o.NodeVersion
 		if version == "" {
-			version = tag(image)
+			_, version = splitImage(image)
 		}
 		c.Files["/kind/version"] = version + "\n"
 		c.Files["/kind/manifests/default-cni.yaml"] = cniManifest
@@ -761,8 +717,6 @@ func (r *Runtime) exec(args []string, stdin []byte) (string, string, int) {
 			return "", fmt.Sprintf("cat: %s: No such file or directory\n", cmd[1]), 1
 		}
 		return content, "", 0
-	case cmd[0] == "mkdir":
-		return "", "", 0
 	case cmd[0] == "cp" && len(cmd) == 3 && cmd[1] == "/dev/stdin":
 		c.Files[cmd[2]] = string(stdin)
 		return "", "", 0
@@ -786,7 +740,7 @@ func (r *Runtime) exec(args []string, stdin []byte) (string, string, int) {
 			return "'True'", "", 0
 		}
 		return "", "", 0
-	case cmd[0] == "sh" || cmd[0] == "bash" || cmd[0] == "true":
+	case cmd[0] == "mkdir" || cmd[0] == "sh" || cmd[0] == "bash" || cmd[0] == "true":
 		return "", "", 0
 	}
 	return "", fmt.Sprintf("OCI runtime exec failed: exec: %q: executable file not found in $PATH (kb-bench test double)\n", cmd[0]), 126
@@ -804,7 +758,7 @@ func (p psRow) Label(name string) string { return p.labels[name] }
 func (r *Runtime) ps(args []string) (string, string, int) {
 	f, _ := flags(args, formatFlags, false)
 	var out strings.Builder
-	for _, name := range r.containerNames() {
+	for _, name := range sortedKeys(r.containers) {
 		c := r.containers[name]
 		if !matches(c, f["filter"]) {
 			continue
@@ -866,27 +820,23 @@ func (r *Runtime) rm(args []string) (string, string, int) {
 	return out.String(), "", 0
 }
 
-func (r *Runtime) containerNames() []string {
-	var names []string
-	for n := range r.containers {
-		names = append(names, n)
+// sortedKeys returns the names of a map of networks or containers, sorted.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// keyValues is the map of KEY=VALUE options (--label, --opt).
+func keyValues(options []string) map[string]string {
+	m := map[string]string{}
+	for _, o := range options {
+		k, v, _ := strings.Cut(o, "=")
+		m[k] = v
 	}
-	sort.Strings(names)
-	return names
+	return m
 }
 
 func newID() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func maps(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // The manifests a kind node image holds, shortened: kind templates the pod
