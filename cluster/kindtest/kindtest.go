@@ -104,8 +104,6 @@ type Container struct {
 	// Files are the files written into it (path -> content), including
 	// the ones its image holds.
 	Files map[string]string
-	// Execs are the commands run in it, in order.
-	Execs [][]string
 
 	ip4, ip6  string
 	listeners []net.Listener
@@ -198,7 +196,6 @@ func (r *Runtime) Containers() []Container {
 		c.Files = maps.Clone(c.Files)
 		c.Labels = maps.Clone(c.Labels)
 		c.Env = maps.Clone(c.Env)
-		c.Execs = slices.Clone(c.Execs)
 		c.listeners = nil
 		out = append(out, c)
 	}
@@ -709,7 +706,6 @@ func (r *Runtime) exec(args []string, stdin []byte) (string, string, int) {
 		return "", "Error: No such container: " + rest[0] + "\n", 1
 	}
 	cmd := rest[1:]
-	c.Execs = append(c.Execs, slices.Clone(cmd))
 	switch {
 	case cmd[0] == "cat" && len(cmd) == 2:
 		content, ok := c.Files[cmd[1]]
