@@ -7,12 +7,12 @@
 // first on PATH; each call it gets is answered by the engine running in
 // the test process, which keeps the state a daemon would (images,
 // networks, containers and the files written into them), records every
-// call with its standard input, and answers what kind asks: info, inspect,
-// network, run, logs, exec, ps, rm, pull (and kb-bench's image labels and
-// privileged-container check). A node "runs" the commands kind execs in
-// it: cat, mkdir, cp /dev/stdin (the kubeadm and containerd configurations
-// kind writes are kept), kubeadm init/join (which write
-// /etc/kubernetes/admin.conf from Options.AdminKubeconfig), kubectl, true. A port a container publishes is
+// call, and answers what kind asks: info, inspect, network, run, logs,
+// exec, ps, rm, pull (and kb-bench's image labels and privileged-container
+// check). A node "runs" the commands kind execs in it: cat, mkdir, cp
+// /dev/stdin (the kubeadm and containerd configurations kind writes are
+// kept), kubeadm init/join (which write /etc/kubernetes/admin.conf from
+// Options.AdminKubeconfig), kubectl, true. A port a container publishes is
 // listened on and forwarded to Options.Forward, as docker's proxy forwards
 // to a container: with a real local apiserver there, the kubeconfig kind
 // exports reaches it exactly as a kind user's reaches theirs.
@@ -59,9 +59,6 @@ type Options struct {
 	// Registry holds the images a pull (or a run of a missing image) can
 	// fetch; any other pull fails with RegistryError.
 	Registry []string
-	// NodeVersion is the Kubernetes version in a node's /kind/version
-	// (default: the node image's tag, e.g. v1.37.0).
-	NodeVersion string
 	// AdminKubeconfig is the /etc/kubernetes/admin.conf that kubeadm init
 	// writes into a node (default: one for a server nobody serves).
 	AdminKubeconfig []byte
@@ -81,9 +78,8 @@ type Options struct {
 
 // Call is one invocation of the docker program.
 type Call struct {
-	Args  []string
-	Stdin string
-	Code  int
+	Args []string
+	Code int
 }
 
 // String is the call as a command line.
@@ -257,7 +253,7 @@ func (r *Runtime) serve() {
 func (r *Runtime) do(args []string, stdin []byte, env map[string]string) (stdout, stderr string, code int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	defer func() { r.calls = append(r.calls, Call{Args: args, Stdin: string(stdin), Code: code}) }()
+	defer func() { r.calls = append(r.calls, Call{Args: args, Code: code}) }()
 	if r.o.Fail != nil {
 		if msg, c, ok := r.o.Fail(args); ok {
 			return "", msg, c
@@ -633,10 +629,7 @@ func (r *Runtime) run(args []string, passed map[string]string) (string, string, 
 	c.ip4 = fmt.Sprintf("172.18.0.%d", r.nextIP+1)
 	c.ip6 = fmt.Sprintf("fc00:f853:ccd:e793::%d", r.nextIP+1)
 	if role := c.Labels[RoleLabel]; role == "control-plane" || role == "worker" {
-		version := r.o.NodeVersion
-		if version == "" {
-			_, version = splitImage(image)
-		}
+		_, version := splitImage(image) // v1.37.0 of kindest/node:v1.37.0
 		c.Files["/kind/version"] = version + "\n"
 		c.Files["/kind/manifests/default-cni.yaml"] = cniManifest
 		c.Files["/kind/manifests/default-storage.yaml"] = storageManifest
