@@ -20,6 +20,7 @@ package kindtest
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -336,32 +337,28 @@ func last(f map[string][]string, names ...string) string {
 
 var formatFlags = map[string]bool{"format": true, "f": true, "type": true, "filter": true}
 
-// render executes a --format template the way docker does.
-func render(format string, data any) (string, error) {
+// formatted prints data as docker does: each item by the --format
+// template, a line each, or without one all of them as one JSON array.
+func formatted(format string, data ...any) (string, string, int) {
+	if format == "" && len(data) > 0 {
+		b, _ := json.MarshalIndent(data, "", "    ")
+		return string(b) + "\n", "", 0
+	}
 	t, err := template.New("format").Funcs(template.FuncMap{"json": func(v any) (string, error) {
 		b, err := json.Marshal(v)
 		return string(b), err
 	}}).Parse(format)
-	if err != nil {
-		return "", err
+	var out bytes.Buffer
+	for _, d := range data {
+		if err == nil {
+			err = t.Execute(&out, d)
+			out.WriteByte('\n')
+		}
 	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, data); err != nil {
-		return "", err
-	}
-	return b.String() + "\n", nil
-}
-
-func formatted(format string, data any) (string, string, int) {
-	if format == "" {
-		b, _ := json.MarshalIndent([]any{data}, "", "    ")
-		return string(b) + "\n", "", 0
-	}
-	out, err := render(format, data)
 	if err != nil {
 		return "", fmt.Sprintf("template: %v\n", err), 1
 	}
-	return out, "", 0
+	return out.String(), "", 0
 }
 
 func (r *Runtime) info(args []string) (string, string, int) {
@@ -400,11 +397,7 @@ func (r *Runtime) imageInspect(names []string) (string, string, int) {
 		}
 		out = append(out, map[string]any{"RepoTags": []string{n}, "Config": map[string]any{"Labels": labels}})
 	}
-	if format := last(f, "format", "f"); format != "" {
-		return formatted(format, out[0])
-	}
-	b, _ := json.MarshalIndent(out, "", "    ")
-	return string(b) + "\n", "", 0
+	return formatted(last(f, "format", "f"), out...)
 }
 
 func (r *Runtime) inspect(args []string) (string, string, int) {
@@ -412,19 +405,17 @@ func (r *Runtime) inspect(args []string) (string, string, int) {
 	if last(f, "type") == "image" {
 		return r.imageInspect(names)
 	}
-	var out strings.Builder
+	format := last(f, "format", "f")
+	var data []any
 	for _, n := range names {
 		c, ok := r.containers[n]
 		if !ok {
-			return out.String(), "Error: No such object: " + n + "\n", 1
+			found, _, _ := formatted(format, data...)
+			return found, "Error: No such object: " + n + "\n", 1
 		}
-		o, e, code := formatted(last(f, "format", "f"), c.inspectData())
-		out.WriteString(o)
-		if code != 0 {
-			return out.String(), e, code
-		}
+		data = append(data, c.inspectData())
 	}
-	return out.String(), "", 0
+	return formatted(format, data...)
 }
 
 // inspectData is the part of `docker inspect`'s document kind reads.
@@ -491,32 +482,25 @@ func (r *Runtime) network(args []string) (string, string, int) {
 				match = regexp.MustCompile(v)
 			}
 		}
-		var out strings.Builder
+		var rows []any
 		for _, n := range sortedKeys(r.networks) {
-			if match != nil && !match.MatchString(n) {
-				continue
+			if match == nil || match.MatchString(n) {
+				rows = append(rows, map[string]any{"ID": r.networks[n].id[:12], "Name": n, "Driver": "bridge"})
 			}
-			o, e, code := formatted(last(f, "format"), map[string]any{"ID": r.networks[n].id[:12], "Name": n, "Driver": "bridge"})
-			if code != 0 {
-				return "", e, code
-			}
-			out.WriteString(o)
 		}
-		return out.String(), "", 0
+		return formatted(last(f, "format"), rows...)
 	case "inspect":
-		var out strings.Builder
+		format := last(f, "format", "f")
+		var data []any
 		for _, name := range rest {
 			n := r.networkByName(name)
 			if n == nil {
-				return out.String(), "Error: No such network: " + name + "\n", 1
+				found, _, _ := formatted(format, data...)
+				return found, "Error: No such network: " + name + "\n", 1
 			}
-			o, e, code := formatted(last(f, "format", "f"), r.networkData(n))
-			if code != 0 {
-				return "", e, code
-			}
-			out.WriteString(o)
+			data = append(data, r.networkData(n))
 		}
-		return out.String(), "", 0
+		return formatted(format, data...)
 	case "create":
 		if len(rest) != 1 {
 			return "", "docker network create takes one name\n", 1
@@ -746,27 +730,17 @@ func (p psRow) Label(name string) string { return p.labels[name] }
 
 func (r *Runtime) ps(args []string) (string, string, int) {
 	f, _ := flags(args, formatFlags, false)
-	var out strings.Builder
-	for _, name := range sortedKeys(r.containers) {
-		c := r.containers[name]
-		if !matches(c, f["filter"]) {
-			continue
-		}
-		if _, quiet := f["q"]; quiet {
-			out.WriteString(c.ID[:12] + "\n")
-			continue
-		}
-		format := last(f, "format")
-		if format == "" {
-			format = "{{.ID}}\t{{.Image}}\t{{.Names}}"
-		}
-		o, e, code := formatted(format, psRow{ID: c.ID[:12], Names: c.Name, Image: c.Image, labels: c.Labels})
-		if code != 0 {
-			return "", e, code
-		}
-		out.WriteString(o)
+	format := cmp.Or(last(f, "format"), "{{.ID}}\t{{.Image}}\t{{.Names}}")
+	if _, quiet := f["q"]; quiet {
+		format = "{{.ID}}"
 	}
-	return out.String(), "", 0
+	var rows []any
+	for _, name := range sortedKeys(r.containers) {
+		if c := r.containers[name]; matches(c, f["filter"]) {
+			rows = append(rows, psRow{ID: c.ID[:12], Names: c.Name, Image: c.Image, labels: c.Labels})
+		}
+	}
+	return formatted(format, rows...)
 }
 
 func matches(c *Container, filters []string) bool {
