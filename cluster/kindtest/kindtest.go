@@ -577,10 +577,7 @@ func (r *Runtime) run(args []string, passed map[string]string) (string, string, 
 		r.images[image] = true
 		pulled = fmt.Sprintf("Unable to find image '%s' locally\n", image)
 	}
-	netName := last(f, "net", "network")
-	if netName == "" {
-		netName = "bridge"
-	}
+	netName := cmp.Or(last(f, "net", "network"), "bridge")
 	if r.networkByName(netName) == nil {
 		return "", fmt.Sprintf("docker: Error response from daemon: network %s not found.\n", netName), 125
 	}
@@ -694,11 +691,7 @@ func (r *Runtime) exec(args []string, stdin []byte) (string, string, int) {
 		c.Files[cmd[2]] = string(stdin)
 		return "", "", 0
 	case cmd[0] == "kubeadm" && len(cmd) > 1 && cmd[1] == "init":
-		admin := string(r.o.AdminKubeconfig)
-		if admin == "" {
-			admin = defaultAdmin
-		}
-		c.Files["/etc/kubernetes/admin.conf"] = admin
+		c.Files["/etc/kubernetes/admin.conf"] = cmp.Or(string(r.o.AdminKubeconfig), defaultAdmin)
 		for _, p := range []string{"ca", "front-proxy-ca", "etcd/ca"} {
 			c.Files["/etc/kubernetes/pki/"+p+".crt"] = "certificate of the kb-bench test double\n"
 			c.Files["/etc/kubernetes/pki/"+p+".key"] = "key of the kb-bench test double\n"
