@@ -182,9 +182,7 @@ func Resolve(ctx context.Context, r Request) (*Plan, error) {
 	if r.Baseline != nil {
 		return resolveSides(ctx, r)
 	}
-	if r.Count == 0 {
-		r.Count = 1
-	}
+	r.Count = cmp.Or(r.Count, 1)
 	if r.Count < 1 || r.Count > maxCount {
 		return nil, spec.Input(fmt.Errorf("--count %d: use 1 to %d samples", r.Count, maxCount))
 	}

@@ -194,9 +194,7 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 
 // check refuses options that do not fit the plan, before anything runs.
 func (o *Options) check(p *Plan) error {
-	if o.Format == "" {
-		o.Format = "text"
-	}
+	o.Format = cmp.Or(o.Format, "text")
 	if o.Format != "text" && o.Format != "json" {
 		return spec.Input(fmt.Errorf("Options.Format %q is not known: use text or json", o.Format))
 	}

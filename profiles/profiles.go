@@ -22,6 +22,7 @@ package profiles
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -112,9 +113,7 @@ func parse(source string, data []byte, resolve Resolver) (*Profile, error) {
 	if err := decodeStrict(source, data, &doc); err != nil {
 		return nil, err
 	}
-	if doc.Name == "" {
-		doc.Name = strings.TrimSuffix(filepath.Base(source), filepath.Ext(source))
-	}
+	doc.Name = cmp.Or(doc.Name, strings.TrimSuffix(filepath.Base(source), filepath.Ext(source)))
 
 	// Check a defaulted copy. A second decode gives a copy that shares no
 	// pointers or maps (Backoff, Settings) with the raw Spec.

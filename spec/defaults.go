@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -48,9 +49,7 @@ type Traits struct {
 // Defaults fills every zero-valued field that has a default for a scenario
 // with traits t. It never overrides a value that was set.
 func (s *Spec) Defaults(t Traits) {
-	if s.Writers == 0 {
-		s.Writers = DefaultWriters
-	}
+	s.Writers = cmp.Or(s.Writers, DefaultWriters)
 	if s.Clients == 0 {
 		s.Clients = 1
 		if n := s.Target.APIServerCount(); n > 1 {
@@ -59,7 +58,7 @@ func (s *Spec) Defaults(t Traits) {
 		}
 	}
 	if t.Strategies {
-		def(&s.Strategy, StrategyUpdate)
+		s.Strategy = cmp.Or(s.Strategy, StrategyUpdate)
 		switch s.Strategy {
 		case StrategyRetry:
 			if s.Backoff == nil {
@@ -67,9 +66,9 @@ func (s *Spec) Defaults(t Traits) {
 				s.Backoff = &b
 			}
 		case StrategyPatch:
-			def(&s.PatchType, PatchMerge)
+			s.PatchType = cmp.Or(s.PatchType, PatchMerge)
 		case StrategySSA:
-			def(&s.FieldManager, ManagerPerWriter)
+			s.FieldManager = cmp.Or(s.FieldManager, ManagerPerWriter)
 		}
 	}
 	if t.Driven && s.Rate > 0 && s.MaxInFlight == 0 {
@@ -78,25 +77,17 @@ func (s *Spec) Defaults(t Traits) {
 	if s.Duration.Duration == 0 && s.Operations == 0 {
 		s.Duration = D(DefaultDuration)
 	}
-	if s.OpTimeout.Duration == 0 {
-		s.OpTimeout = D(DefaultOpTimeout)
-	}
+	s.OpTimeout = cmp.Or(s.OpTimeout, D(DefaultOpTimeout))
 	if s.Shards > 0 {
-		def(&s.Runner, RunnerProcess)
+		s.Runner = cmp.Or(s.Runner, RunnerProcess)
 	}
 	if s.Client.QPS == 0 {
 		s.Client.QPS = -1 // no client-side limit, on purpose
 	}
-	def(&s.Client.ContentType, ContentDefault)
-	def(&s.Target.Kind, TargetLocal)
+	s.Client.ContentType = cmp.Or(s.Client.ContentType, ContentDefault)
+	s.Target.Kind = cmp.Or(s.Target.Kind, TargetLocal)
 	if s.Target.Kind == TargetLocal {
-		def(&s.Target.Storage, StorageDisk)
-	}
-}
-
-func def[T ~string](p *T, v T) {
-	if *p == "" {
-		*p = v
+		s.Target.Storage = cmp.Or(s.Target.Storage, StorageDisk)
 	}
 }
 

@@ -41,7 +41,6 @@ type Shared struct {
 	ControllerManager bool
 
 	once sync.Once
-	mu   sync.Mutex
 	cp   *cluster.ControlPlane
 	skip string
 	err  error
@@ -49,14 +48,12 @@ type Shared struct {
 
 // Main runs the tests and then stops the control plane if one was started.
 func (s *Shared) Main(m *testing.M) int {
+	// Every test has ended when m.Run returns, so s.cp is read safely.
 	code := m.Run()
-	s.mu.Lock()
-	cp := s.cp
-	s.mu.Unlock()
-	if cp != nil {
+	if s.cp != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := cp.Stop(ctx); err != nil {
+		if err := s.cp.Stop(ctx); err != nil {
 			fmt.Fprintf(os.Stderr, "stopping the local control plane: %v\n", err)
 			code = 1
 		}
@@ -83,10 +80,7 @@ func (s *Shared) ControlPlane(t testing.TB) *cluster.ControlPlane {
 		}
 		// Bounded by the test binary's deadline, not by a time of its
 		// own: a loaded machine starts the control plane slowly.
-		cp, err := cluster.StartLocal(await.Context(t), cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory, ControllerManager: s.ControllerManager, StartTimeout: time.Hour})
-		s.mu.Lock()
-		s.cp, s.err = cp, err
-		s.mu.Unlock()
+		s.cp, s.err = cluster.StartLocal(await.Context(t), cluster.LocalOptions{Binaries: bins, Storage: spec.StorageMemory, ControllerManager: s.ControllerManager, StartTimeout: time.Hour})
 	})
 	if s.skip != "" {
 		if os.Getenv(RequireEnv) != "" {

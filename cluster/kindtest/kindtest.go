@@ -7,12 +7,12 @@
 // first on PATH; each call it gets is answered by the engine running in
 // the test process, which keeps the state a daemon would (images,
 // networks, containers and the files written into them), records every
-// call with its standard input, and answers what kind asks: info, inspect,
-// network, run, logs, exec, ps, rm, pull (and kb-bench's image labels and
-// privileged-container check). A node "runs" the commands kind execs in
-// it: cat, mkdir, cp /dev/stdin (the kubeadm and containerd configurations
-// kind writes are kept), kubeadm init/join (which write
-// /etc/kubernetes/admin.conf from Options.AdminKubeconfig), kubectl, true. A port a container publishes is
+// call, and answers what kind asks: info, inspect, network, run, logs,
+// exec, ps, rm, pull (and kb-bench's image labels and privileged-container
+// check). A node "runs" the commands kind execs in it: cat, mkdir, cp
+// /dev/stdin (the kubeadm and containerd configurations kind writes are
+// kept), kubeadm init/join (which write /etc/kubernetes/admin.conf from
+// Options.AdminKubeconfig), kubectl, true. A port a container publishes is
 // listened on and forwarded to Options.Forward, as docker's proxy forwards
 // to a container: with a real local apiserver there, the kubeconfig kind
 // exports reaches it exactly as a kind user's reaches theirs.
@@ -20,18 +20,19 @@ package kindtest
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -59,9 +60,6 @@ type Options struct {
 	// Registry holds the images a pull (or a run of a missing image) can
 	// fetch; any other pull fails with RegistryError.
 	Registry []string
-	// NodeVersion is the Kubernetes version in a node's /kind/version
-	// (default: the node image's tag, e.g. v1.37.0).
-	NodeVersion string
 	// AdminKubeconfig is the /etc/kubernetes/admin.conf that kubeadm init
 	// writes into a node (default: one for a server nobody serves).
 	AdminKubeconfig []byte
@@ -81,9 +79,8 @@ type Options struct {
 
 // Call is one invocation of the docker program.
 type Call struct {
-	Args  []string
-	Stdin string
-	Code  int
+	Args []string
+	Code int
 }
 
 // String is the call as a command line.
@@ -104,8 +101,6 @@ type Container struct {
 	// Files are the files written into it (path -> content), including
 	// the ones its image holds.
 	Files map[string]string
-	// Execs are the commands run in it, in order.
-	Execs [][]string
 
 	ip4, ip6  string
 	listeners []net.Listener
@@ -193,12 +188,11 @@ func (r *Runtime) Containers() []Container {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []Container
-	for _, name := range r.containerNames() {
+	for _, name := range sortedKeys(r.containers) {
 		c := *r.containers[name]
-		c.Files = maps(c.Files)
-		c.Labels = maps(c.Labels)
-		c.Env = maps(c.Env)
-		c.Execs = slices.Clone(c.Execs)
+		c.Files = maps.Clone(c.Files)
+		c.Labels = maps.Clone(c.Labels)
+		c.Env = maps.Clone(c.Env)
 		c.listeners = nil
 		out = append(out, c)
 	}
@@ -209,26 +203,7 @@ func (r *Runtime) Containers() []Container {
 func (r *Runtime) Networks() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []string
-	for name := range r.networks {
-		if name != "bridge" {
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// Images returns the images the runtime holds.
-func (r *Runtime) Images() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for i := range r.images {
-		out = append(out, i)
-	}
-	sort.Strings(out)
-	return out
+	return slices.DeleteFunc(sortedKeys(r.networks), func(n string) bool { return n == "bridge" })
 }
 
 func (r *Runtime) close() {
@@ -279,7 +254,7 @@ func (r *Runtime) serve() {
 func (r *Runtime) do(args []string, stdin []byte, env map[string]string) (stdout, stderr string, code int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	defer func() { r.calls = append(r.calls, Call{Args: args, Stdin: string(stdin), Code: code}) }()
+	defer func() { r.calls = append(r.calls, Call{Args: args, Code: code}) }()
 	if r.o.Fail != nil {
 		if msg, c, ok := r.o.Fail(args); ok {
 			return "", msg, c
@@ -362,32 +337,28 @@ func last(f map[string][]string, names ...string) string {
 
 var formatFlags = map[string]bool{"format": true, "f": true, "type": true, "filter": true}
 
-// render executes a --format template the way docker does.
-func render(format string, data any) (string, error) {
+// formatted prints data as docker does: each item by the --format
+// template, a line each, or without one all of them as one JSON array.
+func formatted(format string, data ...any) (string, string, int) {
+	if format == "" && len(data) > 0 {
+		b, _ := json.MarshalIndent(data, "", "    ")
+		return string(b) + "\n", "", 0
+	}
 	t, err := template.New("format").Funcs(template.FuncMap{"json": func(v any) (string, error) {
 		b, err := json.Marshal(v)
 		return string(b), err
 	}}).Parse(format)
-	if err != nil {
-		return "", err
+	var out bytes.Buffer
+	for _, d := range data {
+		if err == nil {
+			err = t.Execute(&out, d)
+			out.WriteByte('\n')
+		}
 	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, data); err != nil {
-		return "", err
-	}
-	return b.String() + "\n", nil
-}
-
-func formatted(format string, data any) (string, string, int) {
-	if format == "" {
-		b, _ := json.MarshalIndent([]any{data}, "", "    ")
-		return string(b) + "\n", "", 0
-	}
-	out, err := render(format, data)
 	if err != nil {
 		return "", fmt.Sprintf("template: %v\n", err), 1
 	}
-	return out, "", 0
+	return out.String(), "", 0
 }
 
 func (r *Runtime) info(args []string) (string, string, int) {
@@ -398,9 +369,7 @@ func (r *Runtime) info(args []string) (string, string, int) {
 		"SecurityOptions": []string{"name=seccomp,profile=default", "name=cgroupns"},
 		"DriverStatus":    [][]string{{"Backing Filesystem", "extfs"}, {"Supports d_type", "true"}},
 	}
-	for k, v := range r.o.Info {
-		info[k] = v
-	}
+	maps.Copy(info, r.o.Info)
 	if format := last(f, "format", "f"); format != "" {
 		return formatted(format, info)
 	}
@@ -428,11 +397,7 @@ func (r *Runtime) imageInspect(names []string) (string, string, int) {
 		}
 		out = append(out, map[string]any{"RepoTags": []string{n}, "Config": map[string]any{"Labels": labels}})
 	}
-	if format := last(f, "format", "f"); format != "" {
-		return formatted(format, out[0])
-	}
-	b, _ := json.MarshalIndent(out, "", "    ")
-	return string(b) + "\n", "", 0
+	return formatted(last(f, "format", "f"), out...)
 }
 
 func (r *Runtime) inspect(args []string) (string, string, int) {
@@ -440,19 +405,17 @@ func (r *Runtime) inspect(args []string) (string, string, int) {
 	if last(f, "type") == "image" {
 		return r.imageInspect(names)
 	}
-	var out strings.Builder
+	format := last(f, "format", "f")
+	var data []any
 	for _, n := range names {
 		c, ok := r.containers[n]
 		if !ok {
-			return out.String(), "Error: No such object: " + n + "\n", 1
+			found, _, _ := formatted(format, data...)
+			return found, "Error: No such object: " + n + "\n", 1
 		}
-		o, e, code := formatted(last(f, "format", "f"), c.inspectData())
-		out.WriteString(o)
-		if code != 0 {
-			return out.String(), e, code
-		}
+		data = append(data, c.inspectData())
 	}
-	return out.String(), "", 0
+	return formatted(format, data...)
 }
 
 // inspectData is the part of `docker inspect`'s document kind reads.
@@ -485,30 +448,25 @@ func splitPublish(p string) (host, port, containerPort string) {
 }
 
 func (r *Runtime) pull(image string) (string, string, int) {
+	repo, tag := splitImage(image)
 	if r.images[image] {
-		return fmt.Sprintf("%s: Pulling from %s\nStatus: Image is up to date for %s\n", tag(image), repo(image), image), "", 0
+		return fmt.Sprintf("%s: Pulling from %s\nStatus: Image is up to date for %s\n", tag, repo, image), "", 0
 	}
 	if !slices.Contains(r.o.Registry, image) {
 		return "", RegistryError + "\n", 1
 	}
 	r.images[image] = true
-	return fmt.Sprintf("%s: Pulling from %s\n6c0a1e2f9b3d: Pulling fs layer\n6c0a1e2f9b3d: Download complete\n6c0a1e2f9b3d: Pull complete\nStatus: Downloaded newer image for %s\n%s\n", tag(image), repo(image), image, image), "", 0
+	return fmt.Sprintf("%s: Pulling from %s\n6c0a1e2f9b3d: Pulling fs layer\n6c0a1e2f9b3d: Download complete\n6c0a1e2f9b3d: Pull complete\nStatus: Downloaded newer image for %s\n%s\n", tag, repo, image, image), "", 0
 }
 
-func repo(image string) string {
+// splitImage splits an image reference into its repository and tag
+// (latest when it names none), leaving out any digest.
+func splitImage(image string) (repo, tag string) {
 	image, _, _ = strings.Cut(image, "@")
 	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
-		return image[:i]
+		return image[:i], image[i+1:]
 	}
-	return image
-}
-
-func tag(image string) string {
-	image, _, _ = strings.Cut(image, "@")
-	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
-		return image[i+1:]
-	}
-	return "latest"
+	return image, "latest"
 }
 
 func (r *Runtime) network(args []string) (string, string, int) {
@@ -524,32 +482,25 @@ func (r *Runtime) network(args []string) (string, string, int) {
 				match = regexp.MustCompile(v)
 			}
 		}
-		var out strings.Builder
-		for _, n := range r.networkNames() {
-			if match != nil && !match.MatchString(n) {
-				continue
+		var rows []any
+		for _, n := range sortedKeys(r.networks) {
+			if match == nil || match.MatchString(n) {
+				rows = append(rows, map[string]any{"ID": r.networks[n].id[:12], "Name": n, "Driver": "bridge"})
 			}
-			o, e, code := formatted(last(f, "format"), map[string]any{"ID": r.networks[n].id[:12], "Name": n, "Driver": "bridge"})
-			if code != 0 {
-				return "", e, code
-			}
-			out.WriteString(o)
 		}
-		return out.String(), "", 0
+		return formatted(last(f, "format"), rows...)
 	case "inspect":
-		var out strings.Builder
+		format := last(f, "format", "f")
+		var data []any
 		for _, name := range rest {
 			n := r.networkByName(name)
 			if n == nil {
-				return out.String(), "Error: No such network: " + name + "\n", 1
+				found, _, _ := formatted(format, data...)
+				return found, "Error: No such network: " + name + "\n", 1
 			}
-			o, e, code := formatted(last(f, "format", "f"), r.networkData(n))
-			if code != 0 {
-				return "", e, code
-			}
-			out.WriteString(o)
+			data = append(data, r.networkData(n))
 		}
-		return out.String(), "", 0
+		return formatted(format, data...)
 	case "create":
 		if len(rest) != 1 {
 			return "", "docker network create takes one name\n", 1
@@ -557,12 +508,7 @@ func (r *Runtime) network(args []string) (string, string, int) {
 		if r.networkByName(rest[0]) != nil {
 			return "", fmt.Sprintf("Error response from daemon: network with name %s already exists\n", rest[0]), 1
 		}
-		opts := map[string]string{}
-		for _, o := range f["o"] {
-			k, v, _ := strings.Cut(o, "=")
-			opts[k] = v
-		}
-		n := &network{name: rest[0], id: newID(), subnet: last(f, "subnet"), options: opts}
+		n := &network{name: rest[0], id: newID(), subnet: last(f, "subnet"), options: keyValues(f["o"])}
 		r.networks[n.name] = n
 		return n.id + "\n", "", 0
 	case "rm":
@@ -581,15 +527,6 @@ func (r *Runtime) network(args []string) (string, string, int) {
 		return strings.Join(rest, "\n") + "\n", "", 0
 	}
 	return "", fmt.Sprintf("docker: 'network %s' is not a command the kb-bench test double answers\n", args[0]), 125
-}
-
-func (r *Runtime) networkNames() []string {
-	var names []string
-	for n := range r.networks {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 func (r *Runtime) networkByName(name string) *network {
@@ -640,24 +577,17 @@ func (r *Runtime) run(args []string, passed map[string]string) (string, string, 
 		r.images[image] = true
 		pulled = fmt.Sprintf("Unable to find image '%s' locally\n", image)
 	}
-	netName := last(f, "net", "network")
-	if netName == "" {
-		netName = "bridge"
-	}
+	netName := cmp.Or(last(f, "net", "network"), "bridge")
 	if r.networkByName(netName) == nil {
 		return "", fmt.Sprintf("docker: Error response from daemon: network %s not found.\n", netName), 125
 	}
-	c := &Container{Name: name, ID: newID(), Image: image, RunArgs: slices.Clone(args), Labels: map[string]string{}, Network: netName, Files: map[string]string{}, Env: map[string]string{}}
+	c := &Container{Name: name, ID: newID(), Image: image, RunArgs: slices.Clone(args), Labels: keyValues(append(f["label"], f["l"]...)), Network: netName, Files: map[string]string{}, Env: map[string]string{}}
 	for _, e := range append(f["e"], f["env"]...) {
 		if k, v, ok := strings.Cut(e, "="); ok {
 			c.Env[k] = v
 		} else if v, ok := passed[e]; ok {
 			c.Env[e] = v
 		}
-	}
-	for _, l := range append(f["label"], f["l"]...) {
-		k, v, _ := strings.Cut(l, "=")
-		c.Labels[k] = v
 	}
 	for _, p := range append(f["publish"], f["p"]...) {
 		c.Publish = append(c.Publish, p)
@@ -680,10 +610,7 @@ func (r *Runtime) run(args []string, passed map[string]string) (string, string, 
 	c.ip4 = fmt.Sprintf("172.18.0.%d", r.nextIP+1)
 	c.ip6 = fmt.Sprintf("fc00:f853:ccd:e793::%d", r.nextIP+1)
 	if role := c.Labels[RoleLabel]; role == "control-plane" || role == "worker" {
-		version := r.o.NodeVersion
-		if version == "" {
-			version = tag(image)
-		}
+		_, version := splitImage(image) // v1.37.0 of kindest/node:v1.37.0
 		c.Files["/kind/version"] = version + "\n"
 		c.Files["/kind/manifests/default-cni.yaml"] = cniManifest
 		c.Files["/kind/manifests/default-storage.yaml"] = storageManifest
@@ -753,7 +680,6 @@ func (r *Runtime) exec(args []string, stdin []byte) (string, string, int) {
 		return "", "Error: No such container: " + rest[0] + "\n", 1
 	}
 	cmd := rest[1:]
-	c.Execs = append(c.Execs, slices.Clone(cmd))
 	switch {
 	case cmd[0] == "cat" && len(cmd) == 2:
 		content, ok := c.Files[cmd[1]]
@@ -761,17 +687,11 @@ func (r *Runtime) exec(args []string, stdin []byte) (string, string, int) {
 			return "", fmt.Sprintf("cat: %s: No such file or directory\n", cmd[1]), 1
 		}
 		return content, "", 0
-	case cmd[0] == "mkdir":
-		return "", "", 0
 	case cmd[0] == "cp" && len(cmd) == 3 && cmd[1] == "/dev/stdin":
 		c.Files[cmd[2]] = string(stdin)
 		return "", "", 0
 	case cmd[0] == "kubeadm" && len(cmd) > 1 && cmd[1] == "init":
-		admin := string(r.o.AdminKubeconfig)
-		if admin == "" {
-			admin = defaultAdmin
-		}
-		c.Files["/etc/kubernetes/admin.conf"] = admin
+		c.Files["/etc/kubernetes/admin.conf"] = cmp.Or(string(r.o.AdminKubeconfig), defaultAdmin)
 		for _, p := range []string{"ca", "front-proxy-ca", "etcd/ca"} {
 			c.Files["/etc/kubernetes/pki/"+p+".crt"] = "certificate of the kb-bench test double\n"
 			c.Files["/etc/kubernetes/pki/"+p+".key"] = "key of the kb-bench test double\n"
@@ -786,7 +706,7 @@ func (r *Runtime) exec(args []string, stdin []byte) (string, string, int) {
 			return "'True'", "", 0
 		}
 		return "", "", 0
-	case cmd[0] == "sh" || cmd[0] == "bash" || cmd[0] == "true":
+	case cmd[0] == "mkdir" || cmd[0] == "sh" || cmd[0] == "bash" || cmd[0] == "true":
 		return "", "", 0
 	}
 	return "", fmt.Sprintf("OCI runtime exec failed: exec: %q: executable file not found in $PATH (kb-bench test double)\n", cmd[0]), 126
@@ -803,27 +723,17 @@ func (p psRow) Label(name string) string { return p.labels[name] }
 
 func (r *Runtime) ps(args []string) (string, string, int) {
 	f, _ := flags(args, formatFlags, false)
-	var out strings.Builder
-	for _, name := range r.containerNames() {
-		c := r.containers[name]
-		if !matches(c, f["filter"]) {
-			continue
-		}
-		if _, quiet := f["q"]; quiet {
-			out.WriteString(c.ID[:12] + "\n")
-			continue
-		}
-		format := last(f, "format")
-		if format == "" {
-			format = "{{.ID}}\t{{.Image}}\t{{.Names}}"
-		}
-		o, e, code := formatted(format, psRow{ID: c.ID[:12], Names: c.Name, Image: c.Image, labels: c.Labels})
-		if code != 0 {
-			return "", e, code
-		}
-		out.WriteString(o)
+	format := cmp.Or(last(f, "format"), "{{.ID}}\t{{.Image}}\t{{.Names}}")
+	if _, quiet := f["q"]; quiet {
+		format = "{{.ID}}"
 	}
-	return out.String(), "", 0
+	var rows []any
+	for _, name := range sortedKeys(r.containers) {
+		if c := r.containers[name]; matches(c, f["filter"]) {
+			rows = append(rows, psRow{ID: c.ID[:12], Names: c.Name, Image: c.Image, labels: c.Labels})
+		}
+	}
+	return formatted(format, rows...)
 }
 
 func matches(c *Container, filters []string) bool {
@@ -866,27 +776,23 @@ func (r *Runtime) rm(args []string) (string, string, int) {
 	return out.String(), "", 0
 }
 
-func (r *Runtime) containerNames() []string {
-	var names []string
-	for n := range r.containers {
-		names = append(names, n)
+// sortedKeys returns the names of a map of networks or containers, sorted.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// keyValues is the map of KEY=VALUE options (--label, --opt).
+func keyValues(options []string) map[string]string {
+	m := map[string]string{}
+	for _, o := range options {
+		k, v, _ := strings.Cut(o, "=")
+		m[k] = v
 	}
-	sort.Strings(names)
-	return names
+	return m
 }
 
 func newID() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func maps(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // The manifests a kind node image holds, shortened: kind templates the pod

@@ -5,6 +5,7 @@
 package k8s
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -196,10 +197,7 @@ func ClientConfig(base *rest.Config, c spec.Client, version string) *rest.Config
 	default:
 		cfg.ContentType, cfg.AcceptContentTypes = "", ""
 	}
-	cfg.UserAgent = c.UserAgent
-	if cfg.UserAgent == "" {
-		cfg.UserAgent = "kb-bench/" + version
-	}
+	cfg.UserAgent = cmp.Or(c.UserAgent, "kb-bench/"+version)
 	return cfg
 }
 
