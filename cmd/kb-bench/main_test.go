@@ -834,8 +834,9 @@ func waitPaused(t *testing.T, cmd *exec.Cmd) map[int]string {
 	return procs
 }
 
-// pauseRow is a pause fault's row in the summary, with its seconds.
-var pauseRow = regexp.MustCompile(`pause for (\d+(?:\.\d+)?)s of candidate-\d`)
+// pauseRow is a pause fault's duration in the summary's figures, with its
+// seconds.
+var pauseRow = regexp.MustCompile(`faultDuration fault=1: (\d+(?:\.\d+)?)s`)
 
 // The pause fault runs the candidates as processes of the kb-bench binary:
 // the run completes with the fault measured, and leaves none behind.
@@ -847,7 +848,7 @@ func TestPauseFaultEndToEnd(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("kb-bench run: %v\n%s", err, stdout)
 	}
-	for _, want := range []string{"taken by candidate-", "apiserver counted the same"} {
+	for _, want := range []string{"kind=pause", "takenBy=candidate-", "faultTakenAfter fault=1", "apiserver counted the same"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, stdout)
 		}
@@ -855,7 +856,7 @@ func TestPauseFaultEndToEnd(t *testing.T) {
 	// The pause row gives how long the victim was frozen, measured: at
 	// least the 3s asked for, more when a loaded machine continues it late.
 	if m := pauseRow.FindStringSubmatch(stdout.String()); m == nil {
-		t.Errorf("summary lacks a row \"pause for ...s of candidate-N\":\n%s", stdout)
+		t.Errorf("summary lacks the figure \"faultDuration fault=1: ...s\":\n%s", stdout)
 	} else if d, _ := strconv.ParseFloat(m[1], 64); d < 3 {
 		t.Errorf("the pause lasted %ss, want at least the 3s asked for", m[1])
 	}

@@ -121,7 +121,7 @@ func TestDashboardNamesExportedMetrics(t *testing.T) {
 	known := map[string]bool{}
 
 	// kb-bench's: what real runs export.
-	x := live.NewExporter()
+	x, ours := live.NewExporter(), map[string]*dto.MetricFamily{}
 	for _, sc := range []string{"counter", "leader-election", "quota"} {
 		s := spec.Spec{Scenario: sc, Writers: 2, Duration: spec.D(time.Second)}
 		r, errs := workload.Resolve(s)
@@ -134,21 +134,14 @@ func TestDashboardNamesExportedMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", sc, err)
 		}
+		// Scraped before the run is saved, for the figures that live only
+		// while it runs (the leaders now), and after, for the saved ones.
+		gather(t, x, known, ours)
 		if err := run.Finish(out.Result); err != nil {
 			t.Fatal(err)
 		}
+		gather(t, x, known, ours)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(x)
-	gathered, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ours := map[string]*dto.MetricFamily{}
-	for _, mf := range gathered {
-		ours[mf.GetName()] = mf
-	}
-	names(known, ours)
 
 	// The apiserver's: its own /metrics, after those runs' requests.
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -182,13 +175,28 @@ func TestDashboardNamesExportedMetrics(t *testing.T) {
 	}
 	// Both sides are on the dashboard.
 	for _, want := range []string{"kb_bench_operations_total", "kb_bench_requests_total", "kb_bench_operation_duration_seconds",
-		"kb_bench_scenario_leaders", "kb_bench_scenario_quota_admitted_total",
+		"kb_bench_scenario_leaders", "kb_bench_scenario_admitted_total",
 		"apiserver_request_total", "apiserver_request_duration_seconds_bucket", "apiserver_flowcontrol_dispatched_requests_total"} {
 		if !used[want] {
 			t.Errorf("no panel shows %s", want)
 		}
 	}
 	t.Logf("%d queries name %d metrics, all exported (kb-bench: %d families, apiserver: %d)", len(d.queries(t)), len(used), len(ours), len(theirs))
+}
+
+// gather adds the families x exports now to ours, and their names to known.
+func gather(t *testing.T, x prometheus.Collector, known map[string]bool, ours map[string]*dto.MetricFamily) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(x)
+	gathered, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range gathered {
+		ours[mf.GetName()] = mf
+	}
+	names(known, ours)
 }
 
 // kin are the known names that share name's first two words.
