@@ -220,9 +220,7 @@ func describeCheck(c results.Check) string {
 
 // spectrumX is the percentile axis of a latency spectrum.
 func spectrumX() axis {
-	return axis{Label: "percentile (log scale of 1/(1−p))", Scale: nines, Format: func(p float64) string {
-		return trimFloat(100*p, 6) + "%"
-	}}
+	return axis{Label: "percentile (log scale of 1/(1−p))", Scale: nines, Format: func(p float64) string { return trimFloat(100*p, 6) + "%" }}
 }
 
 // latencyY is a latency axis, in milliseconds on a log scale.

@@ -173,9 +173,7 @@ func describeClient(c spec.Client, clients int, stats results.ClientStats) strin
 // describeMedia lists content types by count, shortest names first:
 // "protobuf 9773, apply-patch+yaml 12".
 func describeMedia(counts map[string]int64) string {
-	names := slices.SortedFunc(maps.Keys(counts), func(a, b string) int {
-		return cmp.Or(cmp.Compare(counts[b], counts[a]), strings.Compare(a, b))
-	})
+	names := slices.SortedFunc(maps.Keys(counts), func(a, b string) int { return cmp.Or(cmp.Compare(counts[b], counts[a]), strings.Compare(a, b)) })
 	parts := make([]string, len(names))
 	for i, k := range names {
 		short := strings.TrimPrefix(strings.TrimPrefix(k, "application/"), "vnd.kubernetes.")
