@@ -298,9 +298,9 @@ func spectrumSeries(m results.Measurements, hist, label, name string, color int)
 func spectrumChart(r Run, m results.Measurements) (figure, error) {
 	ch := chart{Title: "Latency by percentile", X: spectrumX(), Y: latencyY()}
 	open := r.Results[0].Summary.RawLatency != nil
-	name := "operation latency"
+	name, caption := "operation latency", "Operation latency"
 	if open {
-		name = "corrected (from intended start)"
+		name, caption = "corrected (from intended start)", "Open loop: latency from each operation's scheduled start (corrected for coordinated omission) and from its actual start (uncorrected)"
 	}
 	add := func(hist, name string, color int) error {
 		s, err := spectrumSeries(m, hist, r.Label, name, color)
@@ -310,12 +310,10 @@ func spectrumChart(r Run, m results.Measurements) (figure, error) {
 	if err := add(results.HistOp, name, 0); err != nil {
 		return figure{}, err
 	}
-	caption := "Operation latency"
 	if open {
 		if err := add(results.HistOpRaw, "uncorrected (from actual start)", 1); err != nil {
 			return figure{}, err
 		}
-		caption = "Open loop: latency from each operation's scheduled start (corrected for coordinated omission) and from its actual start (uncorrected)"
 	}
 	if len(r.Results) > 1 {
 		caption += fmt.Sprintf(", the %d samples merged", len(r.Results))
