@@ -153,13 +153,11 @@ func detailsFigures(details json.RawMessage) ([]Figure, error) {
 // withLabel is labels and one more, named kind (kind2, kind3... when
 // labels has 1, 2... already).
 func withLabel(labels map[string]string, kind, value string) map[string]string {
-	l := maps.Clone(labels)
-	if l == nil {
-		l = map[string]string{}
-	} else {
-		kind += strconv.Itoa(len(l) + 1)
+	if len(labels) > 0 {
+		kind += strconv.Itoa(len(labels) + 1)
 	}
-	l[kind] = value
+	l := map[string]string{kind: value}
+	maps.Copy(l, labels)
 	return l
 }
 

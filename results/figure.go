@@ -1,6 +1,7 @@
 package results
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -151,13 +152,7 @@ func ValidateFigures(p *field.Path, figures []Figure) field.ErrorList {
 		if f.Better != "" && f.Better != BetterLower && f.Better != BetterHigher {
 			errs = append(errs, field.NotSupported(fp.Child("better"), f.Better, []Better{BetterLower, BetterHigher}))
 		}
-		most := math.MaxFloat64
-		switch f.Unit {
-		case UnitPercent, UnitBool:
-			most = 1
-		case UnitDuration:
-			most = float64(maxSpan)
-		}
+		most := cmp.Or(map[Unit]float64{UnitPercent: 1, UnitBool: 1, UnitDuration: float64(maxSpan)}[f.Unit], math.MaxFloat64)
 		errs = append(errs, checkFloat(fp.Child("value"), f.Value, 0, most)...)
 		if f.Unit == UnitBool && f.Value != 0 && f.Value != 1 {
 			errs = append(errs, field.Invalid(fp.Child("value"), f.Value, "a bool figure is 1 or 0"))

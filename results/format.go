@@ -51,17 +51,13 @@ func DescribeTarget(t spec.TargetInfo, withServer bool) string {
 		parts = append(parts, fmt.Sprintf("etcd behind a delaying proxy that added %s per round trip (mean; max %s)",
 			words.Duration(e.Mean.Duration), words.Duration(e.Max.Duration)))
 	}
-	if t.ControllerManager {
-		parts = append(parts, "kube-controller-manager")
-	}
-	if t.Reused {
-		parts = append(parts, "reused control plane")
-	}
-	if t.NodeImage != "" {
-		parts = append(parts, "node image "+t.NodeImage)
-	}
-	if t.KindConfig != "" {
-		parts = append(parts, "made by kb-bench kind up")
+	for _, p := range []struct {
+		on  bool
+		say string
+	}{{t.ControllerManager, "kube-controller-manager"}, {t.Reused, "reused control plane"}, {t.NodeImage != "", "node image " + t.NodeImage}, {t.KindConfig != "", "made by kb-bench kind up"}} {
+		if p.on {
+			parts = append(parts, p.say)
+		}
 	}
 	if len(parts) > 0 {
 		d += " (" + strings.Join(parts, ", ") + ")"

@@ -195,12 +195,6 @@ func LatencyOf(h *hdrhistogram.Histogram) Latency {
 	}
 	us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
 	p := metrics.Percentiles(h, 0.5, 0.9, 0.99, 0.999)
-	return Latency{
-		P50:  us(p[0]),
-		P90:  us(p[1]),
-		P99:  us(p[2]),
-		P999: us(p[3]),
-		Max:  us(h.Max()),
-		Mean: time.Duration(h.Mean() * float64(time.Microsecond)).Round(time.Microsecond),
-	}
+	return Latency{P50: us(p[0]), P90: us(p[1]), P99: us(p[2]), P999: us(p[3]), Max: us(h.Max()),
+		Mean: time.Duration(h.Mean() * float64(time.Microsecond)).Round(time.Microsecond)}
 }

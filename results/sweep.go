@@ -156,15 +156,12 @@ var SweepColumns = []string{"ops/s", "successful writes/s", "conflict rate", "at
 // PointFigures are a point's row of a sweep's table: its axis value, then
 // SweepColumns.
 func (s *Sweep) PointFigures(p SweepPoint) []string {
-	gaveUp, server := "-", "match"
+	gaveUp := "-"
 	if p.GaveUp > 0 {
 		gaveUp = words.Percent(p.GaveUpRatio)
 	}
-	if !p.ServerMatch {
-		server = "MISMATCH"
-	}
-	return []string{s.AxisValue(p.Value), fmt.Sprintf("%.1f", p.Throughput), fmt.Sprintf("%.1f", p.WriteThroughput),
-		words.Percent(p.ConflictRate), strconv.FormatInt(p.AttemptsP99, 10), words.Duration(p.P99), gaveUp, FormatLost(p.LostUpdates), server}
+	return []string{s.AxisValue(p.Value), fmt.Sprintf("%.1f", p.Throughput), fmt.Sprintf("%.1f", p.WriteThroughput), words.Percent(p.ConflictRate),
+		strconv.FormatInt(p.AttemptsP99, 10), words.Duration(p.P99), gaveUp, FormatLost(p.LostUpdates), map[bool]string{true: "match", false: "MISMATCH"}[p.ServerMatch]}
 }
 
 // FigureColumns are the Keys of the scenario figures with a direction

@@ -425,11 +425,8 @@ func formatFigure(v float64, unit string) string {
 	case "/s":
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	case "yes/no":
-		switch v {
-		case 1:
-			return "yes"
-		case 0:
-			return "no"
+		if v == 1 || v == 0 {
+			return map[float64]string{1: "yes", 0: "no"}[v]
 		}
 		return fmt.Sprintf("%.0f%% of samples", 100*v)
 	}

@@ -64,9 +64,7 @@ func NewCost(before, after CostEdge, client map[metrics.RequestKey]int64) *resul
 		c.Verbs = append(c.Verbs, results.VerbTime{Verb: k.Verb, Resource: resourceName(k), Requests: cs.Count, Seconds: cs.Sum,
 			Conflicts: delta.Requests[metrics.RequestKey{EndpointKey: k, Code: "409"}], Buckets: delta.DurationBuckets[k]})
 	}
-	slices.SortFunc(c.Verbs, func(a, b results.VerbTime) int {
-		return strings.Compare(a.Resource+" "+a.Verb, b.Resource+" "+b.Verb)
-	})
+	slices.SortFunc(c.Verbs, func(a, b results.VerbTime) int { return strings.Compare(a.Resource+" "+a.Verb, b.Resource+" "+b.Verb) })
 	return c
 }
 

@@ -151,11 +151,8 @@ func parseGateValue(u results.Unit, s string) (float64, error) {
 		}
 		return float64(d), nil
 	case results.UnitBool:
-		switch s {
-		case "true":
-			return 1, nil
-		case "false":
-			return 0, nil
+		if v, ok := map[string]float64{"true": 1, "false": 0}[s]; ok {
+			return v, nil
 		}
 		return 0, fmt.Errorf("%s is not true or false", q)
 	case results.UnitPercent:

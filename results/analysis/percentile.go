@@ -1,8 +1,10 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kb-bench/kb-bench/metrics"
@@ -48,14 +50,7 @@ func tailOp(q float64, n int64) string {
 func ordinal(n int64) string {
 	suffix := "th"
 	if n%100 < 11 || n%100 > 13 {
-		switch n % 10 {
-		case 1:
-			suffix = "st"
-		case 2:
-			suffix = "nd"
-		case 3:
-			suffix = "rd"
-		}
+		suffix = cmp.Or(map[int64]string{1: "st", 2: "nd", 3: "rd"}[n%10], suffix)
 	}
 	return fmt.Sprintf("%d%s", n, suffix)
 }
@@ -140,7 +135,7 @@ func definitions(rs []*results.Result) string {
 	}
 	parts := make([]string, len(defs))
 	for i, d := range defs {
-		parts[i] = describeDefinition(d)
+		parts[i] = cmp.Or(definitionWords[d], strconv.Quote(d))
 		if len(defs) > 1 {
 			parts[i] = fmt.Sprintf("%d of %d samples %s", count[d], len(rs), parts[i])
 		}
@@ -148,16 +143,11 @@ func definitions(rs []*results.Result) string {
 	return strings.Join(parts, ", ")
 }
 
-func describeDefinition(d string) string {
-	switch d {
-	case results.PercentilesNearestRank:
-		return "nearest rank"
-	case results.PercentilesRoundedRank:
-		return "HdrHistogram's rounded rank (" + results.OlderAPIVersion + " results: it can understate the tail by an op)"
-	case "":
-		return "an unrecorded definition"
-	}
-	return fmt.Sprintf("%q", d)
+// definitionWords name the percentile definitions a Summary records.
+var definitionWords = map[string]string{
+	results.PercentilesNearestRank: "nearest rank",
+	results.PercentilesRoundedRank: "HdrHistogram's rounded rank (" + results.OlderAPIVersion + " results: it can understate the tail by an op)",
+	"":                             "an unrecorded definition",
 }
 
 func sameDefinition(rs []*results.Result) bool {

@@ -16,9 +16,10 @@ import (
 // normal approximation. It is 1 when no difference is left.
 func SignedRank(d []float64) float64 {
 	var abs []float64
+	var positive []bool
 	for _, v := range d {
 		if v != 0 {
-			abs = append(abs, math.Abs(v))
+			abs, positive = append(abs, math.Abs(v)), append(positive, v > 0)
 		}
 	}
 	n := len(abs)
@@ -47,16 +48,11 @@ func SignedRank(d []float64) float64 {
 		i = j
 	}
 	var wPlus, total int // doubled
-	k := 0
-	for _, v := range d {
-		if v == 0 {
-			continue
+	for i, r := range ranks {
+		if positive[i] {
+			wPlus += r
 		}
-		if v > 0 {
-			wPlus += ranks[k]
-		}
-		total += ranks[k]
-		k++
+		total += r
 	}
 	if n > maxExactPairs {
 		nf := float64(n)
@@ -147,10 +143,8 @@ func InterleavedPairs(base, cand []*results.Result) *Pairs {
 	for i, r := range cand {
 		all = append(all, sample{r, i, false})
 	}
-	for _, s := range all {
-		if s.r.Started.IsZero() {
-			return nil
-		}
+	if slices.ContainsFunc(all, func(s sample) bool { return s.r.Started.IsZero() }) {
+		return nil
 	}
 	slices.SortStableFunc(all, func(a, b sample) int { return a.r.Started.Compare(b.r.Started) })
 	p := &Pairs{}
@@ -172,8 +166,7 @@ func InterleavedPairs(base, cand []*results.Result) *Pairs {
 // log of their ratio when every value is above 0 (a change of 10% weighs
 // the same on a fast moment as on a slow one), else their difference.
 func pairedDiffs(p *Pairs, base, cand []float64) []float64 {
-	logs := !slices.ContainsFunc(base, func(v float64) bool { return v <= 0 }) &&
-		!slices.ContainsFunc(cand, func(v float64) bool { return v <= 0 })
+	logs := !slices.ContainsFunc(slices.Concat(base, cand), func(v float64) bool { return v <= 0 })
 	d := make([]float64, p.Len())
 	for i := range d {
 		b, c := base[p.Base[i]], cand[p.Cand[i]]

@@ -149,9 +149,7 @@ func describe(s *results.Sweep, ser *results.SweepSeries) string {
 		}
 		return s.AxisValue(v) + " " + s.Axis
 	}
-	peak := slices.MaxFunc(ser.Points, func(a, b results.SweepPoint) int {
-		return cmp.Compare(a.WriteThroughput, b.WriteThroughput)
-	})
+	peak := slices.MaxFunc(ser.Points, func(a, b results.SweepPoint) int { return cmp.Compare(a.WriteThroughput, b.WriteThroughput) })
 	parts := []string{fmt.Sprintf("%sat most %.0f successful writes/s (at %s)", name, peak.WriteThroughput, unit(peak.Value))}
 	switch m := ser.Model; {
 	case m == nil:

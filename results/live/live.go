@@ -5,6 +5,7 @@
 package live
 
 import (
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -265,11 +266,7 @@ func collect(ch chan<- prometheus.Metric, lv []string, f Figures) {
 func scenarioMetrics(ch chan<- prometheus.Metric, lv []string, fs []results.Figure) {
 	keys := map[string][]string{}
 	for _, f := range fs {
-		for k := range f.Labels {
-			if !slices.Contains(keys[f.Name], k) {
-				keys[f.Name] = append(keys[f.Name], k)
-			}
-		}
+		keys[f.Name] = results.AppendNew(keys[f.Name], slices.Collect(maps.Keys(f.Labels))...)
 	}
 	for _, f := range fs {
 		ks := keys[f.Name]

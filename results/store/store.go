@@ -59,11 +59,7 @@ func Write(dir string, r *results.Result) (err error) {
 	if err := WriteSeriesCSV(&series, r); err != nil {
 		return err
 	}
-	made, err := mkdirAll(dir)
-	if err != nil {
-		return fmt.Errorf("creating the result directory: %w (choose another with --out)", err)
-	}
-	var wrote []string
+	var made, wrote []string
 	defer func() {
 		if err == nil {
 			return
@@ -75,6 +71,9 @@ func Write(dir string, r *results.Result) (err error) {
 			_ = os.Remove(d) // only when empty
 		}
 	}()
+	if made, err = mkdirAll(dir); err != nil {
+		return fmt.Errorf("creating the result directory: %w (choose another with --out)", err)
+	}
 	for _, f := range []struct {
 		name string
 		data []byte
@@ -92,7 +91,7 @@ func Write(dir string, r *results.Result) (err error) {
 }
 
 // mkdirAll makes dir and its missing parents, and returns the ones it
-// made, outermost first.
+// made, outermost first, also when it fails for want of one.
 func mkdirAll(dir string) ([]string, error) {
 	var missing []string
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
@@ -104,13 +103,10 @@ func mkdirAll(dir string) ([]string, error) {
 	slices.Reverse(missing)
 	var made []string
 	for _, d := range missing {
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			for _, m := range slices.Backward(made) {
-				_ = os.Remove(m)
-			}
-			return nil, err
-		} else if err == nil {
+		if err := os.Mkdir(d, 0o755); err == nil {
 			made = append(made, d)
+		} else if !errors.Is(err, fs.ErrExist) {
+			return made, err
 		}
 	}
 	return made, nil
@@ -214,8 +210,7 @@ func WriteSeriesCSV(w io.Writer, r *results.Result) error {
 	for o := range metrics.NumOutcomes {
 		outcomes[o] = o.String()
 	}
-	header := append([]string{"at_s", "span_s", "ops"}, outcomes...)
-	header = append(header, "write_attempts", "write_conflicts", "p50_ms", "p99_ms")
+	header := slices.Concat([]string{"at_s", "span_s", "ops"}, outcomes, []string{"write_attempts", "write_conflicts", "p50_ms", "p99_ms"})
 	if err := cw.Write(header); err != nil {
 		return fmt.Errorf("writing the series: %w", err)
 	}

@@ -288,13 +288,8 @@ func niceStep(raw float64, integer bool) float64 {
 
 // ninesLabel labels the percentile 1 − 10^−k: 0%, 90%, 99%, 99.9%...
 func ninesLabel(k int) string {
-	switch {
-	case k <= 0:
-		return "0%"
-	case k == 1:
-		return "90%"
-	case k == 2:
-		return "99%"
+	if k <= 2 {
+		return []string{"0%", "90%", "99%"}[max(k, 0)]
 	}
 	return "99." + strings.Repeat("9", k-2) + "%"
 }
@@ -424,15 +419,12 @@ func (c chart) SVG() template.HTML {
 				if s.Dashed {
 					w(` stroke-dasharray="7 5"`)
 				}
-				w(` points="`)
+				xy := make([]string, len(pts))
 				for j, p := range pts {
 					x, y := at(p)
-					if j > 0 {
-						w(" ")
-					}
-					w(x, ",", y)
+					xy[j] = x + "," + y
 				}
-				w(`"><title>`, esc(s.Name), "</title></polyline>\n")
+				w(` points="`, strings.Join(xy, " "), `"><title>`, esc(s.Name), "</title></polyline>\n")
 			}
 			for _, p := range pts {
 				if !s.Markers && p.Tip == "" && len(pts) > 1 {

@@ -71,10 +71,7 @@ type cell struct {
 
 // num is a figure's cell, marked bad when it is.
 func num(text string, bad bool) cell {
-	if bad {
-		return cell{Text: text, Class: "num bad"}
-	}
-	return cell{Text: text, Class: "num"}
+	return cell{Text: text, Class: map[bool]string{true: "num bad", false: "num"}[bad]}
 }
 
 // figure is a chart with its caption.

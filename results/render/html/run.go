@@ -220,9 +220,7 @@ func describeCheck(c results.Check) string {
 
 // spectrumX is the percentile axis of a latency spectrum.
 func spectrumX() axis {
-	return axis{Label: "percentile (log scale of 1/(1−p))", Scale: nines, Format: func(p float64) string {
-		return trimFloat(100*p, 6) + "%"
-	}}
+	return axis{Label: "percentile (log scale of 1/(1−p))", Scale: nines, Format: func(p float64) string { return trimFloat(100*p, 6) + "%" }}
 }
 
 // latencyY is a latency axis, in milliseconds on a log scale.
@@ -300,9 +298,9 @@ func spectrumSeries(m results.Measurements, hist, label, name string, color int)
 func spectrumChart(r Run, m results.Measurements) (figure, error) {
 	ch := chart{Title: "Latency by percentile", X: spectrumX(), Y: latencyY()}
 	open := r.Results[0].Summary.RawLatency != nil
-	name := "operation latency"
+	name, caption := "operation latency", "Operation latency"
 	if open {
-		name = "corrected (from intended start)"
+		name, caption = "corrected (from intended start)", "Open loop: latency from each operation's scheduled start (corrected for coordinated omission) and from its actual start (uncorrected)"
 	}
 	add := func(hist, name string, color int) error {
 		s, err := spectrumSeries(m, hist, r.Label, name, color)
@@ -312,12 +310,10 @@ func spectrumChart(r Run, m results.Measurements) (figure, error) {
 	if err := add(results.HistOp, name, 0); err != nil {
 		return figure{}, err
 	}
-	caption := "Operation latency"
 	if open {
 		if err := add(results.HistOpRaw, "uncorrected (from actual start)", 1); err != nil {
 			return figure{}, err
 		}
-		caption = "Open loop: latency from each operation's scheduled start (corrected for coordinated omission) and from its actual start (uncorrected)"
 	}
 	if len(r.Results) > 1 {
 		caption += fmt.Sprintf(", the %d samples merged", len(r.Results))

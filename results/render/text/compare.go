@@ -90,10 +90,7 @@ func OneLine(r *results.Result) string {
 	s := r.Summary
 	server := "server not checked"
 	if c := r.Server; c != nil && c.Available {
-		server = "server match"
-		if !c.Match {
-			server = "server MISMATCH"
-		}
+		server = "server " + map[bool]string{true: "match", false: "MISMATCH"}[c.Match]
 	}
 	p99 := words.Duration(s.Latency.P99)
 	if few := analysis.WeakPercentiles(s.Ops, "p99"); few != "" {

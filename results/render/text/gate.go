@@ -33,11 +33,7 @@ func WriteVerdicts(w io.Writer, vs []analysis.Verdict, format string) error {
 				cand = "no"
 			}
 		}
-		verdict := "pass"
-		if !v.Passed {
-			verdict = "FAIL"
-		}
-		rows = append(rows, []string{v.Text, base, cand, verdict, v.Why})
+		rows = append(rows, []string{v.Text, base, cand, map[bool]string{true: "pass", false: "FAIL"}[v.Passed], v.Why})
 	}
 	if format == "markdown" || format == "text" {
 		return writeRows(w, rows, format == "markdown")

@@ -18,8 +18,7 @@ func WriteSweepTables(w io.Writer, s *results.Sweep, format string) error {
 	case s.TargetLost != "":
 		fmt.Fprintf(w, "TARGET LOST: %s; the sweep stopped there, and the point under way is listed apart, out of the fits\n\n", s.TargetLost)
 	case s.Interrupted:
-		fmt.Fprintln(w, "INTERRUPTED: the sweep was stopped; the point under way is listed apart, out of the fits")
-		fmt.Fprintln(w)
+		fmt.Fprint(w, "INTERRUPTED: the sweep was stopped; the point under way is listed apart, out of the fits\n\n")
 	}
 	for i, ser := range s.Series {
 		if i > 0 {
