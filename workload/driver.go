@@ -29,16 +29,15 @@ func (d *driver) run(ctx context.Context, p plan) {
 	switch dr := d.e.sc.Driven; {
 	case dr != nil && d.rate > 0:
 		openLoop(ctx, p, d.workers, constantPacer{rate: d.rate}, d.e.rec, dr.Do)
-		return
 	case dr != nil:
 		closedLoop(ctx, p, d.workers, dr.Do)
-		return
+	default:
+		if !d.started {
+			d.started = true
+			d.e.sc.Continuous.Start(ctx, sync.OnceFunc(func() { close(d.finished) }))
+		}
+		sleepUntil(ctx, p.deadline, d.finished)
 	}
-	if !d.started {
-		d.started = true
-		d.e.sc.Continuous.Start(ctx, sync.OnceFunc(func() { close(d.finished) }))
-	}
-	sleepUntil(ctx, p.deadline, d.finished)
 }
 
 // stop stops a Continuous scenario's goroutines.

@@ -1,6 +1,7 @@
 package controllerstatus
 
 import (
+	"cmp"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -19,15 +20,9 @@ type Settings struct {
 
 // Default fills the zero fields with their defaults.
 func (c *Settings) Default(*spec.Spec) {
-	if c.Controllers == 0 {
-		c.Controllers = 4
-	}
-	if c.ObjectsPerController == 0 {
-		c.ObjectsPerController = 10
-	}
-	if c.SharedObjects == 0 {
-		c.SharedObjects = 2
-	}
+	c.Controllers = cmp.Or(c.Controllers, 4)
+	c.ObjectsPerController = cmp.Or(c.ObjectsPerController, 10)
+	c.SharedObjects = cmp.Or(c.SharedObjects, 2)
 }
 
 // Validate checks the defaulted settings, and the shared settings that

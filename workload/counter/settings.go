@@ -1,6 +1,7 @@
 package counter
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -48,26 +49,16 @@ type Settings struct {
 
 // Default fills the zero fields that have defaults.
 func (c *Settings) Default(*spec.Spec) {
-	if c.Objects == 0 {
-		c.Objects = 1
-	}
-	if c.Distribution == "" {
-		c.Distribution = DistUniform
-	}
+	c.Objects = cmp.Or(c.Objects, 1)
+	c.Distribution = cmp.Or(c.Distribution, DistUniform)
 	if c.Distribution == DistZipf && c.ZipfExponent == 0 {
 		c.ZipfExponent = 1.1
 	}
 	if c.Distribution == DistHotspot {
-		if c.HotFraction == 0 {
-			c.HotFraction = 0.1
-		}
-		if c.HotShare == 0 {
-			c.HotShare = 0.9
-		}
+		c.HotFraction = cmp.Or(c.HotFraction, 0.1)
+		c.HotShare = cmp.Or(c.HotShare, 0.9)
 	}
-	if c.Fields == "" {
-		c.Fields = FieldsShared
-	}
+	c.Fields = cmp.Or(c.Fields, FieldsShared)
 }
 
 // Validate checks the defaulted settings.

@@ -52,14 +52,11 @@ func readField(objects map[string]map[string]string, name, key string) readBack 
 	if !ok {
 		return readBack{found: found}
 	}
-	f := readBack{found: true, raw: raw}
 	v, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil {
-		f.notCount = true
-	} else {
-		f.value = v
+		return readBack{found: true, raw: raw, notCount: true} // value 0, not ParseInt's bound
 	}
-	return f
+	return readBack{found: true, raw: raw, value: v}
 }
 
 // judgement compares one field with the writes made to it.

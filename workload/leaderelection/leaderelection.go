@@ -1,6 +1,7 @@
 package leaderelection
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -200,9 +201,7 @@ func (r *election) Start(ctx context.Context, done func()) {
 // the failover loop, and returns when they are gone.
 func (r *election) Stop() {
 	r.mu.Lock()
-	if r.stopAt.IsZero() {
-		r.stopAt = time.Now()
-	}
+	r.stopAt = cmp.Or(r.stopAt, time.Now())
 	r.mu.Unlock()
 	if r.cancel != nil {
 		r.cancel()

@@ -266,22 +266,19 @@ func (r *Report) Figures() []results.Figure {
 	add(results.Figure{Name: "failovers", Value: float64(f.Count), Unit: count, Sum: true, Help: "Leaders the scenario stopped."})
 	add(results.Figure{Name: "failoversResolved", Value: float64(f.Resolved), Unit: count, Sum: true, Help: "Stopped leaders followed by a new leader before the end."})
 	if f.Resolved > 0 {
-		const help = "From stopping the leader to the next leader (quantile 0: min, 1: max)."
-		add(results.Figure{Name: "failoverTime", Value: float64(f.Min), Unit: dur, Better: lower, Help: help}, "quantile", "0")
-		add(results.Figure{Name: "failoverTime", Value: float64(f.P50), Unit: dur, Better: lower, Help: help}, "quantile", "0.5")
-		add(results.Figure{Name: "failoverTime", Value: float64(f.Max), Unit: dur, Better: lower, Help: help}, "quantile", "1")
+		for i, d := range []time.Duration{f.Min, f.P50, f.Max} {
+			add(results.Figure{Name: "failoverTime", Value: float64(d), Unit: dur, Better: lower, Help: "From stopping the leader to the next leader (quantile 0: min, 1: max)."}, "quantile", []string{"0", "0.5", "1"}[i])
+		}
 	}
-	for _, p := range []struct {
-		phase string
-		c     LeasePhase
-	}{{"acquire", r.Acquire}, {"renew", r.Renew}, {"release", r.Release}, {"intruder", r.Intruder}} {
-		if p.phase == "intruder" && p.c == (LeasePhase{}) {
+	for i, c := range []LeasePhase{r.Acquire, r.Renew, r.Release, r.Intruder} {
+		phase := []string{"acquire", "renew", "release", "intruder"}[i]
+		if phase == "intruder" && c == (LeasePhase{}) {
 			continue
 		}
-		add(results.Figure{Name: "leaseWrites", Value: float64(p.c.Writes), Unit: count, Sum: true, Help: "Lease creates and updates in the measured window, by phase."}, "phase", p.phase)
-		add(results.Figure{Name: "leaseConflicts", Value: float64(p.c.Conflicts), Unit: count, Sum: true, Better: lower, Help: "Lease writes answered 409 in the measured window, by phase."}, "phase", p.phase)
-		add(results.Figure{Name: "leaseReads", Value: float64(p.c.Reads), Unit: count, Sum: true, Help: "Lease GETs in the measured window, by phase."}, "phase", p.phase)
-		add(results.Figure{Name: "leaseErrors", Value: float64(p.c.Errors), Unit: count, Sum: true, Better: lower, Help: "Lease requests that failed otherwise in the measured window, by phase."}, "phase", p.phase)
+		add(results.Figure{Name: "leaseWrites", Value: float64(c.Writes), Unit: count, Sum: true, Help: "Lease creates and updates in the measured window, by phase."}, "phase", phase)
+		add(results.Figure{Name: "leaseConflicts", Value: float64(c.Conflicts), Unit: count, Sum: true, Better: lower, Help: "Lease writes answered 409 in the measured window, by phase."}, "phase", phase)
+		add(results.Figure{Name: "leaseReads", Value: float64(c.Reads), Unit: count, Sum: true, Help: "Lease GETs in the measured window, by phase."}, "phase", phase)
+		add(results.Figure{Name: "leaseErrors", Value: float64(c.Errors), Unit: count, Sum: true, Better: lower, Help: "Lease requests that failed otherwise in the measured window, by phase."}, "phase", phase)
 	}
 	switch {
 	case r.Fault == FaultSkew:

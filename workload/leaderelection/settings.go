@@ -3,6 +3,7 @@ package leaderelection
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -100,9 +101,7 @@ func (c *Settings) Validate(s *spec.Spec, p *field.Path) field.ErrorList {
 	if c.FaultDuration.Duration < 0 {
 		errs = append(errs, field.Invalid(p.Child("faultDuration"), c.FaultDuration.String(), "use a positive duration (--fault-duration)"))
 	}
-	switch c.Lock {
-	case "", LockClientGo, LockWatch: // "" is client-go before Default
-	default:
+	if !slices.Contains([]string{"", LockClientGo, LockWatch}, c.Lock) { // "" is client-go before Default
 		errs = append(errs, field.NotSupported(p.Child("lock"), c.Lock, []string{LockClientGo, LockWatch}))
 	}
 	errs = append(errs, c.validateFault(s, p)...)

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"cmp"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -29,12 +30,8 @@ type Settings struct {
 
 // Default fills the zero fields with their defaults.
 func (c *Settings) Default(*spec.Spec) {
-	if c.Resource == "" {
-		c.Resource = ResourceConfigMaps
-	}
-	if c.Hard == 0 {
-		c.Hard = 50
-	}
+	c.Resource = cmp.Or(c.Resource, ResourceConfigMaps)
+	c.Hard = cmp.Or(c.Hard, 50)
 }
 
 // Validate checks the defaulted settings.

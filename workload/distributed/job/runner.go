@@ -269,13 +269,10 @@ func judgePods(completions *int32, pods []corev1.Pod, seen map[string]string) (s
 	// A pod deleted is named only when no pod failed: the Job controller
 	// deletes the other pods of a Job that failed.
 	var deleted error
-	present := map[string]bool{}
-	for _, p := range pods {
-		present[p.Name] = true
-	}
 	for _, name := range slices.Sorted(maps.Keys(seen)) {
-		if !present[name] && deleted == nil {
+		if !slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Name == name }) {
 			deleted = fmt.Errorf("shard %s (pod %s) was deleted before the run ended%s", seen[name], name, deletedHint)
+			break
 		}
 	}
 	for _, p := range pods {
