@@ -103,16 +103,13 @@ func (j JobOptions) runner(ctx context.Context, conn *cluster.Connection, kindCl
 	if err != nil {
 		return nil, err
 	}
-	image := j.Image
-	if image == "" {
-		image = defaultImage(version)
-		if conn.Target.Kind == spec.TargetKindCluster && j.RunnerKubeconfig == "" {
+	image := cmp.Or(j.Image, defaultImage(version))
+	if conn.Target.Kind == spec.TargetKindCluster && j.RunnerKubeconfig == "" {
+		if j.Image == "" {
 			if err := loadSelf(ctx, kindCluster, image, log, getenv); err != nil {
 				return nil, err
 			}
 		}
-	}
-	if conn.Target.Kind == spec.TargetKindCluster && j.RunnerKubeconfig == "" {
 		// The shard pods reach the apiserver through its service
 		// address: on a kind cluster made moments ago kube-proxy may not
 		// have programmed it yet (a cluster KindUp made waited already).
@@ -152,7 +149,11 @@ const caBundle = "/etc/ssl/certs/ca-certificates.crt"
 // cluster name that lack it: the running executable, which must be a
 // static Linux build, on an empty base (what make image builds).
 func loadSelf(ctx context.Context, name, ref string, log io.Writer, getenv func(string) string) error {
-	img, err := selfImage(ref)
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding kb-bench's own executable for the shard image: %w", err)
+	}
+	img, err := selfImageOf(exe, ref)
 	if err != nil {
 		return err
 	}
@@ -169,18 +170,9 @@ func loadSelf(ctx context.Context, name, ref string, log io.Writer, getenv func(
 	return nil
 }
 
-// selfImage is kb-bench's image made of the running executable, as
+// selfImageOf is kb-bench's image made of exe, the running executable, as
 // cluster.KindLoadImage takes it. The same binary always gives the same
 // image id.
-func selfImage(ref string) (cluster.KindImage, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return cluster.KindImage{}, fmt.Errorf("finding kb-bench's own executable for the shard image: %w", err)
-	}
-	return selfImageOf(exe, ref)
-}
-
-// selfImageOf is selfImage with exe as the running executable.
 func selfImageOf(exe, ref string) (cluster.KindImage, error) {
 	img, err := ociimage.Build(ociimage.Options{Binary: exe, CACerts: caBundle, Arch: runtime.GOARCH,
 		Labels: map[string]string{"org.opencontainers.image.title": "kb-bench"}})

@@ -198,9 +198,7 @@ func (o *Options) check(p *Plan) error {
 	if o.Format != "text" && o.Format != "json" {
 		return spec.Input(fmt.Errorf("Options.Format %q is not known: use text or json", o.Format))
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.Log = cmp.Or(o.Log, io.Discard)
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
