@@ -200,14 +200,7 @@ func shortID(id string) string {
 // remote is the runner cluster RunnerKubeconfig names, and how its pods
 // reach the target.
 func (j JobOptions) remote(ctx context.Context, target *rest.Config) (*job.Remote, error) {
-	// client-go reads the file itself, whole: readfile refuses a device,
-	// a FIFO or a huge file first.
-	if _, err := readfile.Read(ctx, j.RunnerKubeconfig, readfile.Kubeconfig, "the runner cluster's kubeconfig"); err != nil {
-		return nil, spec.Input(fmt.Errorf("%w (check --runner-kubeconfig)", err))
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: j.RunnerKubeconfig},
-		&clientcmd.ConfigOverrides{CurrentContext: j.RunnerContext}).ClientConfig()
+	cfg, err := cluster.LoadKubeconfig(ctx, j.RunnerKubeconfig, j.RunnerContext)
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("--runner-kubeconfig %s: %w", j.RunnerKubeconfig, err))
 	}
@@ -216,12 +209,8 @@ func (j JobOptions) remote(ctx context.Context, target *rest.Config) (*job.Remot
 		return nil, spec.Input(fmt.Errorf("--runner-kubeconfig %s: %w", j.RunnerKubeconfig, err))
 	}
 	// Found out now, before the run's namespace and objects are made.
-	probe := rest.CopyConfig(cfg)
-	probe.Timeout = 10 * time.Second
-	if pk, err := kubernetes.NewForConfig(probe); err == nil {
-		if _, err := pk.Discovery().ServerVersion(); err != nil {
-			return nil, spec.Input(fmt.Errorf("cannot reach the runner cluster %s (--runner-kubeconfig %s): %w: check it, or drop --runner-kubeconfig to run the shards on the target", cfg.Host, j.RunnerKubeconfig, err))
-		}
+	if _, err := cluster.ServerVersion(ctx, cfg); err != nil {
+		return nil, spec.Input(fmt.Errorf("cannot reach the runner cluster %s (--runner-kubeconfig %s): %w: check it, or drop --runner-kubeconfig to run the shards on the target", cfg.Host, j.RunnerKubeconfig, err))
 	}
 	ca := target.CAData
 	if len(ca) == 0 && target.CAFile != "" {
@@ -283,11 +272,7 @@ func Shard(ctx context.Context, r ShardRequest, o Options) error {
 		// clientcmd it would also log a warning into every shard's result.
 		cfg, err = rest.InClusterConfig()
 	default:
-		// client-go reads the file itself: readfile refuses a device, a
-		// FIFO or a huge file first.
-		if _, err = readfile.Read(ctx, r.Kubeconfig, readfile.Kubeconfig, "the kubeconfig"); err == nil {
-			cfg, err = clientcmd.BuildConfigFromFlags("", r.Kubeconfig)
-		}
+		cfg, err = cluster.LoadKubeconfig(ctx, r.Kubeconfig, "")
 	}
 	if err != nil {
 		return spec.Input(fmt.Errorf("reaching the target: %w (give --kubeconfig, or run in a pod)", err))
