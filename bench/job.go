@@ -103,16 +103,13 @@ func (j JobOptions) runner(ctx context.Context, conn *cluster.Connection, kindCl
 	if err != nil {
 		return nil, err
 	}
-	image := j.Image
-	if image == "" {
-		image = defaultImage(version)
-		if conn.Target.Kind == spec.TargetKindCluster && j.RunnerKubeconfig == "" {
+	image := cmp.Or(j.Image, defaultImage(version))
+	if conn.Target.Kind == spec.TargetKindCluster && j.RunnerKubeconfig == "" {
+		if j.Image == "" {
 			if err := loadSelf(ctx, kindCluster, image, log, getenv); err != nil {
 				return nil, err
 			}
 		}
-	}
-	if conn.Target.Kind == spec.TargetKindCluster && j.RunnerKubeconfig == "" {
 		// The shard pods reach the apiserver through its service
 		// address: on a kind cluster made moments ago kube-proxy may not
 		// have programmed it yet (a cluster KindUp made waited already).
@@ -152,7 +149,11 @@ const caBundle = "/etc/ssl/certs/ca-certificates.crt"
 // cluster name that lack it: the running executable, which must be a
 // static Linux build, on an empty base (what make image builds).
 func loadSelf(ctx context.Context, name, ref string, log io.Writer, getenv func(string) string) error {
-	img, err := selfImage(ref)
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding kb-bench's own executable for the shard image: %w", err)
+	}
+	img, err := selfImageOf(exe, ref)
 	if err != nil {
 		return err
 	}
@@ -169,18 +170,9 @@ func loadSelf(ctx context.Context, name, ref string, log io.Writer, getenv func(
 	return nil
 }
 
-// selfImage is kb-bench's image made of the running executable, as
+// selfImageOf is kb-bench's image made of exe, the running executable, as
 // cluster.KindLoadImage takes it. The same binary always gives the same
 // image id.
-func selfImage(ref string) (cluster.KindImage, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return cluster.KindImage{}, fmt.Errorf("finding kb-bench's own executable for the shard image: %w", err)
-	}
-	return selfImageOf(exe, ref)
-}
-
-// selfImageOf is selfImage with exe as the running executable.
 func selfImageOf(exe, ref string) (cluster.KindImage, error) {
 	img, err := ociimage.Build(ociimage.Options{Binary: exe, CACerts: caBundle, Arch: runtime.GOARCH,
 		Labels: map[string]string{"org.opencontainers.image.title": "kb-bench"}})
@@ -208,14 +200,7 @@ func shortID(id string) string {
 // remote is the runner cluster RunnerKubeconfig names, and how its pods
 // reach the target.
 func (j JobOptions) remote(ctx context.Context, target *rest.Config) (*job.Remote, error) {
-	// client-go reads the file itself, whole: readfile refuses a device,
-	// a FIFO or a huge file first.
-	if _, err := readfile.Read(ctx, j.RunnerKubeconfig, readfile.Kubeconfig, "the runner cluster's kubeconfig"); err != nil {
-		return nil, spec.Input(fmt.Errorf("%w (check --runner-kubeconfig)", err))
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: j.RunnerKubeconfig},
-		&clientcmd.ConfigOverrides{CurrentContext: j.RunnerContext}).ClientConfig()
+	cfg, err := cluster.LoadKubeconfig(ctx, j.RunnerKubeconfig, j.RunnerContext)
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("--runner-kubeconfig %s: %w", j.RunnerKubeconfig, err))
 	}
@@ -224,12 +209,8 @@ func (j JobOptions) remote(ctx context.Context, target *rest.Config) (*job.Remot
 		return nil, spec.Input(fmt.Errorf("--runner-kubeconfig %s: %w", j.RunnerKubeconfig, err))
 	}
 	// Found out now, before the run's namespace and objects are made.
-	probe := rest.CopyConfig(cfg)
-	probe.Timeout = 10 * time.Second
-	if pk, err := kubernetes.NewForConfig(probe); err == nil {
-		if _, err := pk.Discovery().ServerVersion(); err != nil {
-			return nil, spec.Input(fmt.Errorf("cannot reach the runner cluster %s (--runner-kubeconfig %s): %w: check it, or drop --runner-kubeconfig to run the shards on the target", cfg.Host, j.RunnerKubeconfig, err))
-		}
+	if _, err := cluster.ServerVersion(ctx, cfg); err != nil {
+		return nil, spec.Input(fmt.Errorf("cannot reach the runner cluster %s (--runner-kubeconfig %s): %w: check it, or drop --runner-kubeconfig to run the shards on the target", cfg.Host, j.RunnerKubeconfig, err))
 	}
 	ca := target.CAData
 	if len(ca) == 0 && target.CAFile != "" {
@@ -291,11 +272,7 @@ func Shard(ctx context.Context, r ShardRequest, o Options) error {
 		// clientcmd it would also log a warning into every shard's result.
 		cfg, err = rest.InClusterConfig()
 	default:
-		// client-go reads the file itself: readfile refuses a device, a
-		// FIFO or a huge file first.
-		if _, err = readfile.Read(ctx, r.Kubeconfig, readfile.Kubeconfig, "the kubeconfig"); err == nil {
-			cfg, err = clientcmd.BuildConfigFromFlags("", r.Kubeconfig)
-		}
+		cfg, err = cluster.LoadKubeconfig(ctx, r.Kubeconfig, "")
 	}
 	if err != nil {
 		return spec.Input(fmt.Errorf("reaching the target: %w (give --kubeconfig, or run in a pod)", err))

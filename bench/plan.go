@@ -7,12 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"maps"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kb-bench/kb-bench/profiles"
 	"github.com/kb-bench/kb-bench/spec"

@@ -198,9 +198,7 @@ func (o *Options) check(p *Plan) error {
 	if o.Format != "text" && o.Format != "json" {
 		return spec.Input(fmt.Errorf("Options.Format %q is not known: use text or json", o.Format))
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.Log = cmp.Or(o.Log, io.Discard)
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
@@ -224,16 +222,13 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 	sets := p.Matrix() || p.Count > 1
 	v := newView(o, sets)
 	for k, c := range p.Cells {
-		dir, id := out.Dir, out.RunID
-		if sets {
-			id = fmt.Sprintf("%s-c%d", out.RunID, k+1)
-		}
+		cell := CellResults{Dir: out.Dir, runID: out.RunID, point: c.Label}
 		if p.Matrix() {
-			dir = filepath.Join(out.Dir, store.DirName(c.Label))
+			cell.Dir = filepath.Join(out.Dir, store.DirName(c.Label))
 		}
-		cell := CellResults{Dir: dir, runID: id, point: c.Label}
 		if sets {
-			cell.set = &results.ResultSet{RunID: id, Label: c.Label, Cell: k + 1}
+			cell.runID = fmt.Sprintf("%s-c%d", out.RunID, k+1)
+			cell.set = &results.ResultSet{RunID: cell.runID, Label: c.Label, Cell: k + 1}
 		}
 		out.Cells = append(out.Cells, cell)
 	}

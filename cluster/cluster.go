@@ -137,7 +137,7 @@ func openLocal(ctx context.Context, t spec.Target, o Options) (*Connection, erro
 		fmt.Fprintf(o.Log, "local control plane: not reusing the one from `kb-bench local up`: it runs %s, and %d were asked for; starting a private one\n",
 			words.Plural(len(st.Servers), "apiserver"), t.APIServerCount())
 	case err == nil && st.Healthy:
-		version, err := serverVersion(ctx, st.config)
+		version, err := ServerVersion(ctx, st.config)
 		if err != nil {
 			return nil, spec.Input(fmt.Errorf("the `kb-bench local up` control plane at %s does not answer (%w): restart it with `kb-bench local down` and `kb-bench local up`", st.Server, err))
 		}
@@ -224,7 +224,7 @@ func openKubeconfig(ctx context.Context, t spec.Target, getenv func(string) stri
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("kubeconfig %s (context %q): %w: check --kubeconfig and --context", source, contextName, err))
 	}
-	version, err := serverVersion(ctx, cfg)
+	version, err := ServerVersion(ctx, cfg)
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("cannot reach the apiserver %s (kubeconfig %s, context %q): %w: check the kubeconfig and context, or start the cluster",
 			cfg.Host, source, contextName, err))
@@ -236,9 +236,9 @@ func openKubeconfig(ctx context.Context, t spec.Target, getenv func(string) stri
 	}, nil
 }
 
-// serverVersion GETs /version within reachTimeout: it proves the apiserver
+// ServerVersion GETs /version within reachTimeout: it proves the apiserver
 // answers and accepts the credentials.
-func serverVersion(ctx context.Context, cfg *rest.Config) (string, error) {
+func ServerVersion(ctx context.Context, cfg *rest.Config) (string, error) {
 	c := rest.CopyConfig(cfg)
 	c.Timeout = reachTimeout
 	ctx, cancel := context.WithTimeout(ctx, reachTimeout)

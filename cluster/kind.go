@@ -77,7 +77,7 @@ func openKind(ctx context.Context, t spec.Target, deps kindDeps) (conn *Connecti
 	if err != nil {
 		return nil, fmt.Errorf("kind cluster %q: its kubeconfig does not load: %w", name, err)
 	}
-	version, err := serverVersion(ctx, cfg)
+	version, err := ServerVersion(ctx, cfg)
 	if err != nil {
 		return nil, spec.Input(fmt.Errorf("kind cluster %q: cannot reach its apiserver %s (%w): is the cluster running? (`docker ps`; recreate it with `kind delete cluster --name %s && kind create cluster --name %s`)",
 			name, cfg.Host, err, name, name))

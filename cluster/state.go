@@ -386,6 +386,13 @@ func lockStateDir(stateDir string) (unlock func(), err error) {
 	return func() { f.Close() }, nil
 }
 
+// LoadKubeconfig is the config of context contextName (the current one
+// when empty) of the kubeconfig file path, read as a target's is.
+func LoadKubeconfig(ctx context.Context, path, contextName string) (*rest.Config, error) {
+	cfg, _, err := kubeconfigFrom(ctx, &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, contextName)
+	return cfg, err
+}
+
 // kubeconfigFrom loads the kubeconfig files rules name and returns the
 // config of context contextName (the current context when empty) and the
 // merged file. Unlike client-go's deferred loading it never falls back to

@@ -7,6 +7,7 @@ package ociimage
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -67,10 +68,7 @@ func Build(o Options) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the CA bundle: %w (on Debian or Ubuntu: apt-get install ca-certificates)", err)
 	}
-	created := o.Created.UTC()
-	if o.Created.IsZero() {
-		created = time.Unix(0, 0).UTC()
-	}
+	created := cmp.Or(o.Created, time.Unix(0, 0)).UTC()
 	layerTar, err := layer(created, []file{
 		{name: "etc/", mode: 0o755},
 		{name: "etc/ssl/", mode: 0o755},

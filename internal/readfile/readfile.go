@@ -113,9 +113,6 @@ func readAll(ctx context.Context, r io.Reader, hint, limit int64, path, what str
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("reading %s %s: stopped: %w", what, path, context.Cause(ctx))
 		}
-		if int64(len(buf)) > limit {
-			return nil, tooLarge(path, what, limit)
-		}
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
@@ -123,10 +120,9 @@ func readAll(ctx context.Context, r io.Reader, hint, limit int64, path, what str
 		n, err := r.Read(buf[len(buf):end])
 		buf = buf[:len(buf)+n]
 		switch {
+		case int64(len(buf)) > limit:
+			return nil, tooLarge(path, what, limit)
 		case errors.Is(err, io.EOF):
-			if int64(len(buf)) > limit {
-				return nil, tooLarge(path, what, limit)
-			}
 			return buf, nil
 		case err != nil:
 			return nil, fmt.Errorf("reading %s %s: %w", what, path, err)
