@@ -14,14 +14,7 @@ import (
 // threshold and passes it on one that holds. (The live endpoint's copy of
 // every figure is TestLiveMetricsEqualResults'.)
 func TestScenarioFiguresReachEveryReader(t *testing.T) {
-	bin, cpBin := binary(t)
-	tmp := t.TempDir()
-	env := append(os.Environ(), "TMPDIR="+tmp, "HOME="+tmp, "XDG_STATE_HOME="+tmp)
-	state := filepath.Join(tmp, "state")
-	if code, _, _ := kbBench(t, bin, env, "local", "up", "--control-plane-bin", cpBin, "--storage", "memory", "--state-dir", state); code != 0 {
-		t.Fatalf("local up: exit %d", code)
-	}
-	t.Cleanup(func() { kbBench(t, bin, env, "local", "down", "--state-dir", state) })
+	bin, env, state := localUp(t)
 	run := func(args ...string) string {
 		t.Helper()
 		out := filepath.Join(t.TempDir(), "result")

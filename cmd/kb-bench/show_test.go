@@ -24,14 +24,7 @@ import (
 // the result went, which tell how the run went, not what it measured.
 // Every run uses one local control plane ('kb-bench local up').
 func TestShowPrintsWhatTheRunPrinted(t *testing.T) {
-	bin, cpBin := binary(t)
-	tmp := t.TempDir()
-	env := append(os.Environ(), "TMPDIR="+tmp, "HOME="+tmp, "XDG_STATE_HOME="+tmp)
-	state := filepath.Join(tmp, "state")
-	if code, _, _ := kbBench(t, bin, env, "local", "up", "--control-plane-bin", cpBin, "--storage", "memory", "--state-dir", state); code != 0 {
-		t.Fatalf("local up: exit %d", code)
-	}
-	t.Cleanup(func() { kbBench(t, bin, env, "local", "down", "--state-dir", state) })
+	bin, env, state := localUp(t)
 	gate := func(thresholds ...string) string {
 		path := filepath.Join(t.TempDir(), "gate.yaml")
 		doc := "apiVersion: kb-bench.io/v1alpha1\nkind: Gate\nthresholds:\n- " + strings.Join(thresholds, "\n- ") + "\n"
@@ -91,6 +84,23 @@ func TestShowPrintsWhatTheRunPrinted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// localUp starts a local control plane ('kb-bench local up', memory
+// storage) for a test's runs, stopped when the test ends; it returns the
+// kb-bench binary, the environment its commands run with (a temporary
+// home) and the state directory that names the control plane.
+func localUp(t *testing.T) (bin string, env []string, state string) {
+	t.Helper()
+	bin, cpBin := binary(t)
+	tmp := t.TempDir()
+	env = append(os.Environ(), "TMPDIR="+tmp, "HOME="+tmp, "XDG_STATE_HOME="+tmp)
+	state = filepath.Join(tmp, "state")
+	if code, _, _ := kbBench(t, bin, env, "local", "up", "--control-plane-bin", cpBin, "--storage", "memory", "--state-dir", state); code != 0 {
+		t.Fatalf("local up: exit %d", code)
+	}
+	t.Cleanup(func() { kbBench(t, bin, env, "local", "down", "--state-dir", state) })
+	return bin, env, state
 }
 
 // interrupted runs kb-bench with args, interrupts it (SIGINT, as Ctrl-C
