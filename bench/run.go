@@ -76,8 +76,8 @@ type Options struct {
 
 	// Gate, when set, judges the run at its end against Baseline (for
 	// relative thresholds), saves the verdicts (store.VerdictsFile) and
-	// fails it with ErrGateFailed when a threshold does not hold. Report writes report.html in the result
-	// directory.
+	// fails it with ErrGateFailed when a threshold does not hold. Report
+	// writes report.html in the result directory.
 	Gate     *analysis.Gate
 	Baseline results.Side
 	Report   bool
