@@ -107,7 +107,7 @@ func BenchmarkEngineOverhead(b *testing.B) {
 			tt.spec.Writers = 1
 			c, _ := fakeRun(b, tt.spec, tt.set, cannedTransport{}, nil)
 			w := c.writers[0]
-			w.cms = stubConfigMaps{cm: &corev1.ConfigMap{
+			w.objects.(*configMapObjects).cms = stubConfigMaps{cm: &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Name: "kb-bench-0", ResourceVersion: "100"},
 				Data:       map[string]string{"counter": "5", "w-0": "5"},
 			}}

@@ -11,10 +11,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/results"
@@ -42,6 +40,7 @@ type counter struct {
 	set     *Settings
 	n       int           // the run's writers
 	lo, hi  int           // the writers this instance runs: [lo, hi) (a shard's share; else all)
+	objType objectType    // what the objects are
 	names   []string      // object names
 	keys    []string      // the fields the writers increment: counterKey, or one per writer
 	shared  []sharedTally // FieldsShared: per object
@@ -52,7 +51,8 @@ var _ scenario.Sharded = (*counter)(nil)
 
 func newCounter(env *scenario.Env, set *Settings) *counter {
 	n := env.Writers()
-	c := &counter{env: env, set: set, n: n, hi: n, names: objectNames(set.Objects)}
+	c := &counter{env: env, set: set, n: n, hi: n, names: objectNames(set.Objects),
+		objType: configMaps{admin: env.Admin.CoreV1().ConfigMaps(env.Namespace), namespace: env.Namespace}}
 	if set.Fields == FieldsDisjoint {
 		for w := range n {
 			c.keys = append(c.keys, fieldKey(w))
@@ -80,20 +80,9 @@ func (c *counter) Setup(ctx context.Context) error {
 	env := c.env
 	seed := scenario.Seed(env.RunID)
 	filler := makeFiller(c.set.ObjectSize, rand.New(rand.NewPCG(seed, 0)))
-	cms := env.Admin.CoreV1().ConfigMaps(env.Namespace)
 	labels, data := k8s.Labels(env.RunID), initialData(&env.Spec, c.keys, filler)
 	err := k8s.CreateAll(ctx, "objects", c.names, func(ctx context.Context, name string) error {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Data: data}
-		// No field manager of its own: the apiserver names the creator
-		// after the user agent, as it names the writers' updates, so the
-		// object's managedFields hold one entry, as an object one
-		// controller creates and updates does. A second manager's entry
-		// costs the apiserver about 5% of every update's time (measured
-		// against a bare client-go loop).
-		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating ConfigMap %s: %w", name, err)
-		}
-		return nil
+		return c.objType.create(ctx, name, labels, data)
 	})
 	if err != nil {
 		return err
@@ -179,7 +168,7 @@ func (c *counter) newWriters(seed uint64) []*writer {
 		w := &writer{
 			id:      i,
 			write:   write,
-			cms:     env.Client(local).CoreV1().ConfigMaps(env.Namespace),
+			objects: c.objType.objects(env.Client(local)),
 			measure: env.Measurer(local, nil),
 			choose:  newChooser(c.set, i, rand.New(rand.NewPCG(seed, uint64(i)+1))),
 			names:   c.names,
@@ -192,7 +181,6 @@ func (c *counter) newWriters(seed uint64) []*writer {
 		}
 		if write.Kind == scenario.Apply {
 			w.applyOpts = metav1.ApplyOptions{FieldManager: fieldManager(s, i), Force: write.Force}
-			w.apply = applycorev1.ConfigMap(c.names[0], env.Namespace).WithData(map[string]string{w.key: "0"})
 		}
 		writers[local] = w
 	}
@@ -213,7 +201,7 @@ func (r Report) Figures() []results.Figure { return nil }
 // Finish reads every object back and checks it against the writes.
 func (c *counter) Finish(ctx context.Context) (scenario.Report, error) {
 	env := c.env
-	objects, err := readObjects(ctx, env.Admin.CoreV1().ConfigMaps(env.Namespace), env.RunID, c.keys)
+	objects, err := c.objType.readBack(ctx, env.RunID, c.keys)
 	if err != nil {
 		env.Warn("%v", err)
 		return Report{{Name: "objects read back", Detail: err.Error()}}, nil

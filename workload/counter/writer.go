@@ -6,12 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
@@ -37,21 +33,20 @@ func fieldManager(s *spec.Spec, w int) string {
 }
 
 // writer is one concurrent writer with everything an operation needs: its
-// client, its measurer (its recorder stripe), its chooser and its own
-// counts, so that an operation takes no lock shared with other writers
-// (apart from its recorder stripe, which writers share only when there
-// are more writers than stripes).
+// access to the objects (through its client), its measurer (its recorder
+// stripe), its chooser and its own counts, so that an operation takes no
+// lock shared with other writers (apart from its recorder stripe, which
+// writers share only when there are more writers than stripes).
 type writer struct {
 	id      int
 	write   scenario.Write
-	cms     corev1client.ConfigMapInterface
+	objects objects
 	measure *scenario.Measurer
 	choose  func() int // picks the object of the next operation
 	names   []string   // object names (shared, read-only)
-	key     string     // the data key this writer increments
+	key     string     // the field this writer increments
 
 	applyOpts metav1.ApplyOptions
-	apply     *applycorev1.ConfigMapApplyConfiguration
 
 	shared []sharedTally // per object, every writer's (FieldsShared); nil otherwise
 	own    []fieldTally  // per object, this writer's (FieldsDisjoint); nil otherwise
@@ -68,49 +63,34 @@ func (w *writer) do(intended time.Time) {
 // correctness check.
 func (w *writer) readModifyWrite(o *scenario.Op, obj int) error {
 	name := w.names[obj]
-	var cm *corev1.ConfigMap
+	var read version
 	err := o.Read(func(ctx context.Context) (err error) {
-		cm, err = w.cms.Get(ctx, name, metav1.GetOptions{})
+		read, err = w.objects.get(ctx, name, w.key)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	cur, err := counterValue(cm.Data, name, w.key)
-	if err != nil {
-		return err
-	}
-	next := cur + 1
+	next := read.value + 1
 	outcome, err := o.Write(func(ctx context.Context) (err error) {
 		switch w.write.Kind {
 		case scenario.Update:
-			if cm.Data == nil {
-				cm.Data = map[string]string{}
-			}
-			cm.Data[w.key] = strconv.FormatInt(next, 10)
-			if !w.write.Precondition {
-				cm.ResourceVersion = ""
-			}
-			_, err = w.cms.Update(ctx, cm, metav1.UpdateOptions{})
+			_, err = w.objects.update(ctx, read, w.key, next, w.write.Precondition)
 		case scenario.MergePatch:
 			rv := ""
 			if w.write.Precondition {
-				rv = cm.ResourceVersion
+				rv = read.rv
 			}
 			// A fresh body each time: net/http may still read a request body
 			// after RoundTrip returns, so a reused buffer could be overwritten
 			// while in flight.
 			body := appendMergePatch(make([]byte, 0, 64+len(w.key)+len(rv)), w.key, next, rv)
-			_, err = w.cms.Patch(ctx, name, w.write.PatchType, body, metav1.PatchOptions{})
+			_, err = w.objects.patch(ctx, name, w.write.PatchType, body)
 		case scenario.JSONPatch:
-			body := appendJSONPatch(make([]byte, 0, 96+2*len(w.key)), w.key, cur, next)
-			_, err = w.cms.Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{})
+			body := appendJSONPatch(make([]byte, 0, 96+2*len(w.key)), w.key, read.value, next)
+			_, err = w.objects.patch(ctx, name, types.JSONPatchType, body)
 		case scenario.Apply:
-			// Apply marshals the configuration before it returns, so the
-			// writer's one configuration is reused.
-			w.apply.Name = &w.names[obj]
-			w.apply.Data[w.key] = strconv.FormatInt(next, 10)
-			_, err = w.cms.Apply(ctx, w.apply, w.applyOpts)
+			_, err = w.objects.apply(ctx, name, w.key, next, w.applyOpts)
 		}
 		return err
 	})
