@@ -160,7 +160,6 @@ func newVersionCommand(s Streams, version string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the kb-bench version, the control-plane versions it builds and the kind node image it uses",
-		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			fmt.Fprintf(s.Out, "kb-bench %s\nlocal control plane: kube-apiserver %s, etcd %s (built by `kb-bench local install`)\nkind node image: %s (Kubernetes %s, kind's own default)\n",
 				version, cluster.KubeVersion, cluster.EtcdVersion, cluster.DefaultKindNodeImage, cluster.DefaultKindKubeVersion)

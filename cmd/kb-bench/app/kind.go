@@ -48,7 +48,6 @@ Podman that grants privileged containers.`,
   kb-bench kind up --control-planes 3 --etcd-tmpfs --apiserver-arg max-mutating-requests-inflight=400
   kb-bench kind up --pull never --node-image kindest/node:v1.37.0   # air-gapped: docker load it first
   kb-bench kind up --print-config --control-planes 3   # the kind configuration, with this host's adaptations; nothing created`,
-		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if printConfig {
 				b, err := cluster.KindConfigHere(c.Context(), o, getenv)
@@ -82,7 +81,6 @@ Podman that grants privileged containers.`,
 		Use:     "down",
 		Aliases: []string{"delete"},
 		Short:   "Delete a cluster kb-bench made (never another)",
-		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := cluster.KindDown(c.Context(), o.Name, stateDir, getenv); err != nil {
 				return err
@@ -102,7 +100,6 @@ configured, with the path of its kubeconfig.
 'kind get' is an alias, as kind's own CLI says it; its nouns are not taken:
 this shows the one cluster --name names ('get clusters' would list them in
 kind, 'get kubeconfig' print one: here, the kubeconfig's path is shown).`,
-		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			st, err := cluster.ReadKindState(c.Context(), stateDir, o.Name, getenv)
 			if errors.Is(err, fs.ErrNotExist) {

@@ -37,7 +37,6 @@ builds the control plane's programs from the pinned upstream source.`,
 		Use:     "up",
 		Aliases: []string{"start"},
 		Short:   "Start a local control plane in the background",
-		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			st, err := cluster.Up(c.Context(), cluster.UpOptions{Bin: f.bin, Getenv: getenv, Storage: f.storage, StateDir: stateDir(), Log: s.Err, APIServers: f.apiservers})
 			if err != nil {
@@ -57,7 +56,6 @@ builds the control plane's programs from the pinned upstream source.`,
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Show the local control plane started by 'local up'",
-		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			st, err := cluster.Status(c.Context(), stateDir())
 			if err != nil {
@@ -81,7 +79,6 @@ builds the control plane's programs from the pinned upstream source.`,
 		Use:     "down",
 		Aliases: []string{"stop"},
 		Short:   "Stop the local control plane and remove its files",
-		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			err := cluster.Down(c.Context(), stateDir())
 			if errors.Is(err, cluster.ErrNotRunning) {
@@ -107,7 +104,6 @@ into ` + "`${KB_BENCH_CACHE:-${XDG_CACHE_HOME:-~/.cache}/kb-bench}/control-plane
 where 'kb-bench run' finds them. What is there already is kept. It takes about
 5 minutes on 2 cores the first time; 'make control-plane' in a checkout does
 the same. It prints the directory.`,
-		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			dir, err := cluster.Install(c.Context(), cluster.InstallOptions{ControllerManager: withKCM, KindNode: withNode, Log: s.Err, Getenv: getenv})
 			if err != nil {

@@ -17,7 +17,6 @@ func newProfilesCommand(s Streams) *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the shipped profiles with a line each",
-		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			ps, err := profiles.List()
 			if err != nil {

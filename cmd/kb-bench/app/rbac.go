@@ -26,7 +26,6 @@ it starts and lists every missing one.`,
 		Example: `  kb-bench rbac --namespace team-a --service-account bench | kubectl apply -f -
   kb-bench run --namespace team-a --kubeconfig team-a.kubeconfig
   kb-bench rbac --namespace team-a --scenario quota --user alice --with-metrics`,
-		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := f.plan(cmd.Context(), cmd.Flags(), f.request(cmd.Flags()))
 			if err != nil {

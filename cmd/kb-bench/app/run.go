@@ -51,7 +51,6 @@ a saved run's summary again.`,
   kb-bench run -f pr.yaml --count 5 --gate gate.yaml --baseline-spec main.yaml   # a profile against main's, interleaved
   kb-bench run --writers 3000 --shards 3                  # three shard processes, one exact result
   kb-bench run --kubeconfig KC --writers 3000 --shards 6 --runner job --image REGISTRY/kb-bench:TAG`,
-		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.run(cmd.Context(), cmd.Flags(), s, version, getenv)
 		},

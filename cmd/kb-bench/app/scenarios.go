@@ -15,7 +15,6 @@ func newScenariosCommand(s Streams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "scenarios",
 		Short: "List the scenarios 'run --scenario' takes, with their own flags",
-		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			tw := tabwriter.NewWriter(s.Out, 0, 0, 2, ' ', 0)
 			for _, sc := range bench.Scenarios() {

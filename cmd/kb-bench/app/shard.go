@@ -20,7 +20,6 @@ It is not meant to be started by hand.
 
 The index comes from --index or, in an Indexed Job, $JOB_COMPLETION_INDEX;
 without --kubeconfig the shard uses the pod's service account.`,
-		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("index") {
 				r.Index = -1 // $JOB_COMPLETION_INDEX

@@ -40,7 +40,6 @@ meets a --stop-at condition, so a collapsed object does not run for hours.`,
   kb-bench sweep --profile hot-key --objects 1,10,100,1000 --writers 64
   kb-bench sweep --rate 100,200,400,800,1600 --writers 64 --report
   kb-bench sweep --writers 1,4,16,64 --count 3 --stop-at 'p99 > 2s' --stop-at 'conflictRate > 99%'`,
-		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.sweep(cmd.Context(), cmd.Flags(), s, version, getenv)
 		},
