@@ -105,7 +105,7 @@ func TestLoadInvalid(t *testing.T) {
 		// inside settings:.
 		{"invalid-zipf-exponent.yaml", `testdata/invalid-zipf-exponent.yaml:7: spec.settings.zipfExponent: Invalid value: 1: must be greater than 1, e.g. 1.1 (--zipf-exponent)`, false},
 		{"invalid-zipf-without-zipf.yaml", `testdata/invalid-zipf-without-zipf.yaml:7: spec.settings.zipfExponent: Forbidden: applies only to distribution zipf: drop --zipf-exponent or set --distribution zipf`, false},
-		{"invalid-unknown-setting.yaml", `testdata/invalid-unknown-setting.yaml:7: spec.settings.exponent: Forbidden: this scenario has no setting of that name: use objects, objectSize, distribution, zipfExponent, hotFraction, hotShare, writersPerObject, fields`, false},
+		{"invalid-unknown-setting.yaml", `testdata/invalid-unknown-setting.yaml:7: spec.settings.exponent: Forbidden: this scenario has no setting of that name: use objects, objectSize, distribution, zipfExponent, hotFraction, hotShare, writersPerObject, fields, manifest, fieldPath, subresource, installCRD`, false},
 		{"invalid-settings-types.yaml", strings.Join([]string{
 			`testdata/invalid-settings-types.yaml:7: spec.settings.distribution: Invalid value: 3: must be a string`,
 			`testdata/invalid-settings-types.yaml:5: spec.settings.objects: Invalid value: "many": must be a whole number`,
