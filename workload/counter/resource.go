@@ -100,6 +100,14 @@ func (r *resource) resolve(ctx context.Context) (schema.GroupVersionResource, er
 	case len(r.sub) > 0 && !servesSub(list, plural+"/"+r.sub[0]):
 		return r.gvr, spec.Input(fmt.Errorf("%s has no %s subresource on the target: drop --subresource", plural, r.sub[0]))
 	}
+	if w := scenario.WriteOf(&r.env.Spec); w.Kind == scenario.MergePatch && w.PatchType == types.StrategicMergePatchType {
+		// Custom resources take no strategic merge patch; a CRD of that
+		// name says the kind is one (unreadable: the apiserver will say).
+		_, err := r.env.AdminDynamic.Resource(crdResource).Get(ctx, plural+"."+gvk.Group, metav1.GetOptions{})
+		if err == nil {
+			return r.gvr, spec.Input(fmt.Errorf("%s is a custom resource, which takes no strategic merge patch: use --patch-type merge or json", gvk.Kind))
+		}
+	}
 	r.gvr = gvk.GroupVersion().WithResource(plural)
 	return r.gvr, nil
 }
