@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kb-bench/kb-bench/internal/await"
+	"github.com/kb-bench/kb-bench/internal/k8s"
 
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/spec"
@@ -230,4 +232,28 @@ func TestLeastPrivilegeOnACustomResource(t *testing.T) {
 	if err != nil || len(left.Items) != 0 {
 		t.Errorf("the run's widgets are left: %v (err %v)", left, err)
 	}
+}
+
+// A run killed before it could clean up (kill -9) leaves its CRD
+// labelled with its run id: the next run that installs it deletes it
+// first, says so, and leaves nothing either.
+func TestLeftCRDIsCleanedByTheNextRun(t *testing.T) {
+	cfg := local.Config(t)
+	manifest := widget(t, "")
+	var crd map[string]any
+	if err := yaml.Unmarshal([]byte(strings.SplitN(manifest, "---\n", 2)[0]), &crd); err != nil {
+		t.Fatal(err)
+	}
+	left := &unstructured.Unstructured{Object: crd}
+	left.SetLabels(k8s.Labels("killed-run"))
+	crdClient := dynamic.NewForConfigOrDie(cfg).Resource(crds)
+	if _, err := crdClient.Create(context.Background(), left, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res := runOn(context.Background(), t, cfg, widgetSpec(manifest, spec.Spec{Writers: 2, Operations: 20, Strategy: spec.StrategyUpdate}))
+	if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "killed-run") }) {
+		t.Errorf("warnings %q, want one naming the run that left the CRD", res.Warnings)
+	}
+	assertNoLostUpdates(t, res)
+	assertCRDGone(t, cfg)
 }

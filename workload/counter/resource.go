@@ -138,6 +138,22 @@ func (r *resource) setUp(ctx context.Context) error {
 	}
 	crd.SetLabels(labels)
 	crds := r.env.AdminDynamic.Resource(crdResource)
+	switch old, err := crds.Get(ctx, crd.GetName(), metav1.GetOptions{}); {
+	case err == nil && old.GetLabels()[k8s.LabelManagedBy] != "kb-bench":
+		// The user's own: the run uses it and leaves it.
+		fmt.Fprintf(r.env.Log, "note: CustomResourceDefinition %s is already on the target: using it, not the manifest's\n", crd.GetName())
+		r.install = false
+		_, err := r.resolve(ctx)
+		return err
+	case err == nil:
+		// The janitor: a run killed before it could clean up left it.
+		r.env.Warn("deleting CustomResourceDefinition %s, which run %s installed and left (it was killed before it could clean up)", crd.GetName(), old.GetLabels()[k8s.LabelRunID])
+		if err := r.deleteCRD(ctx); err != nil {
+			return err
+		}
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("looking for CustomResourceDefinition %s: %w", crd.GetName(), err)
+	}
 	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("installing CustomResourceDefinition %s: %w", crd.GetName(), err)
 	}
@@ -171,9 +187,22 @@ func (r *resource) tearDown(ctx context.Context) error {
 	if !r.install || r.env.Spec.Keep {
 		return nil
 	}
-	err := r.env.AdminDynamic.Resource(crdResource).Delete(ctx, r.m.crd.GetName(), metav1.DeleteOptions{})
+	return r.deleteCRD(ctx)
+}
+
+// deleteCRD deletes the manifest's CRD and waits until it is gone (its
+// objects with it), so that the next run can install it again.
+func (r *resource) deleteCRD(ctx context.Context) error {
+	name, crds := r.m.crd.GetName(), r.env.AdminDynamic.Resource(crdResource)
+	err := crds.Delete(ctx, name, metav1.DeleteOptions{})
+	if err == nil {
+		err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			_, err := crds.Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+	}
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting CustomResourceDefinition %s, which the run installed: %w (delete it by hand: kubectl delete crd %s)", r.m.crd.GetName(), err, r.m.crd.GetName())
+		return fmt.Errorf("deleting CustomResourceDefinition %s, which the run installed: %w (delete it by hand: kubectl delete crd %s)", name, err, name)
 	}
 	return nil
 }
