@@ -1,7 +1,9 @@
 // Package counter is the counter scenario: writers read-modify-write shared
-// ConfigMaps with a write strategy (update, retry, patch, server-side
+// objects with a write strategy (update, retry, patch, server-side
 // apply), incrementing a counter field, and every object is read back at
-// the end to find lost updates.
+// the end to find lost updates. The objects are ConfigMaps (typed
+// client), or the user's own of any kind (--manifest: dynamic client),
+// a custom resource's CRD installed for the run when it comes along.
 package counter
 
 import (
@@ -22,7 +24,7 @@ import (
 // Definition registers the counter scenario.
 var Definition = scenario.Definition{
 	Name:        "counter",
-	Description: "writers read-modify-write shared ConfigMaps with a write strategy; lost updates are counted",
+	Description: "writers read-modify-write shared ConfigMaps (or any object: --manifest) with a write strategy; lost updates are counted",
 	Strategies:  true,
 	NewSettings: func() scenario.Settings { return &Settings{} },
 	Sharded: func(env *scenario.Env, settings scenario.Settings) scenario.Sharded {

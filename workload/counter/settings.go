@@ -188,7 +188,11 @@ func firstLine(text string) string {
 
 // Describe is the run in a few words.
 func (c *Settings) Describe(s *spec.Spec) string {
-	where := fmt.Sprintf("%s on %s", words.Plural(s.Writers, "writer"), words.Plural(c.Objects, "object"))
+	noun := "object"
+	if m, err := parseManifest(c.Manifest); c.Manifest != "" && err == nil {
+		noun = m.obj.GetKind()
+	}
+	where := fmt.Sprintf("%s on %s", words.Plural(s.Writers, "writer"), words.Plural(c.Objects, noun))
 	switch {
 	case c.WritersPerObject > 0:
 		where += fmt.Sprintf(" (%d writers per object)", c.WritersPerObject)
@@ -199,7 +203,14 @@ func (c *Settings) Describe(s *spec.Spec) string {
 	case c.Objects > 1:
 		where += " (" + string(c.Distribution) + ")"
 	}
-	where += ", " + string(c.Fields) + " fields"
+	switch {
+	case c.Manifest != "" && c.Subresource != "":
+		where += ", " + c.FieldPath + " through " + c.Subresource
+	case c.Manifest != "":
+		where += ", " + c.FieldPath
+	default:
+		where += ", " + string(c.Fields) + " fields"
+	}
 	if c.ObjectSize > 0 {
 		where += fmt.Sprintf(", %d B filler", c.ObjectSize)
 	}
