@@ -217,6 +217,14 @@ func (r *resource) value(v int64) any {
 
 func (r *resource) create(ctx context.Context, name string, labels, data map[string]string) error {
 	obj := r.m.obj.DeepCopy()
+	// What a server set on the object the manifest was read from
+	// (kubectl get -o yaml) is not for a new one.
+	obj.SetResourceVersion("")
+	obj.SetUID("")
+	obj.SetCreationTimestamp(metav1.Time{})
+	obj.SetManagedFields(nil)
+	obj.SetOwnerReferences(nil)
+	obj.SetGenerateName("")
 	obj.SetName(name)
 	obj.SetNamespace(r.env.Namespace)
 	all := obj.GetLabels()
