@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kb-bench/kb-bench/spec"
@@ -107,5 +108,38 @@ func TestFieldPath(t *testing.T) {
 		if err == nil && (fieldRef{path: got}).String() != tt.in {
 			t.Errorf("%q prints back as %s", tt.in, fieldRef{path: got})
 		}
+	}
+}
+
+// A writer reads the field as the object holds it: a JSON number, a
+// decimal string, or absent (0); anything else is another client's.
+func TestResourceVersionOf(t *testing.T) {
+	tests := []struct {
+		name    string
+		obj     map[string]any
+		str     bool
+		want    int64
+		wantErr bool
+	}{
+		{"a number", map[string]any{"status": map[string]any{"count": int64(7)}}, false, 7, false},
+		{"a JSON float", map[string]any{"status": map[string]any{"count": float64(8)}}, false, 8, false},
+		{"a decimal string", map[string]any{"status": map[string]any{"count": "9"}}, true, 9, false},
+		{"absent", map[string]any{"status": map[string]any{}}, false, 0, false},
+		{"text", map[string]any{"status": map[string]any{"count": "x"}}, true, 0, true},
+		{"a list", map[string]any{"status": map[string]any{"count": []any{}}}, false, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &resource{field: fieldRef{path: []string{"status", "count"}, str: tt.str}}
+			obj := &unstructured.Unstructured{Object: tt.obj}
+			obj.SetResourceVersion("42")
+			v, err := r.cached(obj, "")
+			if (err != nil) != tt.wantErr || v.value != tt.want || (err == nil && v.rv != "42") {
+				t.Fatalf("version %+v, %v; want value %d (error %v)", v, err, tt.want, tt.wantErr)
+			}
+			if err == nil && v.obj == any(obj) {
+				t.Errorf("the cached object itself was handed out, not a copy the writer may change")
+			}
+		})
 	}
 }

@@ -10,10 +10,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/spec"
@@ -308,8 +311,15 @@ func (o *resourceObjects) get(ctx context.Context, name, _ string) (version, err
 	if err != nil {
 		return version{}, err
 	}
+	return o.r.versionOf(obj)
+}
+
+// versionOf is obj as a writer read it: a GET's answer, or an informer's
+// copy (cached).
+func (r *resource) versionOf(obj *unstructured.Unstructured) (version, error) {
 	v := version{obj: obj, rv: obj.GetResourceVersion()}
-	raw, found, _ := unstructured.NestedFieldNoCopy(obj.Object, o.r.field.path...)
+	raw, found, _ := unstructured.NestedFieldNoCopy(obj.Object, r.field.path...)
+	var err error
 	switch raw := raw.(type) {
 	case int64:
 		v.value = raw
@@ -319,13 +329,46 @@ func (o *resourceObjects) get(ctx context.Context, name, _ string) (version, err
 		v.value, err = strconv.ParseInt(raw, 10, 64)
 	default:
 		if found {
-			err = fmt.Errorf("%s's %s holds %v", name, o.r.field, raw)
+			err = fmt.Errorf("it holds %v", raw)
 		}
 	}
 	if err != nil {
-		err = fmt.Errorf("%s's %s is not a number (%w): another client wrote the object; run again in a fresh namespace", name, o.r.field, err)
+		err = fmt.Errorf("%s's %s is not a number (%w): another client wrote the object; run again in a fresh namespace", obj.GetName(), r.field, err)
 	}
 	return v, err
+}
+
+// The pieces a read source over an informer needs (issue 38): the run's
+// objects listed and watched through writer w's client, an empty object
+// of the type, and a cached object as a writer's version.
+
+// listWatch lists and watches the objects of run runID through writer
+// w's client.
+func (r *resource) listWatch(w int, runID string) cache.ListerWatcher {
+	ri, selector := r.env.DynamicClient(w).Resource(r.gvr).Namespace(r.env.Namespace), k8s.LabelRunID+"="+runID
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return ri.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return ri.Watch(ctx, o)
+		},
+	}
+}
+
+// example is an empty object of the type, as an informer wants one.
+func (r *resource) example() runtime.Object {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(r.m.obj.GroupVersionKind())
+	return u
+}
+
+// cached is an informer's object as a writer's version: a deep copy,
+// which the writer may modify.
+func (r *resource) cached(obj any, _ string) (version, error) {
+	return r.versionOf(obj.(*unstructured.Unstructured).DeepCopy())
 }
 
 func (o *resourceObjects) update(ctx context.Context, v version, _ string, value int64, precondition bool) (string, error) {
