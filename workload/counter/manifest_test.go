@@ -41,6 +41,7 @@ func TestObjectSettings(t *testing.T) {
 		{"a CRD alone", Settings{Manifest: crd, FieldPath: ".status.count"}, "", "", "settings.manifest", "has no object", false},
 		{"two objects", Settings{Manifest: lease + "---\n" + deployment, FieldPath: ".spec.replicas"}, "", "", "settings.manifest", "two objects", false},
 		{"a CRD of another kind", Settings{Manifest: crd + "---\n" + lease, FieldPath: ".spec.replicas"}, "", "", "settings.manifest", "not the object's", false},
+		{"a cluster-scoped CRD", Settings{Manifest: strings.Replace(string(widget), "scope: Namespaced", "scope: Cluster", 1), FieldPath: ".spec.size"}, "", "", "settings.manifest", "cluster-scoped", false},
 		{"no field path", Settings{Manifest: string(widget)}, "", "", "settings.fieldPath", "name the field", false},
 		{"a field path without a dot", Settings{Manifest: string(widget), FieldPath: "status.count"}, "", "", "settings.fieldPath", "must start with a dot", false},
 		{"a field the schema lacks", Settings{Manifest: string(widget), FieldPath: ".status.nothing", Subresource: "status"}, "", "", "settings.fieldPath", "neither in the object nor in its CustomResourceDefinition's schema", false},

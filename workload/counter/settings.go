@@ -143,6 +143,9 @@ func (c *Settings) validateObject(s *spec.Spec, p *field.Path) field.ErrorList {
 		return field.ErrorList{field.Invalid(mp, firstLine(c.Manifest), err.Error())}
 	}
 	var errs field.ErrorList
+	if m.crd != nil && !m.crdNamespaced() {
+		errs = append(errs, field.Invalid(mp, firstLine(c.Manifest), "its CustomResourceDefinition is cluster-scoped: kb-bench writes objects in the run's namespace, so give a namespaced kind (scope: Namespaced)"))
+	}
 	fp := p.Child("fieldPath")
 	path, err := parseFieldPath(c.FieldPath)
 	switch {
