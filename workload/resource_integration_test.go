@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -59,6 +60,19 @@ func assertCRDGone(t *testing.T, cfg *rest.Config) {
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("the CRD the run installed is still there (get: %v)", err)
 	}
+}
+
+// assertCRDGoneSoon waits until the test's CRD is gone (a deleted CRD's
+// objects are removed first).
+func assertCRDGoneSoon(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	await.Until(t, "the CRD gone", func() error {
+		_, err := dynamic.NewForConfigOrDie(cfg).Resource(crds).Get(context.Background(), "widgets.bench.kb-bench.io", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (get: %v)", err)
+	})
 }
 
 // Every strategy on a custom resource's status subresource: the server's
@@ -150,11 +164,11 @@ func TestObjectTheTargetRefuses(t *testing.T) {
 		set  map[string]any
 		want string
 	}{
-		{"a kind not served", map[string]any{"manifest": "apiVersion: nothing.example/v1\nkind: Gizmo\nmetadata: {name: g}\nspec: {n: 0}\n", "fieldPath": ".spec.n"},
+		{"a kind not served", map[string]any{"manifest": "apiVersion: nothing.example/v1\nkind: Gizmo\nmetadata: {name: g}\nspec: {count: 0}\n", "fieldPath": ".spec.count"},
 			"does not serve Gizmo"},
 		{"a CRD not installed on a cluster kb-bench does not own", map[string]any{"manifest": widget(t, ""), "fieldPath": ".status.count", "subresource": "status"},
 			"pass --install-crd"},
-		{"no status subresource", map[string]any{"manifest": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\nstatus: {n: 0}\n", "fieldPath": ".status.n", "subresource": "status"},
+		{"no status subresource", map[string]any{"manifest": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\nstatus: {count: 0}\n", "fieldPath": ".status.count", "subresource": "status"},
 			"no status subresource"},
 	}
 	kube := kubernetes.NewForConfigOrDie(cfg)
@@ -162,7 +176,7 @@ func TestObjectTheTargetRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := spec.Spec{Writers: 1, Operations: 1, Settings: tt.set}
 			if strings.Contains(tt.name, "not installed") {
-				s.Target.Kind = spec.TargetKubeconfig
+				s.Target = spec.Target{Kind: spec.TargetKubeconfig, Kubeconfig: "unread"} // Options.Config is the target
 			}
 			id := runID()
 			_, err := Run(context.Background(), resolved(t, s), Options{Config: cfg, RunID: id, Log: logWriter{t}, FinalizeNamespace: true})
@@ -197,9 +211,10 @@ func TestLeastPrivilegeOnACustomResource(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		_ = crdClient.Delete(context.Background(), "widgets.bench.kb-bench.io", metav1.DeleteOptions{})
+		assertCRDGoneSoon(t, admin)
 	})
 	ns := "lp-" + runID()
-	s := widgetSpec(manifest, spec.Spec{Namespace: ns, Writers: 2, Operations: 40, Strategy: spec.StrategyUpdate, Target: spec.Target{Kind: spec.TargetKubeconfig}})
+	s := widgetSpec(manifest, spec.Spec{Namespace: ns, Writers: 2, Operations: 40, Strategy: spec.StrategyUpdate, Target: spec.Target{Kind: spec.TargetKubeconfig, Kubeconfig: "unread"}})
 	rules, err := Rules(s, nil)
 	if err != nil {
 		t.Fatal(err)
