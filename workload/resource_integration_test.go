@@ -111,6 +111,11 @@ func TestCustomResourceEveryStrategy(t *testing.T) {
 			if tt.noneLost {
 				assertNoLostUpdates(t, res)
 			}
+			// The schema takes every write: a JSON patch's failed test op
+			// stays a failed precondition, never invalid.
+			if n := count(res.Measurements.WriteOutcomes, metrics.Invalid) + count(res.Measurements.WriteOutcomes, metrics.Other); n > 0 {
+				t.Errorf("write outcomes %v, want no invalid or other write", res.Measurements.WriteOutcomes)
+			}
 			assertCRDGone(t, cfg)
 		})
 	}
