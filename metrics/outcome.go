@@ -23,6 +23,7 @@ const (
 	VersionConflict                     // 409 on a stale resourceVersion
 	FieldManagerConflict                // 409 from server-side apply field ownership
 	FailedPrecondition                  // 422 from a JSON patch test op: the CAS said no
+	Invalid                             // 422 that names a kind: its schema or a validation rule (CEL) refused the object
 	Throttled                           // 429
 	ServerError                         // 5xx
 	Timeout                             // client or server timeout
@@ -35,6 +36,7 @@ var outcomeNames = [NumOutcomes]string{
 	VersionConflict:      "conflict",
 	FieldManagerConflict: "field-manager-conflict",
 	FailedPrecondition:   "failed-precondition",
+	Invalid:              "invalid",
 	Throttled:            "throttled",
 	ServerError:          "server-error",
 	Timeout:              "timeout",
@@ -81,10 +83,13 @@ func Classify(err error) Outcome {
 		return VersionConflict
 	case apierrors.IsInvalid(err) && details.Kind == "":
 		// A JSON patch whose test op fails answers 422 Invalid, naming no
-		// kind. A 422 that names one rejects the object's fields: a fault
-		// in the request, never a compare-and-swap that said no, so it
-		// stays "other" with its message kept.
+		// kind: the compare-and-swap said no.
 		return FailedPrecondition
+	case apierrors.IsInvalid(err):
+		// A 422 that names a kind rejects the object's fields: its schema
+		// or a validation rule (a CRD's CEL rules) said no. Its message is
+		// kept, as an "other" error's is.
+		return Invalid
 	case apierrors.IsTooManyRequests(err):
 		return Throttled
 	case status != nil && status.Status().Code >= http.StatusInternalServerError:

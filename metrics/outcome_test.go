@@ -30,7 +30,7 @@ func TestClassify(t *testing.T) {
 		{"json patch test failed", apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", "testing value /data/counter failed: test failed", 0, false), FailedPrecondition},
 		// A field that fails validation is a bad request, not a
 		// compare-and-swap that said no.
-		{"validation error", apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "kb-bench-0", field.ErrorList{field.TooLong(field.NewPath("data"), "", 1<<20)}), Other},
+		{"validation error", apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "kb-bench-0", field.ErrorList{field.TooLong(field.NewPath("data"), "", 1<<20)}), Invalid},
 		{"429", apierrors.NewTooManyRequests("slow down", 1), Throttled},
 		{"500", apierrors.NewInternalError(errors.New("etcd")), ServerError},
 		{"504 timeout", apierrors.NewTimeoutError("took too long", 0), Timeout},

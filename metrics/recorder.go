@@ -41,7 +41,8 @@ type Op struct {
 	Start, End time.Time
 	// Outcome is the final outcome.
 	Outcome Outcome
-	// Err is kept (first few distinct messages) when Outcome is Other.
+	// Err is kept (first few distinct messages) when Outcome is Other or
+	// Invalid.
 	Err error
 	// Attempts is the number of write attempts made.
 	Attempts int
@@ -207,7 +208,7 @@ func (s *Stripe) RecordOp(op Op) {
 	if op.Attempts > 1 || op.Backoff > 0 {
 		RecordLatency(s.t.Backoff, op.Backoff)
 	}
-	if op.Outcome == Other && op.Err != nil {
+	if (op.Outcome == Other || op.Outcome == Invalid) && op.Err != nil {
 		s.t.Errors = appendError(s.t.Errors, op.Err.Error())
 	}
 }

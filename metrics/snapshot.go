@@ -69,7 +69,8 @@ type Snapshot struct {
 	// Clamped counts operations that took longer than the histogram's
 	// range (one hour) and were recorded as one hour.
 	Clamped int64
-	// Errors holds the first few distinct messages of "other" outcomes.
+	// Errors holds the first few distinct messages of "other" and
+	// "invalid" outcomes.
 	Errors []string
 	// Histograms of latency in microseconds. OpRaw is nil in a closed loop.
 	Op, OpRaw, Write, Read, Backoff *hdrhistogram.Histogram

@@ -41,6 +41,18 @@ func TestShippedRunLocal(t *testing.T) {
 			}
 			return ""
 		},
+		"custom-resource": func(res *results.Result) string {
+			if res.Measurements.Outcomes["conflict"] == 0 {
+				return "8 writers on one custom resource's status with update saw no 409"
+			}
+			return ""
+		},
+		"lease-renewal": func(res *results.Result) string {
+			if n := res.Measurements.Outcomes["conflict"]; n > 0 {
+				return "holders renewing their own Leases got 409s"
+			}
+			return ""
+		},
 		"ssa-disjoint": func(res *results.Result) string {
 			if n := res.Measurements.Outcomes["field-manager-conflict"] + res.Measurements.Outcomes["conflict"]; n > 0 {
 				return "writers applying disjoint fields got conflicts"

@@ -105,7 +105,7 @@ func TestLoadInvalid(t *testing.T) {
 		// inside settings:.
 		{"invalid-zipf-exponent.yaml", `testdata/invalid-zipf-exponent.yaml:7: spec.settings.zipfExponent: Invalid value: 1: must be greater than 1, e.g. 1.1 (--zipf-exponent)`, false},
 		{"invalid-zipf-without-zipf.yaml", `testdata/invalid-zipf-without-zipf.yaml:7: spec.settings.zipfExponent: Forbidden: applies only to distribution zipf: drop --zipf-exponent or set --distribution zipf`, false},
-		{"invalid-unknown-setting.yaml", `testdata/invalid-unknown-setting.yaml:7: spec.settings.exponent: Forbidden: this scenario has no setting of that name: use objects, objectSize, distribution, zipfExponent, hotFraction, hotShare, writersPerObject, fields`, false},
+		{"invalid-unknown-setting.yaml", `testdata/invalid-unknown-setting.yaml:7: spec.settings.exponent: Forbidden: this scenario has no setting of that name: use objects, objectSize, distribution, zipfExponent, hotFraction, hotShare, writersPerObject, fields, manifest, fieldPath, subresource, installCRD`, false},
 		{"invalid-settings-types.yaml", strings.Join([]string{
 			`testdata/invalid-settings-types.yaml:7: spec.settings.distribution: Invalid value: 3: must be a string`,
 			`testdata/invalid-settings-types.yaml:5: spec.settings.objects: Invalid value: "many": must be a whole number`,
@@ -331,14 +331,17 @@ func TestLoadMissingFile(t *testing.T) {
 }
 
 func TestShipped(t *testing.T) {
-	want := []string{"controller-status", "counter", "hot-key", "leader-election", "quota", "regional", "slow-disk", "ssa-disjoint", "ssa-shared"}
+	want := []string{"controller-status", "counter", "custom-resource", "deployment-status", "hot-key", "leader-election", "lease-renewal", "quota", "regional", "slow-disk", "ssa-disjoint", "ssa-shared"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
 	scenario := map[string]string{
 		"controller-status": "controller-status",
 		"counter":           "counter",
+		"custom-resource":   "counter",
+		"deployment-status": "counter",
 		"hot-key":           "counter",
+		"lease-renewal":     "counter",
 		"leader-election":   "leader-election",
 		"quota":             "quota",
 		"regional":          "counter",
@@ -419,6 +422,19 @@ func TestShippedSettings(t *testing.T) {
 		{"slow-disk", func(s spec.Spec, set map[string]any) bool {
 			return s.Target.EtcdLatency.Duration == 10*time.Millisecond && s.Target.APIServerCount() == 1 && s.Strategy == spec.StrategyUpdate
 		}},
+		{"custom-resource", func(s spec.Spec, set map[string]any) bool {
+			m, _ := set["manifest"].(string)
+			return set["subresource"] == "status" && set["fieldPath"] == ".status.count" &&
+				strings.Contains(m, "kind: CustomResourceDefinition") && strings.Contains(m, "x-kubernetes-validations")
+		}},
+		{"deployment-status", func(s spec.Spec, set map[string]any) bool {
+			m, _ := set["manifest"].(string)
+			return s.Writers > 1 && set["subresource"] == "status" && strings.Contains(m, "kind: Deployment")
+		}},
+		{"lease-renewal", func(s spec.Spec, set map[string]any) bool {
+			m, _ := set["manifest"].(string)
+			return s.Writers == 100 && set["objects"] == 100.0 && set["writersPerObject"] == 1.0 && s.ThinkTime.Duration > 0 && strings.Contains(m, "kind: Lease")
+		}},
 		{"controller-status", func(s spec.Spec, set map[string]any) bool {
 			c, _ := set["controllers"].(float64)
 			own, _ := set["objectsPerController"].(float64)
@@ -451,7 +467,7 @@ func TestShippedUnknown(t *testing.T) {
 		func(n string) error { _, err := ShippedYAML(n); return err },
 	} {
 		err := get("countr")
-		want := `no shipped profile is called "countr": use one of controller-status, counter, hot-key, leader-election, quota, regional, slow-disk, ssa-disjoint, ssa-shared (kb-bench profiles list)`
+		want := `no shipped profile is called "countr": use one of controller-status, counter, custom-resource, deployment-status, hot-key, leader-election, lease-renewal, quota, regional, slow-disk, ssa-disjoint, ssa-shared (kb-bench profiles list)`
 		if err == nil || err.Error() != want {
 			t.Errorf("got %v, want %s", err, want)
 		}

@@ -138,14 +138,35 @@ func deleteCollections(ctx context.Context, kube kubernetes.Interface, ns, selec
 			err = kube.RbacV1().Roles(ns).DeleteCollection(ctx, opts, list)
 		case groupResource{"rbac.authorization.k8s.io", "rolebindings"}:
 			err = kube.RbacV1().RoleBindings(ns).DeleteCollection(ctx, opts, list)
-		default:
-			err = fmt.Errorf("kb-bench does not know how to delete %s (a bug: please report it)", k.resource)
+		default: // a run's own kind (counter --manifest)
+			err = deleteAny(ctx, kube, ns, selector, k)
 		}
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("%s: %w", k.resource, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// deleteAny deletes the objects of any namespaced kind the apiserver
+// serves, in the group's preferred version; a group no longer served
+// (its CRD went with the run) has none left.
+func deleteAny(ctx context.Context, kube kubernetes.Interface, ns, selector string, k groupResource) error {
+	rc := kube.CoreV1().RESTClient()
+	if k.group == "" {
+		return rc.Delete().AbsPath("/api/v1/namespaces", ns, k.resource).Param("labelSelector", selector).Do(ctx).Error()
+	}
+	groups, err := kube.Discovery().ServerGroups()
+	if err != nil {
+		return err
+	}
+	for _, g := range groups.Groups {
+		if g.Name == k.group {
+			return rc.Delete().AbsPath("/apis", g.PreferredVersion.GroupVersion, "namespaces", ns, k.resource).
+				Param("labelSelector", selector).Do(ctx).Error()
+		}
+	}
+	return nil
 }
 
 // deleteOwn deletes the run's labelled objects of the kinds it creates from

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -201,6 +202,14 @@ func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
 	e.scrapes = true
 
 	rules := r.rulesFor()
+	if c, ok := e.sc.Scenario.(scenario.Checker); ok {
+		cctx, cancel := context.WithTimeout(ctx, s.OpTimeout.Duration)
+		err := c.Check(cctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
 	if s.Namespace != "" {
 		// An existing namespace: check every permission first (the
 		// runner's too), and touch nothing but the run's own labelled
@@ -332,19 +341,25 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 			e.scrapers = append(e.scrapers, k.CoreV1().RESTClient())
 		}
 	}
-	kubes := make([]kubernetes.Interface, len(clients))
+	kubes, dyns := make([]kubernetes.Interface, len(clients)), make([]dynamic.Interface, len(clients))
 	for i, c := range clients {
-		kubes[i] = c.Kube
+		kubes[i], dyns[i] = c.Kube, c.Dynamic
+	}
+	adminDyn, err := dynamic.NewForConfig(setupCfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the setup client: %w (check the target's kubeconfig)", err)
 	}
 	e.env = &scenario.Env{
-		Spec:      s,
-		RunID:     o.RunID,
-		Namespace: e.result.Namespace,
-		Clients:   kubes,
-		Admin:     e.admin,
-		Log:       e.log,
-		Warn:      e.warn,
-		Gone:      e.health.Gone(),
+		Spec:         s,
+		RunID:        o.RunID,
+		Namespace:    e.result.Namespace,
+		Clients:      kubes,
+		Dynamic:      dyns,
+		Admin:        e.admin,
+		AdminDynamic: adminDyn,
+		Log:          e.log,
+		Warn:         e.warn,
+		Gone:         e.health.Gone(),
 	}
 	e.sc = r.Def.New(e.env, r.Settings)
 	return e, nil

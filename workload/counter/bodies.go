@@ -1,51 +1,111 @@
 package counter
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // The patch bodies are built by appending into a writer's own buffer, so a
-// patch costs no allocation beyond what client-go makes of it. Data values
-// of a ConfigMap are strings, so a counter is written as "12".
+// patch costs no allocation beyond what client-go makes of it. They set a
+// field (fieldRef): a ConfigMap's data values are strings, so its counter
+// is written "12"; a custom resource's integer field is a JSON number, 12.
+
+// fieldRef is the field a writer changes: its path in the object
+// (["data", "counter"], ["status", "count"]) and whether its value is a
+// decimal string (str) or a JSON number.
+type fieldRef struct {
+	path []string
+	str  bool
+}
+
+// String is the path as --field-path takes it: .status.count, or
+// .metadata.annotations["example.com/n"] for a key that is not a plain
+// name.
+func (f fieldRef) String() string {
+	var b strings.Builder
+	for _, p := range f.path {
+		if plainName(p) {
+			b.WriteString("." + p)
+		} else {
+			b.WriteString("[" + strconv.Quote(p) + "]")
+		}
+	}
+	return b.String()
+}
+
+// appendValue appends value as the field holds it.
+func (f fieldRef) appendValue(b []byte, value int64) []byte {
+	if !f.str {
+		return strconv.AppendInt(b, value, 10)
+	}
+	b = append(b, '"')
+	b = strconv.AppendInt(b, value, 10)
+	return append(b, '"')
+}
 
 // appendMergePatch appends a merge (or strategic merge) patch setting
-// data[key] to value. A non-empty resourceVersion is added as
+// field f to value. A non-empty resourceVersion is added as
 // metadata.resourceVersion: the apiserver then treats the patch as an
 // optimistic lock and answers 409 when the object has moved on.
-func appendMergePatch(b []byte, key string, value int64, resourceVersion string) []byte {
+func appendMergePatch(b []byte, f fieldRef, value int64, resourceVersion string) []byte {
 	b = append(b, '{')
-	if resourceVersion != "" {
+	path := f.path
+	switch {
+	case resourceVersion != "" && path[0] == "metadata": // one metadata object holds both
 		b = append(b, `"metadata":{"resourceVersion":`...)
-		b = appendJSONString(b, resourceVersion)
-		b = append(b, "},"...)
+		b = append(appendJSONString(b, resourceVersion), ',')
+		return append(appendNested(b, path[1:], f, value), "}}"...)
+	case resourceVersion != "":
+		b = append(b, `"metadata":{"resourceVersion":`...)
+		b = append(appendJSONString(b, resourceVersion), "},"...)
 	}
-	b = append(b, `"data":{`...)
-	b = appendJSONString(b, key)
-	b = append(b, `:"`...)
-	b = strconv.AppendInt(b, value, 10)
-	b = append(b, `"}}`...)
+	return append(appendNested(b, path, f, value), '}')
+}
+
+// appendNested appends "p0":{"p1":...:value...}, the members that set
+// field f (at path, a tail of f's) to value.
+func appendNested(b []byte, path []string, f fieldRef, value int64) []byte {
+	for i, p := range path {
+		if i > 0 {
+			b = append(b, '{')
+		}
+		b = append(appendJSONString(b, p), ':')
+	}
+	b = f.appendValue(b, value)
+	for range len(path) - 1 {
+		b = append(b, '}')
+	}
 	return b
 }
 
-// appendJSONPatch appends a JSON patch that sets data[key] from old to new
+// appendJSONPatch appends a JSON patch that sets field f from old to new
 // only if it still holds old: a test op then a replace, so the apiserver
 // applies both or neither (a failed test answers 422 Invalid). That is a
 // compare-and-swap on the field.
-func appendJSONPatch(b []byte, key string, old, new int64) []byte {
+func appendJSONPatch(b []byte, f fieldRef, old, new int64) []byte {
 	b = append(b, `[{"op":"test","path":`...)
-	b = appendDataPointer(b, key)
-	b = append(b, `,"value":"`...)
-	b = strconv.AppendInt(b, old, 10)
-	b = append(b, `"},{"op":"replace","path":`...)
-	b = appendDataPointer(b, key)
-	b = append(b, `,"value":"`...)
-	b = strconv.AppendInt(b, new, 10)
-	b = append(b, `"}]`...)
-	return b
+	b = appendPointer(b, f)
+	b = append(b, `,"value":`...)
+	b = f.appendValue(b, old)
+	b = append(b, `},{"op":"replace","path":`...)
+	b = appendPointer(b, f)
+	b = append(b, `,"value":`...)
+	b = f.appendValue(b, new)
+	return append(b, `}]`...)
 }
 
-// appendDataPointer appends the JSON pointer /data/<key> as a JSON string,
-// escaping "~" and "/" in key as RFC 6901 asks.
-func appendDataPointer(b []byte, key string) []byte {
-	return appendEscaped(append(b, `"/data/`...), key, true)
+// appendPointer appends f's JSON pointer (/data/<key>) as a JSON string,
+// escaping "~" and "/" in each token as RFC 6901 asks.
+func appendPointer(b []byte, f fieldRef) []byte {
+	b = append(b, '"')
+	for i, p := range f.path {
+		b = append(b, '/')
+		b = appendEscaped(b, p, true)
+		if i < len(f.path)-1 {
+			b = b[:len(b)-1] // appendEscaped closed the string
+		}
+	}
+	return b
 }
 
 // appendJSONString appends s as a JSON string.

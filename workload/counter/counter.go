@@ -1,7 +1,9 @@
 // Package counter is the counter scenario: writers read-modify-write shared
-// ConfigMaps with a write strategy (update, retry, patch, server-side
+// objects with a write strategy (update, retry, patch, server-side
 // apply), incrementing a counter field, and every object is read back at
-// the end to find lost updates.
+// the end to find lost updates. The objects are ConfigMaps (typed
+// client), or the user's own of any kind (--manifest: dynamic client),
+// a custom resource's CRD installed for the run when it comes along.
 package counter
 
 import (
@@ -22,14 +24,24 @@ import (
 // Definition registers the counter scenario.
 var Definition = scenario.Definition{
 	Name:        "counter",
-	Description: "writers read-modify-write shared ConfigMaps with a write strategy; lost updates are counted",
+	Description: "writers read-modify-write shared ConfigMaps (or any object: --manifest) with a write strategy; lost updates are counted",
 	Strategies:  true,
 	NewSettings: func() scenario.Settings { return &Settings{} },
 	Sharded: func(env *scenario.Env, settings scenario.Settings) scenario.Sharded {
 		return newCounter(env, settings.(*Settings))
 	},
-	Rules: func(scenario.Settings) []rbacv1.PolicyRule {
-		return []rbacv1.PolicyRule{k8s.Rule("", []string{"configmaps"}, "get", "list", "create", "update", "patch")}
+	Rules: func(settings scenario.Settings) []rbacv1.PolicyRule {
+		set := settings.(*Settings)
+		m, err := parseManifest(set.Manifest)
+		if set.Manifest == "" || err != nil {
+			return []rbacv1.PolicyRule{k8s.Rule("", []string{"configmaps"}, "get", "list", "create", "update", "patch")}
+		}
+		gr := m.resource()
+		rules := []rbacv1.PolicyRule{k8s.Rule(gr.Group, []string{gr.Resource}, "get", "list", "create", "update", "patch")}
+		if set.Subresource != "" {
+			rules = append(rules, k8s.Rule(gr.Group, []string{gr.Resource + "/" + set.Subresource}, "update", "patch"))
+		}
+		return rules
 	},
 }
 
@@ -52,7 +64,10 @@ var _ scenario.Sharded = (*counter)(nil)
 func newCounter(env *scenario.Env, set *Settings) *counter {
 	n := env.Writers()
 	c := &counter{env: env, set: set, n: n, hi: n, names: objectNames(set.Objects),
-		objType: configMaps{admin: env.Admin.CoreV1().ConfigMaps(env.Namespace), namespace: env.Namespace}}
+		objType: configMaps{env: env, admin: env.Admin.CoreV1().ConfigMaps(env.Namespace), namespace: env.Namespace}}
+	if set.Manifest != "" {
+		c.objType = newResource(env, set)
+	}
 	if set.Fields == FieldsDisjoint {
 		for w := range n {
 			c.keys = append(c.keys, fieldKey(w))
@@ -81,6 +96,11 @@ func (c *counter) Setup(ctx context.Context) error {
 	seed := scenario.Seed(env.RunID)
 	filler := makeFiller(c.set.ObjectSize, rand.New(rand.NewPCG(seed, 0)))
 	labels, data := k8s.Labels(env.RunID), initialData(&env.Spec, c.keys, filler)
+	if r, ok := c.objType.(*resource); ok {
+		if err := r.setUp(ctx); err != nil {
+			return err
+		}
+	}
 	err := k8s.CreateAll(ctx, "objects", c.names, func(ctx context.Context, name string) error {
 		return c.objType.create(ctx, name, labels, data)
 	})
@@ -95,11 +115,16 @@ func (c *counter) Setup(ctx context.Context) error {
 // coordinator made. Each writer keeps its run-wide number, so its field,
 // field manager, object and random choices are what they would be in
 // one process.
-func (c *counter) Join(_ context.Context, lo, hi int) error {
+func (c *counter) Join(ctx context.Context, lo, hi int) error {
 	if lo < 0 || hi > c.n || lo >= hi {
 		return fmt.Errorf("shard writers [%d, %d) are not within the run's %d writers", lo, hi, c.n)
 	}
 	c.lo, c.hi = lo, hi
+	if r, ok := c.objType.(*resource); ok {
+		if _, err := r.resolve(ctx); err != nil {
+			return err
+		}
+	}
 	c.writers = c.newWriters(scenario.Seed(c.env.RunID))
 	return nil
 }
@@ -168,15 +193,16 @@ func (c *counter) newWriters(seed uint64) []*writer {
 		w := &writer{
 			id:      i,
 			write:   write,
-			objects: c.objType.objects(env.Client(local)),
+			objects: c.objType.objects(local),
 			measure: env.Measurer(local, nil),
 			choose:  newChooser(c.set, i, rand.New(rand.NewPCG(seed, uint64(i)+1))),
 			names:   c.names,
 			key:     counterKey,
+			field:   c.objType.fieldOf(counterKey),
 			shared:  c.shared,
 		}
 		if c.set.Fields == FieldsDisjoint {
-			w.key = c.keys[i]
+			w.key, w.field = c.keys[i], c.objType.fieldOf(c.keys[i])
 			w.own = make([]fieldTally, len(c.names))
 		}
 		if write.Kind == scenario.Apply {
@@ -198,10 +224,25 @@ func (r Report) Checks() []results.Check { return r }
 // Figures are none: the engine's figures say all the counter does.
 func (r Report) Figures() []results.Figure { return nil }
 
-// Finish reads every object back and checks it against the writes.
+// Check checks the run's own object against the target (its kind is
+// served, with its subresource) before anything is created.
+func (c *counter) Check(ctx context.Context) error {
+	if r, ok := c.objType.(*resource); ok {
+		return r.check(ctx)
+	}
+	return nil
+}
+
+// Finish reads every object back and checks it against the writes, then
+// deletes the CRD the run installed.
 func (c *counter) Finish(ctx context.Context) (scenario.Report, error) {
 	env := c.env
 	objects, err := c.objType.readBack(ctx, env.RunID, c.keys)
+	if r, ok := c.objType.(*resource); ok {
+		if err := r.tearDown(ctx); err != nil {
+			env.Warn("%v", err)
+		}
+	}
 	if err != nil {
 		env.Warn("%v", err)
 		return Report{{Name: "objects read back", Detail: err.Error()}}, nil

@@ -10,11 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
-	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // objectNames returns the names of the m benchmark objects.
@@ -72,8 +72,11 @@ type objectType interface {
 	// readBack reads every object of run runID and keeps, for each, only
 	// the fields under keys, so memory stays small for large objects.
 	readBack(ctx context.Context, runID string, keys []string) (map[string]map[string]string, error)
-	// objects is a writer's access through client.
-	objects(client kubernetes.Interface) objects
+	// objects is the access of the instance's writer w, through its
+	// client (Env.Client(w)).
+	objects(w int) objects
+	// fieldOf is the field a writer whose key is key changes.
+	fieldOf(key string) fieldRef
 }
 
 // version is an object as a writer read it: the object itself (which
@@ -103,6 +106,7 @@ type objects interface {
 // configMaps is the default object type: ConfigMaps in the run's
 // namespace, their counted fields data keys holding decimal strings.
 type configMaps struct {
+	env       *scenario.Env
 	admin     corev1client.ConfigMapInterface // Setup's and Finish's, not counted
 	namespace string
 }
@@ -146,8 +150,12 @@ func (t configMaps) readBack(ctx context.Context, runID string, keys []string) (
 	}
 }
 
-func (t configMaps) objects(client kubernetes.Interface) objects {
-	return &configMapObjects{cms: client.CoreV1().ConfigMaps(t.namespace), namespace: t.namespace,
+func (t configMaps) fieldOf(key string) fieldRef {
+	return fieldRef{path: []string{"data", key}, str: true}
+}
+
+func (t configMaps) objects(w int) objects {
+	return &configMapObjects{cms: t.env.Client(w).CoreV1().ConfigMaps(t.namespace), namespace: t.namespace,
 		applies: map[string]*applycorev1.ConfigMapApplyConfiguration{}}
 }
 

@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"os"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kb-bench/kb-bench/internal/words"
@@ -45,6 +48,12 @@ type Settings struct {
 	HotShare         float64      `json:"hotShare,omitempty" flag:"hot-share" help:"hotspot: share of traffic to hot objects (default 0.9)"`
 	WritersPerObject int          `json:"writersPerObject,omitempty" flag:"writers-per-object" help:"pin fixed groups of K writers to each object instead of a distribution"`
 	Fields           Fields       `json:"fields" flag:"fields" help:"shared (all writers increment one counter) or disjoint (each writer owns a field)"`
+	// Manifest is the text itself once defaulted (a file's, stdin's), so
+	// that the result records the object that ran.
+	Manifest    string `json:"manifest,omitempty" flag:"manifest" help:"the object every writer shares instead of a ConfigMap, of any namespaced kind the target serves: a YAML file, - for stdin, or (in a profile) the YAML itself; its CustomResourceDefinition may come with it as another document"`
+	FieldPath   string `json:"fieldPath,omitempty" flag:"field-path" help:"with --manifest: the field the writers increment, e.g. .status.count, .spec.replicas or .metadata.annotations[\"example.com/n\"]"`
+	Subresource string `json:"subresource,omitempty" flag:"subresource" help:"with --manifest: status writes to the status subresource (default: the main resource)"`
+	InstallCRD  bool   `json:"installCRD,omitempty" flag:"install-crd" help:"with --manifest on a cluster kb-bench did not make: install the manifest's CustomResourceDefinition for the run and delete it after (on the local control plane it always does)"`
 }
 
 // Default fills the zero fields that have defaults.
@@ -62,7 +71,7 @@ func (c *Settings) Default(*spec.Spec) {
 }
 
 // Validate checks the defaulted settings.
-func (c *Settings) Validate(_ *spec.Spec, p *field.Path) field.ErrorList {
+func (c *Settings) Validate(s *spec.Spec, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if c.Objects < 1 || c.Objects > maxObjects {
 		errs = append(errs, field.Invalid(p.Child("objects"), c.Objects, fmt.Sprintf("use 1 to %d (--objects)", maxObjects)))
@@ -106,12 +115,87 @@ func (c *Settings) Validate(_ *spec.Spec, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Forbidden(p.Child("writersPerObject"), fmt.Sprintf("pins writers to objects, so distribution %s cannot apply: set one or the other", c.Distribution)))
 	}
 	errs = append(errs, spec.OneOf(p.Child("fields"), c.Fields, []Fields{FieldsShared, FieldsDisjoint}, "fields")...)
+	return append(errs, c.validateObject(s, p)...)
+}
+
+// validateObject checks the run's own object (--manifest) without the
+// target, first reading the file (or stdin) Manifest names into it, so
+// that the result records the object that ran: the manifest parses, the field path is in the object or its
+// CRD's schema, and the subresource and strategy suit the type.
+func (c *Settings) validateObject(s *spec.Spec, p *field.Path) field.ErrorList {
+	if c.Manifest == "" {
+		var errs field.ErrorList
+		for name, set := range map[string]bool{"fieldPath": c.FieldPath != "", "subresource": c.Subresource != "", "installCRD": c.InstallCRD} {
+			if set {
+				errs = append(errs, field.Forbidden(p.Child(name), "applies only to the run's own object: give --manifest, or drop it"))
+			}
+		}
+		return errs
+	}
+	mp := p.Child("manifest")
+	text, err := readManifest(c.Manifest, os.Stdin)
+	if err != nil {
+		return field.ErrorList{field.Invalid(mp, c.Manifest, fmt.Sprintf("cannot be read (%v): give a YAML file, - for stdin, or the YAML itself", err))}
+	}
+	c.Manifest = text
+	m, err := parseManifest(c.Manifest)
+	if err != nil {
+		return field.ErrorList{field.Invalid(mp, firstLine(c.Manifest), err.Error())}
+	}
+	var errs field.ErrorList
+	if m.crd != nil && !m.crdNamespaced() {
+		errs = append(errs, field.Invalid(mp, firstLine(c.Manifest), "its CustomResourceDefinition is cluster-scoped: kb-bench writes objects in the run's namespace, so give a namespaced kind (scope: Namespaced)"))
+	}
+	fp := p.Child("fieldPath")
+	path, err := parseFieldPath(c.FieldPath)
+	switch {
+	case c.FieldPath == "":
+		errs = append(errs, field.Required(fp, "name the field the writers increment, e.g. --field-path .status.count"))
+	case err != nil:
+		errs = append(errs, field.Invalid(fp, c.FieldPath, err.Error()))
+	case path[0] == "metadata" && path[1] != "annotations" && path[1] != "labels":
+		errs = append(errs, field.Invalid(fp, c.FieldPath, "the writers can change only annotations and labels in metadata"))
+	default:
+		if _, err := m.resolveField(path); err != nil {
+			errs = append(errs, field.Invalid(fp, c.FieldPath, err.Error()))
+		}
+	}
+	sp := p.Child("subresource")
+	switch {
+	case c.Subresource != "" && c.Subresource != "status":
+		errs = append(errs, field.NotSupported(sp, c.Subresource, []string{"", "status"}))
+	case c.Subresource == "status" && m.crd != nil && !m.crdHasStatus():
+		errs = append(errs, field.Invalid(sp, c.Subresource, "the manifest's CustomResourceDefinition gives "+m.obj.GetKind()+" no status subresource: add subresources: {status: {}} to its version, or drop --subresource"))
+	case c.Subresource == "status" && len(path) > 0 && path[0] != "status":
+		errs = append(errs, field.Invalid(sp, c.Subresource, "a write to the status subresource changes only .status: name a field under .status, or drop --subresource"))
+	case c.Subresource == "" && len(path) > 0 && path[0] == "status" && m.crd != nil && m.crdHasStatus():
+		errs = append(errs, field.Invalid(sp, c.Subresource, "the main resource ignores .status when the type has a status subresource: pass --subresource status"))
+	}
+	if c.Fields == FieldsDisjoint {
+		errs = append(errs, field.Forbidden(p.Child("fields"), "the run's own object has one field the writers share (--field-path): drop --fields disjoint"))
+	}
+	if w := scenario.WriteOf(s); m.crd != nil && w.Kind == scenario.MergePatch && w.PatchType == types.StrategicMergePatchType {
+		errs = append(errs, field.Forbidden(field.NewPath("patchType"), "custom resources take no strategic merge patch: use --patch-type merge or json"))
+	}
+	if c.InstallCRD && m.crd == nil {
+		errs = append(errs, field.Forbidden(p.Child("installCRD"), "the manifest has no CustomResourceDefinition to install: add it as another YAML document, or drop --install-crd"))
+	}
 	return errs
+}
+
+// firstLine is text's first line, to point at a manifest in an error.
+func firstLine(text string) string {
+	line, _, _ := strings.Cut(text, "\n")
+	return line
 }
 
 // Describe is the run in a few words.
 func (c *Settings) Describe(s *spec.Spec) string {
-	where := fmt.Sprintf("%s on %s", words.Plural(s.Writers, "writer"), words.Plural(c.Objects, "object"))
+	noun := "object"
+	if m, err := parseManifest(c.Manifest); c.Manifest != "" && err == nil {
+		noun = m.obj.GetKind()
+	}
+	where := fmt.Sprintf("%s on %s", words.Plural(s.Writers, "writer"), words.Plural(c.Objects, noun))
 	switch {
 	case c.WritersPerObject > 0:
 		where += fmt.Sprintf(" (%d writers per object)", c.WritersPerObject)
@@ -122,7 +206,14 @@ func (c *Settings) Describe(s *spec.Spec) string {
 	case c.Objects > 1:
 		where += " (" + string(c.Distribution) + ")"
 	}
-	where += ", " + string(c.Fields) + " fields"
+	switch {
+	case c.Manifest != "" && c.Subresource != "":
+		where += ", " + c.FieldPath + " through " + c.Subresource
+	case c.Manifest != "":
+		where += ", " + c.FieldPath
+	default:
+		where += ", " + string(c.Fields) + " fields"
+	}
 	if c.ObjectSize > 0 {
 		where += fmt.Sprintf(", %d B filler", c.ObjectSize)
 	}

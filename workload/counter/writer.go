@@ -45,6 +45,7 @@ type writer struct {
 	choose  func() int // picks the object of the next operation
 	names   []string   // object names (shared, read-only)
 	key     string     // the field this writer increments
+	field   fieldRef   // where key is in the object
 
 	applyOpts metav1.ApplyOptions
 
@@ -84,10 +85,10 @@ func (w *writer) readModifyWrite(o *scenario.Op, obj int) error {
 			// A fresh body each time: net/http may still read a request body
 			// after RoundTrip returns, so a reused buffer could be overwritten
 			// while in flight.
-			body := appendMergePatch(make([]byte, 0, 64+len(w.key)+len(rv)), w.key, next, rv)
+			body := appendMergePatch(make([]byte, 0, 64+len(w.key)+len(rv)), w.field, next, rv)
 			_, err = w.objects.patch(ctx, name, w.write.PatchType, body)
 		case scenario.JSONPatch:
-			body := appendJSONPatch(make([]byte, 0, 96+2*len(w.key)), w.key, read.value, next)
+			body := appendJSONPatch(make([]byte, 0, 96+2*len(w.key)), w.field, read.value, next)
 			_, err = w.objects.patch(ctx, name, types.JSONPatchType, body)
 		case scenario.Apply:
 			_, err = w.objects.apply(ctx, name, w.key, next, w.applyOpts)

@@ -37,6 +37,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kb-bench/kb-bench/metrics"
@@ -126,6 +127,13 @@ type Scenario interface {
 	Finish(ctx context.Context) (Report, error)
 }
 
+// Checker is a Scenario that checks its settings against the target
+// before the run creates anything (its namespace included): an error
+// from Check is bad input, which the run reports with exit status 2.
+type Checker interface {
+	Check(ctx context.Context) error
+}
+
 // Live is a Scenario with figures of its own to show while it runs
 // (leadership, admissions), beside the engine's, on the live metrics
 // endpoint (kb-bench run --metrics-addr): each is exported as
@@ -207,9 +215,15 @@ type Env struct {
 	// Clients are Spec.Clients clients with connections of their own.
 	// Every request they send is counted for the server cross-check.
 	Clients []kubernetes.Interface
+	// Dynamic are the same clients as dynamic clients (any resource, in
+	// JSON), over the same connections and counts: Dynamic[i] is
+	// Clients[i]'s.
+	Dynamic []dynamic.Interface
 	// Admin is for Setup and Finish (creating, reading back): requests
-	// apart from the load, on connections of their own, not counted.
-	Admin kubernetes.Interface
+	// apart from the load, on connections of their own, not counted;
+	// AdminDynamic is the same as a dynamic client.
+	Admin        kubernetes.Interface
+	AdminDynamic dynamic.Interface
 	// Recorder records attempts and operations; operations due before the
 	// measured window are counted as warm-up only.
 	Recorder *metrics.Recorder
@@ -241,3 +255,6 @@ func (e *Env) Writers() int {
 
 // Client returns the client worker w uses: the clients round-robin.
 func (e *Env) Client(w int) kubernetes.Interface { return e.Clients[w%len(e.Clients)] }
+
+// DynamicClient is Client(w) as a dynamic client.
+func (e *Env) DynamicClient(w int) dynamic.Interface { return e.Dynamic[w%len(e.Dynamic)] }

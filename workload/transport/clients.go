@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -39,6 +40,9 @@ import (
 // counters that show what it sent.
 type Client struct {
 	Kube kubernetes.Interface
+	// Dynamic is the same client for any resource (JSON), over the same
+	// connections and counters.
+	Dynamic dynamic.Interface
 	// Server is the apiserver this client talks to.
 	Server  string
 	meter   *meter
@@ -93,11 +97,21 @@ func NewClients(cfg *rest.Config, n int, hold *Hold, h *Health, o Options) (clie
 			limiter = &timedLimiter{RateLimiter: flowcontrol.NewTokenBucketRateLimiter(c.QPS, c.Burst)}
 			c.RateLimiter = limiter
 		}
-		kube, err := kubernetes.NewForConfig(c)
+		// One HTTP client under both, so the dynamic client's requests
+		// share the connections, the limiter and the counts.
+		hc, err := rest.HTTPClientFor(c)
+		var kube *kubernetes.Clientset
+		var dyn *dynamic.DynamicClient
+		if err == nil {
+			kube, err = kubernetes.NewForConfigAndClient(c, hc)
+		}
+		if err == nil {
+			dyn, err = dynamic.NewForConfigAndClient(c, hc)
+		}
 		if err != nil {
 			return nil, "", fmt.Errorf("building client %d of %d: %w (check the target's kubeconfig)", i+1, n, err)
 		}
-		clients = append(clients, &Client{Kube: kube, Server: c.Host, meter: m, limiter: limiter})
+		clients = append(clients, &Client{Kube: kube, Dynamic: dyn, Server: c.Host, meter: m, limiter: limiter})
 	}
 	return clients, note, nil
 }
