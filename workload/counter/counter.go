@@ -16,6 +16,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
@@ -24,12 +25,13 @@ var Definition = scenario.Definition{
 	Name:        "counter",
 	Description: "writers read-modify-write shared ConfigMaps with a write strategy; lost updates are counted",
 	Strategies:  true,
+	Reads:       true,
 	NewSettings: func() scenario.Settings { return &Settings{} },
 	Sharded: func(env *scenario.Env, settings scenario.Settings) scenario.Sharded {
 		return newCounter(env, settings.(*Settings))
 	},
 	Rules: func(scenario.Settings) []rbacv1.PolicyRule {
-		return []rbacv1.PolicyRule{k8s.Rule("", []string{"configmaps"}, "get", "list", "create", "update", "patch")}
+		return []rbacv1.PolicyRule{k8s.Rule("", []string{"configmaps"}, "get", "list", "watch", "create", "update", "patch")}
 	},
 }
 
@@ -45,6 +47,8 @@ type counter struct {
 	keys    []string      // the fields the writers increment: counterKey, or one per writer
 	shared  []sharedTally // FieldsShared: per object
 	writers []*writer
+
+	informers *informers // --read informer; nil otherwise
 }
 
 var _ scenario.Sharded = (*counter)(nil)
@@ -86,6 +90,11 @@ func (c *counter) Setup(ctx context.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	if env.Spec.Read == spec.ReadInformer {
+		if c.informers, err = c.startInformers(ctx); err != nil {
+			return err
+		}
 	}
 	c.writers = c.newWriters(seed)
 	return nil
@@ -163,17 +172,28 @@ func (c *counter) newWriters(seed uint64) []*writer {
 	s := &env.Spec
 	write := scenario.WriteOf(s)
 	writers := make([]*writer, c.hi-c.lo)
+	var storeKeys []string
+	if c.informers != nil {
+		for _, name := range c.names {
+			storeKeys = append(storeKeys, env.Namespace+"/"+name)
+		}
+	}
 	for local := range writers {
 		i := c.lo + local // the writer's number in the run
+		rv, store := c.reads(local)
 		w := &writer{
-			id:      i,
-			write:   write,
-			objects: c.objType.objects(env.Client(local)),
-			measure: env.Measurer(local, nil),
-			choose:  newChooser(c.set, i, rand.New(rand.NewPCG(seed, uint64(i)+1))),
-			names:   c.names,
-			key:     counterKey,
-			shared:  c.shared,
+			rv:        rv,
+			store:     store,
+			storeKeys: storeKeys,
+			cached:    c.objType.cached,
+			id:        i,
+			write:     write,
+			objects:   c.objType.objects(env.Client(local)),
+			measure:   env.Measurer(local, nil),
+			choose:    newChooser(c.set, i, rand.New(rand.NewPCG(seed, uint64(i)+1))),
+			names:     c.names,
+			key:       counterKey,
+			shared:    c.shared,
 		}
 		if c.set.Fields == FieldsDisjoint {
 			w.key = c.keys[i]
@@ -201,6 +221,9 @@ func (r Report) Figures() []results.Figure { return nil }
 // Finish reads every object back and checks it against the writes.
 func (c *counter) Finish(ctx context.Context) (scenario.Report, error) {
 	env := c.env
+	if c.informers != nil {
+		c.informers.stop()
+	}
 	objects, err := c.objType.readBack(ctx, env.RunID, c.keys)
 	if err != nil {
 		env.Warn("%v", err)

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
@@ -46,6 +47,13 @@ type writer struct {
 	names   []string   // object names (shared, read-only)
 	key     string     // the field this writer increments
 
+	// Where the writer reads (read.go): GETs at resourceVersion rv, or
+	// store, its client's informer's, by storeKeys (per object).
+	rv        string
+	store     cache.Store
+	storeKeys []string
+	cached    func(obj any, key string) (version, error)
+
 	applyOpts metav1.ApplyOptions
 
 	shared []sharedTally // per object, every writer's (FieldsShared); nil otherwise
@@ -65,7 +73,7 @@ func (w *writer) readModifyWrite(o *scenario.Op, obj int) error {
 	name := w.names[obj]
 	var read version
 	err := o.Read(func(ctx context.Context) (err error) {
-		read, err = w.objects.get(ctx, name, w.key)
+		read, err = w.read(ctx, obj)
 		return err
 	})
 	if err != nil {
