@@ -49,13 +49,15 @@ type counter struct {
 	writers []*writer
 
 	informers *informers // --read informer; nil otherwise
+	acks      []acks     // per object, its successful writes
+	causes    *causes    // the 409s by cause
 }
 
 var _ scenario.Sharded = (*counter)(nil)
 
 func newCounter(env *scenario.Env, set *Settings) *counter {
 	n := env.Writers()
-	c := &counter{env: env, set: set, n: n, hi: n, names: objectNames(set.Objects),
+	c := &counter{env: env, set: set, n: n, hi: n, names: objectNames(set.Objects), acks: make([]acks, set.Objects), causes: newCauses(),
 		objType: configMaps{admin: env.Admin.CoreV1().ConfigMaps(env.Namespace), namespace: env.Namespace}}
 	if set.Fields == FieldsDisjoint {
 		for w := range n {
@@ -119,11 +121,19 @@ func (c *counter) Join(_ context.Context, lo, hi int) error {
 type tally struct {
 	Shared []fieldTally         `json:"shared,omitempty"`
 	Fields map[int][]fieldTally `json:"fields,omitempty"`
+	// Stale and Overtaken are the shard's 409s by cause: shards read
+	// with get, whose reads are never stale, so a shard that sees only
+	// its own acks classifies them as one process would.
+	Stale     int64 `json:"stale,omitempty"`
+	Overtaken int64 `json:"overtaken,omitempty"`
 }
 
 // Tally reports this shard's writes.
 func (c *counter) Tally() ([]byte, error) {
 	var t tally
+	c.causes.mu.Lock()
+	t.Stale, t.Overtaken = c.causes.stale, c.causes.overtaken
+	c.causes.mu.Unlock()
 	if c.shared != nil {
 		for i := range c.shared {
 			t.Shared = append(t.Shared, fieldTally{c.shared[i].successes.Load(), c.shared[i].uncertain.Load()})
@@ -143,6 +153,10 @@ func (c *counter) AddTally(b []byte) error {
 	if err := json.Unmarshal(b, &t); err != nil {
 		return fmt.Errorf("a shard's counter tally: %w", err)
 	}
+	c.causes.mu.Lock()
+	c.causes.stale += t.Stale
+	c.causes.overtaken += t.Overtaken
+	c.causes.mu.Unlock()
 	switch {
 	case c.shared != nil && len(t.Shared) != len(c.shared):
 		return fmt.Errorf("a shard's counter tally has %d objects, the run %d", len(t.Shared), len(c.shared))
@@ -186,6 +200,8 @@ func (c *counter) newWriters(seed uint64) []*writer {
 			store:     store,
 			storeKeys: storeKeys,
 			cached:    c.objType.cached,
+			acks:      c.acks,
+			causes:    c.causes,
 			id:        i,
 			write:     write,
 			objects:   c.objType.objects(env.Client(local)),
@@ -208,15 +224,19 @@ func (c *counter) newWriters(seed uint64) []*writer {
 }
 
 // Report is the counter scenario's report: its lost-update checks, one
-// per object (or per object and writer), and no figures of its own (the
-// engine's count the lost updates).
-type Report []results.Check
+// per object (or per object and writer), and its figures: the 409s by
+// cause and, with watchers, watch delay (the engine's figures count the
+// lost updates).
+type Report struct {
+	checks  []results.Check
+	figures []results.Figure
+}
 
 // Checks are the lost-update checks.
-func (r Report) Checks() []results.Check { return r }
+func (r Report) Checks() []results.Check { return r.checks }
 
-// Figures are none: the engine's figures say all the counter does.
-func (r Report) Figures() []results.Figure { return nil }
+// Figures are the 409s by cause and the watchers' figures.
+func (r Report) Figures() []results.Figure { return r.figures }
 
 // Finish reads every object back and checks it against the writes.
 func (c *counter) Finish(ctx context.Context) (scenario.Report, error) {
@@ -224,17 +244,20 @@ func (c *counter) Finish(ctx context.Context) (scenario.Report, error) {
 	if c.informers != nil {
 		c.informers.stop()
 	}
+	r := Report{figures: c.causes.figures()}
 	objects, err := c.objType.readBack(ctx, env.RunID, c.keys)
-	if err != nil {
+	switch {
+	case err != nil:
 		env.Warn("%v", err)
-		return Report{{Name: "objects read back", Detail: err.Error()}}, nil
+		r.checks = []results.Check{{Name: "objects read back", Detail: err.Error()}}
+	case c.shared != nil:
+		r.checks = sharedChecks(c.names, objects, counterKey, c.shared)
+	default:
+		own := make([][]fieldTally, len(c.writers))
+		for i, w := range c.writers {
+			own[i] = w.own
+		}
+		r.checks = disjointChecks(c.names, objects, c.keys, own)
 	}
-	if c.shared != nil {
-		return Report(sharedChecks(c.names, objects, counterKey, c.shared)), nil
-	}
-	own := make([][]fieldTally, len(c.writers))
-	for i, w := range c.writers {
-		own[i] = w.own
-	}
-	return Report(disjointChecks(c.names, objects, c.keys, own)), nil
+	return r, nil
 }

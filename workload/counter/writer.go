@@ -54,6 +54,12 @@ type writer struct {
 	storeKeys []string
 	cached    func(obj any, key string) (version, error)
 
+	// Every object's successful writes, and the 409s by cause (causes.go);
+	// timeAcks: watchers want each ack's time and window.
+	acks     []acks
+	causes   *causes
+	timeAcks bool
+
 	applyOpts metav1.ApplyOptions
 
 	shared []sharedTally // per object, every writer's (FieldsShared); nil otherwise
@@ -71,6 +77,7 @@ func (w *writer) do(intended time.Time) {
 // correctness check.
 func (w *writer) readModifyWrite(o *scenario.Op, obj int) error {
 	name := w.names[obj]
+	latest := w.acks[obj].latest.Load() // before the read: what it ought to see
 	var read version
 	err := o.Read(func(ctx context.Context) (err error) {
 		read, err = w.read(ctx, obj)
@@ -80,10 +87,11 @@ func (w *writer) readModifyWrite(o *scenario.Op, obj int) error {
 		return err
 	}
 	next := read.value + 1
+	var rv string
 	outcome, err := o.Write(func(ctx context.Context) (err error) {
 		switch w.write.Kind {
 		case scenario.Update:
-			_, err = w.objects.update(ctx, read, w.key, next, w.write.Precondition)
+			rv, err = w.objects.update(ctx, read, w.key, next, w.write.Precondition)
 		case scenario.MergePatch:
 			rv := ""
 			if w.write.Precondition {
@@ -93,15 +101,27 @@ func (w *writer) readModifyWrite(o *scenario.Op, obj int) error {
 			// after RoundTrip returns, so a reused buffer could be overwritten
 			// while in flight.
 			body := appendMergePatch(make([]byte, 0, 64+len(w.key)+len(rv)), w.key, next, rv)
-			_, err = w.objects.patch(ctx, name, w.write.PatchType, body)
+			rv, err = w.objects.patch(ctx, name, w.write.PatchType, body)
 		case scenario.JSONPatch:
 			body := appendJSONPatch(make([]byte, 0, 96+2*len(w.key)), w.key, read.value, next)
-			_, err = w.objects.patch(ctx, name, types.JSONPatchType, body)
+			rv, err = w.objects.patch(ctx, name, types.JSONPatchType, body)
 		case scenario.Apply:
-			_, err = w.objects.apply(ctx, name, w.key, next, w.applyOpts)
+			rv, err = w.objects.apply(ctx, name, w.key, next, w.applyOpts)
 		}
 		return err
 	})
+	switch outcome {
+	case metrics.Success:
+		var at time.Time
+		if w.timeAcks {
+			at = time.Now()
+		}
+		w.acks[obj].add(parseRV(rv), at, w.timeAcks && o.Measured())
+	case metrics.VersionConflict:
+		if o.Measured() {
+			w.causes.conflict(&w.acks[obj], latest, read.rv)
+		}
+	}
 	w.count(obj, outcome, err)
 	return err
 }

@@ -1,0 +1,137 @@
+package counter
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+)
+
+// Every 409 by its cause. kb-bench makes every write to its objects, so it
+// knows, per object, each successful write's resourceVersion and when its
+// response arrived (acks). A version conflict's read returned version r:
+// if a write newer than r had been acknowledged before the read began,
+// the read was stale (a quorum read, which sees every acknowledged write,
+// could not have returned r); otherwise r was fresh and another write
+// overtook it between the read and the write. The two add up to the 409s,
+// and with --read get stale reads are zero.
+
+// ackRing is how many of an object's latest acks it keeps: enough to
+// count how far behind a stale read was, and for the watchers to find a
+// write they see.
+const ackRing = 256
+
+// ack is one successful write: its resourceVersion, when its response
+// arrived (UnixNano; 0 when no watcher needs it) and whether it was in the
+// measured window.
+type ack struct {
+	rv       int64
+	at       int64
+	measured bool
+}
+
+// acks is one object's successful writes.
+type acks struct {
+	// latest is the newest resourceVersion acknowledged.
+	latest atomic.Int64
+	mu     sync.Mutex
+	ring   []ack // the latest ackRing acks (allocated at the first), ring[n%ackRing] next
+	n      int   // acks ever
+}
+
+// parseRV reads a resourceVersion as the number the apiserver makes it
+// (etcd's revision); one that is not a number reads as 0.
+func parseRV(rv string) int64 {
+	n, _ := strconv.ParseInt(rv, 10, 64)
+	return n
+}
+
+// add records a successful write that made resourceVersion rv.
+func (a *acks) add(rv int64, at time.Time, measured bool) {
+	for cur := a.latest.Load(); rv > cur && !a.latest.CompareAndSwap(cur, rv); cur = a.latest.Load() {
+	}
+	var nanos int64
+	if !at.IsZero() {
+		nanos = at.UnixNano()
+	}
+	a.mu.Lock()
+	if a.ring == nil {
+		a.ring = make([]ack, ackRing)
+	}
+	a.ring[a.n%ackRing] = ack{rv, nanos, measured}
+	a.n++
+	a.mu.Unlock()
+}
+
+// behind counts the kept acks newer than r and no newer than latest.
+func (a *acks) behind(r, latest int64) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var n int64
+	for _, x := range a.ring[:min(a.n, len(a.ring))] {
+		if x.rv > r && x.rv <= latest {
+			n++
+		}
+	}
+	return n
+}
+
+// causes counts the measured 409s by cause.
+type causes struct {
+	mu               sync.Mutex
+	stale, overtaken int64
+	behind           *hdrhistogram.Histogram // versions behind, per stale read
+}
+
+func newCauses() *causes { return &causes{behind: metrics.NewHistogram()} }
+
+// conflict classifies a version conflict whose read returned read when
+// latest was the object's newest acknowledged resourceVersion as the read
+// began.
+func (c *causes) conflict(a *acks, latest int64, read string) {
+	r := parseRV(read)
+	var behind int64
+	if latest > r {
+		behind = max(a.behind(r, latest), 1)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if behind == 0 {
+		c.overtaken++
+		return
+	}
+	c.stale++
+	_ = c.behind.RecordValue(behind) // within range: at most ackRing
+}
+
+// figures are the 409s by cause, the stale share and how far behind.
+func (c *causes) figures() []results.Figure {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cause := func(name string, n int64, help string) results.Figure {
+		return results.Figure{Name: "conflicts", Labels: map[string]string{"cause": name}, Value: float64(n), Unit: results.UnitCount,
+			Sum: true, Better: results.BetterLower, Help: help}
+	}
+	out := []results.Figure{
+		cause("staleRead", c.stale, "409s whose read was already stale: a newer write had been acknowledged before the read began."),
+		cause("overtaken", c.overtaken, "409s whose read was fresh, then overtaken by another write before this one landed."),
+	}
+	if all := c.stale + c.overtaken; all > 0 {
+		out = append(out, results.Figure{Name: "staleReadShare", Value: float64(c.stale) / float64(all), Unit: results.UnitPercent,
+			Better: results.BetterLower, Help: "Share of the 409s whose read was already stale."})
+	}
+	if c.stale > 0 {
+		qs := []float64{0.5, 0.99, 1}
+		for i, v := range metrics.Percentiles(c.behind, qs...) {
+			out = append(out, results.Figure{Name: "versionsBehind", Labels: map[string]string{"quantile": strconv.FormatFloat(qs[i], 'g', -1, 64)},
+				Value: float64(v), Unit: results.UnitCount, Better: results.BetterLower,
+				Help: "How many acknowledged writes a stale read was behind (of the last 256 per object; quantile 1: the most)."})
+		}
+	}
+	return out
+}
