@@ -37,11 +37,15 @@ type ack struct {
 
 // acks is one object's successful writes.
 type acks struct {
-	// latest is the newest resourceVersion acknowledged.
+	// latest is the newest resourceVersion acknowledged (written under
+	// mu, read without it).
 	latest atomic.Int64
 	mu     sync.Mutex
-	ring   []ack // the latest ackRing acks (allocated at the first), ring[n%ackRing] next
+	ring   []ack // the latest ackRing acks, ring[n%ackRing] next (nil: none kept, see keepAcks)
 	n      int   // acks ever
+	// early counts, per resourceVersion not yet acknowledged, the
+	// watchers of each kind that saw it (watch.go).
+	early map[int64][len(watcherKinds)]int32
 }
 
 // parseRV reads a resourceVersion as the number the apiserver makes it
@@ -51,21 +55,41 @@ func parseRV(rv string) int64 {
 	return n
 }
 
-// add records a successful write that made resourceVersion rv.
-func (a *acks) add(rv int64, at time.Time, measured bool) {
-	for cur := a.latest.Load(); rv > cur && !a.latest.CompareAndSwap(cur, rv); cur = a.latest.Load() {
+// newAcks returns the acks of m objects, keeping their latest acks when
+// keep says a read may be stale (for versionsBehind) or watchers time them.
+func newAcks(m int, keep bool) []acks {
+	a := make([]acks, m)
+	for i := range a {
+		if keep {
+			a[i].ring = make([]ack, ackRing)
+		}
 	}
+	return a
+}
+
+// add records a successful write that made resourceVersion rv, and
+// returns how many watchers of each kind saw it before.
+func (a *acks) add(rv int64, at time.Time, measured bool) (early [len(watcherKinds)]int32) {
 	var nanos int64
 	if !at.IsZero() {
 		nanos = at.UnixNano()
 	}
 	a.mu.Lock()
-	if a.ring == nil {
-		a.ring = make([]ack, ackRing)
+	defer a.mu.Unlock()
+	if rv > a.latest.Load() {
+		a.latest.Store(rv)
 	}
-	a.ring[a.n%ackRing] = ack{rv, nanos, measured}
-	a.n++
-	a.mu.Unlock()
+	if a.ring != nil {
+		a.ring[a.n%ackRing] = ack{rv, nanos, measured}
+		a.n++
+	}
+	if a.early != nil {
+		if e, ok := a.early[rv]; ok {
+			delete(a.early, rv)
+			return e
+		}
+	}
+	return early
 }
 
 // behind counts the kept acks newer than r and no newer than latest.

@@ -11,7 +11,7 @@ import (
 // been acknowledged before the read began, else overtaken; a stale read
 // counts the acknowledged writes it missed.
 func TestConflictCauses(t *testing.T) {
-	var a acks
+	a := &newAcks(1, true)[0]
 	for _, rv := range []int64{10, 12, 11, 15} { // acks arrive out of order
 		a.add(rv, time.Time{}, false)
 	}
@@ -19,10 +19,10 @@ func TestConflictCauses(t *testing.T) {
 		t.Fatalf("latest ack %d, want 15", got)
 	}
 	c := newCauses()
-	c.conflict(&a, 15, "15") // read the newest: then overtaken
-	c.conflict(&a, 10, "10") // read fresh when it began (latest was 10)
-	c.conflict(&a, 15, "10") // three writes (11, 12, 15) had been acknowledged
-	c.conflict(&a, 12, "11") // one (12)
+	c.conflict(a, 15, "15") // read the newest: then overtaken
+	c.conflict(a, 10, "10") // read fresh when it began (latest was 10)
+	c.conflict(a, 15, "10") // three writes (11, 12, 15) had been acknowledged
+	c.conflict(a, 12, "11") // one (12)
 	got := map[string]float64{}
 	for _, f := range c.figures() {
 		got[f.Key()] = f.Value
@@ -44,7 +44,7 @@ func TestConflictCauses(t *testing.T) {
 // The ring keeps the latest ackRing acks: a read further behind counts
 // the versions the ring still holds.
 func TestAcksRingKeepsTheLatest(t *testing.T) {
-	var a acks
+	a := &newAcks(1, true)[0]
 	for rv := int64(1); rv <= 3*ackRing; rv++ {
 		a.add(rv, time.Time{}, false)
 	}

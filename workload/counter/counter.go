@@ -49,6 +49,7 @@ type counter struct {
 	writers []*writer
 
 	informers *informers // --read informer; nil otherwise
+	watching  *watching  // --watchers or --read informer; nil otherwise
 	acks      []acks     // per object, its successful writes
 	causes    *causes    // the 409s by cause
 }
@@ -57,8 +58,11 @@ var _ scenario.Sharded = (*counter)(nil)
 
 func newCounter(env *scenario.Env, set *Settings) *counter {
 	n := env.Writers()
-	c := &counter{env: env, set: set, n: n, hi: n, names: objectNames(set.Objects), acks: make([]acks, set.Objects), causes: newCauses(),
+	c := &counter{env: env, set: set, n: n, hi: n, names: objectNames(set.Objects), causes: newCauses(),
 		objType: configMaps{admin: env.Admin.CoreV1().ConfigMaps(env.Namespace), namespace: env.Namespace}}
+	// A live GET is never stale: the acks' ring is for other reads and
+	// for the watchers.
+	c.acks = newAcks(set.Objects, env.Spec.Read != spec.ReadGet || watched(&env.Spec))
 	if set.Fields == FieldsDisjoint {
 		for w := range n {
 			c.keys = append(c.keys, fieldKey(w))
@@ -93,10 +97,16 @@ func (c *counter) Setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if watched(&env.Spec) {
+		c.watching = newWatching(c)
+	}
 	if env.Spec.Read == spec.ReadInformer {
 		if c.informers, err = c.startInformers(ctx); err != nil {
 			return err
 		}
+	}
+	if c.watching != nil {
+		c.watching.start(ctx, c)
 	}
 	c.writers = c.newWriters(seed)
 	return nil
@@ -202,6 +212,7 @@ func (c *counter) newWriters(seed uint64) []*writer {
 			cached:    c.objType.cached,
 			acks:      c.acks,
 			causes:    c.causes,
+			watching:  c.watching,
 			id:        i,
 			write:     write,
 			objects:   c.objType.objects(env.Client(local)),
@@ -238,13 +249,20 @@ func (r Report) Checks() []results.Check { return r.checks }
 // Figures are the 409s by cause and the watchers' figures.
 func (r Report) Figures() []results.Figure { return r.figures }
 
+// catchUp bounds how long Finish waits for the watchers to see the last
+// write.
+const catchUp = 5 * time.Second
+
 // Finish reads every object back and checks it against the writes.
 func (c *counter) Finish(ctx context.Context) (scenario.Report, error) {
 	env := c.env
+	r := Report{figures: c.causes.figures()}
+	if c.watching != nil {
+		r.figures = append(r.figures, c.watching.finish(catchUp)...)
+	}
 	if c.informers != nil {
 		c.informers.stop()
 	}
-	r := Report{figures: c.causes.figures()}
 	objects, err := c.objType.readBack(ctx, env.RunID, c.keys)
 	switch {
 	case err != nil:

@@ -24,8 +24,8 @@ type informers struct {
 	stop   context.CancelFunc
 }
 
-// startInformers starts one informer per client on the run's objects and
-// waits until each has listed them.
+// startInformers starts one informer per client on the run's objects,
+// each a watcher of c.watching, and waits until each has listed them.
 func (c *counter) startInformers(ctx context.Context) (*informers, error) {
 	env := c.env
 	run, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -35,6 +35,10 @@ func (c *counter) startInformers(ctx context.Context) (*informers, error) {
 		inf := cache.NewSharedIndexInformer(c.objType.listWatch(client, env.RunID), c.objType.example(), 0, cache.Indexers{})
 		in.stores = append(in.stores, inf.GetStore())
 		synced[i] = inf.HasSynced
+		if err := c.watching.hook(inf); err != nil {
+			stop()
+			return nil, fmt.Errorf("watching the writers' informers: %w", err)
+		}
 		go inf.RunWithContext(run)
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {

@@ -55,10 +55,10 @@ type writer struct {
 	cached    func(obj any, key string) (version, error)
 
 	// Every object's successful writes, and the 409s by cause (causes.go);
-	// timeAcks: watchers want each ack's time and window.
+	// watching, when there are watchers, wants each ack's time and window.
 	acks     []acks
 	causes   *causes
-	timeAcks bool
+	watching *watching
 
 	applyOpts metav1.ApplyOptions
 
@@ -93,14 +93,14 @@ func (w *writer) readModifyWrite(o *scenario.Op, obj int) error {
 		case scenario.Update:
 			rv, err = w.objects.update(ctx, read, w.key, next, w.write.Precondition)
 		case scenario.MergePatch:
-			rv := ""
+			precondition := ""
 			if w.write.Precondition {
-				rv = read.rv
+				precondition = read.rv
 			}
 			// A fresh body each time: net/http may still read a request body
 			// after RoundTrip returns, so a reused buffer could be overwritten
 			// while in flight.
-			body := appendMergePatch(make([]byte, 0, 64+len(w.key)+len(rv)), w.key, next, rv)
+			body := appendMergePatch(make([]byte, 0, 64+len(w.key)+len(precondition)), w.key, next, precondition)
 			rv, err = w.objects.patch(ctx, name, w.write.PatchType, body)
 		case scenario.JSONPatch:
 			body := appendJSONPatch(make([]byte, 0, 96+2*len(w.key)), w.key, read.value, next)
@@ -110,14 +110,15 @@ func (w *writer) readModifyWrite(o *scenario.Op, obj int) error {
 		}
 		return err
 	})
-	switch outcome {
-	case metrics.Success:
-		var at time.Time
-		if w.timeAcks {
-			at = time.Now()
+	switch {
+	case outcome == metrics.Success && w.watching == nil:
+		w.acks[obj].add(parseRV(rv), time.Time{}, false)
+	case outcome == metrics.Success:
+		measured := o.Measured()
+		if early := w.acks[obj].add(parseRV(rv), time.Now(), measured); measured {
+			w.watching.acked(early)
 		}
-		w.acks[obj].add(parseRV(rv), at, w.timeAcks && o.Measured())
-	case metrics.VersionConflict:
+	case outcome == metrics.VersionConflict:
 		if o.Measured() {
 			w.causes.conflict(&w.acks[obj], latest, read.rv)
 		}
