@@ -40,11 +40,11 @@ var watcherKinds = [...]string{plainWatcher: "plain", informerWatcher: "informer
 
 // sighting is what one kind of watcher saw, in the measured window.
 type sighting struct {
-	mu                   sync.Mutex
-	delay                *hdrhistogram.Histogram
-	watchers             int   // of the kind
-	early, untimed       int64 // seen before the ack; seen too late to time
-	relists, closed      int64 // lists after the first (a 410 or an error); watches the server ended
+	mu              sync.Mutex
+	delay           *hdrhistogram.Histogram
+	watchers        int   // of the kind
+	early, untimed  int64 // seen before the ack; seen too late to time
+	relists, closed int64 // lists after the first (a 410 or an error); watches the server ended
 }
 
 // watching is the run's watchers and what they saw.
