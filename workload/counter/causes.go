@@ -10,6 +10,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // Every 409 by its cause. kb-bench makes every write to its objects, so it
@@ -159,3 +160,8 @@ func (c *causes) figures() []results.Figure {
 	}
 	return out
 }
+
+var _ scenario.Live = (*counter)(nil)
+
+// Live is the 409s by cause so far, for the live metrics.
+func (c *counter) Live() []results.Figure { return c.causes.figures() }
