@@ -181,7 +181,7 @@ type Spec struct {
 	Read ReadSource `json:"read,omitempty" yaml:"read" flag:"read" help:"where a writer reads before it writes: get (a live GET, the default), cache (GET resourceVersion=0, from the apiserver's watch cache) or informer (a client-go informer per client, list+watch; a writer whose informer has not yet seen its own last write reads and writes what the informer holds, as a controller does, and its 409 is counted as a stale read)"`
 	// Watchers is how many plain watches on the run's objects measure
 	// how long each successful write takes to reach a watcher.
-	Watchers int `json:"watchers,omitempty" yaml:"watchers" flag:"watchers" help:"open this many plain watches on the run's objects (each on a client of its own, counted) and report watch delay: from each successful write's response to each watcher seeing it (with --read informer the informers are measured too)"`
+	Watchers int `json:"watchers,omitempty" yaml:"watchers" flag:"watchers" help:"open this many plain watches on the run's objects (on the run's clients in turn) and report watch delay: from each successful write's response to each watcher seeing it (with --read informer the informers are measured too)"`
 
 	// Rate, when > 0, runs an open loop at this many operations per second.
 	Rate float64 `json:"rate,omitempty" yaml:"rate" flag:"rate" help:"open loop: operations per second in total (0: closed loop)"`
