@@ -106,6 +106,15 @@ func (a *acks) behind(r, latest int64) int64 {
 	return n
 }
 
+// oldest is the oldest resourceVersion the ring holds (under mu).
+func (a *acks) oldest() int64 {
+	oldest := a.latest.Load()
+	for _, x := range a.ring[:min(a.n, len(a.ring))] {
+		oldest = min(oldest, x.rv)
+	}
+	return oldest
+}
+
 // causes counts the measured 409s by cause.
 type causes struct {
 	mu               sync.Mutex

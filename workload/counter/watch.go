@@ -102,8 +102,10 @@ func (w *watching) saw(k int, obj metav1.Object, at time.Time, last *atomic.Int6
 		x = a.ring[j%ackRing]
 		found = x.rv == rv
 	}
-	pending := !found && rv > a.latest.Load()
-	if pending { // seen before its ack: add counts it
+	// Not found: seen before its ack (acks arrive out of order, so it may
+	// be older than the latest), unless the ring has moved past it.
+	pending := !found && (a.n < len(a.ring) || rv > a.oldest())
+	if pending { // add counts it when the ack comes
 		if a.early == nil {
 			a.early = map[int64][len(watcherKinds)]int32{}
 		}
@@ -118,7 +120,7 @@ func (w *watching) saw(k int, obj metav1.Object, at time.Time, last *atomic.Int6
 	switch d := at.UnixNano() - x.at; {
 	case pending:
 	case !found:
-		s.untimed++
+		s.untimed++ // the ring moved past it
 	case !x.measured:
 	case d < 0:
 		s.early++
@@ -274,7 +276,7 @@ func (w *watching) finish(catchUp time.Duration) []results.Figure {
 		if k == plainWatcher {
 			count("watchesClosed", s.closed, "", "Plain watches the server ended (and the watcher opened again), from the start of the measured window.")
 		}
-		qs := []float64{0.5, 0.99, 1}
+		qs := []float64{0.5, 0.9, 0.99, 1}
 		for i, v := range metrics.Percentiles(s.delay, qs...) {
 			if timed > 0 {
 				out = append(out, results.Figure{Name: "watchDelay", Labels: labels("quantile", strconv.FormatFloat(qs[i], 'g', -1, 64)),

@@ -33,6 +33,10 @@ var local clustertest.Shared
 
 func TestMain(m *testing.M) { os.Exit(local.Main(m)) }
 
+// namespaces numbers the tests' namespaces: one deleted namespace may
+// still be terminating when the next test starts.
+var namespaces atomic.Int64
+
 // ackClock is the test's own record of the writers' successful writes:
 // each PUT's resourceVersion and when its whole response had arrived, by
 // the test's clock, in the writers' transport.
@@ -61,17 +65,18 @@ func (a *ackClock) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // kb-bench's watch delay agrees with one the test measures itself: its
-// own watch and its own clock on the writers' responses. The two differ
-// by what neither can see: client-go decoding a response after the
-// test's transport has read it, and two watches' events reaching two
-// goroutines on a busy machine; the test allows 2ms plus a quarter for
-// that. Both must see every write: kb-bench's timed and early sightings
-// add up to the writes the test saw acknowledged.
+// own watches and its own clock on the writers' responses. They differ by
+// what neither can see: client-go decoding a response after the test's
+// transport has read it, and watches' events reaching goroutines on a
+// busy machine; the test measures the latter with two watches of its own
+// and allows kb-bench's to differ from their mean by twice as much as they
+// differ. kb-bench's watcher must see every write: its timed and early
+// sightings add up to the writes the test saw acknowledged.
 func TestWatchDelayAgreesWithTheTestsOwnWatch(t *testing.T) {
 	cfg := local.Config(t)
 	ctx := context.Background()
 	admin := kubernetes.NewForConfigOrDie(cfg)
-	ns := fmt.Sprintf("kb-bench-watchdelay-%d", os.Getpid())
+	ns := fmt.Sprintf("kb-bench-watchdelay-%d-%d", os.Getpid(), namespaces.Add(1))
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -94,29 +99,12 @@ func TestWatchDelayAgreesWithTheTestsOwnWatch(t *testing.T) {
 	if err := c.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	own, err := admin.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{LabelSelector: k8s.LabelRunID + "=" + env.RunID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]time.Time{} // the goroutine's until it ends
-	var lastSeen atomic.Int64
-	watched := make(chan struct{})
-	stopOwn := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for {
-			select {
-			case <-stopOwn:
-				return
-			case ev := <-own.ResultChan():
-				if cm, ok := ev.Object.(*corev1.ConfigMap); ok && ev.Type == watch.Modified {
-					seen[cm.ResourceVersion] = time.Now()
-					lastSeen.Store(parseRV(cm.ResourceVersion))
-				}
-			}
-		}
-	}()
-	const ops = 150
+	// Two watches of the test's own, on the writers' client as
+	// kb-bench's watcher is (one connection, JSON): how far apart two
+	// identical watchers in one process come out is the resolution the
+	// comparison can justify.
+	owns := []*ownWatch{watchOwn(ctx, t, writers, ns, env.RunID), watchOwn(ctx, t, writers, ns, env.RunID)}
+	const ops = 250
 	var wg sync.WaitGroup
 	for _, w := range c.writers {
 		wg.Go(func() {
@@ -130,19 +118,96 @@ func TestWatchDelayAgreesWithTheTestsOwnWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The test's watch sees the last write too: wait for it.
-	for newest := c.acks[0].latest.Load(); lastSeen.Load() < newest; {
+	newest := c.acks[0].latest.Load()
+	for i, own := range owns {
+		own.stop(newest)
+		delays, early := own.delays(t, clock.at)
+		owns[i].sorted, owns[i].early = delays, early
+	}
+	figures := map[string]float64{}
+	for _, f := range rep.Figures() {
+		figures[f.Key()] = f.Value
+	}
+	timed, before := figures[`watchEventsTimed{watcher="plain"}`], figures[`watchSeenBeforeResponse{watcher="plain"}`]
+	t.Logf("%d writes acknowledged; the test's watches timed %d and %d (%d and %d seen before the response), kb-bench %g (%g)",
+		len(clock.at), len(owns[0].sorted), len(owns[1].sorted), owns[0].early, owns[1].early, timed, before)
+	if int(timed+before) != len(clock.at) {
+		t.Errorf("kb-bench's watcher saw %g writes (%g timed, %g before the response), want the %d acknowledged", timed+before, timed, before, len(clock.at))
+	}
+	if len(owns[0].sorted) == 0 || len(owns[1].sorted) == 0 {
+		t.Fatal("the test timed no write")
+	}
+	// p99 and the max of a hundred delays are one or two events, which
+	// one goroutine's stall on a busy machine decides: the test can
+	// justify the median and p90.
+	for _, q := range []float64{0.5, 0.9} {
+		a, b := owns[0].quantile(q), owns[1].quantile(q)
+		want := (a + b) / 2
+		got := time.Duration(figures[fmt.Sprintf(`watchDelay{quantile="%g",watcher="plain"}`, q)])
+		// kb-bench's watcher may differ from the test's as much as the
+		// test's two differ from each other, each way, plus a
+		// millisecond for client-go decoding a response after the
+		// test's transport read it, and HDR's 0.1%.
+		tolerance := 2*(a-b).Abs() + time.Millisecond + want/1000
+		t.Logf("p%g: kb-bench %s, the test's watches %s and %s (tolerance %s)", 100*q, got, a, b, tolerance)
+		if got < want-tolerance || got > want+tolerance {
+			t.Errorf("watch delay p%g: kb-bench %s, the test's own watch %s: more apart than %s", 100*q, got, want, tolerance)
+		}
+	}
+}
+
+// ownWatch is one of the test's own watches: when it saw each
+// resourceVersion, by the test's clock.
+type ownWatch struct {
+	w      watch.Interface
+	seen   map[string]time.Time // the goroutine's until done
+	last   atomic.Int64
+	done   chan struct{}
+	quit   chan struct{}
+	sorted []time.Duration // the delays it timed
+	early  int             // writes it saw before their response
+}
+
+func watchOwn(ctx context.Context, t *testing.T, client kubernetes.Interface, ns, runID string) *ownWatch {
+	t.Helper()
+	w, err := client.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{LabelSelector: k8s.LabelRunID + "=" + runID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &ownWatch{w: w, seen: map[string]time.Time{}, done: make(chan struct{}), quit: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		for {
+			select {
+			case <-o.quit:
+				return
+			case ev := <-w.ResultChan():
+				if cm, ok := ev.Object.(*corev1.ConfigMap); ok && ev.Type == watch.Modified {
+					o.seen[cm.ResourceVersion] = time.Now()
+					o.last.Store(parseRV(cm.ResourceVersion))
+				}
+			}
+		}
+	}()
+	return o
+}
+
+// stop waits for the watch to see resourceVersion newest, and stops it.
+func (o *ownWatch) stop(newest int64) {
+	for o.last.Load() < newest {
 		time.Sleep(10 * time.Millisecond)
 	}
-	close(stopOwn)
-	<-watched
-	own.Stop()
+	close(o.quit)
+	<-o.done
+	o.w.Stop()
+}
 
-	var delays []time.Duration
-	early := 0
-	for rv, at := range clock.at {
-		switch d := seen[rv].Sub(at); {
-		case seen[rv].IsZero():
+// delays are the watch's delays from each acknowledged write's response,
+// sorted, and how many writes it saw before their response.
+func (o *ownWatch) delays(t *testing.T, acked map[string]time.Time) (delays []time.Duration, early int) {
+	for rv, at := range acked {
+		switch d := o.seen[rv].Sub(at); {
+		case o.seen[rv].IsZero():
 			t.Errorf("the test's watch never saw write %s", rv)
 		case d < 0:
 			early++
@@ -151,26 +216,10 @@ func TestWatchDelayAgreesWithTheTestsOwnWatch(t *testing.T) {
 		}
 	}
 	slices.Sort(delays)
-	figures := map[string]float64{}
-	for _, f := range rep.Figures() {
-		figures[f.Key()] = f.Value
-	}
-	timed, before := figures[`watchEventsTimed{watcher="plain"}`], figures[`watchSeenBeforeResponse{watcher="plain"}`]
-	t.Logf("%d writes acknowledged; the test timed %d (%d seen before the response), kb-bench %g (%g)", len(clock.at), len(delays), early, timed, before)
-	if int(timed+before) != len(clock.at) {
-		t.Errorf("kb-bench's watcher saw %g writes (%g timed, %g before the response), want the %d acknowledged", timed+before, timed, before, len(clock.at))
-	}
-	if len(delays) == 0 {
-		t.Fatal("the test timed no write")
-	}
-	for _, q := range []float64{0.5, 0.99} {
-		k := metrics.Rank(q, int64(len(delays)))
-		want := delays[k-1]
-		got := time.Duration(figures[fmt.Sprintf(`watchDelay{quantile="%g",watcher="plain"}`, q)])
-		tolerance := 2*time.Millisecond + want/4
-		t.Logf("p%g: kb-bench %s, the test %s (tolerance %s)", 100*q, got, want, tolerance)
-		if got < want-tolerance || got > want+tolerance {
-			t.Errorf("watch delay p%g: kb-bench %s, the test's own watch %s: more apart than %s", 100*q, got, want, tolerance)
-		}
-	}
+	return delays, early
+}
+
+// quantile is the nearest-rank quantile q of the sorted delays.
+func (o *ownWatch) quantile(q float64) time.Duration {
+	return o.sorted[metrics.Rank(q, int64(len(o.sorted)))-1]
 }
