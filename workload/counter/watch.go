@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
@@ -175,7 +176,7 @@ func (w *watching) watch(ctx context.Context, lw cache.ListerWatcherWithContext,
 		if err != nil {
 			w.relisted(plainWatcher)
 			rv = ""
-			if !sleep(ctx, 100*time.Millisecond) {
+			if !k8s.Sleep(ctx, 100*time.Millisecond) {
 				return
 			}
 			continue
@@ -219,18 +220,6 @@ func (w *watching) events(ctx context.Context, wi watch.Interface, rv string, la
 				w.saw(plainWatcher, m, at, last)
 			}
 		}
-	}
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kb-bench/kb-bench/cluster/clustertest"
+	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/spec"
@@ -120,7 +121,7 @@ func TestWatchDelayAgreesWithTheTestsOwnWatch(t *testing.T) {
 	}
 	newest := c.acks[0].latest.Load()
 	for i, own := range owns {
-		own.stop(newest)
+		own.stop(t, newest)
 		delays, early := own.delays(t, clock.at)
 		owns[i].sorted, owns[i].early = delays, early
 	}
@@ -193,10 +194,13 @@ func watchOwn(ctx context.Context, t *testing.T, client kubernetes.Interface, ns
 }
 
 // stop waits for the watch to see resourceVersion newest, and stops it.
-func (o *ownWatch) stop(newest int64) {
-	for o.last.Load() < newest {
-		time.Sleep(10 * time.Millisecond)
-	}
+func (o *ownWatch) stop(t *testing.T, newest int64) {
+	await.Until(t, "the test's watch to see the last write", func() error {
+		if last := o.last.Load(); last < newest {
+			return fmt.Errorf("it has seen resourceVersion %d, the last write made %d", last, newest)
+		}
+		return nil
+	})
 	close(o.quit)
 	<-o.done
 	o.w.Stop()
