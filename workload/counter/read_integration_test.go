@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kb-bench/kb-bench/cluster/clustertest"
 	"github.com/kb-bench/kb-bench/internal/await"
@@ -65,6 +66,68 @@ func (a *ackClock) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// realCounter sets up a counter run of s on the local control plane in a
+// namespace of its own, its writers' client's transport wrapped by wrap,
+// recording from now.
+func realCounter(t *testing.T, s spec.Spec, wrap func(http.RoundTripper) http.RoundTripper) (*counter, kubernetes.Interface) {
+	t.Helper()
+	cfg := local.Config(t)
+	ctx := context.Background()
+	admin := kubernetes.NewForConfigOrDie(cfg)
+	ns := fmt.Sprintf("kb-bench-counter-%d-%d", os.Getpid(), namespaces.Add(1))
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	wcfg := rest.CopyConfig(cfg)
+	wcfg.QPS, wcfg.ContentType, wcfg.WrapTransport = -1, "application/json", wrap
+	writers := kubernetes.NewForConfigOrDie(wcfg)
+	s.Defaults(Definition.Traits())
+	set := Settings{}
+	set.Default(&s)
+	env := &scenario.Env{Spec: s, RunID: ns, Namespace: ns, Clients: []kubernetes.Interface{writers}, Admin: admin,
+		Log: io.Discard, Warn: func(format string, a ...any) { t.Logf("warning: "+format, a...) },
+		Recorder: metrics.NewRecorder(time.Now(), s.Writers, false)}
+	c := newCounter(env, &set)
+	if err := c.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c, writers
+}
+
+// A writer whose informer is paused (its store never updated again) reads
+// the same version forever: after its first write lands, every write is
+// a 409, and every one of them stale at read, never overtaken.
+func TestPausedInformerReadsAreStale(t *testing.T) {
+	c, _ := realCounter(t, spec.Spec{Writers: 1, Read: spec.ReadInformer}, nil)
+	w := c.writers[0]
+	obj, ok, err := w.store.GetByKey(w.storeKeys[0])
+	if err != nil || !ok {
+		t.Fatalf("the informer holds no object %s: %v", w.storeKeys[0], err)
+	}
+	paused := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	if err := paused.Add(obj); err != nil {
+		t.Fatal(err)
+	}
+	w.store = paused
+	const ops = 20
+	for range ops {
+		w.do(time.Now())
+	}
+	rep, err := c.Finish(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	figures := map[string]float64{}
+	for _, f := range rep.Figures() {
+		figures[f.Key()] = f.Value
+	}
+	stale, over := figures[`conflicts{cause="staleRead"}`], figures[`conflicts{cause="overtaken"}`]
+	if stale != ops-1 || over != 0 || figures["staleReadShare"] != 1 {
+		t.Errorf("%g stale at read, %g overtaken, stale share %g: want %d stale (every write after the first), none overtaken", stale, over, figures["staleReadShare"], ops-1)
+	}
+}
+
 // kb-bench's watch delay agrees with one the test measures itself: its
 // own watches and its own clock on the writers' responses. They differ by
 // what neither can see: client-go decoding a response after the test's
@@ -74,32 +137,10 @@ func (a *ackClock) RoundTrip(r *http.Request) (*http.Response, error) {
 // differ. kb-bench's watcher must see every write: its timed and early
 // sightings add up to the writes the test saw acknowledged.
 func TestWatchDelayAgreesWithTheTestsOwnWatch(t *testing.T) {
-	cfg := local.Config(t)
 	ctx := context.Background()
-	admin := kubernetes.NewForConfigOrDie(cfg)
-	ns := fmt.Sprintf("kb-bench-watchdelay-%d-%d", os.Getpid(), namespaces.Add(1))
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-
 	clock := &ackClock{at: map[string]time.Time{}}
-	wcfg := rest.CopyConfig(cfg)
-	wcfg.QPS, wcfg.ContentType = -1, "application/json"
-	wcfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { clock.next = rt; return clock }
-	writers := kubernetes.NewForConfigOrDie(wcfg)
-
-	s := spec.Spec{Writers: 4, Watchers: 1}
-	s.Defaults(Definition.Traits())
-	set := Settings{}
-	set.Default(&s)
-	env := &scenario.Env{Spec: s, RunID: "watchdelay", Namespace: ns, Clients: []kubernetes.Interface{writers}, Admin: admin,
-		Log: io.Discard, Warn: func(format string, a ...any) { t.Logf("warning: "+format, a...) },
-		Recorder: metrics.NewRecorder(time.Now(), s.Writers, false)}
-	c := newCounter(env, &set)
-	if err := c.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c, writers := realCounter(t, spec.Spec{Writers: 4, Watchers: 1}, func(rt http.RoundTripper) http.RoundTripper { clock.next = rt; return clock })
+	ns, env := c.env.Namespace, c.env
 	// Two watches of the test's own, on the writers' client as
 	// kb-bench's watcher is (one connection, JSON): how far apart two
 	// identical watchers in one process come out is the resolution the
