@@ -258,7 +258,7 @@ func (c *counter) Finish(ctx context.Context) (scenario.Report, error) {
 	env := c.env
 	r := Report{figures: c.causes.figures()}
 	if c.watching != nil {
-		r.figures = append(r.figures, c.watching.finish(catchUp)...)
+		r.figures = append(r.figures, c.watching.finish(ctx, catchUp)...)
 	}
 	if c.informers != nil {
 		c.informers.stop()

@@ -223,16 +223,16 @@ func (w *watching) events(ctx context.Context, wi watch.Interface, rv string, la
 	}
 }
 
-// finish waits (up to catchUp) for every watcher to see the last ack,
-// stops the watchers and returns their figures.
-func (w *watching) finish(catchUp time.Duration) []results.Figure {
+// finish waits (up to catchUp, and while ctx lasts) for every watcher to
+// see the last ack, stops the watchers and returns their figures.
+func (w *watching) finish(ctx context.Context, catchUp time.Duration) []results.Figure {
 	var newest int64
 	for i := range w.acks {
 		newest = max(newest, w.acks[i].latest.Load())
 	}
-	deadline := time.Now().Add(catchUp)
-	for slices.ContainsFunc(w.last, func(l *atomic.Int64) bool { return l.Load() < newest }) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctx, catchUp)
+	defer cancel()
+	for slices.ContainsFunc(w.last, func(l *atomic.Int64) bool { return l.Load() < newest }) && k8s.Sleep(ctx, 10*time.Millisecond) {
 	}
 	w.stop()
 	w.done.Wait()
@@ -255,7 +255,8 @@ func (w *watching) finish(catchUp time.Duration) []results.Figure {
 			out = append(out, results.Figure{Name: name, Labels: labels(), Value: float64(n), Unit: results.UnitCount, Sum: true, Better: better, Help: help})
 		}
 		timed := s.delay.TotalCount()
-		count("watchers", int64(s.watchers), "", "Watchers of the kind: plain watches (--watchers), or the writers' informers (one per client).")
+		out = append(out, results.Figure{Name: "watchers", Labels: labels(), Value: float64(s.watchers), Unit: results.UnitCount,
+			Help: "Watchers of the kind: plain watches (--watchers), or the writers' informers (one per client)."})
 		count("watchEventsTimed", timed, "", "Measured writes a watcher saw after their response, each timed into watchDelay (one per write and watcher).")
 		count("watchSeenBeforeResponse", s.early, "", "Measured writes a watcher saw before their writer had the response (delay 0, counted apart).")
 		count("watchEventsUntimed", s.untimed, results.BetterLower, "Writes a watcher saw after the object's last 256 acks had moved past them: too far behind to time.")
