@@ -453,7 +453,7 @@ func ParseOverride(text string) (Override, error) {
 }
 
 // matrixSettings take a list of values, one configuration each.
-var matrixSettings = []string{"strategy", "writers", "patch-type", "fields", "objects", "rate", "clients"}
+var matrixSettings = []string{"strategy", "writers", "patch-type", "fields", "objects", "rate", "clients", "read", "watchers"}
 
 // Settings lists every setting a run takes by name: spec.Spec's, then
 // each registered scenario's own (a setting two scenarios share is listed

@@ -22,7 +22,7 @@ import (
 )
 
 // SweepAxes are the settings a sweep can sweep.
-var SweepAxes = []string{"writers", "objects", "rate", "clients"}
+var SweepAxes = []string{"writers", "objects", "rate", "clients", "watchers"}
 
 // DefaultSweep is what a sweep sweeps when no axis is given a list.
 var DefaultSweep = Set("writers", 1, 2, 4, 8, 16, 32, 64)

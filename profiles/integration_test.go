@@ -53,6 +53,15 @@ func TestShippedRunLocal(t *testing.T) {
 			}
 			return ""
 		},
+		"informer": func(res *results.Result) string {
+			if f, ok := res.FigureNamed(`watchDelay{quantile="0.99",watcher="plain"}`); !ok || f.Value == 0 {
+				return "the watchers timed no write"
+			}
+			if _, ok := res.FigureNamed(`conflicts{cause="staleRead"}`); !ok {
+				return "no 409s by cause"
+			}
+			return ""
+		},
 		"ssa-disjoint": func(res *results.Result) string {
 			if n := res.Measurements.Outcomes["field-manager-conflict"] + res.Measurements.Outcomes["conflict"]; n > 0 {
 				return "writers applying disjoint fields got conflicts"

@@ -331,7 +331,7 @@ func TestLoadMissingFile(t *testing.T) {
 }
 
 func TestShipped(t *testing.T) {
-	want := []string{"controller-status", "counter", "custom-resource", "deployment-status", "hot-key", "leader-election", "lease-renewal", "quota", "regional", "slow-disk", "ssa-disjoint", "ssa-shared"}
+	want := []string{"controller-status", "counter", "custom-resource", "deployment-status", "hot-key", "informer", "leader-election", "lease-renewal", "quota", "regional", "slow-disk", "ssa-disjoint", "ssa-shared"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -341,6 +341,7 @@ func TestShipped(t *testing.T) {
 		"custom-resource":   "counter",
 		"deployment-status": "counter",
 		"hot-key":           "counter",
+		"informer":          "counter",
 		"lease-renewal":     "counter",
 		"leader-election":   "leader-election",
 		"quota":             "quota",
@@ -401,6 +402,9 @@ func TestShippedSettings(t *testing.T) {
 		{"hot-key", func(s spec.Spec, set map[string]any) bool {
 			e, ok := set["zipfExponent"].(float64)
 			return set["objects"] == 100.0 && set["distribution"] == "zipf" && ok && e > 1
+		}},
+		{"informer", func(s spec.Spec, set map[string]any) bool {
+			return s.Read == spec.ReadInformer && s.Watchers == 4 && s.Clients == 2 && s.Strategy == spec.StrategyUpdate
 		}},
 		{"ssa-disjoint", func(s spec.Spec, set map[string]any) bool {
 			return s.Strategy == spec.StrategySSA && set["fields"] == "disjoint" && s.FieldManager == spec.ManagerPerWriter
@@ -467,7 +471,7 @@ func TestShippedUnknown(t *testing.T) {
 		func(n string) error { _, err := ShippedYAML(n); return err },
 	} {
 		err := get("countr")
-		want := `no shipped profile is called "countr": use one of controller-status, counter, custom-resource, deployment-status, hot-key, leader-election, lease-renewal, quota, regional, slow-disk, ssa-disjoint, ssa-shared (kb-bench profiles list)`
+		want := `no shipped profile is called "countr": use one of controller-status, counter, custom-resource, deployment-status, hot-key, informer, leader-election, lease-renewal, quota, regional, slow-disk, ssa-disjoint, ssa-shared (kb-bench profiles list)`
 		if err == nil || err.Error() != want {
 			t.Errorf("got %v, want %s", err, want)
 		}

@@ -44,6 +44,9 @@ type Traits struct {
 	// Shardable: the scenario's writers can be spread over shard
 	// processes (Shards).
 	Shardable bool
+	// Reads: the writers read before they write, from a Read source,
+	// and the scenario measures Watchers.
+	Reads bool
 }
 
 // Defaults fills every zero-valued field that has a default for a scenario
@@ -71,6 +74,9 @@ func (s *Spec) Defaults(t Traits) {
 			s.FieldManager = cmp.Or(s.FieldManager, ManagerPerWriter)
 		}
 	}
+	if t.Reads {
+		s.Read = cmp.Or(s.Read, ReadGet)
+	}
 	if t.Driven && s.Rate > 0 && s.MaxInFlight == 0 {
 		s.MaxInFlight = s.Writers
 	}
@@ -95,7 +101,7 @@ func (s *Spec) Defaults(t Traits) {
 // every problem found, each with the path of the field (as in a profile's
 // spec) and what to change. Each part of the Spec validates itself.
 func (s *Spec) Validate(t Traits) field.ErrorList {
-	errs := slices.Concat(s.validateWriters(), s.validateStrategy(t), s.validateLoad(t), s.validateShards(t),
+	errs := slices.Concat(s.validateWriters(), s.validateStrategy(t), s.validateLoad(t), s.validateShards(t), s.validateRead(t),
 		s.Client.validate(field.NewPath("client")), s.Target.Validate(field.NewPath("target")))
 	if s.Namespace != "" {
 		for _, msg := range validation.IsDNS1123Label(s.Namespace) {
@@ -124,6 +130,28 @@ func (s *Spec) validateShards(t Traits) field.ErrorList {
 	}
 	if s.Shards > 0 {
 		errs = append(errs, OneOf(field.NewPath("runner"), s.Runner, Runners, "runner")...)
+	}
+	return errs
+}
+
+func (s *Spec) validateRead(t Traits) field.ErrorList {
+	var errs field.ErrorList
+	read, watchers := field.NewPath("read"), field.NewPath("watchers")
+	if !t.Reads {
+		if s.Read != "" && s.Read != ReadGet {
+			errs = append(errs, field.Forbidden(read, "this scenario's writers read only with a live GET: drop --read (the counter scenario reads from a cache or an informer)"))
+		}
+		if s.Watchers != 0 {
+			errs = append(errs, field.Forbidden(watchers, "this scenario does not measure watch delay: drop --watchers (the counter scenario does)"))
+		}
+		return errs
+	}
+	errs = append(errs, OneOf(read, s.Read, ReadSources, "read")...)
+	if s.Watchers < 0 || s.Watchers > MaxWatchers {
+		errs = append(errs, field.Invalid(watchers, s.Watchers, fmt.Sprintf("use 0 (none) to %d (--watchers)", MaxWatchers)))
+	}
+	if s.Shards > 0 && (s.Read != ReadGet || s.Watchers > 0) {
+		errs = append(errs, field.Forbidden(field.NewPath("shards"), "a 409's cause and a watch's delay are told from every successful write, which one process sees only of its own shard: drop --shards, or read with get and drop --watchers"))
 	}
 	return errs
 }

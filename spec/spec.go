@@ -57,6 +57,29 @@ const (
 // FieldManagerModes lists every field manager mode.
 var FieldManagerModes = []FieldManagerMode{ManagerPerWriter, ManagerShared}
 
+// ReadSource is where a writer reads the object it is about to write.
+type ReadSource string
+
+// Read sources.
+const (
+	// ReadGet is a live GET, a quorum read from etcd (the default).
+	ReadGet ReadSource = "get"
+	// ReadCache is a GET with resourceVersion "0", which the apiserver
+	// serves from its watch cache, as stale as it allows.
+	ReadCache ReadSource = "cache"
+	// ReadInformer reads a client-go informer's lister: each client runs
+	// one informer (list and watch) on the run's objects, shared by its
+	// writers, as a controller process shares one.
+	ReadInformer ReadSource = "informer"
+)
+
+// ReadSources lists every read source.
+var ReadSources = []ReadSource{ReadGet, ReadCache, ReadInformer}
+
+// MaxWatchers bounds Spec.Watchers: each is a watch of its own, on a
+// connection of its own.
+const MaxWatchers = 1000
+
 // TargetKind names where the apiserver comes from.
 type TargetKind string
 
@@ -152,6 +175,13 @@ type Spec struct {
 	FieldManager FieldManagerMode `json:"fieldManager,omitempty" yaml:"fieldManager" flag:"field-manager" help:"ssa: per-writer (the default) or shared field managers"`
 	// Force takes field ownership on apply conflicts.
 	Force bool `json:"force,omitempty" yaml:"force" flag:"force" help:"ssa: force field ownership on conflicts"`
+
+	// Read is where writers read before they write, for scenarios that
+	// read (the default ReadGet).
+	Read ReadSource `json:"read,omitempty" yaml:"read" flag:"read" help:"where a writer reads before it writes: get (a live GET, the default), cache (GET resourceVersion=0, from the apiserver's watch cache) or informer (a client-go informer per client, list+watch; a writer whose informer has not yet seen its own last write reads and writes what the informer holds, as a controller does, and its 409 is counted as a stale read)"`
+	// Watchers is how many plain watches on the run's objects measure
+	// how long each successful write takes to reach a watcher.
+	Watchers int `json:"watchers,omitempty" yaml:"watchers" flag:"watchers" help:"open this many plain watches on the run's objects (on the run's clients in turn) and report watch delay: from each successful write's response to each watcher seeing it (with --read informer the informers are measured too)"`
 
 	// Rate, when > 0, runs an open loop at this many operations per second.
 	Rate float64 `json:"rate,omitempty" yaml:"rate" flag:"rate" help:"open loop: operations per second in total (0: closed loop)"`

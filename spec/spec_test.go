@@ -18,6 +18,7 @@ import (
 var (
 	strategiesDriven = Traits{Strategies: true, Driven: true}
 	sharded          = Traits{Strategies: true, Driven: true, Shardable: true}
+	reads            = Traits{Strategies: true, Driven: true, Shardable: true, Reads: true}
 	drivenOnly       = Traits{Driven: true}
 	selfPaced        = Traits{}
 )
@@ -343,6 +344,21 @@ func TestValidate(t *testing.T) {
 			[]fieldErr{{"client.qps", "must be a finite number (--qps)"}}},
 		{"unknown content type", strategiesDriven, func(s *Spec) { s.Client.ContentType = "yaml" },
 			[]fieldErr{{"client.contentType", `supported values: "default", "json", "protobuf", "cbor" (--content-type)`}}},
+
+		// where writers read, and the watchers
+		{"reads from an informer with watchers", reads, func(s *Spec) { s.Read, s.Watchers = ReadInformer, 64 }, nil},
+		{"unknown read source", reads, func(s *Spec) { s.Read = "lister" },
+			[]fieldErr{{"read", `supported values: "get", "cache", "informer" (--read)`}}},
+		{"too many watchers", reads, func(s *Spec) { s.Watchers = MaxWatchers + 1 },
+			[]fieldErr{{"watchers", "use 0 (none) to 1000 (--watchers)"}}},
+		{"a cache read in a scenario that reads with GET", strategiesDriven, func(s *Spec) { s.Read = ReadCache },
+			[]fieldErr{{"read", "this scenario's writers read only with a live GET: drop --read"}}},
+		{"get said in a scenario that reads with GET", strategiesDriven, func(s *Spec) { s.Read = ReadGet }, nil},
+		{"watchers in a scenario without", selfPaced, func(s *Spec) { s.Watchers = 1 },
+			[]fieldErr{{"watchers", "drop --watchers"}}},
+		{"informer reads in shards", reads, func(s *Spec) { s.Read, s.Shards, s.Runner = ReadInformer, 2, RunnerProcess },
+			[]fieldErr{{"shards", "drop --shards, or read with get and drop --watchers"}}},
+		{"get reads in shards", reads, func(s *Spec) { s.Shards, s.Runner = 2, RunnerProcess }, nil},
 
 		// target
 		{"unknown target", strategiesDriven, func(s *Spec) { s.Target = Target{Kind: "cloud"} },

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
@@ -26,6 +27,7 @@ var Definition = scenario.Definition{
 	Name:        "counter",
 	Description: "writers read-modify-write shared ConfigMaps (or any object: --manifest) with a write strategy; lost updates are counted",
 	Strategies:  true,
+	Reads:       true,
 	NewSettings: func() scenario.Settings { return &Settings{} },
 	Sharded: func(env *scenario.Env, settings scenario.Settings) scenario.Sharded {
 		return newCounter(env, settings.(*Settings))
@@ -34,10 +36,10 @@ var Definition = scenario.Definition{
 		set := settings.(*Settings)
 		m, err := parseManifest(set.Manifest)
 		if set.Manifest == "" || err != nil {
-			return []rbacv1.PolicyRule{k8s.Rule("", []string{"configmaps"}, "get", "list", "create", "update", "patch")}
+			return []rbacv1.PolicyRule{k8s.Rule("", []string{"configmaps"}, "get", "list", "watch", "create", "update", "patch")}
 		}
 		gr := m.resource()
-		rules := []rbacv1.PolicyRule{k8s.Rule(gr.Group, []string{gr.Resource}, "get", "list", "create", "update", "patch")}
+		rules := []rbacv1.PolicyRule{k8s.Rule(gr.Group, []string{gr.Resource}, "get", "list", "watch", "create", "update", "patch")}
 		if set.Subresource != "" {
 			rules = append(rules, k8s.Rule(gr.Group, []string{gr.Resource + "/" + set.Subresource}, "update", "patch"))
 		}
@@ -57,17 +59,25 @@ type counter struct {
 	keys    []string      // the fields the writers increment: counterKey, or one per writer
 	shared  []sharedTally // FieldsShared: per object
 	writers []*writer
+
+	informers *informers // --read informer; nil otherwise
+	watching  *watching  // --watchers or --read informer; nil otherwise
+	acks      []acks     // per object, its successful writes
+	causes    *causes    // the 409s by cause
 }
 
 var _ scenario.Sharded = (*counter)(nil)
 
 func newCounter(env *scenario.Env, set *Settings) *counter {
 	n := env.Writers()
-	c := &counter{env: env, set: set, n: n, hi: n, names: objectNames(set.Objects),
+	c := &counter{env: env, set: set, n: n, hi: n, names: objectNames(set.Objects), causes: newCauses(),
 		objType: configMaps{env: env, admin: env.Admin.CoreV1().ConfigMaps(env.Namespace), namespace: env.Namespace}}
 	if set.Manifest != "" {
 		c.objType = newResource(env, set)
 	}
+	// A live GET is never stale: the acks' ring is for other reads and
+	// for the watchers.
+	c.acks = newAcks(set.Objects, env.Spec.Read != spec.ReadGet || watched(&env.Spec))
 	if set.Fields == FieldsDisjoint {
 		for w := range n {
 			c.keys = append(c.keys, fieldKey(w))
@@ -107,6 +117,17 @@ func (c *counter) Setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if watched(&env.Spec) {
+		c.watching = newWatching(c)
+	}
+	if env.Spec.Read == spec.ReadInformer {
+		if c.informers, err = c.startInformers(ctx); err != nil {
+			return err
+		}
+	}
+	if c.watching != nil {
+		c.watching.start(ctx, c)
+	}
 	c.writers = c.newWriters(seed)
 	return nil
 }
@@ -135,11 +156,19 @@ func (c *counter) Join(ctx context.Context, lo, hi int) error {
 type tally struct {
 	Shared []fieldTally         `json:"shared,omitempty"`
 	Fields map[int][]fieldTally `json:"fields,omitempty"`
+	// Stale and Overtaken are the shard's 409s by cause: shards read
+	// with get, whose reads are never stale, so a shard that sees only
+	// its own acks classifies them as one process would.
+	Stale     int64 `json:"stale,omitempty"`
+	Overtaken int64 `json:"overtaken,omitempty"`
 }
 
 // Tally reports this shard's writes.
 func (c *counter) Tally() ([]byte, error) {
 	var t tally
+	c.causes.mu.Lock()
+	t.Stale, t.Overtaken = c.causes.stale, c.causes.overtaken
+	c.causes.mu.Unlock()
 	if c.shared != nil {
 		for i := range c.shared {
 			t.Shared = append(t.Shared, fieldTally{c.shared[i].successes.Load(), c.shared[i].uncertain.Load()})
@@ -159,6 +188,10 @@ func (c *counter) AddTally(b []byte) error {
 	if err := json.Unmarshal(b, &t); err != nil {
 		return fmt.Errorf("a shard's counter tally: %w", err)
 	}
+	c.causes.mu.Lock()
+	c.causes.stale += t.Stale
+	c.causes.overtaken += t.Overtaken
+	c.causes.mu.Unlock()
 	switch {
 	case c.shared != nil && len(t.Shared) != len(c.shared):
 		return fmt.Errorf("a shard's counter tally has %d objects, the run %d", len(t.Shared), len(c.shared))
@@ -188,18 +221,32 @@ func (c *counter) newWriters(seed uint64) []*writer {
 	s := &env.Spec
 	write := scenario.WriteOf(s)
 	writers := make([]*writer, c.hi-c.lo)
+	var storeKeys []string
+	if c.informers != nil {
+		for _, name := range c.names {
+			storeKeys = append(storeKeys, env.Namespace+"/"+name)
+		}
+	}
 	for local := range writers {
 		i := c.lo + local // the writer's number in the run
+		rv, store := c.reads(local)
 		w := &writer{
-			id:      i,
-			write:   write,
-			objects: c.objType.objects(local),
-			measure: env.Measurer(local, nil),
-			choose:  newChooser(c.set, i, rand.New(rand.NewPCG(seed, uint64(i)+1))),
-			names:   c.names,
-			key:     counterKey,
-			field:   c.objType.fieldOf(counterKey),
-			shared:  c.shared,
+			rv:        rv,
+			store:     store,
+			storeKeys: storeKeys,
+			cached:    c.objType.cached,
+			acks:      c.acks,
+			causes:    c.causes,
+			watching:  c.watching,
+			id:        i,
+			write:     write,
+			objects:   c.objType.objects(local),
+			measure:   env.Measurer(local, nil),
+			choose:    newChooser(c.set, i, rand.New(rand.NewPCG(seed, uint64(i)+1))),
+			names:     c.names,
+			key:       counterKey,
+			field:     c.objType.fieldOf(counterKey),
+			shared:    c.shared,
 		}
 		if c.set.Fields == FieldsDisjoint {
 			w.key, w.field = c.keys[i], c.objType.fieldOf(c.keys[i])
@@ -214,15 +261,23 @@ func (c *counter) newWriters(seed uint64) []*writer {
 }
 
 // Report is the counter scenario's report: its lost-update checks, one
-// per object (or per object and writer), and no figures of its own (the
-// engine's count the lost updates).
-type Report []results.Check
+// per object (or per object and writer), and its figures: the 409s by
+// cause and, with watchers, watch delay (the engine's figures count the
+// lost updates).
+type Report struct {
+	checks  []results.Check
+	figures []results.Figure
+}
 
 // Checks are the lost-update checks.
-func (r Report) Checks() []results.Check { return r }
+func (r Report) Checks() []results.Check { return r.checks }
 
-// Figures are none: the engine's figures say all the counter does.
-func (r Report) Figures() []results.Figure { return nil }
+// Figures are the 409s by cause and the watchers' figures.
+func (r Report) Figures() []results.Figure { return r.figures }
+
+// catchUp bounds how long Finish waits for the watchers to see the last
+// write.
+const catchUp = 5 * time.Second
 
 // Check checks the run's own object against the target (its kind is
 // served, with its subresource) before anything is created.
@@ -237,22 +292,31 @@ func (c *counter) Check(ctx context.Context) error {
 // deletes the CRD the run installed.
 func (c *counter) Finish(ctx context.Context) (scenario.Report, error) {
 	env := c.env
+	r := Report{figures: c.causes.figures()}
+	if c.watching != nil {
+		r.figures = append(r.figures, c.watching.finish(ctx, catchUp)...)
+	}
+	if c.informers != nil {
+		c.informers.stop()
+	}
 	objects, err := c.objType.readBack(ctx, env.RunID, c.keys)
 	if r, ok := c.objType.(*resource); ok {
 		if err := r.tearDown(ctx); err != nil {
 			env.Warn("%v", err)
 		}
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		env.Warn("%v", err)
-		return Report{{Name: "objects read back", Detail: err.Error()}}, nil
+		r.checks = []results.Check{{Name: "objects read back", Detail: err.Error()}}
+	case c.shared != nil:
+		r.checks = sharedChecks(c.names, objects, counterKey, c.shared)
+	default:
+		own := make([][]fieldTally, len(c.writers))
+		for i, w := range c.writers {
+			own[i] = w.own
+		}
+		r.checks = disjointChecks(c.names, objects, c.keys, own)
 	}
-	if c.shared != nil {
-		return Report(sharedChecks(c.names, objects, counterKey, c.shared)), nil
-	}
-	own := make([][]fieldTally, len(c.writers))
-	for i, w := range c.writers {
-		own[i] = w.own
-	}
-	return Report(disjointChecks(c.names, objects, c.keys, own)), nil
+	return r, nil
 }

@@ -8,9 +8,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/spec"
@@ -77,6 +80,15 @@ type objectType interface {
 	objects(w int) objects
 	// fieldOf is the field a writer whose key is key changes.
 	fieldOf(key string) fieldRef
+	// listWatch lists and watches the objects of run runID through
+	// writer w's client, for its informer and the watchers (--read
+	// informer, --watchers); example is an empty object of the type, as
+	// an informer wants one.
+	listWatch(w int, runID string) cache.ListerWatcher
+	example() runtime.Object
+	// cached is an object an informer holds as a writer's version: a
+	// deep copy, which the writer may modify.
+	cached(obj any, key string) (version, error)
 }
 
 // version is an object as a writer read it: the object itself (which
@@ -91,8 +103,10 @@ type version struct {
 // objects is one writer's access to the run's objects, through its
 // client. Each write returns the resourceVersion it made.
 type objects interface {
-	// get reads object name and the value of its field key.
-	get(ctx context.Context, name, key string) (version, error)
+	// get reads object name and the value of its field key, at
+	// resourceVersion rv: "" for a quorum read, "0" for what the
+	// apiserver's watch cache holds.
+	get(ctx context.Context, name, key, rv string) (version, error)
 	// update writes v back with field key set to value; without
 	// precondition it carries no resourceVersion (last write wins).
 	update(ctx context.Context, v version, key string, value int64, precondition bool) (string, error)
@@ -168,12 +182,38 @@ type configMapObjects struct {
 	applies map[string]*applycorev1.ConfigMapApplyConfiguration
 }
 
-func (c *configMapObjects) get(ctx context.Context, name, key string) (version, error) {
-	cm, err := c.cms.Get(ctx, name, metav1.GetOptions{})
+func (t configMaps) listWatch(w int, runID string) cache.ListerWatcher {
+	cms, selector := t.env.Client(w).CoreV1().ConfigMaps(t.namespace), k8s.LabelRunID+"="+runID
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return cms.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return cms.Watch(ctx, o)
+		},
+	}
+}
+
+func (configMaps) example() runtime.Object { return &corev1.ConfigMap{} }
+
+func (configMaps) cached(obj any, key string) (version, error) {
+	cm := obj.(*corev1.ConfigMap).DeepCopy()
+	return configMapVersion(cm, key)
+}
+
+func (c *configMapObjects) get(ctx context.Context, name, key, rv string) (version, error) {
+	cm, err := c.cms.Get(ctx, name, metav1.GetOptions{ResourceVersion: rv})
 	if err != nil {
 		return version{}, err
 	}
-	v, err := counterValue(cm.Data, name, key)
+	return configMapVersion(cm, key)
+}
+
+// configMapVersion is ConfigMap cm as a writer read it.
+func configMapVersion(cm *corev1.ConfigMap, key string) (version, error) {
+	v, err := counterValue(cm.Data, cm.Name, key)
 	return version{obj: cm, rv: cm.ResourceVersion, value: v}, err
 }
 

@@ -306,8 +306,8 @@ type resourceObjects struct {
 	ri dynamic.ResourceInterface
 }
 
-func (o *resourceObjects) get(ctx context.Context, name, _ string) (version, error) {
-	obj, err := o.ri.Get(ctx, name, metav1.GetOptions{})
+func (o *resourceObjects) get(ctx context.Context, name, _, rv string) (version, error) {
+	obj, err := o.ri.Get(ctx, name, metav1.GetOptions{ResourceVersion: rv})
 	if err != nil {
 		return version{}, err
 	}

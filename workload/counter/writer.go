@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
@@ -47,6 +48,19 @@ type writer struct {
 	key     string     // the field this writer increments
 	field   fieldRef   // where key is in the object
 
+	// Where the writer reads (read.go): GETs at resourceVersion rv, or
+	// store, its client's informer's, by storeKeys (per object).
+	rv        string
+	store     cache.Store
+	storeKeys []string
+	cached    func(obj any, key string) (version, error)
+
+	// Every object's successful writes, and the 409s by cause (causes.go);
+	// watching, when there are watchers, wants each ack's time and window.
+	acks     []acks
+	causes   *causes
+	watching *watching
+
 	applyOpts metav1.ApplyOptions
 
 	shared []sharedTally // per object, every writer's (FieldsShared); nil otherwise
@@ -64,37 +78,52 @@ func (w *writer) do(intended time.Time) {
 // correctness check.
 func (w *writer) readModifyWrite(o *scenario.Op, obj int) error {
 	name := w.names[obj]
+	latest := w.acks[obj].latest.Load() // before the read: what it ought to see
 	var read version
 	err := o.Read(func(ctx context.Context) (err error) {
-		read, err = w.objects.get(ctx, name, w.key)
+		read, err = w.read(ctx, obj)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	next := read.value + 1
+	var rv string
 	outcome, err := o.Write(func(ctx context.Context) (err error) {
 		switch w.write.Kind {
 		case scenario.Update:
-			_, err = w.objects.update(ctx, read, w.key, next, w.write.Precondition)
+			rv, err = w.objects.update(ctx, read, w.key, next, w.write.Precondition)
 		case scenario.MergePatch:
-			rv := ""
+			precondition := ""
 			if w.write.Precondition {
-				rv = read.rv
+				precondition = read.rv
 			}
 			// A fresh body each time: net/http may still read a request body
 			// after RoundTrip returns, so a reused buffer could be overwritten
 			// while in flight.
-			body := appendMergePatch(make([]byte, 0, 64+len(w.key)+len(rv)), w.field, next, rv)
-			_, err = w.objects.patch(ctx, name, w.write.PatchType, body)
+			body := appendMergePatch(make([]byte, 0, 64+len(w.key)+len(precondition)), w.field, next, precondition)
+			rv, err = w.objects.patch(ctx, name, w.write.PatchType, body)
 		case scenario.JSONPatch:
 			body := appendJSONPatch(make([]byte, 0, 96+2*len(w.key)), w.field, read.value, next)
-			_, err = w.objects.patch(ctx, name, types.JSONPatchType, body)
+			rv, err = w.objects.patch(ctx, name, types.JSONPatchType, body)
 		case scenario.Apply:
-			_, err = w.objects.apply(ctx, name, w.key, next, w.applyOpts)
+			rv, err = w.objects.apply(ctx, name, w.key, next, w.applyOpts)
 		}
 		return err
 	})
+	switch {
+	case outcome == metrics.Success && w.watching == nil:
+		w.acks[obj].add(parseRV(rv), time.Time{}, false)
+	case outcome == metrics.Success:
+		measured := o.Measured()
+		if early := w.acks[obj].add(parseRV(rv), time.Now(), measured); measured {
+			w.watching.acked(early)
+		}
+	case outcome == metrics.VersionConflict:
+		if o.Measured() {
+			w.causes.conflict(&w.acks[obj], latest, read.rv)
+		}
+	}
 	w.count(obj, outcome, err)
 	return err
 }

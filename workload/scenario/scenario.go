@@ -53,6 +53,9 @@ type Definition struct {
 	Description string
 	// Strategies says the writers write with a Strategy and its options.
 	Strategies bool
+	// Reads says the writers read before they write, from Spec.Read,
+	// and the scenario measures Spec.Watchers.
+	Reads bool
 	// NewSettings returns the scenario's settings at their zero values: a
 	// pointer to a struct with `json`, `flag` and `help` tags on each field
 	// (flat: no nested structs).
@@ -78,7 +81,7 @@ type Definition struct {
 // Traits are the shared settings the scenario takes, which follow from
 // how it runs.
 func (d Definition) Traits() spec.Traits {
-	return spec.Traits{Strategies: d.Strategies, Driven: d.Driven != nil || d.Sharded != nil, Shardable: d.Sharded != nil}
+	return spec.Traits{Strategies: d.Strategies, Driven: d.Driven != nil || d.Sharded != nil, Shardable: d.Sharded != nil, Reads: d.Reads}
 }
 
 // Instance is one run of a scenario as the engine drives it: Driven or
