@@ -40,12 +40,21 @@ func withRunner(rules []rbacv1.PolicyRule, s spec.Spec, runner distributed.Shard
 	return rules
 }
 
-// rules are what the run's scenario reads and writes.
+// rules are what the run's scenario reads and writes; informers and
+// watchers (--read informer, --watchers) also watch what it lists.
 func (r *Resolved) rules() []rbacv1.PolicyRule {
 	if r.Def.Rules == nil {
 		return nil
 	}
-	return r.Def.Rules(r.Settings)
+	rules := r.Def.Rules(r.Settings)
+	if r.Spec.Read == spec.ReadInformer || r.Spec.Watchers > 0 {
+		for i := range rules {
+			if slices.Contains(rules[i].Verbs, "list") {
+				rules[i].Verbs = append(slices.Clip(rules[i].Verbs), "watch")
+			}
+		}
+	}
+	return rules
 }
 
 // shardRules are the rights a shard needs: its scenario's (rules), its

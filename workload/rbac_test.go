@@ -145,3 +145,32 @@ func TestPermissionsByName(t *testing.T) {
 		}
 	}
 }
+
+// A run whose writers read from informers, or that opens watchers, needs
+// watch on what its scenario lists; a run that only GETs does not ask for
+// it (kb-bench rbac lists exactly what the run does).
+func TestWatchIsAskedOnlyByRunsThatWatch(t *testing.T) {
+	for _, tc := range []struct {
+		s     spec.Spec
+		watch bool
+	}{
+		{spec.Spec{Writers: 2}, false},
+		{spec.Spec{Writers: 2, Read: spec.ReadCache}, false},
+		{spec.Spec{Writers: 2, Read: spec.ReadInformer}, true},
+		{spec.Spec{Writers: 2, Watchers: 3}, true},
+	} {
+		rules, err := Rules(tc.s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var watches bool
+		for _, r := range rules {
+			if slices.Contains(r.Resources, "configmaps") && slices.Contains(r.Verbs, "watch") {
+				watches = true
+			}
+		}
+		if watches != tc.watch {
+			t.Errorf("read %q, %d watchers: watch on configmaps %v, want %v (rules %v)", tc.s.Read, tc.s.Watchers, watches, tc.watch, rules)
+		}
+	}
+}

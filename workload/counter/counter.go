@@ -36,10 +36,10 @@ var Definition = scenario.Definition{
 		set := settings.(*Settings)
 		m, err := parseManifest(set.Manifest)
 		if set.Manifest == "" || err != nil {
-			return []rbacv1.PolicyRule{k8s.Rule("", []string{"configmaps"}, "get", "list", "watch", "create", "update", "patch")}
+			return []rbacv1.PolicyRule{k8s.Rule("", []string{"configmaps"}, "get", "list", "create", "update", "patch")}
 		}
 		gr := m.resource()
-		rules := []rbacv1.PolicyRule{k8s.Rule(gr.Group, []string{gr.Resource}, "get", "list", "watch", "create", "update", "patch")}
+		rules := []rbacv1.PolicyRule{k8s.Rule(gr.Group, []string{gr.Resource}, "get", "list", "create", "update", "patch")}
 		if set.Subresource != "" {
 			rules = append(rules, k8s.Rule(gr.Group, []string{gr.Resource + "/" + set.Subresource}, "update", "patch"))
 		}
