@@ -139,7 +139,7 @@ func (s *Spec) validateRead(t Traits) field.ErrorList {
 	read, watchers := field.NewPath("read"), field.NewPath("watchers")
 	if !t.Reads {
 		if s.Read != "" && s.Read != ReadGet {
-			errs = append(errs, field.Forbidden(read, "this scenario's writers read only with a live GET: drop --read (the counter scenario reads from a cache or an informer)"))
+			errs = append(errs, field.Forbidden(read, "this scenario's writers read only with a live GET: drop --read (the counter and controller-status scenarios read from a cache or an informer)"))
 		}
 		if s.Watchers != 0 {
 			errs = append(errs, field.Forbidden(watchers, "this scenario does not measure watch delay: drop --watchers (the counter scenario does)"))

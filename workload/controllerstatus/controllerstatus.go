@@ -20,10 +20,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
+	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/reads"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
@@ -43,11 +49,13 @@ const (
 // with a client-go work queue, no two workers of one controller handle the
 // same Pod at once. An operation is one reconcile: write the controller's
 // condition with a new message on the worker's next Pod, the way
-// Spec.Strategy says (write), through client c for controller c.
+// Spec.Strategy says (write), through client c for controller c, reading
+// the Pod first where Spec.Read says when its view of it is stale.
 var Definition = scenario.Definition{
 	Name:        Name,
 	Description: "controllers keep a status condition of their own on the Pods they own and on Pods they share; 409s and lost status updates are counted",
 	Strategies:  true,
+	Reads:       true,
 	NewSettings: func() scenario.Settings { return &Settings{} },
 	Driven: func(env *scenario.Env, settings scenario.Settings) scenario.Driven {
 		return newControllers(env, settings.(*Settings))
@@ -65,6 +73,7 @@ var Definition = scenario.Definition{
 type object struct {
 	name   string
 	shared bool
+	i      int // index in controllers.objects and acks
 }
 
 // view is one controller's state for one Pod. Only the worker that owns the
@@ -74,6 +83,10 @@ type view struct {
 	// cached is the controller's last view of the Pod; nil means it must be
 	// read before the next write that needs a resourceVersion.
 	cached *corev1.Pod
+	// latest is the Pod's newest acknowledged resourceVersion as the read
+	// of cached began (0 when cached is a write's response), for the
+	// 409s' causes.
+	latest int64
 	// seq is the last sequence number written (or tried); lastOK the last
 	// one the apiserver accepted; unsure those that may have landed
 	// (timeouts, 5xx) since lastOK.
@@ -107,6 +120,13 @@ type controllers struct {
 	measures []*scenario.Measurer
 
 	tally tally
+	// Where the controllers read (reads): GETs at resourceVersion rv, or
+	// informers, one per client; every Pod's successful writes and the
+	// 409s by cause.
+	rv        string
+	informers *reads.Informers
+	acks      []reads.Acks
+	causes    *reads.Causes
 }
 
 var _ scenario.Driven = (*controllers)(nil)
@@ -140,6 +160,11 @@ func newControllers(env *scenario.Env, set *Settings) *controllers {
 		}
 	}
 	r.objects = append(r.objects, shared...)
+	for i, o := range r.objects {
+		o.i = i
+	}
+	// A live GET is never stale: the acks' ring is for other reads.
+	r.rv, r.acks, r.causes = reads.RV(env.Spec.Read), reads.NewAcks(len(r.objects), env.Spec.Read != spec.ReadGet), reads.NewCauses()
 	if n < env.Spec.Writers {
 		fmt.Fprintf(env.Log, "note: %d writers per controller for %d Pods each: %d workers per controller run\n", env.Spec.Writers, len(r.views[0]), n)
 	}
@@ -184,7 +209,14 @@ func (r *controllers) Setup(ctx context.Context) error {
 		}
 	}
 	r.measures = env.Measurers(r.Workers(), nil)
-	return nil
+	if env.Spec.Read == spec.ReadInformer {
+		selector := k8s.LabelRunID + "=" + env.RunID
+		r.informers, err = reads.StartInformers(ctx, len(env.Clients), func(i int) cache.ListerWatcher {
+			return cache.NewFilteredListWatchFromClient(env.Clients[i].CoreV1().RESTClient(), "pods", env.Namespace,
+				func(o *metav1.ListOptions) { o.LabelSelector = selector })
+		}, &corev1.Pod{}, nil)
+	}
+	return err
 }
 
 // Do reconciles worker w's next Pod: one operation, with the reads and
@@ -200,15 +232,17 @@ func (r *controllers) Do(w int, intended time.Time) {
 // the Pod first when the controller's view of it is stale.
 func (r *controllers) attempt(o *scenario.Op, c int, v *view) error {
 	pods := r.env.Client(c).CoreV1().Pods(r.env.Namespace)
+	acks := &r.acks[v.obj.i]
 	if v.cached == nil && r.strategy.NeedsRead() {
+		latest := acks.Latest() // before the read: what it ought to see
 		var pod *corev1.Pod
 		if err := o.Read(func(ctx context.Context) (err error) {
-			pod, err = pods.Get(ctx, v.obj.name, metav1.GetOptions{})
+			pod, err = r.read(ctx, pods, c, v.obj.name)
 			return err
 		}); err != nil {
 			return err
 		}
-		v.cached = pod
+		v.cached, v.latest = pod, latest
 	}
 	v.seq++
 	var pod *corev1.Pod
@@ -218,10 +252,14 @@ func (r *controllers) attempt(o *scenario.Op, c int, v *view) error {
 	})
 	if o.Measured() {
 		r.count(v.obj.shared, out)
+		if out == metrics.VersionConflict {
+			r.causes.Conflict(acks, v.latest, v.cached.ResourceVersion)
+		}
 	}
 	switch {
 	case err == nil:
-		v.cached, v.lastOK, v.unsure = pod, v.seq, nil
+		acks.Add(reads.ParseRV(pod.ResourceVersion), time.Time{}, false)
+		v.cached, v.latest, v.lastOK, v.unsure = pod, 0, v.seq, nil
 	case k8s.MayHaveLanded(out, err):
 		v.unsure = append(v.unsure, v.seq)
 		v.cached = nil
@@ -230,6 +268,22 @@ func (r *controllers) attempt(o *scenario.Op, c int, v *view) error {
 		v.cached = nil
 	}
 	return err
+}
+
+// read reads Pod name where controller c reads: a GET at r.rv or its
+// client's informer's store (whose Pod the writes copy before changing).
+func (r *controllers) read(ctx context.Context, pods corev1client.PodInterface, c int, name string) (*corev1.Pod, error) {
+	if r.informers == nil {
+		return pods.Get(ctx, name, metav1.GetOptions{ResourceVersion: r.rv})
+	}
+	obj, ok, err := r.informers.Store(c).GetByKey(r.env.Namespace + "/" + name)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, apierrors.NewNotFound(corev1.Resource("pods"), name)
+	}
+	return obj.(*corev1.Pod), nil
 }
 
 // count adds a measured write attempt to the owned or shared tally.
@@ -266,3 +320,8 @@ func seqOf(pod *corev1.Pod, c int) int64 {
 	}
 	return n
 }
+
+var _ scenario.Live = (*controllers)(nil)
+
+// Live is the 409s by cause so far, for the live metrics.
+func (r *controllers) Live() []results.Figure { return r.causes.Figures() }

@@ -60,6 +60,8 @@ func TestSettingsValidate(t *testing.T) {
 		{"open loop", good, func(s *spec.Spec) { s.Rate = 100 }, nil},
 		{"max in flight", good, func(s *spec.Spec) { s.Rate, s.MaxInFlight = 100, 3 },
 			map[string]string{"maxInFlight": "drop --max-in-flight"}},
+		{"an informer", good, func(s *spec.Spec) { s.Read = spec.ReadInformer }, nil},
+		{"watchers", good, func(s *spec.Spec) { s.Watchers = 2 }, map[string]string{"watchers": "drop --watchers"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

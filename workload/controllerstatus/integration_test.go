@@ -202,6 +202,49 @@ func TestStrategiesOnTheRealAPIServer(t *testing.T) {
 	}
 }
 
+// Every 409 has one cause, and the causes add up to the 409s, wherever
+// the controllers read: a live GET is never stale; the watch cache and an
+// informer may be, and the apiserver still counts what the run counts.
+func TestReadSourcesTellEvery409ByItsCause(t *testing.T) {
+	cfg := local.Config(t)
+	for _, read := range spec.ReadSources {
+		t.Run(string(read), func(t *testing.T) {
+			s := spec.Spec{Writers: 2, Clients: 2, Strategy: spec.StrategyUpdate, Read: read,
+				Duration: spec.D(time.Second), Settings: settings(4, 1, 1)}
+			out, _ := runScenario(t.Context(), t, cfg, s, nil)
+			res := out.Result
+			conflicts := res.Measurements.WriteOutcomes[metrics.VersionConflict.String()]
+			figure := func(key string) float64 {
+				f, ok := res.FigureNamed(key)
+				if !ok {
+					t.Fatalf("no figure %s among %v", key, res.Figures)
+				}
+				return f.Value
+			}
+			stale, over := figure(`conflicts{cause="staleRead"}`), figure(`conflicts{cause="overtaken"}`)
+			t.Logf("%s: %d ops, %d 409s: %g stale at read, %g overtaken", read, res.Summary.Ops, conflicts, stale, over)
+			if conflicts == 0 {
+				t.Fatalf("no 409s to classify")
+			}
+			if int64(stale+over) != conflicts {
+				t.Errorf("stale %g + overtaken %g, want the %d 409s", stale, over, conflicts)
+			}
+			if read == spec.ReadGet && stale != 0 {
+				t.Errorf("%g 409s stale at read with a live GET, which sees every acknowledged write", stale)
+			}
+			assertNoFailures(t, res)
+			if err := resultstest.ServerAgrees(res.Server); err != nil {
+				t.Errorf("server cross-check: %v, want every count to match the apiserver's", err)
+			}
+			for _, c := range res.Checks {
+				if !c.Passed {
+					t.Errorf("check failed: %+v", c)
+				}
+			}
+		})
+	}
+}
+
 func TestOperationsBoundAfterWarmup(t *testing.T) {
 	cfg := local.Config(t)
 	s := spec.Spec{Writers: 2, Operations: 57, Warmup: spec.D(200 * time.Millisecond), Settings: settings(2, 3, 1)}

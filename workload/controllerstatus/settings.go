@@ -45,6 +45,9 @@ func (c *Settings) Validate(s *spec.Spec, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("patchType"), s.PatchType,
 			"controller-status patches a condition in a list keyed by type, which a json patch cannot address: use --patch-type merge or strategic"))
 	}
+	if s.Watchers > 0 {
+		errs = append(errs, field.Forbidden(field.NewPath("watchers"), "controller-status does not measure watch delay yet: drop --watchers (the counter scenario does)"))
+	}
 	if s.Rate > 0 && s.MaxInFlight != s.Writers {
 		errs = append(errs, field.Forbidden(field.NewPath("maxInFlight"),
 			"controller-status runs controllers x writers workers, each with Pods of its own, and they are the ones in flight: drop --max-in-flight"))

@@ -24,20 +24,22 @@ type Report struct {
 	// SharedWrites and SharedConflicts count them on the shared Pods.
 	SharedWrites, SharedConflicts int64
 	checks                        []results.Check
+	causes                        []results.Figure // the 409s by cause (reads.Causes)
 }
 
 // Checks are the lost-update checks.
 func (r *Report) Checks() []results.Check { return r.checks }
 
-// Figures are the writes and conflicts on owned and on shared Pods.
+// Figures are the writes and conflicts on owned and on shared Pods, and
+// the 409s by cause.
 func (r *Report) Figures() []results.Figure {
 	fig := func(name, pods string, v int64, better results.Better, help string) results.Figure {
 		return results.Figure{Name: name, Labels: map[string]string{"pods": pods}, Value: float64(v), Unit: results.UnitCount, Sum: true, Better: better, Help: help}
 	}
 	const writes = "Measured status write attempts on the Pods one controller owns (owned) or all share (shared)."
 	const conflicts = "409s among the measured status writes on owned Pods (none expected) or shared ones."
-	return []results.Figure{fig("statusWrites", "owned", r.OwnedWrites, "", writes), fig("statusConflicts", "owned", r.OwnedConflicts, results.BetterLower, conflicts),
-		fig("statusWrites", "shared", r.SharedWrites, "", writes), fig("statusConflicts", "shared", r.SharedConflicts, results.BetterLower, conflicts)}
+	return append([]results.Figure{fig("statusWrites", "owned", r.OwnedWrites, "", writes), fig("statusConflicts", "owned", r.OwnedConflicts, results.BetterLower, conflicts),
+		fig("statusWrites", "shared", r.SharedWrites, "", writes), fig("statusConflicts", "shared", r.SharedConflicts, results.BetterLower, conflicts)}, r.causes...)
 }
 
 // Finish reads every Pod back and checks it against what each controller
@@ -48,7 +50,10 @@ func (r *controllers) Finish(ctx context.Context) (scenario.Report, error) {
 	t := &r.tally
 	report := &Report{
 		OwnedWrites: t.ownedWrites.Load(), OwnedConflicts: t.ownedConflicts.Load(),
-		SharedWrites: t.sharedWrites.Load(), SharedConflicts: t.sharedConflicts.Load(),
+		SharedWrites: t.sharedWrites.Load(), SharedConflicts: t.sharedConflicts.Load(), causes: r.causes.Figures(),
+	}
+	if r.informers != nil {
+		r.informers.Stop()
 	}
 	list, err := env.Admin.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: k8s.LabelRunID + "=" + env.RunID})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/reads"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
@@ -60,24 +61,24 @@ type counter struct {
 	shared  []sharedTally // FieldsShared: per object
 	writers []*writer
 
-	informers *informers // --read informer; nil otherwise
-	watching  *watching  // --watchers or --read informer; nil otherwise
-	acks      []acks     // per object, its successful writes
-	causes    *causes    // the 409s by cause
+	informers *reads.Informers // --read informer; nil otherwise
+	watching  *watching        // --watchers or --read informer; nil otherwise
+	acks      []reads.Acks     // per object, its successful writes
+	causes    *reads.Causes    // the 409s by cause
 }
 
 var _ scenario.Sharded = (*counter)(nil)
 
 func newCounter(env *scenario.Env, set *Settings) *counter {
 	n := env.Writers()
-	c := &counter{env: env, set: set, n: n, hi: n, names: objectNames(set.Objects), causes: newCauses(),
+	c := &counter{env: env, set: set, n: n, hi: n, names: objectNames(set.Objects), causes: reads.NewCauses(),
 		objType: configMaps{env: env, admin: env.Admin.CoreV1().ConfigMaps(env.Namespace), namespace: env.Namespace}}
 	if set.Manifest != "" {
 		c.objType = newResource(env, set)
 	}
 	// A live GET is never stale: the acks' ring is for other reads and
 	// for the watchers.
-	c.acks = newAcks(set.Objects, env.Spec.Read != spec.ReadGet || watched(&env.Spec))
+	c.acks = reads.NewAcks(set.Objects, env.Spec.Read != spec.ReadGet || watched(&env.Spec))
 	if set.Fields == FieldsDisjoint {
 		for w := range n {
 			c.keys = append(c.keys, fieldKey(w))
@@ -166,9 +167,7 @@ type tally struct {
 // Tally reports this shard's writes.
 func (c *counter) Tally() ([]byte, error) {
 	var t tally
-	c.causes.mu.Lock()
-	t.Stale, t.Overtaken = c.causes.stale, c.causes.overtaken
-	c.causes.mu.Unlock()
+	t.Stale, t.Overtaken = c.causes.Counts()
 	if c.shared != nil {
 		for i := range c.shared {
 			t.Shared = append(t.Shared, fieldTally{c.shared[i].successes.Load(), c.shared[i].uncertain.Load()})
@@ -188,10 +187,7 @@ func (c *counter) AddTally(b []byte) error {
 	if err := json.Unmarshal(b, &t); err != nil {
 		return fmt.Errorf("a shard's counter tally: %w", err)
 	}
-	c.causes.mu.Lock()
-	c.causes.stale += t.Stale
-	c.causes.overtaken += t.Overtaken
-	c.causes.mu.Unlock()
+	c.causes.AddCounts(t.Stale, t.Overtaken)
 	switch {
 	case c.shared != nil && len(t.Shared) != len(c.shared):
 		return fmt.Errorf("a shard's counter tally has %d objects, the run %d", len(t.Shared), len(c.shared))
@@ -260,6 +256,11 @@ func (c *counter) newWriters(seed uint64) []*writer {
 	return writers
 }
 
+var _ scenario.Live = (*counter)(nil)
+
+// Live is the 409s by cause so far, for the live metrics.
+func (c *counter) Live() []results.Figure { return c.causes.Figures() }
+
 // Report is the counter scenario's report: its lost-update checks, one
 // per object (or per object and writer), and its figures: the 409s by
 // cause and, with watchers, watch delay (the engine's figures count the
@@ -292,12 +293,12 @@ func (c *counter) Check(ctx context.Context) error {
 // deletes the CRD the run installed.
 func (c *counter) Finish(ctx context.Context) (scenario.Report, error) {
 	env := c.env
-	r := Report{figures: c.causes.figures()}
+	r := Report{figures: c.causes.Figures()}
 	if c.watching != nil {
 		r.figures = append(r.figures, c.watching.finish(ctx, catchUp)...)
 	}
 	if c.informers != nil {
-		c.informers.stop()
+		c.informers.Stop()
 	}
 	objects, err := c.objType.readBack(ctx, env.RunID, c.keys)
 	if r, ok := c.objType.(*resource); ok {

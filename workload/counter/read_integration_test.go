@@ -27,6 +27,7 @@ import (
 	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/reads"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
@@ -165,7 +166,7 @@ func TestWatchDelayAgreesWithTheTestsOwnWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newest := c.acks[0].latest.Load()
+	newest := c.acks[0].Latest()
 	for i, own := range owns {
 		own.stop(t, newest)
 		delays, early := own.delays(t, clock.at)
@@ -229,7 +230,7 @@ func watchOwn(ctx context.Context, t *testing.T, client kubernetes.Interface, ns
 			case ev := <-w.ResultChan():
 				if cm, ok := ev.Object.(*corev1.ConfigMap); ok && ev.Type == watch.Modified {
 					o.seen[cm.ResourceVersion] = time.Now()
-					o.last.Store(parseRV(cm.ResourceVersion))
+					o.last.Store(reads.ParseRV(cm.ResourceVersion))
 				}
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/reads"
 )
 
 // Watch delay: for every successful write in the measured window, the
@@ -37,7 +38,7 @@ const (
 	informerWatcher
 )
 
-var watcherKinds = [...]string{plainWatcher: "plain", informerWatcher: "informer"}
+var watcherKinds = [reads.WatcherKinds]string{plainWatcher: "plain", informerWatcher: "informer"}
 
 // sighting is what one kind of watcher saw, in the measured window.
 type sighting struct {
@@ -50,7 +51,7 @@ type sighting struct {
 
 // watching is the run's watchers and what they saw.
 type watching struct {
-	acks     []acks
+	acks     []reads.Acks
 	names    map[string]int // object name -> index
 	kinds    [len(watcherKinds)]sighting
 	measured atomic.Int64 // measured acks
@@ -74,7 +75,7 @@ func newWatching(c *counter) *watching {
 
 // acked counts an ack of the measured window and the sightings of it
 // that came before it (add's early).
-func (w *watching) acked(early [len(watcherKinds)]int32) {
+func (w *watching) acked(early [reads.WatcherKinds]int32) {
 	w.measured.Add(1)
 	for k, n := range early {
 		if n > 0 {
@@ -89,40 +90,21 @@ func (w *watching) acked(early [len(watcherKinds)]int32) {
 // saw records that a watcher of kind k saw obj at resourceVersion rv at
 // time at.
 func (w *watching) saw(k int, obj metav1.Object, at time.Time, last *atomic.Int64) {
-	rv := parseRV(obj.GetResourceVersion())
+	rv := reads.ParseRV(obj.GetResourceVersion())
 	last.Store(rv)
 	i, ok := w.names[obj.GetName()]
 	if !ok {
 		return
 	}
-	a := &w.acks[i]
-	a.mu.Lock()
-	var x ack
-	found := false
-	for j := a.n - 1; j >= max(a.n-len(a.ring), 0) && !found; j-- {
-		x = a.ring[j%ackRing]
-		found = x.rv == rv
-	}
-	// Not found: seen before its ack (acks arrive out of order, so it may
-	// be older than the latest), unless the ring has moved past it.
-	pending := !found && (a.n < len(a.ring) || rv > a.oldest())
-	if pending { // add counts it when the ack comes
-		if a.early == nil {
-			a.early = map[int64][len(watcherKinds)]int32{}
-		}
-		e := a.early[rv]
-		e[k]++
-		a.early[rv] = e
-	}
-	a.mu.Unlock()
+	x, found, pending := w.acks[i].Saw(rv, k) // pending: Add counts it when the ack comes
 	s := &w.kinds[k]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch d := at.UnixNano() - x.at; {
+	switch d := at.UnixNano() - x.At; {
 	case pending:
 	case !found:
 		s.untimed++ // the ring moved past it
-	case !x.measured:
+	case !x.Measured:
 	case d < 0:
 		s.early++
 	default:
@@ -228,7 +210,7 @@ func (w *watching) events(ctx context.Context, wi watch.Interface, rv string, la
 func (w *watching) finish(ctx context.Context, catchUp time.Duration) []results.Figure {
 	var newest int64
 	for i := range w.acks {
-		newest = max(newest, w.acks[i].latest.Load())
+		newest = max(newest, w.acks[i].Latest())
 	}
 	ctx, cancel := context.WithTimeout(ctx, catchUp)
 	defer cancel()

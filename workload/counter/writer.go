@@ -13,6 +13,7 @@ import (
 	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload/reads"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
@@ -55,10 +56,10 @@ type writer struct {
 	storeKeys []string
 	cached    func(obj any, key string) (version, error)
 
-	// Every object's successful writes, and the 409s by cause (causes.go);
+	// Every object's successful writes, and the 409s by cause (reads);
 	// watching, when there are watchers, wants each ack's time and window.
-	acks     []acks
-	causes   *causes
+	acks     []reads.Acks
+	causes   *reads.Causes
 	watching *watching
 
 	applyOpts metav1.ApplyOptions
@@ -78,7 +79,7 @@ func (w *writer) do(intended time.Time) {
 // correctness check.
 func (w *writer) readModifyWrite(o *scenario.Op, obj int) error {
 	name := w.names[obj]
-	latest := w.acks[obj].latest.Load() // before the read: what it ought to see
+	latest := w.acks[obj].Latest() // before the read: what it ought to see
 	var read version
 	err := o.Read(func(ctx context.Context) (err error) {
 		read, err = w.read(ctx, obj)
@@ -113,15 +114,15 @@ func (w *writer) readModifyWrite(o *scenario.Op, obj int) error {
 	})
 	switch {
 	case outcome == metrics.Success && w.watching == nil:
-		w.acks[obj].add(parseRV(rv), time.Time{}, false)
+		w.acks[obj].Add(reads.ParseRV(rv), time.Time{}, false)
 	case outcome == metrics.Success:
 		measured := o.Measured()
-		if early := w.acks[obj].add(parseRV(rv), time.Now(), measured); measured {
+		if early := w.acks[obj].Add(reads.ParseRV(rv), time.Now(), measured); measured {
 			w.watching.acked(early)
 		}
 	case outcome == metrics.VersionConflict:
 		if o.Measured() {
-			w.causes.conflict(&w.acks[obj], latest, read.rv)
+			w.causes.Conflict(&w.acks[obj], latest, read.rv)
 		}
 	}
 	w.count(obj, outcome, err)

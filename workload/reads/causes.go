@@ -1,4 +1,7 @@
-package counter
+// Package reads is what the scenarios whose writers read before they
+// write share: where a writer reads (spec.Read), the informers it reads
+// from, and every 409 by its cause.
+package reads
 
 import (
 	"strconv"
@@ -10,7 +13,6 @@ import (
 
 	"github.com/kb-bench/kb-bench/metrics"
 	"github.com/kb-bench/kb-bench/results"
-	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
 // Every 409 by its cause. kb-bench makes every write to its objects, so it
@@ -22,55 +24,62 @@ import (
 // overtook it between the read and the write. The two add up to the 409s,
 // and with --read get stale reads are zero.
 
-// ackRing is how many of an object's latest acks it keeps: enough to
+// Ring is how many of an object's latest acks it keeps: enough to
 // count how far behind a stale read was, and for the watchers to find a
 // write they see.
-const ackRing = 256
+const Ring = 256
 
-// ack is one successful write: its resourceVersion, when its response
+// WatcherKinds is how many kinds of watcher a scenario may time (Acks.Add).
+const WatcherKinds = 2
+
+// Ack is one successful write: its resourceVersion, when its response
 // arrived (UnixNano; 0 when no watcher needs it) and whether it was in the
 // measured window.
-type ack struct {
-	rv       int64
-	at       int64
-	measured bool
+type Ack struct {
+	RV       int64
+	At       int64
+	Measured bool
 }
 
-// acks is one object's successful writes.
-type acks struct {
+// Acks is one object's successful writes.
+type Acks struct {
 	// latest is the newest resourceVersion acknowledged (written under
 	// mu, read without it).
 	latest atomic.Int64
 	mu     sync.Mutex
-	ring   []ack // the latest ackRing acks, ring[n%ackRing] next (nil: none kept, see keepAcks)
+	ring   []Ack // the latest Ring acks, ring[n%Ring] next (nil: none kept, see NewAcks)
 	n      int   // acks ever
 	// early counts, per resourceVersion not yet acknowledged, the
-	// watchers of each kind that saw it (watch.go).
-	early map[int64][len(watcherKinds)]int32
+	// watchers of each kind that saw it (Saw).
+	early map[int64][WatcherKinds]int32
 }
 
-// parseRV reads a resourceVersion as the number the apiserver makes it
+// ParseRV reads a resourceVersion as the number the apiserver makes it
 // (etcd's revision); one that is not a number reads as 0.
-func parseRV(rv string) int64 {
+func ParseRV(rv string) int64 {
 	n, _ := strconv.ParseInt(rv, 10, 64)
 	return n
 }
 
-// newAcks returns the acks of m objects, keeping their latest acks when
+// NewAcks returns the acks of m objects, keeping their latest acks when
 // keep says a read may be stale (for versionsBehind) or watchers time them.
-func newAcks(m int, keep bool) []acks {
-	a := make([]acks, m)
+func NewAcks(m int, keep bool) []Acks {
+	a := make([]Acks, m)
 	for i := range a {
 		if keep {
-			a[i].ring = make([]ack, ackRing)
+			a[i].ring = make([]Ack, Ring)
 		}
 	}
 	return a
 }
 
-// add records a successful write that made resourceVersion rv, and
-// returns how many watchers of each kind saw it before.
-func (a *acks) add(rv int64, at time.Time, measured bool) (early [len(watcherKinds)]int32) {
+// Latest is the newest resourceVersion acknowledged: what a read that
+// begins now ought to see.
+func (a *Acks) Latest() int64 { return a.latest.Load() }
+
+// Add records a successful write that made resourceVersion rv, and
+// returns how many watchers of each kind saw it before (Saw).
+func (a *Acks) Add(rv int64, at time.Time, measured bool) (early [WatcherKinds]int32) {
 	var nanos int64
 	if !at.IsZero() {
 		nanos = at.UnixNano()
@@ -81,7 +90,7 @@ func (a *acks) add(rv int64, at time.Time, measured bool) (early [len(watcherKin
 		a.latest.Store(rv)
 	}
 	if a.ring != nil {
-		a.ring[a.n%ackRing] = ack{rv, nanos, measured}
+		a.ring[a.n%Ring] = Ack{rv, nanos, measured}
 		a.n++
 	}
 	if a.early != nil {
@@ -94,12 +103,12 @@ func (a *acks) add(rv int64, at time.Time, measured bool) (early [len(watcherKin
 }
 
 // behind counts the kept acks newer than r and no newer than latest.
-func (a *acks) behind(r, latest int64) int64 {
+func (a *Acks) behind(r, latest int64) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var n int64
 	for _, x := range a.ring[:min(a.n, len(a.ring))] {
-		if x.rv > r && x.rv <= latest {
+		if x.RV > r && x.RV <= latest {
 			n++
 		}
 	}
@@ -107,28 +116,51 @@ func (a *acks) behind(r, latest int64) int64 {
 }
 
 // oldest is the oldest resourceVersion the ring holds (under mu).
-func (a *acks) oldest() int64 {
+func (a *Acks) oldest() int64 {
 	oldest := a.latest.Load()
 	for _, x := range a.ring[:min(a.n, len(a.ring))] {
-		oldest = min(oldest, x.rv)
+		oldest = min(oldest, x.RV)
 	}
 	return oldest
 }
 
-// causes counts the measured 409s by cause.
-type causes struct {
+// Saw finds the ack of resourceVersion rv, which a watcher of kind k saw.
+// Not found, it is pending when it was seen before its ack (acks arrive
+// out of order, so it may be older than the latest), unless the ring has
+// moved past it: Add then counts the sighting as early.
+func (a *Acks) Saw(rv int64, k int) (x Ack, found, pending bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for j := a.n - 1; j >= max(a.n-len(a.ring), 0) && !found; j-- {
+		x = a.ring[j%Ring]
+		found = x.RV == rv
+	}
+	if pending = !found && (a.n < len(a.ring) || rv > a.oldest()); pending {
+		if a.early == nil {
+			a.early = map[int64][WatcherKinds]int32{}
+		}
+		e := a.early[rv]
+		e[k]++
+		a.early[rv] = e
+	}
+	return x, found, pending
+}
+
+// Causes counts the measured 409s by cause.
+type Causes struct {
 	mu               sync.Mutex
 	stale, overtaken int64
 	behind           *hdrhistogram.Histogram // versions behind, per stale read
 }
 
-func newCauses() *causes { return &causes{behind: metrics.NewHistogram()} }
+// NewCauses returns no 409s yet.
+func NewCauses() *Causes { return &Causes{behind: metrics.NewHistogram()} }
 
-// conflict classifies a version conflict whose read returned read when
+// Conflict classifies a version conflict whose read returned read when
 // latest was the object's newest acknowledged resourceVersion as the read
 // began.
-func (c *causes) conflict(a *acks, latest int64, read string) {
-	r := parseRV(read)
+func (c *Causes) Conflict(a *Acks, latest int64, read string) {
+	r := ParseRV(read)
 	var behind int64
 	if latest > r {
 		behind = max(a.behind(r, latest), 1)
@@ -140,11 +172,11 @@ func (c *causes) conflict(a *acks, latest int64, read string) {
 		return
 	}
 	c.stale++
-	_ = c.behind.RecordValue(behind) // within range: at most ackRing
+	_ = c.behind.RecordValue(behind) // within range: at most Ring
 }
 
-// figures are the 409s by cause, the stale share and how far behind.
-func (c *causes) figures() []results.Figure {
+// Figures are the 409s by cause, the stale share and how far behind.
+func (c *Causes) Figures() []results.Figure {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cause := func(name string, n int64, help string) results.Figure {
@@ -170,7 +202,17 @@ func (c *causes) figures() []results.Figure {
 	return out
 }
 
-var _ scenario.Live = (*counter)(nil)
+// Counts are the 409s stale at read and overtaken so far.
+func (c *Causes) Counts() (stale, overtaken int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stale, c.overtaken
+}
 
-// Live is the 409s by cause so far, for the live metrics.
-func (c *counter) Live() []results.Figure { return c.causes.figures() }
+// AddCounts adds another process's Counts (a shard's).
+func (c *Causes) AddCounts(stale, overtaken int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stale += stale
+	c.overtaken += overtaken
+}

@@ -1,4 +1,4 @@
-package counter
+package reads
 
 import (
 	"testing"
@@ -11,20 +11,20 @@ import (
 // been acknowledged before the read began, else overtaken; a stale read
 // counts the acknowledged writes it missed.
 func TestConflictCauses(t *testing.T) {
-	a := &newAcks(1, true)[0]
+	a := &NewAcks(1, true)[0]
 	for _, rv := range []int64{10, 12, 11, 15} { // acks arrive out of order
-		a.add(rv, time.Time{}, false)
+		a.Add(rv, time.Time{}, false)
 	}
-	if got := a.latest.Load(); got != 15 {
+	if got := a.Latest(); got != 15 {
 		t.Fatalf("latest ack %d, want 15", got)
 	}
-	c := newCauses()
-	c.conflict(a, 15, "15") // read the newest: then overtaken
-	c.conflict(a, 10, "10") // read fresh when it began (latest was 10)
-	c.conflict(a, 15, "10") // three writes (11, 12, 15) had been acknowledged
-	c.conflict(a, 12, "11") // one (12)
+	c := NewCauses()
+	c.Conflict(a, 15, "15") // read the newest: then overtaken
+	c.Conflict(a, 10, "10") // read fresh when it began (latest was 10)
+	c.Conflict(a, 15, "10") // three writes (11, 12, 15) had been acknowledged
+	c.Conflict(a, 12, "11") // one (12)
 	got := map[string]float64{}
-	for _, f := range c.figures() {
+	for _, f := range c.Figures() {
 		got[f.Key()] = f.Value
 	}
 	want := map[string]float64{
@@ -36,19 +36,19 @@ func TestConflictCauses(t *testing.T) {
 			t.Errorf("%s = %g, want %g (all: %v)", k, got[k], v, got)
 		}
 	}
-	if errs := results.ValidateFigures(nil, c.figures()); len(errs) > 0 {
+	if errs := results.ValidateFigures(nil, c.Figures()); len(errs) > 0 {
 		t.Errorf("figures do not validate: %v", errs)
 	}
 }
 
-// The ring keeps the latest ackRing acks: a read further behind counts
+// The ring keeps the latest Ring acks: a read further behind counts
 // the versions the ring still holds.
 func TestAcksRingKeepsTheLatest(t *testing.T) {
-	a := &newAcks(1, true)[0]
-	for rv := int64(1); rv <= 3*ackRing; rv++ {
-		a.add(rv, time.Time{}, false)
+	a := &NewAcks(1, true)[0]
+	for rv := int64(1); rv <= 3*Ring; rv++ {
+		a.Add(rv, time.Time{}, false)
 	}
-	if got := a.behind(0, 3*ackRing); got != ackRing {
-		t.Errorf("behind = %d, want the %d acks kept", got, ackRing)
+	if got := a.behind(0, 3*Ring); got != Ring {
+		t.Errorf("behind = %d, want the %d acks kept", got, Ring)
 	}
 }
