@@ -51,7 +51,7 @@ func newResource(env *scenario.Env, set *Settings) *resource {
 	if set.Subresource != "" {
 		r.sub = []string{set.Subresource}
 	}
-	r.install = m.crd != nil && (set.InstallCRD || env.Spec.Target.Kind == spec.TargetLocal)
+	r.install = m.crd != nil && (set.InstallCRD || env.Owned)
 	return r
 }
 

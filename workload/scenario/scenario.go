@@ -234,6 +234,10 @@ type Env struct {
 	// Gone is done once the target is declared lost (nil: never). Ops
 	// derives operations' contexts from it.
 	Gone context.Context
+	// Owned is set when kb-bench made the target: the local control
+	// plane, or a kind cluster `kb-bench kind up` or a run created. A
+	// scenario may install cluster-wide things there unasked (a CRD).
+	Owned bool
 }
 
 // Ops is the context every operation's own (timeout) context derives
