@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -133,7 +132,7 @@ func (c *Settings) validateObject(s *spec.Spec, p *field.Path) field.ErrorList {
 		return errs
 	}
 	mp := p.Child("manifest")
-	text, err := readManifest(c.Manifest, os.Stdin)
+	text, err := readManifest(c.Manifest, stdin)
 	if err != nil {
 		return field.ErrorList{field.Invalid(mp, c.Manifest, fmt.Sprintf("cannot be read (%v): give a YAML file, - for stdin, or the YAML itself", err))}
 	}
