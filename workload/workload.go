@@ -215,7 +215,7 @@ func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
 		// runner's too), and touch nothing but the run's own labelled
 		// objects.
 		pctx, cancel := context.WithTimeout(ctx, s.OpTimeout.Duration)
-		err := checkPermissions(pctx, e.admin, s.Namespace, withRunner(rules, s, o.Runner))
+		err := checkPermissions(pctx, e.admin, s.Namespace, withRunner(rules, s, o.Runner), r.clusterRules())
 		cancel()
 		if err != nil {
 			return nil, err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kb-bench/kb-bench/internal/k8s"
 	"github.com/kb-bench/kb-bench/results"
+	"github.com/kb-bench/kb-bench/spec"
 	"github.com/kb-bench/kb-bench/workload/scenario"
 )
 
@@ -42,6 +43,15 @@ var Definition = scenario.Definition{
 			rules = append(rules, k8s.Rule(gr.Group, []string{gr.Resource + "/" + set.Subresource}, "update", "patch"))
 		}
 		return rules
+	},
+	ClusterRules: func(settings scenario.Settings, s spec.Spec) []rbacv1.PolicyRule {
+		set := settings.(*Settings)
+		m, err := parseManifest(set.Manifest)
+		// Offline, only the local control plane is known to be kb-bench's.
+		if set.Manifest == "" || err != nil || !installsCRD(m, set, s.Target.Kind == spec.TargetLocal) {
+			return nil
+		}
+		return m.crdRules()
 	},
 }
 

@@ -73,6 +73,10 @@ type Definition struct {
 	// with these settings: what it reads and writes (the engine adds
 	// deleting the kinds it creates). They make `kb-bench rbac`'s Role.
 	Rules func(settings Settings) []rbacv1.PolicyRule
+	// ClusterRules are the cluster-wide permissions a run of s with
+	// these settings needs beside Rules (nil: none): what it installs
+	// and removes, such as a CRD. They make `kb-bench rbac`'s ClusterRole.
+	ClusterRules func(settings Settings, s spec.Spec) []rbacv1.PolicyRule
 }
 
 // Traits are the shared settings the scenario takes, which follow from
