@@ -32,8 +32,9 @@ type RBACOptions struct {
 // RBAC is what a run of p needs in the existing namespace its spec names
 // (run --namespace), and nothing more: a Role with the rules of every
 // cell (what its scenario reads and writes, deleting its own objects, the
-// Job runner's rights), and with a subject its RoleBinding (and, with
-// WithMetrics, a ClusterRole and ClusterRoleBinding for /metrics).
+// Job runner's rights), a ClusterRole when a cell acts cluster-wide (a CRD
+// it installs), and with a subject their bindings (and, with WithMetrics,
+// a ClusterRole and ClusterRoleBinding for /metrics).
 func RBAC(p *Plan, o RBACOptions) ([]runtime.Object, error) {
 	ns := p.Cells[0].Spec.Namespace
 	if ns == "" {
@@ -55,7 +56,7 @@ func RBAC(p *Plan, o RBACOptions) ([]runtime.Object, error) {
 	case o.WithMetrics:
 		return nil, spec.Input(errors.New("--with-metrics binds a ClusterRole: name whom with --service-account or --user"))
 	}
-	var rules []rbacv1.PolicyRule
+	var rules, cluster []rbacv1.PolicyRule
 	for _, c := range p.Cells {
 		var runner distributed.ShardRunner
 		if c.Spec.Runner == spec.RunnerJob {
@@ -70,22 +71,39 @@ func RBAC(p *Plan, o RBACOptions) ([]runtime.Object, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, rule := range r {
-			if !slices.ContainsFunc(rules, func(had rbacv1.PolicyRule) bool { return fmt.Sprint(had) == fmt.Sprint(rule) }) {
-				rules = append(rules, rule)
-			}
+		cr, err := workload.ClusterRules(c.Spec)
+		if err != nil {
+			return nil, err
 		}
+		rules, cluster = union(rules, r), union(cluster, cr)
 	}
 	const name = "kb-bench"
 	objects := []runtime.Object{k8s.Role(ns, name, nil, rules)}
+	if len(cluster) > 0 {
+		// What the run does cluster-wide (a CRD it installs).
+		objects = append(objects, k8s.ClusterRole(name+"-"+ns, cluster))
+	}
 	if subject == nil {
 		return objects, nil
 	}
 	objects = append(objects, k8s.RoleBinding(ns, name, nil, *subject))
+	if len(cluster) > 0 {
+		objects = append(objects, k8s.ClusterRoleBinding(name+"-"+ns, name+"-"+ns, *subject))
+	}
 	if o.WithMetrics {
 		objects = append(objects,
 			k8s.ClusterRole(name+"-metrics", []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}),
 			k8s.ClusterRoleBinding(name+"-metrics-"+ns, name+"-metrics", *subject))
 	}
 	return objects, nil
+}
+
+// union is rules with those of more it lacks added.
+func union(rules, more []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	for _, rule := range more {
+		if !slices.ContainsFunc(rules, func(had rbacv1.PolicyRule) bool { return fmt.Sprint(had) == fmt.Sprint(rule) }) {
+			rules = append(rules, rule)
+		}
+	}
+	return rules
 }

@@ -31,6 +31,26 @@ func Rules(s spec.Spec, runner distributed.ShardRunner) ([]rbacv1.PolicyRule, er
 	return withRunner(r.rulesFor(), r.Spec, runner), nil
 }
 
+// ClusterRules are the cluster-wide permissions a run of s needs beside
+// Rules: what its scenario installs and removes (a CRD the run installs:
+// --install-crd, or on the local control plane); nil for most runs. They
+// make the ClusterRole that `kb-bench rbac` prints.
+func ClusterRules(s spec.Spec) ([]rbacv1.PolicyRule, error) {
+	r, errs := Resolve(s)
+	if len(errs) > 0 {
+		return nil, spec.Input(errors.New(spec.Describe(errs)))
+	}
+	return r.clusterRules(), nil
+}
+
+// clusterRules are what the run's scenario does cluster-wide.
+func (r *Resolved) clusterRules() []rbacv1.PolicyRule {
+	if r.Def.ClusterRules == nil {
+		return nil
+	}
+	return r.Def.ClusterRules(r.Settings, r.Spec)
+}
+
 // withRunner adds to a run's rules what the runner that starts its shards
 // needs.
 func withRunner(rules []rbacv1.PolicyRule, s spec.Spec, runner distributed.ShardRunner) []rbacv1.PolicyRule {
@@ -111,15 +131,22 @@ func cleanupResources(rules []rbacv1.PolicyRule) []groupResource {
 }
 
 // checkPermissions asks the apiserver (SelfSubjectAccessReview) whether the
-// credentials may do everything rules name in ns, and lists every missing
-// permission at once.
-func checkPermissions(ctx context.Context, kube kubernetes.Interface, ns string, rules []rbacv1.PolicyRule) error {
+// credentials may do everything rules name in ns, and cluster-wide what
+// cluster names, and lists every missing permission at once.
+func checkPermissions(ctx context.Context, kube kubernetes.Interface, ns string, rules, cluster []rbacv1.PolicyRule) error {
 	missing, err := missingPermissions(ctx, kube, ns, rules)
 	if err != nil {
 		return err
 	}
+	more, err := missingPermissions(ctx, kube, "", cluster)
+	if err != nil {
+		return err
+	}
+	for _, m := range more {
+		missing = append(missing, m+" (cluster-wide)")
+	}
 	if len(missing) > 0 {
-		return spec.Input(fmt.Errorf("these credentials may not do what the run needs in namespace %s: %s; `kb-bench rbac --namespace %s` (with the same scenario flags) prints a Role and RoleBinding that grant exactly what it needs",
+		return spec.Input(fmt.Errorf("these credentials may not do what the run needs in namespace %s: %s; `kb-bench rbac --namespace %s` (with the same scenario flags) prints a Role and RoleBinding (and a ClusterRole when the run needs one) that grant exactly what it needs",
 			ns, strings.Join(missing, ", "), ns))
 	}
 	return nil

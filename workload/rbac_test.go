@@ -139,7 +139,7 @@ func TestPermissionsByName(t *testing.T) {
 	}{{"kb-bench-shards", ""}, {"another", "delete roles.rbac.authorization.k8s.io kb-bench-shards"}} {
 		ns := "lp-" + runID()
 		sa := kubernetes.NewForConfigOrDie(leastPrivilege(t, admin, ns, named(tc.held)))
-		err := checkPermissions(context.Background(), sa, ns, named("kb-bench-shards"))
+		err := checkPermissions(context.Background(), sa, ns, named("kb-bench-shards"), nil)
 		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("holding delete of %s: %v, want %q", tc.held, err, tc.want)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -252,6 +253,66 @@ func TestLeastPrivilegeOnACustomResource(t *testing.T) {
 	if err != nil || len(left.Items) != 0 {
 		t.Errorf("the run's widgets are left: %v (err %v)", left, err)
 	}
+}
+
+// A ServiceAccount with only what `kb-bench rbac --install-crd` prints
+// (the Role, and the ClusterRole for the CRD) installs the manifest's
+// CRD, runs on it and removes it; without the ClusterRole the run is
+// refused before anything is created, naming the cluster-wide right.
+func TestLeastPrivilegeInstallingACRD(t *testing.T) {
+	admin := local.Config(t)
+	ns := "lp-" + runID()
+	s := widgetSpec(widget(t, ""), spec.Spec{Namespace: ns, Writers: 2, Operations: 40, Strategy: spec.StrategyUpdate, Target: spec.Target{Kind: spec.TargetKubeconfig, Kubeconfig: "unread"}})
+	s.Settings["installCRD"] = true
+	rules, err := Rules(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster, err := ClusterRules(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var granted []string
+	for _, r := range cluster {
+		granted = append(granted, strings.Join(r.Resources, ",")+"."+strings.Join(r.APIGroups, ",")+strings.Join(r.ResourceNames, ",")+":"+strings.Join(r.Verbs, ","))
+	}
+	want := "customresourcedefinitions.apiextensions.k8s.io:create customresourcedefinitions.apiextensions.k8s.iowidgets.bench.kb-bench.io:get,delete"
+	if got := strings.Join(granted, " "); got != want {
+		t.Errorf("cluster rules %s, want %s", got, want)
+	}
+	sa := leastPrivilege(t, admin, ns, rules)
+	_, err = Run(context.Background(), resolved(t, s), Options{Config: sa, RunID: runID(), Version: "test", Log: logWriter{t}})
+	if !spec.IsInput(err) || !strings.Contains(err.Error(), "create customresourcedefinitions.apiextensions.k8s.io (cluster-wide)") {
+		t.Fatalf("no right to install the CRD: %v, want bad input naming it", err)
+	}
+	if _, err := dynamic.NewForConfigOrDie(admin).Resource(crds).Get(context.Background(), "widgets.bench.kb-bench.io", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the refused run installed the CRD (get: %v)", err)
+	}
+	kube := kubernetes.NewForConfigOrDie(admin)
+	role, binding := k8s.ClusterRole("kb-bench-"+ns, cluster), k8s.ClusterRoleBinding("kb-bench-"+ns, "kb-bench-"+ns, rbacv1.Subject{Kind: "ServiceAccount", Name: "bench", Namespace: ns})
+	if _, err := kube.RbacV1().ClusterRoles().Create(context.Background(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	})
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(context.Background(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+	})
+	t.Cleanup(func() { assertCRDGoneSoon(t, admin) })
+	// RBAC takes a moment to see the new binding: wait for the event.
+	await.Until(t, "the ClusterRole bound", func() error {
+		return checkPermissions(context.Background(), kubernetes.NewForConfigOrDie(sa), ns, nil, cluster)
+	})
+	res := runOn(context.Background(), t, sa, s)
+	if res.Summary.Successes == 0 {
+		t.Fatalf("no successful write")
+	}
+	assertNoLostUpdates(t, res)
+	assertCRDGone(t, admin)
 }
 
 // A run killed before it could clean up (kill -9) leaves its CRD

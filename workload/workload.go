@@ -215,7 +215,7 @@ func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
 		// runner's too), and touch nothing but the run's own labelled
 		// objects.
 		pctx, cancel := context.WithTimeout(ctx, s.OpTimeout.Duration)
-		err := checkPermissions(pctx, e.admin, s.Namespace, withRunner(rules, s, o.Runner))
+		err := checkPermissions(pctx, e.admin, s.Namespace, withRunner(rules, s, o.Runner), r.clusterRules())
 		cancel()
 		if err != nil {
 			return nil, err
@@ -360,6 +360,7 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 		Log:          e.log,
 		Warn:         e.warn,
 		Gone:         e.health.Gone(),
+		Owned:        s.Target.Kind == spec.TargetLocal || o.Target.KindConfig != "",
 	}
 	e.sc = r.Def.New(e.env, r.Settings)
 	return e, nil

@@ -12,6 +12,12 @@ import (
 	"syscall"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/kb-bench/kb-bench/internal/await"
 	"github.com/kb-bench/kb-bench/results/store"
 )
@@ -230,7 +236,8 @@ func TestRealKindRunCreatesAndDeletes(t *testing.T) {
 	k.gone(t)
 }
 
-// kind up makes a cluster that runs use and keep; kind down deletes it.
+// kind up makes a cluster that runs use and keep (a custom resource's
+// run installs and deletes its CRD there unasked); kind down deletes it.
 func TestRealKindUpRunDown(t *testing.T) {
 	bin, image, env := realKind(t)
 	k := newKindCluster(t, "up")
@@ -250,6 +257,34 @@ func TestRealKindUpRunDown(t *testing.T) {
 	}
 	if lost := r.Summary.LostUpdates; r.Server == nil || !r.Server.Match || lost == nil || *lost != 0 {
 		t.Errorf("server check %+v, lost updates %v (nil: unknown)", r.Server, lost)
+	}
+	// kb-bench made the cluster, so it installs a manifest's CRD unasked
+	// (no --install-crd), and deletes it after.
+	if code, stdout, _ := kbBench(t, bin, env, "run", "--target", "kind", "--kind-cluster", k.name, "--profile", "custom-resource", "--writers", "2", "--duration", "2s", "--out", out+"-cr"); code != 0 {
+		t.Fatalf("a custom resource on the kept cluster, its CRD in the manifest: exit %d\n%s", code, stdout)
+	}
+	if r, err := store.Read(t.Context(), out+"-cr"); err != nil {
+		t.Fatal(err)
+	} else if lost := r.Summary.LostUpdates; lost == nil || *lost != 0 || r.Summary.Successes == 0 {
+		t.Errorf("custom resource: lost updates %v (nil: unknown), %d successes", lost, r.Summary.Successes)
+	}
+	state := ""
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "XDG_STATE_HOME="); ok {
+			state = v
+		}
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(state, "kb-bench", "kind", k.name+".kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	if _, err := dyn.Resource(crds).Get(t.Context(), "widgets.bench.kb-bench.io", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the run left the CRD it installed on the cluster (get: %v)", err)
 	}
 	if len(k.containers(t)) != 1 {
 		t.Fatal("the run deleted a cluster it did not make")

@@ -67,3 +67,18 @@ func TestKilledRunsCRDIsRemovedByTheNextRun(t *testing.T) {
 		t.Errorf("the CRD after the next run: %v, want it gone", err)
 	}
 }
+
+// --manifest - reads stdin once: every cell of a matrix gets the same
+// manifest (the second used to find stdin empty and refuse the run).
+func TestStdinManifestServesEveryCell(t *testing.T) {
+	bin, _ := binary(t)
+	cmd := exec.Command(bin, "rbac", "--namespace", "team-a", "--manifest", "-", "--field-path", `.metadata.annotations["n"]`, "--writers", "1,2")
+	cmd.Stdin = strings.NewReader("apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: l\n  annotations:\n    n: \"0\"\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("rbac for a matrix of 2 cells on a manifest from stdin: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "leases") {
+		t.Errorf("the Role does not grant the manifest's kind (leases):\n%s", out)
+	}
+}

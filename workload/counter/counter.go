@@ -46,6 +46,15 @@ var Definition = scenario.Definition{
 		}
 		return rules
 	},
+	ClusterRules: func(settings scenario.Settings, s spec.Spec) []rbacv1.PolicyRule {
+		set := settings.(*Settings)
+		m, err := parseManifest(set.Manifest)
+		// Offline, only the local control plane is known to be kb-bench's.
+		if set.Manifest == "" || err != nil || !installsCRD(m, set, s.Target.Kind == spec.TargetLocal) {
+			return nil
+		}
+		return m.crdRules()
+	},
 }
 
 // counter is one run of the scenario: its objects, writers and the

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,16 +29,22 @@ type manifest struct {
 	crd *unstructured.Unstructured
 }
 
+// stdin is the process's stdin, read to the end once: every run of a
+// matrix or an A/B that says --manifest - gets the same manifest.
+var stdin = sync.OnceValues(func() (string, error) {
+	b, err := io.ReadAll(os.Stdin)
+	return string(b), err
+})
+
 // readManifest returns the manifest --manifest names: the text itself
 // when it spans lines (a profile embeds it), else the file it names, or
 // stdin for "-".
-func readManifest(arg string, stdin io.Reader) (string, error) {
+func readManifest(arg string, stdin func() (string, error)) (string, error) {
 	switch {
 	case strings.Contains(arg, "\n"):
 		return arg, nil
 	case arg == "-":
-		b, err := io.ReadAll(stdin)
-		return string(b), err
+		return stdin()
 	}
 	b, err := os.ReadFile(arg)
 	return string(b), err

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -51,8 +52,24 @@ func newResource(env *scenario.Env, set *Settings) *resource {
 	if set.Subresource != "" {
 		r.sub = []string{set.Subresource}
 	}
-	r.install = m.crd != nil && (set.InstallCRD || env.Spec.Target.Kind == spec.TargetLocal)
+	r.install = installsCRD(m, set, env.Owned)
 	return r
+}
+
+// installsCRD says whether a run installs the manifest's CRD (and
+// deletes it after): it has one, and the run is asked to or owns the
+// target.
+func installsCRD(m *manifest, set *Settings, owned bool) bool {
+	return m.crd != nil && (set.InstallCRD || owned)
+}
+
+// crdRules are the cluster-wide rights installing, waiting for and
+// deleting the manifest's CRD take (get and delete of that one only).
+func (m *manifest) crdRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		k8s.Rule(crdResource.Group, []string{crdResource.Resource}, "create"),
+		k8s.Named(crdResource.Group, []string{crdResource.Resource}, m.crd.GetName(), "get", "delete"),
+	}
 }
 
 // check is the run's check against the target, before it creates

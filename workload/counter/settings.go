@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -53,7 +52,7 @@ type Settings struct {
 	Manifest    string `json:"manifest,omitempty" flag:"manifest" help:"the object every writer shares instead of a ConfigMap, of any namespaced kind the target serves: a YAML file, - for stdin, or (in a profile) the YAML itself; its CustomResourceDefinition may come with it as another document"`
 	FieldPath   string `json:"fieldPath,omitempty" flag:"field-path" help:"with --manifest: the field the writers increment, e.g. .status.count, .spec.replicas or .metadata.annotations[\"example.com/n\"]"`
 	Subresource string `json:"subresource,omitempty" flag:"subresource" help:"with --manifest: status writes to the status subresource (default: the main resource)"`
-	InstallCRD  bool   `json:"installCRD,omitempty" flag:"install-crd" help:"with --manifest on a cluster kb-bench did not make: install the manifest's CustomResourceDefinition for the run and delete it after (on the local control plane it always does)"`
+	InstallCRD  bool   `json:"installCRD,omitempty" flag:"install-crd" help:"with --manifest on a cluster kb-bench did not make: install the manifest's CustomResourceDefinition for the run and delete it after (on the local control plane or a kind cluster kb-bench made it always does)"`
 }
 
 // Default fills the zero fields that have defaults.
@@ -133,7 +132,7 @@ func (c *Settings) validateObject(s *spec.Spec, p *field.Path) field.ErrorList {
 		return errs
 	}
 	mp := p.Child("manifest")
-	text, err := readManifest(c.Manifest, os.Stdin)
+	text, err := readManifest(c.Manifest, stdin)
 	if err != nil {
 		return field.ErrorList{field.Invalid(mp, c.Manifest, fmt.Sprintf("cannot be read (%v): give a YAML file, - for stdin, or the YAML itself", err))}
 	}

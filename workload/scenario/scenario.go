@@ -76,6 +76,10 @@ type Definition struct {
 	// with these settings: what it reads and writes (the engine adds
 	// deleting the kinds it creates). They make `kb-bench rbac`'s Role.
 	Rules func(settings Settings) []rbacv1.PolicyRule
+	// ClusterRules are the cluster-wide permissions a run of s with
+	// these settings needs beside Rules (nil: none): what it installs
+	// and removes, such as a CRD. They make `kb-bench rbac`'s ClusterRole.
+	ClusterRules func(settings Settings, s spec.Spec) []rbacv1.PolicyRule
 }
 
 // Traits are the shared settings the scenario takes, which follow from
@@ -237,6 +241,10 @@ type Env struct {
 	// Gone is done once the target is declared lost (nil: never). Ops
 	// derives operations' contexts from it.
 	Gone context.Context
+	// Owned is set when kb-bench made the target: the local control
+	// plane, or a kind cluster `kb-bench kind up` or a run created. A
+	// scenario may install cluster-wide things there unasked (a CRD).
+	Owned bool
 }
 
 // Ops is the context every operation's own (timeout) context derives

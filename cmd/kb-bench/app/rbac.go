@@ -19,7 +19,9 @@ func newRBACCommand(s Streams) *cobra.Command {
 		Short: "Print the Role (and RoleBinding) a run in an existing namespace needs, and nothing more",
 		Long: `Print, as YAML for kubectl apply, the Role that grants exactly what a run
 with these settings needs in an existing namespace (run --namespace): what its
-scenario reads and writes, and deleting its own objects at the end. The
+scenario reads and writes, and deleting its own objects at the end; and a
+ClusterRole (bound with the subject) for what the run does cluster-wide: a
+manifest's CRD it installs (--install-crd) waited for and deleted. The
 scenario and its settings decide the rules, so give the same flags (or
 profile) as the run. A run with --namespace checks these permissions before
 it starts and lists every missing one.`,
