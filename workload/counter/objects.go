@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -183,17 +182,9 @@ type configMapObjects struct {
 }
 
 func (t configMaps) listWatch(w int, runID string) cache.ListerWatcher {
-	cms, selector := t.env.Client(w).CoreV1().ConfigMaps(t.namespace), k8s.LabelRunID+"="+runID
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = selector
-			return cms.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = selector
-			return cms.Watch(ctx, o)
-		},
-	}
+	selector := k8s.LabelRunID + "=" + runID
+	return cache.NewFilteredListWatchFromClient(t.env.Client(w).CoreV1().RESTClient(), "configmaps", t.namespace,
+		func(o *metav1.ListOptions) { o.LabelSelector = selector })
 }
 
 func (configMaps) example() runtime.Object { return &corev1.ConfigMap{} }
