@@ -57,7 +57,7 @@ func TestShippedRunLocal(t *testing.T) {
 			if f, ok := res.FigureNamed(`watchDelay{quantile="0.99",watcher="plain"}`); !ok || f.Value == 0 {
 				return "the watchers timed no write"
 			}
-			if _, ok := res.FigureNamed(`conflicts{cause="staleRead"}`); !ok {
+			if _, ok := res.FigureNamed(`conflictsByCause{cause="staleRead"}`); !ok {
 				return "no 409s by cause"
 			}
 			return ""

@@ -42,7 +42,7 @@ func TestReadSourcesTellEvery409ByItsCause(t *testing.T) {
 			tt.s.Duration = spec.D(short)
 			res := runOn(ctx, t, cfg, tt.s)
 			conflicts := count(res.Measurements.WriteOutcomes, metrics.VersionConflict)
-			stale, over := figure(t, res, `conflicts{cause="staleRead"}`), figure(t, res, `conflicts{cause="overtaken"}`)
+			stale, over := figure(t, res, `conflictsByCause{cause="staleRead"}`), figure(t, res, `conflictsByCause{cause="overtaken"}`)
 			t.Logf("%d 409s: %g stale at read, %g overtaken", conflicts, stale, over)
 			if conflicts == 0 {
 				t.Fatalf("no 409s to classify")

@@ -221,7 +221,7 @@ func TestReadSourcesTellEvery409ByItsCause(t *testing.T) {
 				}
 				return f.Value
 			}
-			stale, over := figure(`conflicts{cause="staleRead"}`), figure(`conflicts{cause="overtaken"}`)
+			stale, over := figure(`conflictsByCause{cause="staleRead"}`), figure(`conflictsByCause{cause="overtaken"}`)
 			t.Logf("%s: %d ops, %d 409s: %g stale at read, %g overtaken", read, res.Summary.Ops, conflicts, stale, over)
 			if conflicts == 0 {
 				t.Fatalf("no 409s to classify")

@@ -124,7 +124,7 @@ func TestPausedInformerReadsAreStale(t *testing.T) {
 	for _, f := range rep.Figures() {
 		figures[f.Key()] = f.Value
 	}
-	stale, over := figures[`conflicts{cause="staleRead"}`], figures[`conflicts{cause="overtaken"}`]
+	stale, over := figures[`conflictsByCause{cause="staleRead"}`], figures[`conflictsByCause{cause="overtaken"}`]
 	if stale != ops-1 || over != 0 || figures["staleReadShare"] != 1 {
 		t.Errorf("%g stale at read, %g overtaken, stale share %g: want %d stale (every write after the first), none overtaken", stale, over, figures["staleReadShare"], ops-1)
 	}

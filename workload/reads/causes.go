@@ -179,14 +179,14 @@ func (c *Causes) Conflict(a *Acks, latest int64, read string) {
 func (c *Causes) Figures() []results.Figure {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cause := func(name string, n int64, help string) results.Figure {
-		return results.Figure{Name: "conflicts", Labels: map[string]string{"cause": name}, Value: float64(n), Unit: results.UnitCount,
-			Sum: true, Better: results.BetterLower, Help: help}
+	// One help for both causes, and a name no other scenario uses (quota's
+	// conflicts are its creates): a live metric's series share their help.
+	cause := func(name string, n int64) results.Figure {
+		return results.Figure{Name: "conflictsByCause", Labels: map[string]string{"cause": name}, Value: float64(n), Unit: results.UnitCount,
+			Sum: true, Better: results.BetterLower,
+			Help: "409s by cause: staleRead, the read was already stale (a newer write had been acknowledged before it began); overtaken, the read was fresh and another write landed before this one."}
 	}
-	out := []results.Figure{
-		cause("staleRead", c.stale, "409s whose read was already stale: a newer write had been acknowledged before the read began."),
-		cause("overtaken", c.overtaken, "409s whose read was fresh, then overtaken by another write before this one landed."),
-	}
+	out := []results.Figure{cause("staleRead", c.stale), cause("overtaken", c.overtaken)}
 	if all := c.stale + c.overtaken; all > 0 {
 		out = append(out, results.Figure{Name: "staleReadShare", Value: float64(c.stale) / float64(all), Unit: results.UnitPercent,
 			Better: results.BetterLower, Help: "Share of the 409s whose read was already stale."})

@@ -28,7 +28,7 @@ func TestConflictCauses(t *testing.T) {
 		got[f.Key()] = f.Value
 	}
 	want := map[string]float64{
-		`conflicts{cause="staleRead"}`: 2, `conflicts{cause="overtaken"}`: 2, "staleReadShare": 0.5,
+		`conflictsByCause{cause="staleRead"}`: 2, `conflictsByCause{cause="overtaken"}`: 2, "staleReadShare": 0.5,
 		`versionsBehind{quantile="0.5"}`: 1, `versionsBehind{quantile="0.99"}`: 3, `versionsBehind{quantile="1"}`: 3,
 	}
 	for k, v := range want {
