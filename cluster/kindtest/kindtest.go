@@ -229,9 +229,7 @@ func (r *Runtime) serve() {
 		if err != nil {
 			return
 		}
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
+		r.wg.Go(func() {
 			defer conn.Close()
 			var req struct {
 				Args  []string
@@ -246,7 +244,7 @@ func (r *Runtime) serve() {
 				Stdout, Stderr []byte
 				Code           int
 			}{[]byte(stdout), []byte(stderr), code})
-		}()
+		})
 	}
 }
 

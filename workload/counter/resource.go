@@ -3,6 +3,7 @@ package counter
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -153,9 +154,7 @@ func (r *resource) setUp(ctx context.Context) error {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	for k, v := range k8s.Labels(r.env.RunID) {
-		labels[k] = v
-	}
+	maps.Copy(labels, k8s.Labels(r.env.RunID))
 	crd.SetLabels(labels)
 	crds := r.env.AdminDynamic.Resource(crdResource)
 	switch old, err := crds.Get(ctx, crd.GetName(), metav1.GetOptions{}); {
@@ -251,9 +250,7 @@ func (r *resource) create(ctx context.Context, name string, labels, data map[str
 	if all == nil {
 		all = map[string]string{}
 	}
-	for k, v := range labels {
-		all[k] = v
-	}
+	maps.Copy(all, labels)
 	obj.SetLabels(all)
 	if filler, ok := data[fillerKey]; ok {
 		ann := obj.GetAnnotations()
