@@ -65,8 +65,7 @@ func (s *Spec) Defaults(t Traits) {
 		switch s.Strategy {
 		case StrategyRetry:
 			if s.Backoff == nil {
-				b := DefaultRetry
-				s.Backoff = &b
+				s.Backoff = new(DefaultRetry)
 			}
 		case StrategyPatch:
 			s.PatchType = cmp.Or(s.PatchType, PatchMerge)

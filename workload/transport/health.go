@@ -61,8 +61,7 @@ func (h *Health) failed(err error) {
 		return
 	}
 	h.failures.Add(1)
-	msg := err.Error()
-	h.lastErr.Store(&msg)
+	h.lastErr.Store(new(err.Error()))
 }
 
 // failingBackoff is how long a request waits before it is sent while the

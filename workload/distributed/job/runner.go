@@ -357,7 +357,6 @@ func (g *group) remove(ctx context.Context) error {
 		}
 		return err
 	}
-	background := metav1.DeletePropagationBackground
 	errs := []error{
 		gone(g.target.RbacV1().RoleBindings(rights).Delete(target, name, metav1.DeleteOptions{})),
 		gone(g.target.RbacV1().Roles(rights).Delete(target, name, metav1.DeleteOptions{})),
@@ -367,7 +366,7 @@ func (g *group) remove(ctx context.Context) error {
 	// it: nothing there when it was not made.
 	if !g.remote || g.madeNamespace {
 		errs = append(errs,
-			gone(g.kube.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background})),
+			gone(g.kube.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)})),
 			gone(g.kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, g.shardPods())))
 	}
 	if g.remote && g.madeNamespace {
