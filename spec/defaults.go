@@ -307,8 +307,7 @@ func validateDelay(lp *field.Path, latency Duration, jp *field.Path, jitter Dura
 // Validate checks the target at p, for a run or for 'kb-bench local up'
 // and 'kind up', which make one.
 func (t *Target) Validate(p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	errs = append(errs, OneOf(p.Child("kind"), t.Kind, TargetKinds, "target")...)
+	errs := OneOf(p.Child("kind"), t.Kind, TargetKinds, "target")
 	if t.Kind == TargetKubeconfig && t.Kubeconfig == "" && t.Context == "" {
 		errs = append(errs, field.Required(p.Child("kubeconfig"), "target kubeconfig needs the cluster named: pass --kubeconfig PATH and/or --context NAME"))
 	}
