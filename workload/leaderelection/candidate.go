@@ -118,14 +118,13 @@ func (c *candidate) leads(lctx context.Context, id string, start time.Time, lock
 	c.obs(event{Kind: evBegan, ID: id, Start: start})
 	if every := c.Settings.LeaderWrites.Duration; every > 0 {
 		c.writers.Go(func() {
-			t := time.NewTicker(every)
-			defer t.Stop()
+			tick := time.Tick(every)
 			for lctx.Err() == nil {
 				c.fencedWrite(id, lock)
 				select {
 				case <-lctx.Done():
 					return
-				case <-t.C:
+				case <-tick:
 				}
 			}
 		})

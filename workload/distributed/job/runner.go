@@ -225,8 +225,7 @@ func (g *group) Status() string {
 // first that cannot start or failed.
 func (g *group) watch(poll time.Duration) {
 	defer close(g.finished)
-	t := time.NewTicker(poll)
-	defer t.Stop()
+	tick := time.Tick(poll)
 	seen := map[string]string{}
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), poll+10*time.Second)
@@ -245,7 +244,7 @@ func (g *group) watch(poll time.Duration) {
 		select {
 		case <-g.done:
 			return
-		case <-t.C:
+		case <-tick:
 		}
 	}
 }
