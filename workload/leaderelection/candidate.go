@@ -129,11 +129,10 @@ func (c *candidate) leads(lctx context.Context, id string, start time.Time, lock
 			}
 		})
 	}
-	go func() {
+	context.AfterFunc(lctx, func() {
 		defer close(ended)
-		<-lctx.Done()
 		c.obs(event{Kind: evEnded, End: time.Now()})
-	}()
+	})
 }
 
 // fencedWrite writes the fenced ConfigMap once, unconditionally (last
