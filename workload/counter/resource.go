@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -134,12 +135,7 @@ func (r *resource) resolve(ctx context.Context) (schema.GroupVersionResource, er
 }
 
 func servesSub(list *metav1.APIResourceList, name string) bool {
-	for _, res := range list.APIResources {
-		if res.Name == name {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(list.APIResources, func(res metav1.APIResource) bool { return res.Name == name })
 }
 
 // setUp installs the CRD when the run does, and waits until it is
