@@ -144,10 +144,8 @@ func (r *resource) setUp(ctx context.Context) error {
 		return r.resolve(ctx)
 	}
 	crd := r.m.crd.DeepCopy()
-	labels := crd.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	labels := map[string]string{}
+	maps.Copy(labels, crd.GetLabels())
 	maps.Copy(labels, k8s.Labels(r.env.RunID))
 	crd.SetLabels(labels)
 	crds := r.env.AdminDynamic.Resource(crdResource)
@@ -239,10 +237,8 @@ func (r *resource) create(ctx context.Context, name string, labels, data map[str
 	obj.SetGenerateName("")
 	obj.SetName(name)
 	obj.SetNamespace(r.env.Namespace)
-	all := obj.GetLabels()
-	if all == nil {
-		all = map[string]string{}
-	}
+	all := map[string]string{}
+	maps.Copy(all, obj.GetLabels())
 	maps.Copy(all, labels)
 	obj.SetLabels(all)
 	if filler, ok := data[fillerKey]; ok {
