@@ -229,8 +229,7 @@ func underWay(sw *results.Sweep, outDir string, points []*CellResults, x string)
 		if points[k] == nil || len(points[k].Results) == 0 {
 			continue
 		}
-		p := analysis.NewSweepPoint(value, pointDir(outDir, points[k].Dir), points[k].Results)
-		sw.Series[k].UnderWay = &p
+		sw.Series[k].UnderWay = new(analysis.NewSweepPoint(value, pointDir(outDir, points[k].Dir), points[k].Results))
 	}
 }
 

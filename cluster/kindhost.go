@@ -115,7 +115,7 @@ func DetectKindHost(ctx context.Context, rt string, getenv func(string) string) 
 // is the kernel's highest capability (-1 when unknown: the set's highest
 // bit then stands for it).
 func parseBounding(status string, lastCap int) (uint64, int, error) {
-	for _, line := range strings.Split(status, "\n") {
+	for line := range strings.SplitSeq(status, "\n") {
 		v, ok := strings.CutPrefix(line, "CapBnd:")
 		if !ok {
 			continue

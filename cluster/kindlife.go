@@ -193,7 +193,7 @@ func pullImage(ctx context.Context, rt, image, what string, log io.Writer) error
 // firstLine is the first line the runtime printed that says something
 // (`docker image inspect` prints "[]" before its error).
 func firstLine(b []byte) string {
-	for _, l := range strings.Split(string(b), "\n") {
+	for l := range strings.SplitSeq(string(b), "\n") {
 		if l = strings.TrimSpace(l); l != "" && l != "[]" {
 			return l
 		}

@@ -232,9 +232,7 @@ func (s *Stripe) RecordAttempt(intended time.Time, a Attempt) {
 	if a.Outcome >= NumOutcomes {
 		a.Outcome = Other
 	}
-	if a.Kind > Write {
-		a.Kind = Write
-	}
+	a.Kind = min(a.Kind, Write)
 	s.t.AttemptOutcomes[a.Kind][a.Outcome]++
 	if a.Kind == Read {
 		RecordLatency(s.t.Read, a.Latency)

@@ -193,8 +193,7 @@ func decodeStrict(source string, data []byte, out *document) error {
 func yamlError(source string, err error) error {
 	yamlLine := regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 	var msgs []string
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
+	if te, ok := errors.AsType[*yaml.TypeError](err); ok {
 		msgs = te.Errors
 	} else {
 		msgs = []string{err.Error()}

@@ -151,8 +151,7 @@ func Summarize(m Measurements, seconds float64, checks []Check) (Summary, error)
 		return Summary{}, err
 	}
 	if ok {
-		l := LatencyOf(raw)
-		s.RawLatency = &l
+		s.RawLatency = new(LatencyOf(raw))
 	}
 	s.LostUpdates = LostUpdatesOf(checks)
 	return s, nil

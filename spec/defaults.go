@@ -65,8 +65,7 @@ func (s *Spec) Defaults(t Traits) {
 		switch s.Strategy {
 		case StrategyRetry:
 			if s.Backoff == nil {
-				b := DefaultRetry
-				s.Backoff = &b
+				s.Backoff = new(DefaultRetry)
 			}
 		case StrategyPatch:
 			s.PatchType = cmp.Or(s.PatchType, PatchMerge)
@@ -308,8 +307,7 @@ func validateDelay(lp *field.Path, latency Duration, jp *field.Path, jitter Dura
 // Validate checks the target at p, for a run or for 'kb-bench local up'
 // and 'kind up', which make one.
 func (t *Target) Validate(p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	errs = append(errs, OneOf(p.Child("kind"), t.Kind, TargetKinds, "target")...)
+	errs := OneOf(p.Child("kind"), t.Kind, TargetKinds, "target")
 	if t.Kind == TargetKubeconfig && t.Kubeconfig == "" && t.Context == "" {
 		errs = append(errs, field.Required(p.Child("kubeconfig"), "target kubeconfig needs the cluster named: pass --kubeconfig PATH and/or --context NAME"))
 	}

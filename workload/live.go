@@ -31,8 +31,7 @@ func (e *engine) liveFigures() live.Figures {
 	}
 	w := *p
 	if w.after == nil {
-		now := e.readClients()
-		w.after, w.ended = &now, time.Now()
+		w.after, w.ended = new(e.readClients()), time.Now()
 	}
 	f.Client, _ = since(w.before, w.after)
 	f.Window = w.ended.Sub(w.start)

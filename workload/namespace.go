@@ -132,8 +132,7 @@ func deleteCollections(ctx context.Context, kube kubernetes.Interface, ns, selec
 		case groupResource{"coordination.k8s.io", "leases"}:
 			err = kube.CoordinationV1().Leases(ns).DeleteCollection(ctx, opts, list)
 		case groupResource{"batch", "jobs"}: // a distributed run's shards (distributed/job)
-			background := metav1.DeletePropagationBackground
-			err = kube.BatchV1().Jobs(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &background}, list)
+			err = kube.BatchV1().Jobs(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)}, list)
 		case groupResource{"rbac.authorization.k8s.io", "roles"}:
 			err = kube.RbacV1().Roles(ns).DeleteCollection(ctx, opts, list)
 		case groupResource{"rbac.authorization.k8s.io", "rolebindings"}:

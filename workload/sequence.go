@@ -197,10 +197,8 @@ func (e *engine) idleStart(ctx context.Context) (metrics.ServerSample, time.Time
 		return s, time.Time{}
 	}
 	at := time.Now()
-	wait := time.NewTimer(idleInterval)
-	defer wait.Stop()
 	select {
-	case <-wait.C:
+	case <-time.After(idleInterval):
 		return s, at
 	case <-ctx.Done():
 		return s, time.Time{}
@@ -438,9 +436,7 @@ func (e *engine) connect(ctx context.Context) {
 func sleepUntil(ctx context.Context, t time.Time, stop <-chan struct{}) {
 	var at <-chan time.Time
 	if !t.IsZero() {
-		timer := time.NewTimer(time.Until(t))
-		defer timer.Stop()
-		at = timer.C
+		at = time.After(time.Until(t))
 	}
 	select {
 	case <-ctx.Done():

@@ -234,8 +234,7 @@ func Run(ctx context.Context, r *Resolved, o Options) (*Outcome, error) {
 	}
 	runErr := e.execute(ctx)
 	if o.EtcdDelay != nil {
-		observed := o.EtcdDelay()
-		e.result.Target.EtcdProxy = &observed
+		e.result.Target.EtcdProxy = new(o.EtcdDelay())
 	}
 	if errors.Is(runErr, spec.ErrTargetLost) {
 		runErr = nil // the Result says so
@@ -391,8 +390,7 @@ func (e *engine) execute(ctx context.Context) error {
 	// A lost target abandons what waits on it too.
 	stopAbandon := context.AfterFunc(ctx, func() {
 		if errors.Is(context.Cause(ctx), spec.ErrTargetLost) {
-			now := time.Now()
-			e.lostAt.Store(&now)
+			e.lostAt.Store(new(time.Now()))
 			e.health.Abandon()
 		}
 	})

@@ -155,8 +155,7 @@ func Start(t testing.TB, o Options) *Runtime {
 	if r.ln, err = net.Listen("unix", r.sock); err != nil {
 		t.Fatal(err)
 	}
-	r.wg.Add(1)
-	go r.serve()
+	r.wg.Go(r.serve)
 	t.Cleanup(r.close)
 	return r
 }
@@ -223,15 +222,12 @@ func (r *Runtime) close() {
 }
 
 func (r *Runtime) serve() {
-	defer r.wg.Done()
 	for {
 		conn, err := r.ln.Accept()
 		if err != nil {
 			return
 		}
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
+		r.wg.Go(func() {
 			defer conn.Close()
 			var req struct {
 				Args  []string
@@ -246,7 +242,7 @@ func (r *Runtime) serve() {
 				Stdout, Stderr []byte
 				Code           int
 			}{[]byte(stdout), []byte(stderr), code})
-		}()
+		})
 	}
 }
 
@@ -603,8 +599,7 @@ func (r *Runtime) run(args []string, passed map[string]string) (string, string, 
 			return "", fmt.Sprintf("docker: Error response from daemon: driver failed programming external connectivity on endpoint %s: Bind for %s failed: port is already allocated.\n", name, net.JoinHostPort(host, port)), 125
 		}
 		c.listeners = append(c.listeners, l)
-		r.wg.Add(1)
-		go r.forward(l)
+		r.wg.Go(func() { r.forward(l) })
 	}
 	r.nextIP++
 	c.ip4 = fmt.Sprintf("172.18.0.%d", r.nextIP+1)
@@ -623,7 +618,6 @@ func (r *Runtime) run(args []string, passed map[string]string) (string, string, 
 // forward accepts connections on a published port and pipes each to
 // Options.Forward, as docker's userland proxy does.
 func (r *Runtime) forward(l net.Listener) {
-	defer r.wg.Done()
 	for {
 		in, err := l.Accept()
 		if err != nil {
@@ -643,9 +637,7 @@ func (r *Runtime) forward(l net.Listener) {
 		}
 		r.conns[in], r.conns[out] = true, true
 		r.mu.Unlock()
-		r.wg.Add(2)
 		pipe := func(dst, src net.Conn) {
-			defer r.wg.Done()
 			_, _ = io.Copy(dst, src)
 			dst.Close()
 			src.Close()
@@ -654,8 +646,8 @@ func (r *Runtime) forward(l net.Listener) {
 			delete(r.conns, src)
 			r.mu.Unlock()
 		}
-		go pipe(in, out)
-		go pipe(out, in)
+		r.wg.Go(func() { pipe(in, out) })
+		r.wg.Go(func() { pipe(out, in) })
 	}
 }
 

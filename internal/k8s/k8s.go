@@ -159,10 +159,8 @@ func MayHaveLanded(outcome metrics.Outcome, err error) bool {
 
 // Sleep waits d, or until ctx is done; it reports whether the whole d passed.
 func Sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-time.After(d):
 		return true
 	case <-ctx.Done():
 		return false

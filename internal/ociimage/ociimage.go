@@ -171,8 +171,7 @@ func checkBinary(path, arch string) error {
 	}
 	f, err := elf.Open(path)
 	if err != nil {
-		var fe *elf.FormatError
-		if errors.As(err, &fe) {
+		if _, ok := errors.AsType[*elf.FormatError](err); ok {
 			return fmt.Errorf("%s is not a Linux executable (%v): build it with GOOS=linux", path, err)
 		}
 		return err

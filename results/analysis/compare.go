@@ -305,8 +305,7 @@ func Compare(sides []results.Side) (*Comparison, error) {
 			if i > 0 && baseUnknown == "" {
 				b := median(base)
 				if b != 0 {
-					d := cell.Median/b - 1
-					cell.Delta = &d
+					cell.Delta = new(cell.Median/b - 1)
 				}
 				p := tests[i].pValue(pairs[i], base, values)
 				cell.P, cell.Significant = &p, p <= Alpha

@@ -412,7 +412,7 @@ func Judge(g *Gate, baseline, candidate []*results.Result) ([]Verdict, error) {
 			continue
 		}
 		cv, bv := values(cand, gm.value), values(base, gm.value)
-		v.Candidate = ptr(median(cv))
+		v.Candidate = new(median(cv))
 		limit := t.Value
 		if t.Relative {
 			b := median(bv)
@@ -480,15 +480,13 @@ func judgeChange(held bool, holds string, d decision, nb, nc int) (bool, string)
 	return true, fmt.Sprintf("%s holds, and the difference is significant (p=%.3f%s) and beyond the noise of the samples", holds, d.p, d.testWords())
 }
 
-func ptr(v float64) *float64 { return &v }
-
 // medianOf is the median of the figure gm reads over rs, nil when rs is
 // empty or a sample does not hold it.
 func medianOf(gm figure, rs []*results.Result) *float64 {
 	if len(rs) == 0 || gm.missing != nil && slices.ContainsFunc(rs, func(r *results.Result) bool { return gm.missing(r) != "" }) {
 		return nil
 	}
-	return ptr(median(values(rs, gm.value)))
+	return new(median(values(rs, gm.value)))
 }
 
 // completeOnly is the samples of rs that measured what they were asked

@@ -123,14 +123,13 @@ func (s *Server) Close(ctx context.Context, wait time.Duration) (scraped bool, w
 	s.closing.Store(true)
 	scraped = s.FinalScraped()
 	if wait > 0 && !scraped {
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
+		timeout := time.After(wait)
 	loop:
 		for !scraped {
 			select {
 			case <-s.scraped:
 				scraped = s.FinalScraped()
-			case <-timer.C:
+			case <-timeout:
 				break loop
 			case <-ctx.Done():
 				break loop

@@ -119,7 +119,7 @@ func parseLabels(s string) (map[string]string, error) {
 		return nil, nil
 	}
 	labels := map[string]string{}
-	for _, kv := range strings.Split(s, ",") {
+	for kv := range strings.SplitSeq(s, ",") {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return nil, fmt.Errorf("%q is not KEY=VALUE", kv)

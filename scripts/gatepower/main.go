@@ -45,7 +45,7 @@ func run(args []string) error {
 		return err
 	}
 	var ks []int
-	for _, f := range strings.Split(*pairs, ",") {
+	for f := range strings.SplitSeq(*pairs, ",") {
 		k, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || k < 1 {
 			return fmt.Errorf("-pairs %q: write numbers of pairs above 0, e.g. 5,6,8", *pairs)

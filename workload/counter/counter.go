@@ -152,7 +152,7 @@ func (c *counter) Join(ctx context.Context, lo, hi int) error {
 	}
 	c.lo, c.hi = lo, hi
 	if r, ok := c.objType.(*resource); ok {
-		if _, err := r.resolve(ctx); err != nil {
+		if err := r.resolve(ctx); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,8 @@ package counter
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,33 +81,32 @@ func (r *resource) check(ctx context.Context) error {
 	if r.install {
 		return nil
 	}
-	_, err := r.resolve(ctx)
-	return err
+	return r.resolve(ctx)
 }
 
-// resolve finds the object's resource (and checks its subresource) in
-// the CRD the run installs or through discovery.
-func (r *resource) resolve(ctx context.Context) (schema.GroupVersionResource, error) {
+// resolve sets r.gvr to the object's resource (and checks its
+// subresource), from the CRD the run installs or through discovery.
+func (r *resource) resolve(ctx context.Context) error {
 	gvk := r.m.obj.GroupVersionKind()
 	if r.gvr.Resource != "" {
-		return r.gvr, nil
+		return nil
 	}
 	if r.install {
 		r.gvr = gvk.GroupVersion().WithResource(r.m.crdPlural())
-		return r.gvr, nil
+		return nil
 	}
 	list, err := r.env.Admin.Discovery().ServerResourcesForGroupVersion(gvk.GroupVersion().String())
 	if apierrors.IsNotFound(err) {
 		list, err = &metav1.APIResourceList{}, nil
 	}
 	if err != nil {
-		return r.gvr, fmt.Errorf("asking the target which kinds it serves: %w", err)
+		return fmt.Errorf("asking the target which kinds it serves: %w", err)
 	}
 	var plural string
 	for _, res := range list.APIResources {
 		if res.Kind == gvk.Kind && !strings.Contains(res.Name, "/") {
 			if !res.Namespaced {
-				return r.gvr, spec.Input(fmt.Errorf("%s is cluster-scoped: kb-bench writes objects in the run's namespace, so give a namespaced kind", gvk.Kind))
+				return spec.Input(fmt.Errorf("%s is cluster-scoped: kb-bench writes objects in the run's namespace, so give a namespaced kind", gvk.Kind))
 			}
 			plural = res.Name
 		}
@@ -116,46 +117,36 @@ func (r *resource) resolve(ctx context.Context) (schema.GroupVersionResource, er
 	}
 	switch {
 	case plural == "":
-		return r.gvr, spec.Input(fmt.Errorf("the target does not serve %s in %s: %s", gvk.Kind, gvk.GroupVersion(), hint))
+		return spec.Input(fmt.Errorf("the target does not serve %s in %s: %s", gvk.Kind, gvk.GroupVersion(), hint))
 	case len(r.sub) > 0 && !servesSub(list, plural+"/"+r.sub[0]):
-		return r.gvr, spec.Input(fmt.Errorf("%s has no %s subresource on the target: drop --subresource", plural, r.sub[0]))
+		return spec.Input(fmt.Errorf("%s has no %s subresource on the target: drop --subresource", plural, r.sub[0]))
 	}
 	if w := scenario.WriteOf(&r.env.Spec); w.Kind == scenario.MergePatch && w.PatchType == types.StrategicMergePatchType {
 		// Custom resources take no strategic merge patch; a CRD of that
 		// name says the kind is one (unreadable: the apiserver will say).
 		_, err := r.env.AdminDynamic.Resource(crdResource).Get(ctx, plural+"."+gvk.Group, metav1.GetOptions{})
 		if err == nil {
-			return r.gvr, spec.Input(fmt.Errorf("%s is a custom resource, which takes no strategic merge patch: use --patch-type merge or json", gvk.Kind))
+			return spec.Input(fmt.Errorf("%s is a custom resource, which takes no strategic merge patch: use --patch-type merge or json", gvk.Kind))
 		}
 	}
 	r.gvr = gvk.GroupVersion().WithResource(plural)
-	return r.gvr, nil
+	return nil
 }
 
 func servesSub(list *metav1.APIResourceList, name string) bool {
-	for _, res := range list.APIResources {
-		if res.Name == name {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(list.APIResources, func(res metav1.APIResource) bool { return res.Name == name })
 }
 
 // setUp installs the CRD when the run does, and waits until it is
 // Established and its kind served.
 func (r *resource) setUp(ctx context.Context) error {
 	if !r.install {
-		_, err := r.resolve(ctx)
-		return err
+		return r.resolve(ctx)
 	}
 	crd := r.m.crd.DeepCopy()
-	labels := crd.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	for k, v := range k8s.Labels(r.env.RunID) {
-		labels[k] = v
-	}
+	labels := map[string]string{}
+	maps.Copy(labels, crd.GetLabels())
+	maps.Copy(labels, k8s.Labels(r.env.RunID))
 	crd.SetLabels(labels)
 	crds := r.env.AdminDynamic.Resource(crdResource)
 	switch old, err := crds.Get(ctx, crd.GetName(), metav1.GetOptions{}); {
@@ -163,8 +154,7 @@ func (r *resource) setUp(ctx context.Context) error {
 		// The user's own: the run uses it and leaves it.
 		fmt.Fprintf(r.env.Log, "note: CustomResourceDefinition %s is already on the target: using it, not the manifest's\n", crd.GetName())
 		r.install = false
-		_, err := r.resolve(ctx)
-		return err
+		return r.resolve(ctx)
 	case err == nil:
 		// The janitor: a run killed before it could clean up left it.
 		r.env.Warn("deleting CustomResourceDefinition %s, which run %s installed and left (it was killed before it could clean up)", crd.GetName(), old.GetLabels()[k8s.LabelRunID])
@@ -177,7 +167,7 @@ func (r *resource) setUp(ctx context.Context) error {
 	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("installing CustomResourceDefinition %s: %w", crd.GetName(), err)
 	}
-	if _, err := r.resolve(ctx); err != nil {
+	if err := r.resolve(ctx); err != nil {
 		return err
 	}
 	// Established, then served: the first create can otherwise answer 404.
@@ -247,13 +237,9 @@ func (r *resource) create(ctx context.Context, name string, labels, data map[str
 	obj.SetGenerateName("")
 	obj.SetName(name)
 	obj.SetNamespace(r.env.Namespace)
-	all := obj.GetLabels()
-	if all == nil {
-		all = map[string]string{}
-	}
-	for k, v := range labels {
-		all[k] = v
-	}
+	all := map[string]string{}
+	maps.Copy(all, obj.GetLabels())
+	maps.Copy(all, labels)
 	obj.SetLabels(all)
 	if filler, ok := data[fillerKey]; ok {
 		ann := obj.GetAnnotations()

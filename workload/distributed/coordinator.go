@@ -360,14 +360,11 @@ func (c *Coordinator) await(ctx context.Context, want State, notBefore, timeout 
 		if d := time.Until(notBefore); d > poll {
 			poll = min(d, time.Second)
 		}
-		t := time.NewTimer(poll)
 		select {
-		case <-t.C:
+		case <-time.After(poll):
 		case err := <-c.group.Failed():
-			t.Stop()
 			return nil, err
 		case <-ctx.Done():
-			t.Stop()
 			if cause := context.Cause(ctx); errors.Is(cause, spec.ErrTargetLost) {
 				return nil, cause // the target is gone: nothing to wait for
 			}

@@ -179,8 +179,7 @@ func (p protocol) update(ctx context.Context, name string, change func(map[strin
 			l.Annotations = map[string]string{}
 		}
 		change(l.Annotations)
-		now := metav1.NewMicroTime(time.Now())
-		l.Spec.RenewTime = &now
+		l.Spec.RenewTime = new(metav1.NewMicroTime(time.Now()))
 		if _, err = leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: k8s.SetupManager}); err == nil {
 			return nil
 		} else if !apierrors.IsConflict(err) {

@@ -118,23 +118,21 @@ func (c *candidate) leads(lctx context.Context, id string, start time.Time, lock
 	c.obs(event{Kind: evBegan, ID: id, Start: start})
 	if every := c.Settings.LeaderWrites.Duration; every > 0 {
 		c.writers.Go(func() {
-			t := time.NewTicker(every)
-			defer t.Stop()
+			tick := time.Tick(every)
 			for lctx.Err() == nil {
 				c.fencedWrite(id, lock)
 				select {
 				case <-lctx.Done():
 					return
-				case <-t.C:
+				case <-tick:
 				}
 			}
 		})
 	}
-	go func() {
+	context.AfterFunc(lctx, func() {
 		defer close(ended)
-		<-lctx.Done()
 		c.obs(event{Kind: evEnded, End: time.Now()})
-	}()
+	})
 }
 
 // fencedWrite writes the fenced ConfigMap once, unconditionally (last

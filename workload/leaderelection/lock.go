@@ -100,8 +100,7 @@ type sentKey struct{}
 func withSent(ctx context.Context) (context.Context, *atomic.Pointer[time.Time]) {
 	sent := new(atomic.Pointer[time.Time])
 	return httptrace.WithClientTrace(context.WithValue(ctx, sentKey{}, sent), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
-		now := time.Now()
-		sent.CompareAndSwap(nil, &now)
+		sent.CompareAndSwap(nil, new(time.Now()))
 	}}), sent
 }
 

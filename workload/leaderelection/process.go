@@ -81,14 +81,13 @@ func (r *election) startProcesses(ctx context.Context) (err error) {
 		}
 		r.procs, pids = append(r.procs, p), append(pids, strconv.Itoa(p.proc.Pid))
 	}
-	timer := time.NewTimer(processStartTimeout)
-	defer timer.Stop()
+	timeout := time.After(processStartTimeout)
 	for _, p := range r.procs {
 		select {
 		case <-p.hello:
 		case <-p.exited:
 			return fmt.Errorf("leader election: candidate process %d (%s) exited before it started: %v%s", p.slot, exe, p.proc.Err(), p.proc.Last())
-		case <-timer.C:
+		case <-timeout:
 			return fmt.Errorf("leader election: candidate process %d (%s, pid %d) did not start within %s: is the machine overloaded?%s", p.slot, exe, p.proc.Pid, processStartTimeout, p.proc.Last())
 		case <-ctx.Done():
 			return fmt.Errorf("leader election: starting the candidate processes: %w", ctx.Err())

@@ -156,8 +156,7 @@ func (p fromProxy) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if ns, perr := strconv.ParseInt(resp.Header.Get(sentHeader), 10, 64); perr == nil && ns > 0 {
 		if sent, ok := req.Context().Value(sentKey{}).(*atomic.Pointer[time.Time]); ok {
-			t := time.Unix(0, ns)
-			sent.Store(&t)
+			sent.Store(new(time.Unix(0, ns)))
 		}
 	}
 	kind := resp.Header.Get(errorHeader)

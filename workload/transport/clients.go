@@ -421,11 +421,9 @@ func (h *Hold) Engage(timeout time.Duration) (inflight int) {
 		h.drained = drained
 	}
 	h.mu.Unlock()
-	t := time.NewTimer(timeout)
-	defer t.Stop()
 	select {
 	case <-drained:
-	case <-t.C:
+	case <-time.After(timeout):
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

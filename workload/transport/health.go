@@ -61,8 +61,7 @@ func (h *Health) failed(err error) {
 		return
 	}
 	h.failures.Add(1)
-	msg := err.Error()
-	h.lastErr.Store(&msg)
+	h.lastErr.Store(new(err.Error()))
 }
 
 // failingBackoff is how long a request waits before it is sent while the
@@ -100,13 +99,12 @@ func (h *Health) Watch(cancel context.CancelCauseFunc) (stop func()) {
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(healthEvery)
-		defer t.Stop()
+		tick := time.Tick(healthEvery)
 		for {
 			select {
 			case <-done:
 				return
-			case now := <-t.C:
+			case now := <-tick:
 				if reason := h.lost(now); reason != "" {
 					cancel(fmt.Errorf("%w: the apiserver stopped answering: %s", spec.ErrTargetLost, reason))
 					h.Abandon()

@@ -185,7 +185,7 @@ func describeMedia(counts map[string]int64) string {
 // describeOutcomes lists non-zero outcomes in their fixed order.
 func describeOutcomes(outcomes map[string]int64) string {
 	var parts []string
-	for o := metrics.Outcome(0); o < metrics.NumOutcomes; o++ {
+	for o := range metrics.NumOutcomes {
 		if n := outcomes[o.String()]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", o, n))
 		}

@@ -112,10 +112,8 @@ func Build(o Options) (Objects, error) {
 		return Objects{}, spec.Input(fmt.Errorf("the shard Job cannot be built: %w", errs.ToAggregate()))
 	}
 	// kb-bench's labels for the run over the caller's.
-	labels := maps.Clone(o.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	labels := map[string]string{}
+	maps.Copy(labels, o.Labels)
 	maps.Copy(labels, k8s.Labels(o.RunID))
 	meta := func(namespace string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: o.Name, Namespace: namespace, Labels: maps.Clone(labels)}

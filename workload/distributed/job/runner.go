@@ -225,8 +225,7 @@ func (g *group) Status() string {
 // first that cannot start or failed.
 func (g *group) watch(poll time.Duration) {
 	defer close(g.finished)
-	t := time.NewTicker(poll)
-	defer t.Stop()
+	tick := time.Tick(poll)
 	seen := map[string]string{}
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), poll+10*time.Second)
@@ -245,7 +244,7 @@ func (g *group) watch(poll time.Duration) {
 		select {
 		case <-g.done:
 			return
-		case <-t.C:
+		case <-tick:
 		}
 	}
 }
@@ -357,7 +356,6 @@ func (g *group) remove(ctx context.Context) error {
 		}
 		return err
 	}
-	background := metav1.DeletePropagationBackground
 	errs := []error{
 		gone(g.target.RbacV1().RoleBindings(rights).Delete(target, name, metav1.DeleteOptions{})),
 		gone(g.target.RbacV1().Roles(rights).Delete(target, name, metav1.DeleteOptions{})),
@@ -367,7 +365,7 @@ func (g *group) remove(ctx context.Context) error {
 	// it: nothing there when it was not made.
 	if !g.remote || g.madeNamespace {
 		errs = append(errs,
-			gone(g.kube.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background})),
+			gone(g.kube.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)})),
 			gone(g.kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, g.shardPods())))
 	}
 	if g.remote && g.madeNamespace {
