@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,12 +44,42 @@ func binary(t *testing.T) (bin, controlPlaneBin string) {
 		}
 		t.Skipf("no control plane binaries: %v", err)
 	}
-	bin = filepath.Join(t.TempDir(), "kb-bench")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	return built(t), cp.Dir
+}
+
+// build is the kb-bench binary the end-to-end tests run, built once per
+// test process: linking it takes seconds, and some fifty tests run it.
+var build struct {
+	once     sync.Once
+	dir, bin string
+	out      []byte
+	err      error
+}
+
+// TestMain removes the binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if build.dir != "" {
+		os.RemoveAll(build.dir)
 	}
-	return bin, cp.Dir
+	os.Exit(code)
+}
+
+// built builds kb-bench from this checkout, the first time a test asks,
+// and returns its path.
+func built(t *testing.T) string {
+	t.Helper()
+	build.once.Do(func() {
+		if build.dir, build.err = os.MkdirTemp("", "kb-bench-test-"); build.err != nil {
+			return
+		}
+		build.bin = filepath.Join(build.dir, "kb-bench")
+		build.out, build.err = exec.Command("go", "build", "-o", build.bin, ".").CombinedOutput()
+	})
+	if build.err != nil {
+		t.Fatalf("go build: %v\n%s", build.err, build.out)
+	}
+	return build.bin
 }
 
 // controlPlaneProcs lists the pids of live (not zombie) etcd and

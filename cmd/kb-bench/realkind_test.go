@@ -49,10 +49,7 @@ func realKind(t *testing.T) (bin, image string, env []string) {
 	if out, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", image).CombinedOutput(); err != nil {
 		t.Fatalf("%s=%s, but docker does not have it: %v: %s", kindNodeImageEnv, image, err, out)
 	}
-	bin = filepath.Join(t.TempDir(), "kb-bench")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin = built(t)
 	home := t.TempDir()
 	env = append(os.Environ(), "HOME="+home, "XDG_STATE_HOME="+home, "KIND_EXPERIMENTAL_PROVIDER=docker")
 	return bin, image, env
