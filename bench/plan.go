@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strconv"
@@ -33,7 +34,7 @@ type Request struct {
 	// one configuration (Cell) per value, of every combination.
 	Overrides []Override
 	// Count is how many samples of each configuration run (1 to 1000; 0
-	// means 1).
+	// means 1, or DefaultABCount for an A/B run).
 	Count int
 	// Baseline, when set, makes the run an A/B: a baseline configuration
 	// run beside the requested one (the candidate), their samples
@@ -72,9 +73,10 @@ func (o Override) String() string {
 }
 
 // Plan is what a run does: its configurations (cells), each sampled Count
-// times, the samples interleaved (sample 1 of every cell, then sample 2 of
-// every cell in the reverse order, A B B A A B ...), so that drift in the
-// machine, even a steady one, hits every cell alike.
+// times, the samples interleaved in rounds (sample 1 of every cell, then
+// sample 2 of every cell, ...), each round in an order drawn at random, so
+// that neither drift nor load that comes and goes favours a cell (see
+// interleave).
 //
 // The cells share the first cell's target, except in an A/B run whose
 // sides differ in their local control plane (FreshTargets).
@@ -97,6 +99,8 @@ type Plan struct {
 	// baseline, Cells[1] the candidate, and a gate judges one against
 	// the other.
 	Sides bool
+	// order is the samples' order, drawn once (Samples).
+	order []Sample
 }
 
 // Cell is one configuration of a plan: a resolved and validated spec and,
@@ -140,21 +144,31 @@ type Sample struct {
 	Cell, Index int
 }
 
-// Samples are the plan's samples in the order they run (see interleave).
-func (p *Plan) Samples() []Sample { return interleave(len(p.Cells), p.Count) }
+// Samples are the plan's samples in the order they run (see interleave),
+// drawn on the first call and the same on every other.
+func (p *Plan) Samples() []Sample {
+	if p.order == nil {
+		p.order = interleave(len(p.Cells), p.Count, rand.Perm)
+	}
+	return p.order
+}
 
 // interleave is the order in which count samples of each of cells run:
-// every cell's first, then every cell's second in the reverse order, and
-// so on (A B, B A, A B ...), so that even a steady drift hits every cell
-// alike.
-func interleave(cells, count int) []Sample {
+// in rounds, every cell's first sample, then every cell's second, and so
+// on, each round in the order perm gives (rand.Perm: at random).
+//
+// A random order within each round is what makes an A/B run's pairs (its
+// rounds) a fair test whatever the machine does: with no real difference,
+// which side of a pair met a slow moment is a coin toss, pair by pair, so
+// the signed-rank test's false alarms stay at its level. A fixed order (A
+// B, B A, ... cancels a steady drift) does not: load that comes and goes
+// over a few seconds hits B B, then A A, two neighbouring pairs lean the
+// same way, and the test, counting them as two, fails A/A runs far more
+// often than its level (README, "How often the gate cries wolf").
+func interleave(cells, count int, perm func(int) []int) []Sample {
 	var out []Sample
 	for i := 1; i <= count; i++ {
-		for k := range cells {
-			c := k
-			if i%2 == 0 {
-				c = cells - 1 - k
-			}
+		for _, c := range perm(cells) {
 			out = append(out, Sample{Cell: c, Index: i})
 		}
 	}
@@ -174,6 +188,12 @@ func (p *Plan) Matrix() bool { return len(p.Cells) > 1 }
 
 // maxCount bounds the samples of a cell.
 const maxCount = 1000
+
+// DefaultABCount is how many samples a side an A/B run takes unless told:
+// the count at which the default gate's false alarms and power were
+// measured on a noisy 2-core machine (README, "How often the gate cries
+// wolf"). One sample a side cannot show any difference significant.
+const DefaultABCount = 8
 
 // Resolve turns a request into a plan: the profile, then the overrides,
 // then for every cell the defaults and the validation of its scenario
@@ -254,6 +274,7 @@ func Resolve(ctx context.Context, r Request) (*Plan, error) {
 // baseline (the same settings, from the baseline's profile when it names
 // one, with its overrides on top), one configuration each.
 func resolveSides(ctx context.Context, r Request) (*Plan, error) {
+	r.Count = cmp.Or(r.Count, DefaultABCount)
 	for _, o := range r.Overrides {
 		if len(o.Values) > 1 {
 			return nil, spec.Input(fmt.Errorf("--%s: an A/B run compares two configurations, the baseline and the candidate: give each setting one value", o.Name))

@@ -2,8 +2,10 @@ package bench
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,14 +65,49 @@ func TestMatrix(t *testing.T) {
 	if strings.Join(got, "|") != want {
 		t.Errorf("cells %q, want %q", strings.Join(got, "|"), want)
 	}
-	var order []Sample
-	for _, smp := range p.Samples() {
-		order = append(order, smp)
+	// Rounds: sample 1 of every cell, then sample 2 of every cell; the
+	// order is drawn once.
+	order := p.Samples()
+	if len(order) != 12 || !slices.Equal(order, p.Samples()) {
+		t.Fatalf("samples %v, then %v: want 12, the same each time", order, p.Samples())
 	}
-	// A steady drift hits every cell alike: the second round runs in the
-	// reverse order of the first.
-	if len(order) != 12 || order[0] != (Sample{0, 1}) || order[5] != (Sample{5, 1}) || order[6] != (Sample{5, 2}) || order[11] != (Sample{0, 2}) {
-		t.Errorf("samples %v: want sample 1 of every cell, then sample 2 in the reverse order", order)
+	for round := range 2 {
+		var cells []int
+		for _, smp := range order[6*round : 6*round+6] {
+			if smp.Index != round+1 {
+				t.Errorf("samples %v: round %d holds sample %d", order, round+1, smp.Index)
+			}
+			cells = append(cells, smp.Cell)
+		}
+		if slices.Sort(cells); !slices.Equal(cells, []int{0, 1, 2, 3, 4, 5}) {
+			t.Errorf("samples %v: round %d runs cells %v, want every cell once", order, round+1, cells)
+		}
+	}
+}
+
+// Each round's order is drawn at random, so that with no real difference
+// which side of a pair met a slow moment is a coin toss: over 1,000
+// rounds of two cells both orders come up, neither in more than 60% of
+// them (a fair coin goes beyond that once in some billions of runs; a
+// fixed order, A B B A, would come out at exactly 50%, so the test asks
+// for a draw too: not every round like its neighbour).
+func TestRoundsRunInARandomOrder(t *testing.T) {
+	const rounds = 1000
+	first, same := 0, 0
+	order := interleave(2, rounds, rand.Perm)
+	for i := 0; i < len(order); i += 2 {
+		if order[i].Index != order[i+1].Index || order[i].Cell == order[i+1].Cell {
+			t.Fatalf("round %d: %v, want both cells' sample %d", i/2+1, order[i:i+2], i/2+1)
+		}
+		if order[i].Cell == 0 {
+			first++
+		}
+		if i > 0 && order[i].Cell == order[i-2].Cell {
+			same++
+		}
+	}
+	if first < rounds*4/10 || first > rounds*6/10 || same < rounds*4/10 || same > rounds*6/10 {
+		t.Errorf("the baseline went first in %d of %d rounds, and %d rounds began as the one before: not a fair draw", first, rounds, same)
 	}
 }
 
@@ -78,6 +115,23 @@ func TestMatrix(t *testing.T) {
 // asked, the baseline the same settings with its own on top, or from its
 // own profile; sides on different local control planes each get a fresh
 // one per sample.
+// An A/B run that names no count takes DefaultABCount samples a side, the
+// count whose false alarms and power the README states; a single run
+// still takes one, and a count given is kept.
+func TestABCountDefault(t *testing.T) {
+	ab := Request{Baseline: &Baseline{Overrides: []Override{Set("writers", 1)}}}
+	if got := resolve(t, ab).Count; got != DefaultABCount {
+		t.Errorf("an A/B run with no --count takes %d samples a side, want %d", got, DefaultABCount)
+	}
+	ab.Count = 3
+	if got := resolve(t, ab).Count; got != 3 {
+		t.Errorf("an A/B run with --count 3 takes %d samples a side", got)
+	}
+	if got := resolve(t, Request{}).Count; got != 1 {
+		t.Errorf("a run with no --count takes %d samples, want 1", got)
+	}
+}
+
 func TestSides(t *testing.T) {
 	p := resolve(t, Request{Count: 5, Overrides: []Override{Set("writers", 16), Set("duration", spec.D(time.Second))},
 		Baseline: &Baseline{Overrides: []Override{Set("writers", 1)}}})
@@ -87,12 +141,11 @@ func TestSides(t *testing.T) {
 	if p.Cells[0].Spec.Writers != 1 || p.Cells[1].Spec.Writers != 16 || p.Cells[0].Spec.Duration != spec.D(time.Second) {
 		t.Errorf("baseline %+v, candidate %+v: want 1 and 16 writers, both 1s", p.Cells[0].Spec, p.Cells[1].Spec)
 	}
-	var order []int
-	for _, smp := range p.Samples() {
-		order = append(order, smp.Cell)
-	}
-	if fmt.Sprint(order) != "[0 1 1 0 0 1 1 0 0 1]" {
-		t.Errorf("sample order %v, want A B B A ...", order)
+	for i, smp := range p.Samples() {
+		if smp.Index != i/2+1 {
+			t.Errorf("samples %v: want pairs, sample 1 of both sides, then sample 2, ...", p.Samples())
+			break
+		}
 	}
 	bins := resolve(t, Request{Overrides: []Override{Set("control-plane-bin", "/pr/bin")},
 		Baseline: &Baseline{Overrides: []Override{Set("control-plane-bin", "/main/bin")}}})

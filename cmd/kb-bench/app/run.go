@@ -62,7 +62,7 @@ a saved run's summary again.`,
 	fs.StringVar(&f.baselineSpec, "baseline-spec", "", "A/B: also run this profile YAML file as the baseline (with the flags given on top), its samples alternating with this run's (the candidate's) on the same target: baseline/ and candidate/ in the result directory, gated one against the other with --gate")
 	fs.StringArrayVar(&f.baselineWith, "baseline-with", nil, "A/B: also run a baseline that differs from this run by SETTING=VALUE (repeatable), e.g. control-plane-bin=/main/bin (each sample then on a fresh control plane of its side's binaries) or qps=0, interleaved as --baseline-spec")
 	fs.BoolVar(&f.opt.Report, "report", false, "also write report.html (charts, see 'kb-bench report') in the result directory")
-	f.register(cmd, "run this many samples of the same spec on one control plane, each in a fresh namespace (sample-N/ in the result directory; compare sets with 'kb-bench compare')")
+	f.register(cmd, fmt.Sprintf("run this many samples of the same spec on one control plane, each in a fresh namespace (sample-N/ in the result directory; compare sets with 'kb-bench compare'); default 1, or %d a side for an A/B run (--baseline-with, --baseline-spec)", bench.DefaultABCount))
 	return cmd
 }
 
@@ -74,7 +74,7 @@ func (f *runFlags) register(cmd *cobra.Command, countHelp string) {
 	fs.StringVar(&f.req.Profile, "profile", "", "shipped profile to run (see 'kb-bench profiles list')")
 	fs.StringVar(&f.opt.Out, "out", "", "directory for the result files (default ./kb-bench-results/<run-id>)")
 	fs.BoolVarP(&f.opt.Quiet, "quiet", "q", false, "print nothing but errors")
-	fs.IntVar(&f.req.Count, "count", 1, countHelp)
+	fs.IntVar(&f.req.Count, "count", 0, countHelp)
 	fs.DurationVar(&f.opt.ShardTimeout, "shard-timeout", spec.DefaultShardTimeout, "with --shards: how long every shard has to start and join the run")
 	registerJob(fs, &f.opt.Job)
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the run's live figures for Prometheus at http://ADDR/metrics while it runs (e.g. :9464, which is loopback's; name a host, such as 0.0.0.0:9464, to serve other machines); off by default")

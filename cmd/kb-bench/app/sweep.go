@@ -48,7 +48,7 @@ meets a --stop-at condition, so a collapsed object does not run for hours.`,
 	fs.StringArrayVar(&f.stopAt, "stop-at", []string{"p99 > 5s"}, "end a series at the first point where this holds (a gate threshold on the point's median: p99, conflictRate, gaveUp, ...); repeatable; 'none' runs every point")
 	fs.DurationVar(&f.slo, "slo", results.DefaultSLO, "the p99 latency objective the sweep answers for (the default is the Kubernetes SLO for mutating API calls)")
 	fs.BoolVar(&f.run.opt.Report, "report", false, "also write report.html (the curves, the fitted model and every point, see 'kb-bench report') in the sweep directory")
-	f.run.register(cmd, "run this many samples of every point (sample-N/ below the point's directory); the point's figures are their medians")
+	f.run.register(cmd, "run this many samples of every point (sample-N/ below the point's directory; default 1); the point's figures are their medians")
 	return cmd
 }
 
