@@ -4,7 +4,8 @@
 // A Request (a profile, settings given by name, a count of samples)
 // resolves once into a Plan: its cells (one configuration each, several
 // for a matrix, a baseline and a candidate for an A/B run) and their
-// samples, interleaved A B B A so that drift hits every cell alike. Run runs a
+// samples, interleaved in rounds of a random order so that neither drift
+// nor passing load favours a cell. Run runs a
 // plan on its target through the engine (package workload) and saves each
 // result through package store; Sweep runs one as a capacity sweep. What
 // reads saved results is here too: Compare, Gate, Report and Show, which

@@ -211,13 +211,13 @@ func runCells(ctx context.Context, p *Plan, o Options, conn *cluster.Connection,
 	fmt.Fprintf(o.Log, "run %s: %s\n", out.RunID, p.Cells[0].Workload)
 	switch {
 	case p.Sides:
-		fmt.Fprintf(o.Log, "A/B: baseline (%s) and candidate (%s), %s each, interleaved A B B A ...\n", sideWords(p, 0), sideWords(p, 1), words.Plural(p.Count, "sample"))
+		fmt.Fprintf(o.Log, "A/B: baseline (%s) and candidate (%s), %s each, interleaved, each pair in a random order\n", sideWords(p, 0), sideWords(p, 1), words.Plural(p.Count, "sample"))
 	case p.Matrix():
 		labels := make([]string, len(p.Cells))
 		for i, c := range p.Cells {
 			labels[i] = c.Label
 		}
-		fmt.Fprintf(o.Log, "matrix of %d configurations x %s, interleaved (every other round in reverse order): %s\n", len(p.Cells), words.Plural(p.Count, "sample"), strings.Join(labels, "; "))
+		fmt.Fprintf(o.Log, "matrix of %d configurations x %s, interleaved (each round in a random order): %s\n", len(p.Cells), words.Plural(p.Count, "sample"), strings.Join(labels, "; "))
 	}
 	sets := p.Matrix() || p.Count > 1
 	v := newView(o, sets)

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"time"
 
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/store"
@@ -80,10 +82,7 @@ func showCells(ctx context.Context, w io.Writer, format string, cells []store.Ma
 		sides[k] = results.Side{Label: cmp.Or(c.Label, filepath.Base(filepath.Clean(c.Dir))), Results: side.Results}
 		most = max(most, len(side.Results))
 	}
-	for _, smp := range interleave(len(cells), most) {
-		if smp.Index > len(sides[smp.Cell].Results) {
-			continue
-		}
+	for _, smp := range ranOrder(sides, most) {
 		r := sides[smp.Cell].Results[smp.Index-1]
 		if err := v.sample(cells[smp.Cell].Label, smp.Index, r); err != nil {
 			return err
@@ -93,6 +92,32 @@ func showCells(ctx context.Context, w io.Writer, format string, cells []store.Ma
 		}
 	}
 	return v.end(sides)
+}
+
+// ranOrder is the order in which the sides' samples ran: by their start
+// times, or, where a sample has none, round by round in the order of the
+// cells (their order within a round was drawn at random; see interleave).
+func ranOrder(sides []results.Side, most int) []Sample {
+	var out []Sample
+	for _, smp := range interleave(len(sides), most, identity) {
+		if smp.Index <= len(sides[smp.Cell].Results) {
+			out = append(out, smp)
+		}
+	}
+	started := func(s Sample) time.Time { return sides[s.Cell].Results[s.Index-1].Started }
+	if !slices.ContainsFunc(out, func(s Sample) bool { return started(s).IsZero() }) {
+		slices.SortStableFunc(out, func(a, b Sample) int { return started(a).Compare(started(b)) })
+	}
+	return out
+}
+
+// identity is the permutation that leaves n things in their order.
+func identity(n int) []int {
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i
+	}
+	return p
 }
 
 // showSweep shows a sweep as it showed itself: each point's samples, one

@@ -7,18 +7,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kb-bench/kb-bench/results"
 	"github.com/kb-bench/kb-bench/results/store"
 )
 
 // saveSet saves copies of r as a set of n samples in dir, labelled as
-// configuration cell of a matrix run.
+// configuration cell of a matrix run; sample i starts i seconds after r.
 func saveSet(t *testing.T, r *results.Result, dir, label string, cell, n int) {
 	t.Helper()
 	set := &results.ResultSet{RunID: "m", Label: label, Cell: cell}
 	for i := 1; i <= n; i++ {
 		c := *r
+		c.Started = r.Started.Add(time.Duration(i) * time.Second)
 		c.RunID = strings.ReplaceAll(label, "=", "-") + "-" + string(rune('0'+i))
 		if err := store.Write(store.SampleDir(dir, i), &c); err != nil {
 			t.Fatal(err)
@@ -32,15 +34,18 @@ func saveSet(t *testing.T, r *results.Result, dir, label string, cell, n int) {
 
 // A matrix run is shown as it ran: its configurations in the order they
 // ran (not their directories' names'), named as the run named them, their
-// samples interleaved, then their comparison.
+// samples interleaved in the order they started (each round's order was
+// drawn at random), then their comparison.
 func TestShowMatrix(t *testing.T) {
 	r, err := store.Read(t.Context(), "testdata/run")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	first := *r
+	first.Started = r.Started.Add(-time.Second / 2)
 	saveSet(t, r, filepath.Join(dir, store.DirName("strategy=update")), "strategy=update", 1, 2)
-	saveSet(t, r, filepath.Join(dir, store.DirName("strategy=ssa")), "strategy=ssa", 2, 2)
+	saveSet(t, &first, filepath.Join(dir, store.DirName("strategy=ssa")), "strategy=ssa", 2, 2)
 	var out bytes.Buffer
 	if err := Show(t.Context(), &out, dir, "text"); err != nil {
 		t.Fatal(err)
@@ -51,7 +56,7 @@ func TestShowMatrix(t *testing.T) {
 			labels = append(labels, label)
 		}
 	}
-	if got := strings.Join(labels, "|"); got != "strategy=update sample 1|strategy=ssa sample 1|strategy=ssa sample 2|strategy=update sample 2" {
+	if got := strings.Join(labels, "|"); got != "strategy=ssa sample 1|strategy=update sample 1|strategy=ssa sample 2|strategy=update sample 2" {
 		t.Errorf("samples shown in the order %q:\n%s", got, out.String())
 	}
 	if !strings.Contains(out.String(), "strategy=update (n=2)  strategy=ssa (n=2)  vs strategy=update") {

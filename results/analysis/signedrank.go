@@ -107,7 +107,9 @@ func minPairs() int {
 
 // Pairs are the baseline's and the candidate's samples matched in the
 // order they ran, when the two sides ran as interleaved pairs (kb-bench
-// run --baseline-with or --baseline-spec: A B, B A, A B ...): sample i of
+// run --baseline-with or --baseline-spec: each pair in an order drawn at
+// random, so that which of a pair met a slow moment is a coin toss; older
+// runs' A B, B A, A B ... pair alike): sample i of
 // each side began before either side's sample i+1, so a pair shared the
 // machine's moment, and a slowdown hits both of a pair. Base and Cand are
 // indexes into the sides, pair by pair.
