@@ -111,10 +111,6 @@ func TestRoundsRunInARandomOrder(t *testing.T) {
 	}
 }
 
-// An A/B request is two cells, baseline then candidate: the candidate as
-// asked, the baseline the same settings with its own on top, or from its
-// own profile; sides on different local control planes each get a fresh
-// one per sample.
 // An A/B run that names no count takes DefaultABCount samples a side, the
 // count whose false alarms and power the README states; a single run
 // still takes one, and a count given is kept.
@@ -132,6 +128,10 @@ func TestABCountDefault(t *testing.T) {
 	}
 }
 
+// An A/B request is two cells, baseline then candidate: the candidate as
+// asked, the baseline the same settings with its own on top, or from its
+// own profile; sides on different local control planes each get a fresh
+// one per sample.
 func TestSides(t *testing.T) {
 	p := resolve(t, Request{Count: 5, Overrides: []Override{Set("writers", 16), Set("duration", spec.D(time.Second))},
 		Baseline: &Baseline{Overrides: []Override{Set("writers", 1)}}})
