@@ -69,8 +69,9 @@ fi
 
 echo "== go test -race" >&2
 # The timeout is a hang guard, not a speed limit: cmd/kb-bench alone took
-# 868 s beside two CPU-bound processes on the 2-core machine, and the suite
-# must hold on a loaded machine. Tests wait for events up to this deadline.
+# 1,418 s beside two CPU-bound processes on the 2-core machine (the whole
+# of make test 1,992 s), and the suite must hold on a loaded machine. Tests
+# wait for events up to this deadline.
 go test -race -count=1 -timeout 45m ./...
 
 echo "== fuzz profiles loader" >&2
