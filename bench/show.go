@@ -99,9 +99,11 @@ func showCells(ctx context.Context, w io.Writer, format string, cells []store.Ma
 // cells (their order within a round was drawn at random; see interleave).
 func ranOrder(sides []results.Side, most int) []Sample {
 	var out []Sample
-	for _, smp := range interleave(len(sides), most, identity) {
-		if smp.Index <= len(sides[smp.Cell].Results) {
-			out = append(out, smp)
+	for i := 1; i <= most; i++ {
+		for c := range sides {
+			if i <= len(sides[c].Results) {
+				out = append(out, Sample{Cell: c, Index: i})
+			}
 		}
 	}
 	started := func(s Sample) time.Time { return sides[s.Cell].Results[s.Index-1].Started }
@@ -109,15 +111,6 @@ func ranOrder(sides []results.Side, most int) []Sample {
 		slices.SortStableFunc(out, func(a, b Sample) int { return started(a).Compare(started(b)) })
 	}
 	return out
-}
-
-// identity is the permutation that leaves n things in their order.
-func identity(n int) []int {
-	p := make([]int, n)
-	for i := range p {
-		p[i] = i
-	}
-	return p
 }
 
 // showSweep shows a sweep as it showed itself: each point's samples, one
