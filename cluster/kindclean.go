@@ -29,7 +29,9 @@ func kindCleanup(runtime, name string, network bool) string {
 		"i=$((i+1)); sleep 1; done",
 	}
 	if network {
-		cmd = append(cmd, runtime+" network rm kind >/dev/null 2>&1")
+		// Under kindNetworkLock, as removeKindNetwork, where flock(1) is.
+		rm := runtime + " network rm kind >/dev/null 2>&1"
+		cmd = append(cmd, fmt.Sprintf("if command -v flock >/dev/null 2>&1; then flock -x %s %s; else %[2]s; fi", kindNetworkLock, rm))
 	}
 	return strings.Join(cmd, "; ")
 }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/term"
@@ -287,6 +288,9 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 	}
 	st = &KindState{Options: o, Kubeconfig: filepath.Join(uo.StateDir, o.Name+".kubeconfig"), Created: time.Now().UTC()}
 	fmt.Fprintf(uo.Log, "kind: creating cluster %s (%d control-plane node(s), image %s)...\n", o.Name, o.ControlPlanes, o.NodeImage)
+	// From before it looks for kind's network until kind's create returns,
+	// no other kb-bench removes the network (lockKindNetwork).
+	unlock := lockKindNetwork(syscall.LOCK_SH)
 	hadNetwork := exec.CommandContext(ctx, rt, "network", "inspect", "kind").Run() == nil
 	if !uo.Retain {
 		j.RunOnDeath(kindCleanup(rt, o.Name, !hadNetwork))
@@ -312,6 +316,7 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 		<-done
 		err = ctx.Err()
 	}
+	unlock()
 	if err == nil {
 		err = waitServiceNetworkOf(ctx, st.Kubeconfig, uo.Log)
 	}
@@ -370,9 +375,39 @@ func KindDown(ctx context.Context, name, stateDir string, getenv func(string) st
 }
 
 // removeKindNetwork removes the network kind makes for its clusters; the
-// runtime refuses while a container (another cluster) uses it.
+// runtime refuses while a container (another cluster) uses it, and it
+// waits for the creates of other kb-bench processes (lockKindNetwork).
 func removeKindNetwork(rt string) {
+	defer lockKindNetwork(syscall.LOCK_EX)()
 	_ = exec.Command(rt, "network", "rm", "kind").Run()
+}
+
+// kindNetworkLock is the file whose lock keeps kb-bench processes from
+// removing kind's shared network ("kind") under one another's create. kind
+// makes the network when a create finds none and never removes it;
+// kb-bench removes it after deleting a cluster it was made for, and the
+// runtime refuses only while a container is attached. A create between
+// kind finding the network and its node's `docker run` would then fail
+// with "network kind not found", and a create that found the network
+// would not know it must remove the one kind makes again. So a create
+// holds the lock shared from before it looks for the network until kind's
+// create returns, and a removal (kb-bench's, or its janitor's through
+// flock(1)) holds it exclusive. It is under /tmp, not $TMPDIR: it guards
+// the host's container runtime, whatever temporary directory each process
+// has. A plain `kind create` of the user's is not guarded.
+var kindNetworkLock = "/tmp/kb-bench-kind-network.lock"
+
+// lockKindNetwork waits for kindNetworkLock (how: syscall.LOCK_SH or
+// LOCK_EX) and returns what releases it; without a lock file it can open
+// (a read-only /tmp) it goes on unguarded, as kb-bench did before.
+func lockKindNetwork(how int) (unlock func()) {
+	f, err := os.OpenFile(kindNetworkLock, os.O_RDONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return func() {}
+	}
+	for syscall.Flock(int(f.Fd()), how) == syscall.EINTR {
+	}
+	return func() { f.Close() }
 }
 
 // ReadKindState reads what KindUp recorded about the cluster name.
