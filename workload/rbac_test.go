@@ -2,13 +2,11 @@ package workload
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,53 +42,20 @@ func leastPrivilege(t *testing.T, admin *rest.Config, ns string, rules []rbacv1.
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "kb-bench"},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "bench", Namespace: ns}},
 	}, metav1.CreateOptions{}))
-	// The apiserver authorizes from its informers' copy of RBAC, which
-	// may not hold the new Role yet: wait until it allows every rule
-	// granted, or a check that a right is missing could be answered from
-	// before the Role (TestPermissionsByName failed so under load).
-	await.Until(t, "the apiserver to authorize the Role in "+ns, func() error {
-		return granted(ctx, kube, ns, "bench", rules)
-	})
 	tok, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "bench", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := rest.AnonymousClientConfig(admin)
 	cfg.BearerToken = tok.Status.Token
+	// The apiserver authorizes from its informers' copy of RBAC, which
+	// may not hold the new Role yet: wait until it allows every rule
+	// granted, or a check that a right is missing could be answered from
+	// before the Role (TestPermissionsByName failed so under load).
+	await.Until(t, "the apiserver to authorize the Role in "+ns, func() error {
+		return checkPermissions(ctx, kubernetes.NewForConfigOrDie(cfg), ns, rules, nil)
+	})
 	return cfg
-}
-
-// granted is nil when the apiserver allows the ServiceAccount sa of ns
-// every request rules grant it there, else the first it does not yet.
-func granted(ctx context.Context, kube kubernetes.Interface, ns, sa string, rules []rbacv1.PolicyRule) error {
-	for _, r := range rules {
-		for _, group := range r.APIGroups {
-			for _, resource := range r.Resources {
-				resource, sub, _ := strings.Cut(resource, "/")
-				for _, verb := range r.Verbs {
-					names := r.ResourceNames
-					if len(names) == 0 {
-						names = []string{""} // any name
-					}
-					for _, name := range names {
-						attrs := &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group, Resource: resource, Subresource: sub, Name: name}
-						review, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-							User:               "system:serviceaccount:" + ns + ":" + sa,
-							Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-							ResourceAttributes: attrs,
-						}}, metav1.CreateOptions{})
-						if err != nil {
-							return err
-						}
-						if !review.Status.Allowed {
-							return fmt.Errorf("%s %s %s/%s %q not allowed yet", verb, group, resource, sub, name)
-						}
-					}
-				}
-			}
-		}
-	}
-	return nil
 }
 
 // A ServiceAccount with only the Role kb-bench rbac prints runs the counter
