@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -61,9 +62,6 @@ type KindState struct {
 	KubernetesVersion string    `json:"kubernetesVersion,omitempty"`
 	Kubeconfig        string    `json:"kubeconfig"`
 	Created           time.Time `json:"created"`
-	// MadeNetwork is set when kind made its network ("kind") for this
-	// cluster: KindDown removes it again unless another cluster uses it.
-	MadeNetwork bool `json:"madeNetwork,omitempty"`
 }
 
 // DefaultKindStateDir is $XDG_STATE_HOME/kb-bench/kind (~/.local/state/...).
@@ -316,6 +314,9 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 		<-done
 		err = ctx.Err()
 	}
+	if !hadNetwork {
+		recordKindNetwork(rt)
+	}
 	unlock()
 	if err == nil {
 		err = waitServiceNetworkOf(ctx, st.Kubeconfig, uo.Log)
@@ -323,17 +324,13 @@ func KindUp(ctx context.Context, o KindOptions, uo KindUpOptions) (st *KindState
 	if err != nil {
 		if !uo.Retain {
 			_ = p.Delete(o.Name, st.Kubeconfig)
-			if !hadNetwork {
-				// kind made its docker network for this cluster alone.
-				removeKindNetwork(rt)
-			}
+			removeKindNetwork(rt)
 		}
 		return nil, false, fmt.Errorf("kind: creating cluster %s: %s", o.Name, runtimeError(err))
 	}
 	if node, err := firstControlPlane(p, o.Name); err == nil {
 		st.KubernetesVersion, _ = nodeutils.KubeVersion(node) // "" when unreadable
 	}
-	st.MadeNetwork = !hadNetwork
 	fmt.Fprintf(uo.Log, "kind: cluster %s ready after %s (Kubernetes %s)\n", o.Name, time.Since(begin).Round(time.Second), st.KubernetesVersion)
 	return st, true, writeJSON(filepath.Join(uo.StateDir, o.Name+".json"), st)
 }
@@ -367,35 +364,86 @@ func KindDown(ctx context.Context, name, stateDir string, getenv func(string) st
 	if err := p.Delete(name, st.Kubeconfig); err != nil {
 		return fmt.Errorf("kind: deleting cluster %s: %s", name, runtimeError(err))
 	}
-	if rt, err := kindRuntime(getenv); err == nil && st.MadeNetwork {
+	if rt, err := kindRuntime(getenv); err == nil {
 		removeKindNetwork(rt)
 	}
 	_ = os.Remove(st.Kubeconfig)
 	return os.Remove(filepath.Join(stateDir, name+".json"))
 }
 
-// removeKindNetwork removes the network kind makes for its clusters; the
-// runtime refuses while a container (another cluster) uses it, and it
-// waits for the creates of other kb-bench processes (lockKindNetwork).
+// removeKindNetwork removes kind's network ("kind") when a create of
+// kb-bench's made it (kindNetworksMade records it) and no container uses
+// it: whichever kb-bench deletes the last cluster on it removes it, not
+// only the one whose create made it, and a network the user's own kind
+// made is left. It waits for the creates of other kb-bench processes
+// (lockKindNetwork).
 func removeKindNetwork(rt string) {
 	defer lockKindNetwork(syscall.LOCK_EX)()
-	_ = exec.Command(rt, "network", "rm", "kind").Run()
+	id := kindNetworkID(rt)
+	if id == "" {
+		return
+	}
+	made := filepath.Join(kindNetworksMade(), id)
+	if _, err := os.Lstat(made); err != nil {
+		return // not one kb-bench made
+	}
+	// The runtime refuses while a container (another cluster) uses it.
+	if exec.Command(rt, "network", "rm", id).Run() == nil {
+		_ = os.Remove(made)
+	}
 }
+
+// recordKindNetwork records kind's network as made by kb-bench; a create
+// calls it when it found no network, with the lock still held, so the
+// network it records is the one kind made (or found made by a create
+// beside it that also found none).
+func recordKindNetwork(rt string) {
+	id := kindNetworkID(rt)
+	if id == "" {
+		return
+	}
+	if err := os.MkdirAll(kindNetworksMade(), 0o755); err == nil {
+		_ = os.WriteFile(filepath.Join(kindNetworksMade(), id), nil, 0o644)
+	}
+}
+
+// kindNetworkID is the ID of kind's network, "" when there is none (or
+// the runtime answers something that is not an ID).
+func kindNetworkID(rt string) string {
+	out, err := exec.Command(rt, "network", "inspect", "kind", "--format", "{{.Id}}").Output()
+	id := strings.TrimSpace(string(out))
+	if err != nil || !networkIDPattern.MatchString(id) {
+		return ""
+	}
+	return id
+}
+
+// networkIDPattern is what a container runtime's network ID looks like:
+// safe as a file name and as a word of a shell command.
+var networkIDPattern = regexp.MustCompile(`^[0-9a-f]{12,64}$`)
 
 // kindNetworkLock is the file whose lock keeps kb-bench processes from
 // removing kind's shared network ("kind") under one another's create. kind
 // makes the network when a create finds none and never removes it;
-// kb-bench removes it after deleting a cluster it was made for, and the
-// runtime refuses only while a container is attached. A create between
-// kind finding the network and its node's `docker run` would then fail
-// with "network kind not found", and a create that found the network
-// would not know it must remove the one kind makes again. So a create
-// holds the lock shared from before it looks for the network until kind's
-// create returns, and a removal (kb-bench's, or its janitor's through
-// flock(1)) holds it exclusive. It is under /tmp, not $TMPDIR: it guards
-// the host's container runtime, whatever temporary directory each process
-// has. A plain `kind create` of the user's is not guarded.
+// kb-bench removes it once no cluster uses it if one of its creates made
+// it, and the runtime refuses only while a container is attached. A
+// create between kind finding the network and its node's `docker run`
+// would then fail with "network kind not found". So a create holds the
+// lock shared from before it looks for the network until kind's create
+// returns (and it has recorded a network it made), and a removal
+// (kb-bench's, or its janitor's through flock(1)) holds it exclusive. It
+// is under /tmp, not $TMPDIR: it guards the host's container runtime,
+// whatever temporary directory each process has. A plain `kind create` of
+// the user's is not guarded.
 var kindNetworkLock = "/tmp/kb-bench-kind-network.lock"
+
+// kindNetworksMade is the directory, beside kindNetworkLock, that holds an
+// empty file named for the ID of each kind network a create of kb-bench's
+// made; the ID, not the name, so that a network made since by someone
+// else, or on another runtime, is not taken for it.
+func kindNetworksMade() string {
+	return strings.TrimSuffix(kindNetworkLock, ".lock") + ".made"
+}
 
 // lockKindNetwork waits for kindNetworkLock (how: syscall.LOCK_SH or
 // LOCK_EX) and returns what releases it; without a lock file it can open
