@@ -93,10 +93,12 @@ func TestQuotaOnLocalControlPlane(t *testing.T) {
 	const hard = 25
 	for i, res := range []string{quota.ResourceConfigMaps, quota.ResourceGPU} {
 		t.Run(res, func(t *testing.T) {
+			// Twice the quota's creates, not a time: the quota fills and
+			// refuses however slowly a loaded machine goes.
 			out, r := runQuota(t.Context(), t, cfg, spec.Spec{
-				Writers:  8,
-				Duration: spec.D(time.Second),
-				Settings: map[string]any{"resource": res, "hard": hard},
+				Writers:    8,
+				Operations: 2 * hard,
+				Settings:   map[string]any{"resource": res, "hard": hard},
 			}, nil)
 			result := out.Result
 			if i == 0 {
@@ -181,12 +183,17 @@ func TestQuotaDriven(t *testing.T) {
 	})
 
 	t.Run("open loop", func(t *testing.T) {
-		const rate = 300
-		s := spec.Spec{Writers: 4, Rate: rate, Duration: spec.D(time.Second), Settings: settings}
+		// 40 creates at 300/s: the rate paces them (the 40th is not due
+		// before 130ms), and the quota fills however slow the machine.
+		const rate, ops = 300, 40
+		s := spec.Spec{Writers: 4, Rate: rate, Operations: ops, Settings: settings}
 		out, r := runQuota(t.Context(), t, cfg, s, nil)
 		res := out.Result
-		if res.Summary.Ops == 0 || res.Summary.Ops > rate || r.Creates != res.Summary.Ops {
-			t.Errorf("%d ops in 1s at %d/s, %d creates: want at most the %d due, each one create", res.Summary.Ops, rate, r.Creates, rate)
+		if res.Summary.Ops != ops || r.Creates != ops {
+			t.Errorf("%d ops, %d creates: want %d, each one create", res.Summary.Ops, r.Creates, ops)
+		}
+		if paced := time.Duration(ops-1) * time.Second / rate; res.Ended.Sub(res.Started) < paced {
+			t.Errorf("%d ops in %s at %d/s: want at least %s", ops, res.Ended.Sub(res.Started), rate, paced)
 		}
 		if r.Admitted != hard || r.Rejected == 0 {
 			t.Errorf("admitted %d, rejected %d: want %d and some", r.Admitted, r.Rejected, hard)
@@ -199,8 +206,14 @@ func TestQuotaDriven(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		s := spec.Spec{Writers: 4, Duration: spec.D(time.Hour), Settings: settings}
-		// Ctrl-C once the first second of the measured window has been seen.
-		out, r := runQuota(ctx, t, cfg, s, func(time.Duration, metrics.SeriesPoint) { cancel() })
+		// Ctrl-C once more creates have ended than the quota holds, seen
+		// in the run's progress.
+		var ended atomic.Int64
+		out, r := runQuota(ctx, t, cfg, s, func(_ time.Duration, p metrics.SeriesPoint) {
+			if ended.Add(p.Ops) > hard {
+				cancel()
+			}
+		})
 		res := out.Result
 		if !res.Interrupted {
 			t.Errorf("result not marked interrupted")
