@@ -137,9 +137,10 @@ func runtimeError(err error) string {
 	if len(re.Command) > 2 {
 		cmd = strings.Join(re.Command[:2], " ") + " ..."
 	}
+	// The end, where a command (kubeadm's log above all) says what failed.
 	out := strings.Join(strings.Fields(string(re.Output)), " ")
-	if len(out) > 300 {
-		out = out[:300] + "..."
+	if len(out) > 400 {
+		out = "..." + strings.ToValidUTF8(out[len(out)-400:], "")
 	}
 	if out == "" {
 		return fmt.Sprintf("%s`%s` failed: %v", doing, cmd, re.Inner)

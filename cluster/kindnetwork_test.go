@@ -123,7 +123,7 @@ func TestKindNetworkGoesWithTheLastCluster(t *testing.T) {
 	up("y")
 	down("x", "kind")
 	down("y")
-	// The same, deleted in the order they were made.
+	// The same, deleted the other way round.
 	up("x")
 	up("y")
 	down("y", "kind")

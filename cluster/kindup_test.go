@@ -3,6 +3,8 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
+	kindexec "sigs.k8s.io/kind/pkg/exec"
 
 	"github.com/kb-bench/kb-bench/cluster/kindtest"
 	"github.com/kb-bench/kb-bench/cluster/upstream"
@@ -408,5 +411,27 @@ func TestKindConfigHere(t *testing.T) {
 	}
 	if c := rt.Containers(); len(c) > 0 {
 		t.Errorf("--print-config created %d containers", len(c))
+	}
+}
+
+// A failed command inside a node is shown by the end of its output, where
+// kubeadm says what failed after pages of its log: two kind creates at
+// once on a loaded machine failed in kubeadm init, and the error showed
+// only the log's first lines.
+func TestRuntimeErrorShowsTheEnd(t *testing.T) {
+	var log strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&log, "I1128 17:17:00.%06d 232 initconfiguration.go:262] line %d of kubeadm's log\n", i, i)
+	}
+	log.WriteString("error execution phase wait-control-plane: couldn't initialize a Kubernetes cluster\n")
+	re := &kindexec.RunError{Command: []string{"docker", "exec", "--privileged", "bench-control-plane", "kubeadm", "init"}, Output: []byte(log.String()), Inner: errors.New("exit status 1")}
+	got := runtimeError(fmt.Errorf("failed to init node with kubeadm: command \"docker exec ...\" failed with error: %w", re))
+	for _, want := range []string{"failed to init node with kubeadm: `docker exec ...` failed (exit status 1): ...", "error execution phase wait-control-plane: couldn't initialize a Kubernetes cluster"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the error does not say %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "line 0 ") || len(got) > 600 {
+		t.Errorf("the error is the log's start or too long (%d bytes):\n%s", len(got), got)
 	}
 }
