@@ -17,8 +17,9 @@ const kindClusterLabel = "io.x-k8s.kind.cluster"
 // the containers kind labelled as the cluster's nodes, with their
 // anonymous volumes, then kind's network ("kind") as removeKindNetwork
 // does: when a create of kb-bench's made it, or, when madeNow, this
-// create found none (it died before recording the one kind made), and in
-// either case only when no other cluster uses it (the runtime refuses).
+// create found none (it died before recording the one kind made; it is
+// recorded now), and in either case only when no other cluster uses it
+// (the runtime refuses).
 // A `run` that kb-bench started may still be on its way when kb-bench
 // dies, so the removal repeats until three passes a second apart find
 // nothing (at most a minute). runtime is docker, podman or nerdctl (kind's
@@ -27,7 +28,9 @@ func kindCleanup(runtime, name string, madeNow bool) string {
 	made := shellQuote(kindNetworksMade())
 	recorded := fmt.Sprintf(`[ -e %s/"$id" ]`, made)
 	if madeNow {
-		recorded = "true"
+		// Recorded first, so that when another cluster uses it (the
+		// removal is refused) the last one out removes it.
+		recorded = fmt.Sprintf(`mkdir -p %[1]s && : > %[1]s/"$id"`, made)
 	}
 	network := strings.Join([]string{
 		fmt.Sprintf(`id=$(%s network inspect kind --format '{{.Id}}' 2>/dev/null) || exit 0`, runtime),

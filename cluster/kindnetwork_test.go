@@ -143,6 +143,17 @@ func TestKindNetworkGoesWithTheLastCluster(t *testing.T) {
 	docker("network", "create", "kind")
 	up("z")
 	down("z", "kind")
+	docker("network", "rm", "kind")
+	// A create killed before it recorded the network kind made for it,
+	// while y's create, which found the network, still uses it: the
+	// janitor's removal is refused, and y's delete removes it.
+	docker("network", "create", "kind") // kind's, for the killed create
+	up("y")
+	_ = exec.Command("sh", "-c", kindCleanup("docker", "killed", true)).Run() // the removal is refused
+	if got := rt.Networks(); !slices.Equal(got, []string{"kind"}) {
+		t.Fatalf("networks after the janitor: %v, want kind (y uses it)", got)
+	}
+	down("y")
 }
 
 // waiting is nil when a lock request on the file at path is waiting
