@@ -108,6 +108,7 @@ func (e *engine) run(ctx context.Context) error {
 	e.rec.MeasureFrom(start)
 	e.window.Store(&window{start: start, before: &before})
 	e.hold.Release()
+	e.env.Window.Open(start)
 	faultDone := e.inject(start)
 	ended, stopped, err := e.role.load(ctx, start, end)
 	faultDone()

@@ -359,6 +359,7 @@ func newEngine(r *Resolved, o Options, n int) (*engine, error) {
 		Log:          e.log,
 		Warn:         e.warn,
 		Gone:         e.health.Gone(),
+		Window:       scenario.NewWindow(),
 		Owned:        s.Target.Kind == spec.TargetLocal || o.Target.KindConfig != "",
 	}
 	e.sc = r.Def.New(e.env, r.Settings)

@@ -102,7 +102,8 @@ func (r *election) inject(ctx context.Context, slot int, id string) {
 		ev.err = r.editLease(ctx, slot)
 	}
 	if ev.err != nil {
-		r.env.Warn("leader election: the %s fault at %s failed: %v", ev.kind, ev.at.Sub(r.t0).Round(time.Millisecond), ev.err)
+		start, _ := r.env.Window.Start()
+		r.env.Warn("leader election: the %s fault %s into the measured window failed: %v", ev.kind, ev.at.Sub(start).Round(time.Millisecond), ev.err)
 	}
 	r.addFault(ev)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/kb-bench/kb-bench/results/render/text"
 	"github.com/kb-bench/kb-bench/results/resultstest"
 	"github.com/kb-bench/kb-bench/spec"
+	"github.com/kb-bench/kb-bench/workload"
 	"github.com/kb-bench/kb-bench/workload/leaderelection"
 )
 
@@ -46,9 +47,15 @@ func faultSettings(lock, fault string, extra map[string]any) map[string]any {
 // refuses exactly the writes accepted from deposed leaders.
 func runFault(t *testing.T, settings map[string]any, d time.Duration) *leaderelection.Report {
 	t.Helper()
-	out, r := runScenario(t.Context(), t, local.Config(t), spec.Spec{
-		Writers: 3, Clients: 3, Warmup: spec.D(500 * time.Millisecond), Duration: spec.D(d), Settings: settings,
-	}, nil)
+	return runFaultWith(t, spec.Spec{Duration: spec.D(d), Settings: settings}, workload.Options{})
+}
+
+// runFaultWith is runFault with the spec's other fields and the engine's
+// options given.
+func runFaultWith(t *testing.T, s spec.Spec, o workload.Options) *leaderelection.Report {
+	t.Helper()
+	s.Writers, s.Clients, s.Warmup = 3, 3, spec.D(500*time.Millisecond)
+	out, r := runScenario(t.Context(), t, local.Config(t), s, o)
 	res := out.Result
 	var b strings.Builder
 	if err := text.WriteTable(&b, res); err != nil {
@@ -105,6 +112,32 @@ func assertTheftsAgree(t *testing.T, r *leaderelection.Report, f leaderelection.
 		}
 	}
 	t.Errorf("the victim went on leading %s after the taking, but no theft from it was found: %+v", f.Detection, r.Thefts)
+}
+
+// TestFaultCountsFromTheWindowsStart holds the measured window's first
+// edge (every request held) 4s longer than usual, as a slow /metrics
+// scrape on a loaded machine does, with 3s operation timeouts. A fault
+// timed from the end of the warm-up fires inside that edge, and its
+// delete waits there until its timeout ends it unsent; timed from the
+// window's start, as --fault-at says, it is sent faultAt into the window.
+func TestFaultCountsFromTheWindowsStart(t *testing.T) {
+	const slowEdge = 4 * time.Second
+	s := spec.Spec{
+		Duration: spec.D(faultAt + 3*faultLease), OpTimeout: spec.D(3 * time.Second),
+		Settings: faultSettings(leaderelection.LockWatch, leaderelection.FaultDelete, map[string]any{"retryPeriod": slowRetry.String()}),
+	}
+	r := runFaultWith(t, s, workload.Options{OnEdge: func(edge int, done bool) {
+		if edge == 1 && !done {
+			time.Sleep(slowEdge) // the slow scrape itself: the fault under test
+		}
+	}})
+	f := oneFault(t, r)
+	if f.At < faultAt {
+		t.Errorf("the fault was injected %s into the measured window, want from %s (--fault-at)", f.At, faultAt)
+	}
+	if f.NextHolder == "" {
+		t.Errorf("fault %+v: no one took the Lease after it was deleted", f)
+	}
 }
 
 // TestPartitionOnLocalControlPlane holds the leader's requests for 4s,

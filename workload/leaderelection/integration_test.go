@@ -47,21 +47,15 @@ func (w logWriter) Write(p []byte) (int, error) {
 
 // runScenario runs s as the leader-election scenario through the engine
 // and returns the outcome and the scenario's report.
-func runScenario(ctx context.Context, t *testing.T, cfg *rest.Config, s spec.Spec, progress func(time.Duration, metrics.SeriesPoint)) (*workload.Outcome, *leaderelection.Report) {
+func runScenario(ctx context.Context, t *testing.T, cfg *rest.Config, s spec.Spec, o workload.Options) (*workload.Outcome, *leaderelection.Report) {
 	t.Helper()
 	s.Scenario = leaderelection.Name
 	r, errs := workload.Resolve(s)
 	if len(errs) > 0 {
 		t.Fatal(spec.Describe(errs))
 	}
-	out, err := workload.Run(ctx, r, workload.Options{
-		Config:            cfg,
-		RunID:             fmt.Sprintf("le-%d-%d", os.Getpid(), runSeq.Add(1)),
-		Version:           "test",
-		Log:               logWriter{t},
-		FinalizeNamespace: true,
-		Progress:          progress,
-	})
+	o.Config, o.RunID, o.Version, o.Log, o.FinalizeNamespace = cfg, fmt.Sprintf("le-%d-%d", os.Getpid(), runSeq.Add(1)), "test", logWriter{t}, true
+	out, err := workload.Run(ctx, r, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +155,7 @@ func TestLeaderElectionOnLocalControlPlane(t *testing.T) {
 			out, r := runScenario(t.Context(), t, cfg, spec.Spec{
 				Writers: 3, Clients: 2, Warmup: spec.D(300 * time.Millisecond), Duration: spec.D(3 * time.Second),
 				Settings: timings(time.Second, tt.release),
-			}, nil)
+			}, workload.Options{})
 			res := out.Result
 			if tt.table {
 				var b strings.Builder
@@ -231,11 +225,11 @@ func TestLeaderElectionInterrupted(t *testing.T) {
 		"leaseDuration": "2s", "renewDeadline": "1s", "retryPeriod": "200ms", "releaseOnCancel": true,
 	}}
 	// Ctrl-C after the first second of the window in which Leases were written.
-	out, r := runScenario(ctx, t, cfg, s, func(_ time.Duration, p metrics.SeriesPoint) {
+	out, r := runScenario(ctx, t, cfg, s, workload.Options{Progress: func(_ time.Duration, p metrics.SeriesPoint) {
 		if p.Ops > 0 {
 			cancel()
 		}
-	})
+	}})
 	if !out.Result.Interrupted {
 		t.Errorf("result not marked interrupted")
 	}
@@ -256,7 +250,7 @@ func TestLeaderElectionOperationsBound(t *testing.T) {
 	s := spec.Spec{Writers: 2, Operations: 20, Duration: spec.D(time.Hour), Settings: map[string]any{
 		"leaseDuration": "1s", "renewDeadline": "500ms", "retryPeriod": "100ms",
 	}}
-	out, r := runScenario(t.Context(), t, cfg, s, nil)
+	out, r := runScenario(t.Context(), t, cfg, s, workload.Options{})
 	res := out.Result
 	if res.Interrupted {
 		t.Errorf("result marked interrupted")

@@ -66,11 +66,11 @@ type election struct {
 	seen      chan struct{} // poked after each watch event
 
 	// From Start to Stop: the candidates and the failover loop.
-	t0, warmupEnd time.Time
-	done          func()
-	cancel        context.CancelFunc
-	loops         sync.WaitGroup
-	changed       chan struct{} // poked whenever a candidate starts leading
+	t0      time.Time
+	done    func()
+	cancel  context.CancelFunc
+	loops   sync.WaitGroup
+	changed chan struct{} // poked whenever a candidate starts leading
 
 	// The candidate slots; with the pause fault, their processes and the
 	// proxy they reach the apiserver by.
@@ -185,7 +185,6 @@ func (r *election) Setup(ctx context.Context) error {
 // Start starts the candidates and the failover loop and returns at once.
 func (r *election) Start(ctx context.Context, done func()) {
 	r.t0 = time.Now()
-	r.warmupEnd = r.t0.Add(r.env.Spec.Warmup.Duration)
 	r.done = done
 	// client-go's leader election logs through klog; a discarding logger in
 	// the context keeps it quiet without touching klog's global state.
@@ -212,9 +211,12 @@ func (r *election) Stop() {
 }
 
 // failoverLoop starts a candidate in every slot and owns them until ctx
-// ends. Failovers start after the warm-up: the leader is stopped once it
-// has led for FailoverEvery (or at the end of the warm-up, if it led
-// before). The stopped candidate rejoins under a new identity once
+// ends. Failovers and faults are timed from when the measured window
+// opened (Env.Window), not from the warm-up's end: the window's first
+// edge holds every request for a second or more after it, and a fault
+// or failover then would meet held requests and fall outside the
+// measured window. The leader is stopped once it has led for
+// FailoverEvery (or at the window's start, if it led before). The stopped candidate rejoins under a new identity once
 // another has taken over, as a restarted process would some time later;
 // rejoining at once would let it grab a released Lease before the
 // standbys' next retry and hide what failover costs them. A lone candidate
@@ -244,7 +246,8 @@ func (r *election) failoverLoop(ctx context.Context) {
 	if once {
 		every = r.set.FaultAt.Duration
 	}
-	var lastFault time.Time  // zero: none injected yet
+	var start, lastFault time.Time // zero: the window has not opened; no fault injected yet
+	opened := r.env.Window.Opened()
 	armedFor := ""           // the leader the failover timer is set for
 	restart := -1            // the slot waiting to rejoin
 	var due <-chan time.Time // the failover timer
@@ -252,10 +255,13 @@ func (r *election) failoverLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-opened:
+			opened = nil
+			start, _ = r.env.Window.Start()
 		case <-due:
 			due = nil
 			if slot, l, ok := r.currentLeader(); ok && l.id == armedFor {
-				end := r.warmupEnd.Add(r.env.Spec.Duration.Duration)
+				end := start.Add(r.env.Spec.Duration.Duration)
 				switch {
 				case fault != "" && time.Until(end) < r.set.seenAfterFault():
 					// Too close to the end of the measured window for
@@ -289,14 +295,14 @@ func (r *election) failoverLoop(ctx context.Context) {
 			slots[restart] = r.startSlot(ctx, restart)
 			restart = -1
 		}
-		if every > 0 && l.id != armedFor && !(once && !lastFault.IsZero()) {
+		if every > 0 && !start.IsZero() && l.id != armedFor && !(once && !lastFault.IsZero()) {
 			armedFor = l.id
 			since := l.start
 			switch {
 			case once:
-				since = r.warmupEnd
-			case since.Before(r.warmupEnd):
-				since = r.warmupEnd.Add(-every)
+				since = start
+			case since.Before(start):
+				since = start.Add(-every)
 			}
 			if since.Before(lastFault) {
 				since = lastFault // a leader a fault left leading is not hit again at once
@@ -550,12 +556,18 @@ func (r *election) report(lease *coordinationv1.Lease, end time.Time) *Report {
 	if lease != nil && lease.Spec.LeaseTransitions != nil {
 		rep.LeaseTransitions = int(*lease.Spec.LeaseTransitions)
 	}
-	rep.FailoverTime = failoverStats(failovers(r.stops, ls, r.t0))
-	rep.Overlaps = overlaps(ls, r.t0, end)
+	// The timeline counts from the measured window's start, as
+	// --fault-at does (from the candidates' start if it never opened).
+	base := r.t0
+	if start, ok := r.env.Window.Start(); ok {
+		base = start
+	}
+	rep.FailoverTime = failoverStats(failovers(r.stops, ls, base))
+	rep.Overlaps = overlaps(ls, base, end)
 	for _, o := range rep.Overlaps {
 		rep.OverlapTotal += o.Duration
 	}
-	rep.Thefts = thefts(ls, r.t0, end)
+	rep.Thefts = thefts(ls, base, end)
 	var classes []classified
 	if r.set.LeaderWrites.Duration > 0 {
 		// Writes are told apart by resourceVersion, if all are etcd
@@ -584,6 +596,6 @@ func (r *election) report(lease *coordinationv1.Lease, end time.Time) *Report {
 		}
 		rep.LeaderWrites = w
 	}
-	rep.Faults = faultReports(r.faults, ls, r.leaseLog, classes, r.t0, end)
+	rep.Faults = faultReports(r.faults, ls, r.leaseLog, classes, base, end)
 	return rep
 }

@@ -119,7 +119,8 @@ type LeaderWrites struct {
 // FaultReport is one injected fault and what followed it, up to the next
 // fault (or the end).
 type FaultReport struct {
-	// Kind is pause, partition, delete or edit; At when it was injected;
+	// Kind is pause, partition, delete or edit; At when it was injected
+	// (as every At in the report, from the measured window's start);
 	// Victim the leader it hit.
 	Kind   string
 	At     time.Duration
@@ -288,7 +289,7 @@ func (r *Report) Figures() []results.Figure {
 	}
 	for i, x := range r.Faults {
 		n := strconv.Itoa(i + 1)
-		add(results.Figure{Name: "faultAt", Value: float64(x.At), Unit: dur, Help: "When the fault was injected: its kind, its victim, who took the Lease, its first holder after, why it failed."},
+		add(results.Figure{Name: "faultAt", Value: float64(x.At), Unit: dur, Help: "When the fault was injected, from the start of the measured window: its kind, its victim, who took the Lease, its first holder after, why it failed."},
 			"fault", n, "kind", x.Kind, "victim", x.Victim, "takenBy", x.TakenBy, "nextHolder", x.NextHolder, "failed", x.Failed)
 		if x.Duration > 0 {
 			add(results.Figure{Name: "faultDuration", Value: float64(x.Duration), Unit: dur, Help: "How long the pause or partition lasted."}, "fault", n)
@@ -322,7 +323,7 @@ func (r *Report) Figures() []results.Figure {
 	}
 	for i, t := range r.Thefts {
 		n := strconv.Itoa(i + 1)
-		add(results.Figure{Name: "theftAt", Value: float64(t.At), Unit: dur, Help: "When the thief started leading while the victim believed it led."}, "theft", n, "thief", t.Thief, "victim", t.Victim)
+		add(results.Figure{Name: "theftAt", Value: float64(t.At), Unit: dur, Help: "When the thief started leading while the victim believed it led, from the start of the measured window (negative: in the warm-up)."}, "theft", n, "thief", t.Thief, "victim", t.Victim)
 		add(results.Figure{Name: "theftDetection", Value: float64(t.Detection), Unit: dur, Better: lower, Help: "From the theft to the victim stepping down (or the end)."}, "theft", n)
 		add(results.Figure{Name: "theftOngoing", Value: one(t.Ongoing), Unit: boolean, Better: lower, Help: "The victim still believed it led at the end."}, "theft", n)
 	}
@@ -341,7 +342,7 @@ func (r *Report) Figures() []results.Figure {
 	add(results.Figure{Name: "overlap", Value: float64(r.OverlapTotal), Unit: dur, Better: lower, Help: "Time since the first leader during which two or more candidates believed they led."})
 	for i, o := range r.Overlaps {
 		n := strconv.Itoa(i + 1)
-		add(results.Figure{Name: "overlapAt", Value: float64(o.At), Unit: dur, Help: "When a span with two or more leaders began, and who they were."}, "span", n, "leaders", strings.Join(o.Leaders, ","))
+		add(results.Figure{Name: "overlapAt", Value: float64(o.At), Unit: dur, Help: "When a span with two or more leaders began, from the start of the measured window (negative: in the warm-up), and who they were."}, "span", n, "leaders", strings.Join(o.Leaders, ","))
 		add(results.Figure{Name: "overlapSpan", Value: float64(o.Duration), Unit: dur, Better: lower, Help: "How long a span with two or more leaders lasted."}, "span", n)
 	}
 	return out

@@ -25,7 +25,7 @@ type Settings struct {
 
 	Lock          string        `json:"lock,omitempty" flag:"lock" help:"the lock implementation: client-go (tools/leaderelection) or watch (a raw Lease lock that watches the Lease and steps down when another holder appears)"`
 	Fault         string        `json:"fault,omitempty" flag:"fault" help:"the fault injected instead of stopping the leader: none, pause (SIGSTOP of the leader's process), partition (its requests held), skew, delete, edit"`
-	FaultAt       spec.Duration `json:"faultAt,omitzero" flag:"fault-at" help:"inject the fault once, this long after the warm-up (0: every --failover-every)"`
+	FaultAt       spec.Duration `json:"faultAt,omitzero" flag:"fault-at" help:"inject the fault once, this long into the measured window (0: every --failover-every)"`
 	FaultDuration spec.Duration `json:"faultDuration,omitzero" flag:"fault-duration" help:"pause: how long the leader is frozen; partition: how long its requests are held; skew: the skewed candidate's lease duration"`
 	LeaderWrites  spec.Duration `json:"leaderWrites,omitzero" flag:"leader-writes" help:"how often a leader writes the fenced ConfigMap kb-bench-fenced with its fencing token (0: never; 100ms with a fault)"`
 }
@@ -96,7 +96,7 @@ func (c *Settings) Validate(s *spec.Spec, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(p.Child("leaderWrites"), c.LeaderWrites.String(), "use 0 (never) or a positive interval, e.g. 100ms (--leader-writes)"))
 	}
 	if c.FaultAt.Duration < 0 {
-		errs = append(errs, field.Invalid(p.Child("faultAt"), c.FaultAt.String(), "use a positive offset from the end of the warm-up, e.g. 2s (--fault-at)"))
+		errs = append(errs, field.Invalid(p.Child("faultAt"), c.FaultAt.String(), "use a positive offset from the start of the measured window, e.g. 2s (--fault-at)"))
 	}
 	if c.FaultDuration.Duration < 0 {
 		errs = append(errs, field.Invalid(p.Child("faultDuration"), c.FaultDuration.String(), "use a positive duration (--fault-duration)"))

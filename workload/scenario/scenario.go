@@ -234,6 +234,8 @@ type Env struct {
 	// Recorder records attempts and operations; operations due before the
 	// measured window are counted as warm-up only.
 	Recorder *metrics.Recorder
+	// Window opens when the measured window does.
+	Window *Window
 	// Log receives notes; never nil.
 	Log io.Writer
 	// Warn writes a warning and keeps it in the result.
