@@ -153,7 +153,11 @@ func TestLeaderElectionOnLocalControlPlane(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, r := runScenario(t.Context(), t, cfg, spec.Spec{
-				Writers: 3, Clients: 2, Warmup: spec.D(300 * time.Millisecond), Duration: spec.D(3 * time.Second),
+				// 6s: on a loaded machine the window's first edge holds the
+				// leader's renewals past its 1s renew deadline, so the
+				// window may open leaderless and wait out the 2s lease
+				// before its first failover.
+				Writers: 3, Clients: 2, Warmup: spec.D(300 * time.Millisecond), Duration: spec.D(6 * time.Second),
 				Settings: timings(time.Second, tt.release),
 			}, workload.Options{})
 			res := out.Result
