@@ -216,8 +216,9 @@ func (r *election) Stop() {
 // edge holds every request for a second or more after it, and a fault
 // or failover then would meet held requests and fall outside the
 // measured window. The leader is stopped once it has led for
-// FailoverEvery (or at the window's start, if it led before). The stopped candidate rejoins under a new identity once
-// another has taken over, as a restarted process would some time later;
+// FailoverEvery (or at the window's start, if it led before). The
+// stopped candidate rejoins under a new identity once another has taken
+// over, as a restarted process would some time later;
 // rejoining at once would let it grab a released Lease before the
 // standbys' next retry and hide what failover costs them. A lone candidate
 // rejoins at once.
@@ -246,8 +247,9 @@ func (r *election) failoverLoop(ctx context.Context) {
 	if once {
 		every = r.set.FaultAt.Duration
 	}
-	var start, lastFault time.Time // zero: the window has not opened; no fault injected yet
 	opened := r.env.Window.Opened()
+	var start time.Time      // when the window opened; zero: not yet
+	var lastFault time.Time  // zero: none injected yet
 	armedFor := ""           // the leader the failover timer is set for
 	restart := -1            // the slot waiting to rejoin
 	var due <-chan time.Time // the failover timer
