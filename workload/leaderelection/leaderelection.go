@@ -218,10 +218,9 @@ func (r *election) Stop() {
 // measured window. The leader is stopped once it has led for
 // FailoverEvery (or at the window's start, if it led before). The
 // stopped candidate rejoins under a new identity once another has taken
-// over, as a restarted process would some time later;
-// rejoining at once would let it grab a released Lease before the
-// standbys' next retry and hide what failover costs them. A lone candidate
-// rejoins at once.
+// over, as a restarted process would some time later; rejoining at once
+// would let it grab a released Lease before the standbys' next retry and
+// hide what failover costs them. A lone candidate rejoins at once.
 func (r *election) failoverLoop(ctx context.Context) {
 	n := r.env.Spec.Writers
 	slots := make([]func(), n) // each stops its slot's candidate and waits for it
