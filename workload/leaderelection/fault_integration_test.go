@@ -1,9 +1,15 @@
 package leaderelection_test
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kb-bench/kb-bench/results/render/text"
 	"github.com/kb-bench/kb-bench/results/resultstest"
@@ -138,6 +144,52 @@ func TestFaultCountsFromTheWindowsStart(t *testing.T) {
 	if f.NextHolder == "" {
 		t.Errorf("fault %+v: no one took the Lease after it was deleted", f)
 	}
+}
+
+// TestFaultNotInjectedIsSaid takes the Lease from the candidates for an
+// hour as the window's first edge begins, by a client of the test's own
+// that the edge does not hold: from the window's start no candidate
+// leads, and --fault-at's one fault cannot be injected. A run that asked
+// for a fault and ran without it says so, and why, rather than reporting
+// "faults 0" alone.
+func TestFaultNotInjectedIsSaid(t *testing.T) {
+	cfg := local.Config(t)
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	// runScenario names the run's namespace from the next run number.
+	ns := fmt.Sprintf("kb-bench-le-%d-%d", os.Getpid(), runSeq.Load()+1)
+	var holdErr error
+	s := spec.Spec{
+		Writers: 3, Clients: 3, Warmup: spec.D(500 * time.Millisecond), Duration: spec.D(faultAt + faultLease),
+		Settings: faultSettings(leaderelection.LockWatch, leaderelection.FaultDelete, map[string]any{"retryPeriod": slowRetry.String()}),
+	}
+	out, r := runScenario(t.Context(), t, cfg, s, workload.Options{OnEdge: func(edge int, done bool) {
+		if edge != 1 || done {
+			return
+		}
+		holdErr = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			l, err := cs.CoordinationV1().Leases(ns).Get(t.Context(), leaderelection.LeaseName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			holder, hour, now := "kb-bench-test-holder", int32(3600), metav1.NewMicroTime(time.Now())
+			l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &holder, &hour, &now
+			_, err = cs.CoordinationV1().Leases(ns).Update(t.Context(), l, metav1.UpdateOptions{})
+			return err
+		})
+	}})
+	if holdErr != nil {
+		t.Fatalf("taking the Lease at the window's edge: %v", holdErr)
+	}
+	if len(r.Faults) != 0 {
+		t.Fatalf("faults %+v, want none: no candidate led in the window", r.Faults)
+	}
+	want := "the delete fault was not injected: no candidate led from 1s into the measured window to its end"
+	for _, w := range out.Result.Warnings {
+		if strings.Contains(w, want) {
+			return
+		}
+	}
+	t.Errorf("warnings %q, want one saying %q", out.Result.Warnings, want)
 }
 
 // TestPartitionOnLocalControlPlane holds the leader's requests for 4s,

@@ -247,14 +247,19 @@ func (r *election) failoverLoop(ctx context.Context) {
 		every = r.set.FaultAt.Duration
 	}
 	opened := r.env.Window.Opened()
-	var start time.Time      // when the window opened; zero: not yet
-	var lastFault time.Time  // zero: none injected yet
-	armedFor := ""           // the leader the failover timer is set for
-	restart := -1            // the slot waiting to rejoin
-	var due <-chan time.Time // the failover timer
+	var start time.Time          // when the window opened; zero: not yet
+	var lastFault time.Time      // zero: none injected yet
+	armedFor := ""               // the leader the failover timer is set for
+	restart := -1                // the slot waiting to rejoin
+	var due <-chan time.Time     // the failover timer
+	skipped := time.Duration(-1) // how far into the window a leader came too late for the one fault; -1: none did
 	for {
 		select {
 		case <-ctx.Done():
+			if once && lastFault.IsZero() && !start.IsZero() && time.Since(start) >= r.env.Spec.Duration.Duration {
+				// The window ran to its end (not interrupted) without it.
+				r.warnNotInjected(fault, skipped)
+			}
 			return
 		case <-opened:
 			opened = nil
@@ -268,6 +273,9 @@ func (r *election) failoverLoop(ctx context.Context) {
 					// Too close to the end of the measured window for
 					// what follows it to be seen: the fault's end, and
 					// the Lease changing hands after it.
+					if once && skipped < 0 {
+						skipped = time.Since(start)
+					}
 				case fault != "":
 					r.inject(ctx, slot, l.id)
 					lastFault = time.Now()
@@ -413,6 +421,24 @@ func (r *election) observe(slot int, e event) error {
 		return fmt.Errorf("unknown event %q", e.Kind)
 	}
 	return nil
+}
+
+// warnNotInjected says why the one fault --fault-at asked for was not
+// injected: no candidate led from then to the window's end, or the first
+// that did was found skipped into the window (-1: none was), too late for
+// the fault and the Lease changing hands after it to be seen before the
+// window's end. (The window's first edge holds every request for a second
+// or more: a leader whose renew deadline is shorter steps down there, and
+// the window opens leaderless.)
+func (r *election) warnNotInjected(fault string, skipped time.Duration) {
+	end := r.env.Spec.Duration.Duration
+	if skipped < 0 {
+		r.env.Warn("leader election: the %s fault was not injected: no candidate led from %s into the measured window to its end (%s); lengthen --duration",
+			fault, r.set.FaultAt, end)
+		return
+	}
+	r.env.Warn("leader election: the %s fault was not injected: the first leader from %s into the measured window on was found %s into it, too late for the fault and a lease after it (%s) to be seen before the window's end (%s); lengthen --duration",
+		fault, r.set.FaultAt, skipped.Round(time.Millisecond), r.set.seenAfterFault(), end)
 }
 
 // currentLeader returns the slot and leadership of the candidate that
