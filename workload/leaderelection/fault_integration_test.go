@@ -56,11 +56,24 @@ func runFault(t *testing.T, settings map[string]any, d time.Duration) *leaderele
 	return runFaultWith(t, spec.Spec{Duration: spec.D(d), Settings: settings}, workload.Options{})
 }
 
+// leaderlessStart is the measured window each fault's run is given beyond
+// what its fault needs. The window's first edge holds every request for
+// a second or more (two scrapes and the apiserver's idle interval; more
+// on a loaded machine), past the tests' 1s renew deadline: the leader can
+// step down there, and the window then opens leaderless until another
+// candidate finds the Lease expired and takes it. The fault is injected
+// on that leader, later than --fault-at, and a window sized for the fault
+// alone could end before what follows it is seen (the fault is then not
+// injected at all, as a pause fault's run beside two CPU-bound
+// processes once showed).
+const leaderlessStart = 2 * faultLease
+
 // runFaultWith is runFault with the spec's other fields and the engine's
 // options given.
 func runFaultWith(t *testing.T, s spec.Spec, o workload.Options) *leaderelection.Report {
 	t.Helper()
 	s.Writers, s.Clients, s.Warmup = 3, 3, spec.D(500*time.Millisecond)
+	s.Duration.Duration += leaderlessStart
 	out, r := runScenario(t.Context(), t, local.Config(t), s, o)
 	res := out.Result
 	var b strings.Builder
