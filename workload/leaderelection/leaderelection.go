@@ -433,11 +433,11 @@ func (r *election) observe(slot int, e event) error {
 func (r *election) warnNotInjected(fault string, skipped time.Duration) {
 	end := r.env.Spec.Duration.Duration
 	if skipped < 0 {
-		r.env.Warn("leader election: the %s fault was not injected: no candidate led from %s into the measured window to its end (%s); lengthen --duration",
+		r.env.Warn("leader election: the %s fault was not injected: no candidate led from %s into the measured window to its end (%s); the leader may have stepped down at the window's first edge, or another holder kept the Lease: lengthen --duration",
 			fault, r.set.FaultAt, end)
 		return
 	}
-	r.env.Warn("leader election: the %s fault was not injected: the first leader from %s into the measured window on was found %s into it, too late for the fault and a lease after it (%s) to be seen before the window's end (%s); lengthen --duration",
+	r.env.Warn("leader election: the %s fault was not injected: it was due %s into the measured window, but the leader to inject it on was found only %s into it, too late for the fault and a lease after it (%s) to be seen in the %s window: lengthen --duration",
 		fault, r.set.FaultAt, skipped.Round(time.Millisecond), r.set.seenAfterFault(), end)
 }
 
