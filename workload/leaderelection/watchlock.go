@@ -55,10 +55,14 @@ func (e *watchElector) run(ctx context.Context) (led bool) {
 // tryAcquire takes the Lease if it is free, released or expired, and
 // returns the record it wrote.
 func (e *watchElector) tryAcquire(ctx context.Context) (resourcelock.LeaderElectionRecord, bool) {
+	old, _, err := e.lock.Get(ctx)
+	// Now is when the Get returned, as client-go's observed time is: a Get
+	// held long (a partition, the window's edge) must not date the
+	// follower's sight of a change back to before it, or it would find a
+	// freshly renewed Lease expired early and take it from a live holder.
 	now := time.Now()
 	rec := resourcelock.LeaderElectionRecord{HolderIdentity: e.id, LeaseDurationSeconds: int(e.c.Lease / time.Second),
 		AcquireTime: metav1.NewTime(now), RenewTime: metav1.NewTime(now)}
-	old, _, err := e.lock.Get(ctx)
 	if apierrors.IsNotFound(err) {
 		return rec, e.lock.Create(ctx, rec) == nil
 	}
