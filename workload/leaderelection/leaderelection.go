@@ -252,7 +252,7 @@ func (r *election) failoverLoop(ctx context.Context) {
 	armedFor := ""               // the leader the failover timer is set for
 	restart := -1                // the slot waiting to rejoin
 	var due <-chan time.Time     // the failover timer
-	skipped := time.Duration(-1) // how far into the window a leader came too late for the one fault; -1: none did
+	skipped := time.Duration(-1) // how far into the window a fault came due too late to inject; -1: none did
 	for {
 		select {
 		case <-ctx.Done():
@@ -272,10 +272,11 @@ func (r *election) failoverLoop(ctx context.Context) {
 				case fault != "" && time.Until(end) < r.set.seenAfterFault():
 					// Too close to the end of the measured window for
 					// what follows it to be seen: the fault's end, and
-					// the Lease changing hands after it.
-					if once && skipped < 0 {
-						skipped = time.Since(start)
-					}
+					// the Lease changing hands after it. Any later fault
+					// would be too, so none is armed again (re-armed,
+					// a timer already due would fire at once, over and
+					// over, to the window's end).
+					skipped = time.Since(start)
 				case fault != "":
 					r.inject(ctx, slot, l.id)
 					lastFault = time.Now()
@@ -304,7 +305,7 @@ func (r *election) failoverLoop(ctx context.Context) {
 			slots[restart] = r.startSlot(ctx, restart)
 			restart = -1
 		}
-		if every > 0 && !start.IsZero() && l.id != armedFor && !(once && !lastFault.IsZero()) {
+		if every > 0 && !start.IsZero() && skipped < 0 && l.id != armedFor && !(once && !lastFault.IsZero()) {
 			armedFor = l.id
 			since := l.start
 			switch {
