@@ -432,14 +432,14 @@ func (r *election) observe(slot int, e event) error {
 // or more: a leader whose renew deadline is shorter steps down there, and
 // the window opens leaderless.)
 func (r *election) warnNotInjected(fault string, skipped time.Duration) {
-	end := r.env.Spec.Duration.Duration
+	window := r.env.Spec.Duration.Duration
 	if skipped < 0 {
 		r.env.Warn("leader election: the %s fault was not injected: no candidate led from %s into the measured window to its end (%s); the leader may have stepped down at the window's first edge, or another holder kept the Lease: lengthen --duration",
-			fault, r.set.FaultAt, end)
+			fault, r.set.FaultAt, window)
 		return
 	}
 	r.env.Warn("leader election: the %s fault was not injected: it was due %s into the measured window, but the leader to inject it on was found only %s into it, too late for the fault and a lease after it (%s) to be seen in the %s window: lengthen --duration",
-		fault, r.set.FaultAt, skipped.Round(time.Millisecond), r.set.seenAfterFault(), end)
+		fault, r.set.FaultAt, skipped.Round(time.Millisecond), r.set.seenAfterFault(), window)
 }
 
 // currentLeader returns the slot and leadership of the candidate that
